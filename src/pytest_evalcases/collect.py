@@ -1,0 +1,239 @@
+"""Collection: a case file becomes a CaseFile node whose children are CaseItems.
+
+A problem never raises a collection error (pytest would abort the whole run): a file-level problem
+becomes one item that errors in setup, a case-level problem errors only that case.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+import pytest
+from pydantic import ValidationError
+
+from .cassette import file_hash, suite_key_fields
+from .errors import CaseFileError, EvalCaseError, StageFailure
+from .schema import Case, Suite, format_validation_error
+from .stages import STAGES, Stage
+from .system import System, resolve_system
+
+if TYPE_CHECKING:
+    from .session import EvalSession
+
+
+@dataclass(slots=True)
+class SuiteContext:
+    """Everything the items of one case file share, computed once per file."""
+
+    path: Path
+    suite: Suite
+    system: System
+    cassette_root: Path
+    key_fields: dict[str, str]
+    gating: list[str]
+    report_only: list[str]
+    judged: list[Stage]
+    judge_spec: str | None
+    judge_options: dict[str, Any]
+
+
+def _json_error(path: Path, exc: json.JSONDecodeError) -> str:
+    return f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+
+
+def unsafe_id_reason(case_id: str) -> str | None:
+    """Why an id cannot name a cassette file (and a node id), or None."""
+    if case_id in {".", ".."} or "/" in case_id or "\\" in case_id:
+        return "path separators and '.'/'..' are not allowed"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in case_id):
+        return "control characters are not allowed"
+    if "::" in case_id:
+        return "'::' is not allowed (it separates node id parts)"
+    if case_id != case_id.strip():
+        return "leading or trailing white space is not allowed"
+    return None
+
+
+class CaseFile(pytest.File):
+    """A suite file: `{"name", "system", "stages", "cases": [...]}`."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from .session import get_session
+
+        state = get_session(self.config)
+        try:
+            ctx = self._load_suite(state)
+        except CaseFileError as exc:
+            yield SuiteErrorItem.from_parent(self, name="suite", message=str(exc))
+            return
+        seen: dict[str, int] = {}
+        for index, raw in enumerate(ctx.suite.cases):
+            yield self._case_item(ctx, state, index, raw, seen)
+
+    def _load_suite(self, state: EvalSession) -> SuiteContext:
+        text = self.path.read_text(encoding="utf-8")
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CaseFileError(_json_error(self.path, exc)) from None
+        if not isinstance(raw, dict):
+            raise CaseFileError(f"{self.path}: a case file holds one JSON object (a suite)")
+        try:
+            suite = Suite.model_validate(raw)
+        except ValidationError as exc:
+            raise CaseFileError(
+                f"{self.path}: invalid suite\n{format_validation_error(exc)}"
+            ) from None
+        unknown = [name for name in suite.stages + suite.report_only if name not in STAGES]
+        if unknown:
+            raise CaseFileError(
+                f"{self.path}: unknown stage(s) {', '.join(unknown)}; known stages: "
+                f"{', '.join(STAGES)}"
+            )
+        reason = unsafe_id_reason(suite.name)
+        if reason:
+            raise CaseFileError(f"{self.path}: suite name {suite.name!r} cannot name a folder: {reason}")
+        other = state.claim_suite_name(suite.name, self.path)
+        if other is not None:
+            raise CaseFileError(
+                f"{self.path}: suite name {suite.name!r} is already used by {other}; "
+                "suite names must be unique (they name the cassette folders)"
+            )
+        spec = suite.system or state.default_system
+        if not spec:
+            raise CaseFileError(
+                f"{self.path}: no system: set \"system\": \"module:attribute\" in the suite or "
+                "eval_system in the pytest ini"
+            )
+        try:
+            system = resolve_system(spec, state.rootdir, state.systems)
+            fingerprint = system.fingerprint()
+        except CaseFileError as exc:
+            raise CaseFileError(f"{self.path}: {exc}") from None
+        input_hashes = {}
+        for name in suite.inputs:
+            try:
+                input_hashes[name] = state.input_hash(name, file_hash)
+            except OSError as exc:
+                raise CaseFileError(
+                    f"{self.path}: input file {name!r} cannot be read ({exc.strerror}); inputs are "
+                    f"paths relative to {state.rootdir}"
+                ) from None
+        report_only = [name for name in suite.report_only if name not in suite.stages]
+        from .judging import judge_options, judged_stages
+
+        return SuiteContext(
+            path=self.path,
+            suite=suite,
+            system=system,
+            cassette_root=state.cassette_root,
+            key_fields=suite_key_fields(spec, input_hashes, fingerprint),
+            gating=list(suite.stages),
+            report_only=report_only,
+            judged=judged_stages(suite.stages + report_only),
+            judge_spec=state.judge_override or suite.judge or state.default_judge,
+            judge_options=judge_options(suite),
+        )
+
+    def _case_item(
+        self, ctx: SuiteContext, state: EvalSession, index: int, raw: Any, seen: dict[str, int]
+    ) -> pytest.Item:
+        raw_id = raw.get("id") if isinstance(raw, dict) else None
+        name = raw_id if isinstance(raw_id, str) and raw_id and not unsafe_id_reason(raw_id) else None
+        if name is not None:
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                return SuiteErrorItem.from_parent(
+                    self, name=f"{name}-duplicate-{seen[name]}",
+                    message=f"{self.path}: duplicate case id {name!r} (cases[{index}]); the first "
+                    "one runs, rename this one",
+                )
+        try:
+            case = Case.model_validate(raw)
+        except ValidationError as exc:
+            label = name or f"cases[{index}]"
+            return SuiteErrorItem.from_parent(
+                self, name=label,
+                message=f"{self.path}: invalid case {label}\n"
+                + format_validation_error(exc, prefix=f"cases[{index}]"),
+            )
+        reason = unsafe_id_reason(case.id)
+        if reason:
+            return SuiteErrorItem.from_parent(
+                self, name=f"cases[{index}]",
+                message=f"{self.path}: case id {case.id!r} (cases[{index}]) cannot name a "
+                f"cassette file: {reason}; rename it (nothing was recorded for it)",
+            )
+        item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
+        for marker in filter(None, (case.category, *case.marks)):
+            item.add_marker(state.marker(marker))
+        if case.skip:
+            item.add_marker(pytest.mark.skip(reason=case.skip))
+        if case.xfail:
+            # raises=StageFailure: a stale, missing or crashing case stays an error under xfail.
+            item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=StageFailure))
+        return item
+
+
+class SuiteErrorItem(pytest.Item):
+    """Stands in for a file or case that cannot run, and errors in setup with its message."""
+
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def setup(self) -> None:
+        raise CaseFileError(self.message)
+
+    def runtest(self) -> None:  # never reached: setup always raises
+        raise CaseFileError(self.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        return str(excinfo.value)
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, self.nodeid
+
+
+class CaseItem(pytest.Item):
+    """One eval case: setup obtains its recording, runtest scores it."""
+
+    def __init__(self, *, ctx: SuiteContext, case: Case, index: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ctx = ctx
+        self.case = case
+        self.index = index
+        self.recording: Any = None
+        self.scores: Any = None
+
+    def setup(self) -> None:
+        from .session import get_session
+
+        self.recording = get_session(self.config).recording_for(self)
+
+    def runtest(self) -> None:
+        from .scoring import failure_message, score_case
+
+        recording = self.recording
+        self.scores = scores = score_case(
+            self.ctx.suite, self.case, recording.trace, recording.verdicts,
+            self.ctx.gating, self.ctx.report_only,
+        )
+        for name, result, _ in scores.results:
+            if result.score is not None:
+                self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
+        if scores.first_failure is not None:
+            raise StageFailure(failure_message(scores))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, EvalCaseError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"{self.ctx.suite.name}::{self.case.id}"

@@ -1,0 +1,32 @@
+"""Errors a user can hit. Each message names the file or case and says what to do next; the
+item shows the message alone (no plugin traceback), because the traceback would not help."""
+
+from __future__ import annotations
+
+
+class EvalCaseError(Exception):
+    """Base of the errors shown without a traceback."""
+
+
+class CaseFileError(EvalCaseError):
+    """A case file (or one case in it) cannot be used as written."""
+
+
+class MissingRecording(EvalCaseError):
+    """Replay found no cassette (or no verdict) for a case."""
+
+
+class StaleRecording(EvalCaseError):
+    """The recording was made under a different key."""
+
+
+class CassetteError(EvalCaseError):
+    """A cassette exists but cannot be read as a recording."""
+
+
+class TraceError(EvalCaseError):
+    """The system returned something that is not a trace."""
+
+
+class StageFailure(EvalCaseError):
+    """A gating stage failed; the only failure an `xfail` case may absorb."""

@@ -1,0 +1,109 @@
+"""pytest hooks only: options, collection entry, live recording, reports, terminal summary."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .collect import CaseFile, CaseItem, SuiteErrorItem
+from .session import (
+    SESSION_KEY,
+    EvalSession,
+    Progress,
+    case_result,
+    dump_result,
+    get_session,
+    outcome_of,
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalcases", "LLM eval cases (pytest-evalcases)")
+    group.addoption("--live", action="store_true", dest="eval_live",
+                    help="run the real system and judges for every selected case and re-record")
+    group.addoption("--live-stale", action="store_true", dest="eval_live_stale",
+                    help="record only missing or stale recordings; replay the rest")
+    group.addoption("--live-judges", action="store_true", dest="eval_live_judges",
+                    help="re-judge the recorded traces without running the system again")
+    group.addoption("--eval-judge", dest="eval_judge", default=None,
+                    help="judge for judged stages: openai:<model>, gemini:<model>, "
+                    "ollama:<model>, litellm:<model> or lexical")
+    group.addoption("--eval-concurrency", dest="eval_concurrency", type=int, default=None,
+                    help="cases (and judge requests) in flight at once when recording (default 8)")
+    group.addoption("--eval-report", dest="eval_report", default=None, metavar="DIR",
+                    help="write results.json, report.md and dashboard.html to DIR")
+    group.addoption("--eval-baseline", dest="eval_baseline", default=None, metavar="FILE",
+                    help="compare with an earlier results.json; fail on regressions")
+    group.addoption("--eval-tolerance", dest="eval_tolerance", type=float, default=0.0,
+                    help="largest drop of a stage's mean score the baseline gate accepts")
+    parser.addini("eval_cases", type="args", default=["cases"],
+                  help="folders whose *.json files are eval suites")
+    parser.addini("eval_cassettes", default="cassettes", help="folder of the recordings")
+    parser.addini("eval_system", default="", help="default system, 'module:attribute'")
+    parser.addini("eval_judge", default="", help="default judge for judged stages")
+    parser.addini("eval_concurrency", default="8", help="default --eval-concurrency")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    state = EvalSession(config)
+    config.stash[SESSION_KEY] = state
+    config.pluginmanager.register(ResultCollector(state), "evalcases-results")
+
+
+def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
+    if get_session(parent.config).is_case_file(file_path):
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    state = get_session(session.config)
+    if state.live and not state.is_worker and not session.config.option.collectonly:
+        items = [item for item in session.items if isinstance(item, CaseItem)]
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        write = reporter.write if reporter else (lambda text: None)
+        tty = bool(reporter and reporter.isatty)
+        state.record_batch(items, Progress(len(items), write, tty))
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if isinstance(item, CaseItem | SuiteErrorItem):
+        exc = call.excinfo.value if call.excinfo else None
+        outcome = outcome_of(item, call.when, report, exc)
+        if outcome is not None:
+            state = get_session(item.config)
+            report.evalcase = dump_result(case_result(item, outcome, bool(state.report_dir)))
+    return report
+
+
+class ResultCollector:
+    """Gathers the per-case results from the reports (on the controller under xdist: the same
+    path with and without workers, and a crashed worker's other cases still arrive)."""
+
+    def __init__(self, state: EvalSession) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        result = getattr(report, "evalcase", None)
+        if result is not None:
+            self.state.results.append(result)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = get_session(config)
+    if state.is_worker or not state.results:
+        return
+    from .summary import render_summary
+
+    results = sorted((json.loads(raw) for raw in state.results), key=lambda r: (r["file"], r["index"]))
+    orphans, note = state.orphans()
+    terminalreporter.write_sep("=", "per-stage summary")
+    for line in render_summary(results, verbose=config.option.verbose > 0,
+                               orphans=[str(p) for p in orphans], orphan_note=note):
+        terminalreporter.write_line(line)

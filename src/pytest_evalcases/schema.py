@@ -1,0 +1,135 @@
+"""Pydantic models for suites, cases and traces: the case-file contract lives here.
+
+Cases are validated one by one (so one bad case never hides the others) and kept as plain,
+validated objects; traces are validated when they are recorded and replayed as plain dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = [
+    "Case",
+    "Suite",
+    "ToolExpectation",
+    "Trace",
+    "ValidationError",
+    "format_validation_error",
+    "SYSTEM_HIDDEN_FIELDS",
+]
+
+
+class ToolExpectation(BaseModel):
+    """An expected tool call; `args`, when given, must match the call's arguments exactly."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    args: dict[str, Any] | None = None
+
+
+class Case(BaseModel):
+    """One eval case. Unknown fields are kept: the system receives them with `input`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1)
+    input: str
+    category: str | None = None
+    group: str | None = None
+    marks: list[str] = []
+    xfail: str | None = None
+    skip: str | None = None
+    expected_tools: list[str | ToolExpectation] | None = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+
+    @field_validator("category", "marks")
+    @classmethod
+    def _marker_safe(cls, value: Any) -> Any:
+        names = value if isinstance(value, list) else [value] if value else []
+        for name in names:
+            if not name.isidentifier():
+                raise ValueError(f"{name!r} cannot be a pytest marker: use letters, digits, _")
+        return value
+
+
+# Fields that describe how to judge a case rather than what the system sees: they are kept out
+# of the system's view and out of the trace's recording key, so editing them never needs a
+# re-record (judged stages key the ones they read, e.g. `reference`, per verdict).
+SYSTEM_HIDDEN_FIELDS = frozenset(
+    {"id", "category", "group", "marks", "xfail", "skip", "expected_tools", "expected_docs",
+     "reference", "unanswerable"}
+)
+
+
+class Suite(BaseModel):
+    """A case file's suite-level settings (cases are validated separately, one by one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    version: int = 1
+    system: str | None = None
+    inputs: list[str] = []
+    stages: list[str] = Field(min_length=1)
+    report_only: list[str] = []
+    threshold: float = Field(0.5, ge=0, le=1)
+    thresholds: dict[str, float] = {}
+    k: int = Field(3, ge=1)
+    judge: str | None = None
+    strict: bool = False
+    accept_partial: bool = False
+    correctness_criteria: str | None = None
+    cases: list[dict[str, Any]]
+
+    def threshold_for(self, stage: str, default: float | None = None) -> float:
+        if stage in self.thresholds:
+            return self.thresholds[stage]
+        return self.threshold if default is None else default
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    args: dict[str, Any] = {}
+
+
+class ToolOutput(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    tool: str
+    content: str
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class Trace(BaseModel):
+    """What the system did for one case; stages score it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    answer: str
+    tool_calls: list[ToolCall] = []
+    tool_outputs: list[ToolOutput] = []
+    retrieved: list[str] = []
+    context: list[str] = []
+    usage: Usage | None = None
+    latency_ms: float | None = None
+
+
+def format_validation_error(error: ValidationError, prefix: str = "") -> str:
+    """One line per problem, each naming the field path: `cases[3].input: Field required`."""
+    lines = []
+    for item in error.errors():
+        path = prefix
+        for part in item["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        lines.append(f"{path or '<root>'}: {item['msg']}")
+    return "\n".join(lines)

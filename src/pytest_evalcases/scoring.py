@@ -1,0 +1,65 @@
+"""Scoring one case: every stage on the recorded trace, then the first failing gating stage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .schema import Case, Suite
+from .stages import STAGES, StageResult
+
+
+@dataclass(slots=True)
+class CaseScores:
+    results: list[tuple[str, StageResult, bool]]  # (stage, result, gating) in suite order
+    first_failure: tuple[str, StageResult] | None
+
+
+def score_case(
+    suite: Suite,
+    case: Case,
+    trace: dict[str, Any],
+    verdicts: Mapping[str, Any],
+    gating: Sequence[str],
+    report_only: Sequence[str],
+) -> CaseScores:
+    """Every stage is scored (so the table is complete); only gating stages can fail the case."""
+    results = []
+    first_failure = None
+    for names, is_gating in ((gating, True), (report_only, False)):
+        for name in names:
+            result = STAGES[name].score(case, trace, suite, verdicts.get(name))
+            results.append((name, result, is_gating))
+            if is_gating and first_failure is None and result.passed is False:
+                first_failure = (name, result)
+    return CaseScores(results, first_failure)
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def stage_table(scores: CaseScores) -> list[str]:
+    """The per-stage table shown under a failing case."""
+    rows = [("stage", "score", "threshold", "pass", "reason")]
+    for name, result, gating in scores.results:
+        verdict = "-" if result.passed is None else "pass" if result.passed else "FAIL"
+        if result.judge_error:
+            verdict = "JUDGE ERROR"
+        label = name if gating else f"{name} (report only)"
+        rows.append((label, _cell(result.score), _cell(result.threshold), verdict, result.reason))
+    widths = [max(len(row[col]) for row in rows) for col in range(4)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        for row in rows
+    ]
+
+
+def failure_message(scores: CaseScores) -> str:
+    name, result = scores.first_failure  # type: ignore[misc]
+    return "\n".join([f"first failing stage: {name} ({result.reason})", "", *stage_table(scores)])
+
+
+def result_stages(scores: CaseScores) -> dict[str, dict[str, Any]]:
+    return {name: result.to_dict(gating) for name, result, gating in scores.results}

@@ -1,0 +1,71 @@
+"""Judged stages: their verdict comes from a judge (recorded with --live, replayed otherwise);
+the stage turns the verdict into a pass or a failure with the suite's threshold or label rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..schema import Case, Suite
+from . import register
+from .base import Stage, StageResult, skipped
+
+# Labels that pass a categorical stage (the suite may accept PARTIAL completeness).
+_PASSING_LABELS: dict[str, Callable[[Suite], set[str]]] = {
+    "context_completeness": lambda s: {"COMPLETE", "PARTIAL"} if s.accept_partial else {"COMPLETE"},
+    "answer_accuracy": lambda s: {"CORRECT"},
+}
+
+
+def judged_skip_reason(stage: Stage, case: Case, trace: dict[str, Any]) -> str | None:
+    """Why a judged stage does not apply to this case (then no judge is called), or None."""
+    if "context" in stage.reads and not trace.get("context"):
+        return "no context"
+    if "reference" in stage.reads and case.reference is None and not (
+        stage.name == "answer_accuracy" and case.unanswerable
+    ):
+        return "no reference"
+    return None
+
+
+def _make_scorer(name: str) -> Callable[..., StageResult]:
+    def score(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -> StageResult:
+        reason = judged_skip_reason(STAGE_BY_NAME[name], case, trace)
+        if reason:
+            return skipped(reason)
+        if verdict is None:
+            return skipped("no verdict recorded")
+        if verdict.get("error"):
+            return StageResult(None, False, f"judge error: {verdict['error']}", judge_error=True)
+        score_value = float(verdict.get("score", 0.0))
+        label = verdict.get("label")
+        why = verdict.get("reason") or ""
+        if name in _PASSING_LABELS:
+            accepted = _PASSING_LABELS[name](suite)
+            passed = label in accepted
+            return StageResult(score_value, passed, f"{label}: {why}".strip(), label=label)
+        threshold = suite.threshold_for(name)
+        passed = score_value >= threshold
+        op = ">=" if passed else "<"
+        text = f"{score_value:.2f} {op} {threshold:.2f}" + (f"; {why}" if why else "")
+        return StageResult(score_value, passed, text, threshold, label=label)
+
+    return score
+
+
+# What each judge reads; case fields among them (`reference`, `unanswerable`) key the verdict.
+_READS: dict[str, tuple[str, ...]] = {
+    "faithfulness": ("answer", "context"),
+    "contextual_recall": ("input", "reference", "context"),
+    "contextual_precision": ("input", "reference", "context"),
+    "contextual_relevancy": ("input", "context"),
+    "answer_relevancy": ("input", "answer"),
+    "correctness": ("input", "answer", "reference"),
+    "context_completeness": ("input", "reference", "context"),
+    "answer_accuracy": ("input", "answer", "reference", "unanswerable"),
+}
+
+STAGE_BY_NAME: dict[str, Stage] = {
+    name: register(Stage(name, _make_scorer(name), judged=True, reads=reads))
+    for name, reads in _READS.items()
+}

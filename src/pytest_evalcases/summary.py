@@ -1,0 +1,138 @@
+"""The terminal's `per-stage summary`: pure functions from per-case result dicts to lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Beyond this many cases only the interesting ones get a row (unless -v).
+FULL_TABLE_LIMIT = 50
+PASSING = ("passed", "xpassed")
+PROBLEMS = ("failed", "stale", "missing", "error")
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Stage columns in the order suites list them, gating stages before report-only ones."""
+    gating: dict[str, None] = {}
+    report_only: dict[str, None] = {}
+    for result in results:
+        for name, stage in result["stages"].items():
+            (gating if stage["gating"] else report_only).setdefault(name, None)
+    return list(gating) + [name for name in report_only if name not in gating]
+
+
+def stage_cell(stage: dict[str, Any] | None) -> str:
+    if stage is None or stage["passed"] is None:
+        return "-"
+    if stage.get("judge_error"):
+        return "JUDGE-ERR"
+    score = "" if stage["score"] is None else f"{stage['score']:.2f}"
+    if stage["passed"] or not stage["gating"]:
+        return score or "pass"
+    return f"FAIL {score}".strip()
+
+
+def first_failure_cell(result: dict[str, Any]) -> str:
+    failure = result.get("first_failure")
+    if failure:
+        return f"{failure['stage']}: {failure['reason']}"
+    if result["outcome"] in ("stale", "missing", "error"):
+        return result["outcome"].upper()
+    return ""
+
+
+def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool) -> list[str]:
+    shown = results
+    if len(results) > FULL_TABLE_LIMIT and not verbose:
+        shown = [r for r in results if r["outcome"] in PROBLEMS or r["first_failure"]]
+    header = ["case", "category", "outcome", *stages, "first failure"]
+    rows = [header]
+    for result in shown:
+        cells = [stage_cell(result["stages"].get(name)) for name in stages]
+        rows.append([
+            f"{result['suite']}::{result['id']}", result.get("category") or "-",
+            result["outcome"], *cells, first_failure_cell(result),
+        ])
+    lines = _table(rows)
+    hidden = len(results) - len(shown)
+    if hidden:
+        lines.append(f"({hidden} passing or skipped cases not shown; -v shows every case)")
+    return lines
+
+
+def stage_totals(results: Sequence[dict[str, Any]], stages: list[str]) -> list[str]:
+    rows = [["stage", "passed", "failed", "skipped", "judge errors", "mean score"]]
+    for name in stages:
+        passed = failed = skipped = errors = 0
+        scores = []
+        for result in results:
+            stage = result["stages"].get(name)
+            if stage is None:
+                continue
+            if stage.get("judge_error"):
+                errors += 1
+            elif stage["passed"] is None:
+                skipped += 1
+            elif stage["passed"]:
+                passed += 1
+            else:
+                failed += 1
+            if stage["score"] is not None:
+                scores.append(stage["score"])
+        mean = f"{sum(scores) / len(scores):.3f}" if scores else "-"
+        label = name if any(r["stages"].get(name, {}).get("gating") for r in results) else f"{name}*"
+        rows.append([label, str(passed), str(failed), str(skipped), str(errors), mean])
+    return _table(rows)
+
+
+def category_rates(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Pass rate per category over the cases that ran (skipped cases are left out)."""
+    counts: dict[str, list[int]] = {}
+    for result in results:
+        if result["outcome"] == "skipped":
+            continue
+        tally = counts.setdefault(result.get("category") or "-", [0, 0])
+        tally[0] += result["outcome"] in PASSING
+        tally[1] += 1
+    rows = [["category", "passed", "cases", "pass rate"]]
+    for category in sorted(counts):
+        passed, total = counts[category]
+        rows.append([category, str(passed), str(total), f"{passed / total:.0%}"])
+    return _table(rows)
+
+
+def render_summary(
+    results: Sequence[dict[str, Any]],
+    *,
+    verbose: bool,
+    orphans: Sequence[str],
+    orphan_note: str = "",
+) -> list[str]:
+    """Everything under the `per-stage summary` heading, in a fixed order (same text under -n)."""
+    stages = stage_names(results)
+    lines = case_rows(results, stages, verbose) if results else ["no eval cases ran"]
+    if results and stages:
+        lines += ["", *stage_totals(results, stages)]
+        if any(not any(r["stages"].get(n, {}).get("gating") for r in results) for n in stages):
+            lines.append("* report only: never fails a case")
+    if results:
+        lines += ["", *category_rates(results)]
+    outcomes = [r["outcome"] for r in results]
+    statuses = [r.get("recording", {}).get("status") for r in results]
+    lines += [
+        "",
+        f"recordings: {statuses.count('recorded')} recorded, {statuses.count('replayed')} replayed, "
+        f"{outcomes.count('stale')} stale, {outcomes.count('missing')} missing, "
+        f"{len(orphans)} orphaned{orphan_note}",
+    ]
+    lines += [f"  orphan: {path}" for path in orphans]
+    kept = [r for r in results if r.get("recording", {}).get("status") == "not_rerecorded"]
+    for result in kept:
+        note = result["recording"].get("note") or "the live run failed"
+        lines.append(f"  not re-recorded: {result['suite']}::{result['id']} ({note})")
+    return lines

@@ -1,0 +1,134 @@
+"""The system under test: resolving `module:attribute`, calling it sync or async, its fingerprint."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import CaseFileError, TraceError
+from .schema import SYSTEM_HIDDEN_FIELDS, Case, Trace, format_validation_error
+
+
+class CaseInput(dict):
+    """What the system receives: `input`, `id` and the case's extra fields, as a mapping that also
+    allows attribute access (`case.input`, `case["input"]`). Expectations are left out, so a
+    system cannot peek at the answer and editing them never stales a recording."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def system_view(case: Case) -> CaseInput:
+    view = CaseInput(id=case.id, input=case.input)
+    if case.model_extra:
+        view.update(case.model_extra)
+    return view
+
+
+def key_view(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of the system's view that goes into the key: not the id (it names the cassette)."""
+    return {name: value for name, value in view.items() if name not in SYSTEM_HIDDEN_FIELDS}
+
+
+class System:
+    """A resolved system: `run(case)`, optional `fingerprint()` and `setup(suite)`."""
+
+    def __init__(self, spec: str, target: Any) -> None:
+        self.spec = spec
+        run = getattr(target, "run", None)
+        if run is None and callable(target):
+            run = target
+        if not callable(run):
+            raise CaseFileError(
+                f"system {spec!r} has no run(case) method and is not callable; point 'system' at "
+                "an object with run(case) or at a function"
+            )
+        self._run: Callable[[Any], Any] = run
+        self._target = target
+        self._fingerprint: dict[str, Any] | None = None
+        self._set_up = False
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self._run)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Computed once per session: it may read prompts or config files."""
+        if self._fingerprint is None:
+            method = getattr(self._target, "fingerprint", None)
+            value = method() if callable(method) else {}
+            if not isinstance(value, dict):
+                raise CaseFileError(f"system {self.spec!r}: fingerprint() must return a dict")
+            self._fingerprint = value
+        return self._fingerprint
+
+    def setup(self, suite: Any) -> None:
+        """Called once, before the first live case of the first suite that uses this system."""
+        if not self._set_up:
+            self._set_up = True
+            method = getattr(self._target, "setup", None)
+            if callable(method):
+                method(suite)
+
+    async def arun(self, case: CaseInput) -> Any:
+        """Run one case; a sync system runs in a worker thread so cases can overlap."""
+        if self.is_async:
+            return await self._run(case)
+        result = await asyncio.to_thread(self._run, case)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System:
+    """Import `module:attribute` with the rootdir on sys.path (once per spec per session)."""
+    if spec in cache:
+        return cache[spec]
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise CaseFileError(f"system {spec!r} must read 'module:attribute', e.g. 'demo.assistant:system'")
+    root = str(rootdir)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr_path.split("."):
+            target = getattr(target, part)
+    except Exception as exc:  # any import-time failure of user code is reported the same way
+        raise CaseFileError(
+            f"cannot import system {spec!r}: {type(exc).__name__}: {exc}; check the module path "
+            f"(imported with {root} on sys.path)"
+        ) from None
+    system = System(spec, target)
+    cache[spec] = system
+    return system
+
+
+def normalize_trace(value: Any, where: str) -> dict[str, Any]:
+    """Validate what the system returned; a plain JSON dict comes out (that is what is recorded)."""
+    if isinstance(value, Trace):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if not isinstance(value, dict):
+        raise TraceError(
+            f"malformed trace for {where}: run(case) returned {type(value).__name__}, expected a "
+            "dict or Trace with 'answer', 'tool_calls', 'retrieved', 'context'"
+        )
+    try:
+        trace = Trace.model_validate(value)
+    except ValidationError as exc:
+        raise TraceError(
+            f"malformed trace for {where}; bad fields:\n{format_validation_error(exc)}"
+        ) from None
+    return trace.model_dump(mode="json", exclude_none=True)
