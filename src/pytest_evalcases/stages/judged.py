@@ -21,6 +21,9 @@ def judged_skip_reason(stage: Stage, case: Case, trace: dict[str, Any]) -> str |
     """Why a judged stage does not apply to this case (then no judge is called), or None."""
     if "context" in stage.reads and not trace.get("context"):
         return "no context"
+    if case.unanswerable and "context" in stage.reads and "reference" in stage.reads:
+        # The reference of an unanswerable case states an absence: there is nothing to retrieve.
+        return "unanswerable case"
     if "reference" in stage.reads and case.reference is None and not (
         stage.name == "answer_accuracy" and case.unanswerable
     ):

@@ -1,0 +1,116 @@
+"""Judges: turn one stage of one case into a verdict dict.
+
+    judge = make_judge("openai:gpt-4o-mini")   # or "lexical"; raises JudgeConfigError
+    verdict = await judge.evaluate("faithfulness", JudgeInput(...), {"strict": True})
+    await judge.aclose()
+
+Importing this package (and using the lexical judge) imports neither deepeval nor openai; LLM
+judges import them on their first verdict.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from .base import (
+    DEFAULT_CORRECTNESS_CRITERIA,
+    JUDGED_STAGES,
+    Judge,
+    JudgeInput,
+    StageOptions,
+    Verdict,
+)
+from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeInputError
+from .retry import RetryPolicy
+from .spec import ACCEPTED_FORMS, parse_spec, resolve_spec
+from .usage import JudgeStats
+
+__all__ = [
+    "ACCEPTED_FORMS",
+    "DEFAULT_CORRECTNESS_CRITERIA",
+    "JUDGED_STAGES",
+    "Judge",
+    "JudgeAuthError",
+    "JudgeConfigError",
+    "JudgeError",
+    "JudgeInput",
+    "JudgeInputError",
+    "JudgeStats",
+    "RetryPolicy",
+    "StageOptions",
+    "Verdict",
+    "judge_version",
+    "make_judge",
+]
+
+DEFAULT_TIMEOUT = 60.0  # seconds per model request
+DEFAULT_MAX_CONCURRENCY = 16  # model requests in flight per judge (one case fans out to several)
+
+
+def make_judge(
+    spec: str,
+    *,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+    max_concurrency: int | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Judge:
+    """Build the judge an `--eval-judge` value names.
+
+    Checks the spec, the key and the packages now (JudgeConfigError), so a bad configuration
+    fails before any case runs; the model client itself is made on the first verdict.
+    `timeout` and `max_concurrency` default to EVALCASES_JUDGE_TIMEOUT and
+    EVALCASES_JUDGE_CONCURRENCY (0 = unbounded), else 60 s and 16.
+    """
+    env = os.environ if environ is None else environ
+    parsed = resolve_spec(spec, env)
+    if parsed.provider == "lexical":
+        from .lexical import LexicalJudge
+
+        return LexicalJudge()
+    from .deepeval_judge import DeepEvalJudge, check_dependencies
+
+    check_dependencies(parsed)
+    if timeout is None:
+        timeout = _env_number(env, "EVALCASES_JUDGE_TIMEOUT", DEFAULT_TIMEOUT)
+    if timeout <= 0:
+        raise JudgeConfigError(f"the judge timeout must be positive seconds, not {timeout}")
+    if max_concurrency is None:
+        max_concurrency = int(
+            _env_number(env, "EVALCASES_JUDGE_CONCURRENCY", DEFAULT_MAX_CONCURRENCY)
+        )
+    return DeepEvalJudge(
+        parsed,
+        retry=retry or RetryPolicy(),
+        timeout=timeout,
+        max_concurrency=max_concurrency or None,
+    )
+
+
+def judge_version(spec: str) -> str:
+    """`make_judge(spec).version()` without a key, a network client or a deepeval import.
+
+    For replay: the version goes into recording keys even when no judge runs.
+    """
+    parsed = parse_spec(spec)
+    if parsed.provider == "lexical":
+        from .lexical import LEXICAL_REVISION
+
+        return f"lexical-{LEXICAL_REVISION}"
+    from .deepeval_judge import llm_judge_version
+
+    return llm_judge_version()
+
+
+def _env_number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise JudgeConfigError(f"{name}={raw!r} is not a number") from None
+    if value < 0:
+        raise JudgeConfigError(f"{name}={raw!r} must not be negative")
+    return value

@@ -1,0 +1,192 @@
+"""The Judge interface, its input and its verdict shape, shared by every judge.
+
+`Judge.evaluate` is a template method: it checks the stage and the input, meters usage, times the
+call and builds the verdict dict; subclasses implement `_grade` (the judging itself) and may add
+parameters in `stage_params`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from .errors import JudgeError, JudgeInputError
+from .usage import JudgeStats, metering
+
+JUDGED_STAGES: tuple[str, ...] = (
+    "faithfulness",
+    "contextual_recall",
+    "contextual_precision",
+    "contextual_relevancy",
+    "answer_relevancy",
+    "correctness",
+    "context_completeness",
+    "answer_accuracy",
+)
+
+# Which JudgeInput fields each stage's verdict depends on (the spine keys recordings on them).
+STAGE_READS: dict[str, tuple[str, ...]] = {
+    "faithfulness": ("answer", "context"),
+    "contextual_recall": ("input", "reference", "context"),
+    "contextual_precision": ("input", "reference", "context"),
+    "contextual_relevancy": ("input", "context"),
+    "answer_relevancy": ("input", "answer"),
+    "correctness": ("input", "answer", "reference"),
+    "context_completeness": ("input", "reference", "context"),
+    "answer_accuracy": ("input", "answer", "reference", "unanswerable"),
+}
+
+# Same text as the spine's default, so both sides hash the same criteria.
+DEFAULT_CORRECTNESS_CRITERIA = (
+    "The answer conveys the same key facts as the reference and nothing contradicting it."
+)
+
+COMPLETENESS_SCORES: dict[str, float] = {"COMPLETE": 1.0, "PARTIAL": 0.5, "INSUFFICIENT": 0.0}
+ACCURACY_SCORES: dict[str, float] = {"CORRECT": 1.0, "WRONG": 0.0}
+
+
+@dataclass(frozen=True)
+class JudgeInput:
+    """What a judge sees of one case: the question, the agent's answer, the golden answer, the
+    retrieved passages (in rank order) and whether the case expects an abstention."""
+
+    input: str
+    answer: str
+    reference: str | None
+    context: list[str] = field(default_factory=list)
+    unanswerable: bool = False
+
+
+@dataclass(frozen=True)
+class StageOptions:
+    """The suite options a judge honours (`accept_partial` is a gating rule, not the judge's)."""
+
+    strict: bool = False
+    correctness_criteria: str = DEFAULT_CORRECTNESS_CRITERIA
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any] | None) -> StageOptions:
+        options = options or {}
+        criteria = options.get("correctness_criteria") or DEFAULT_CORRECTNESS_CRITERIA
+        return cls(strict=bool(options.get("strict", False)), correctness_criteria=str(criteria))
+
+
+@dataclass
+class Grade:
+    """A judge's raw result before it is wrapped into the verdict dict."""
+
+    score: float
+    reason: str
+    label: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Verdict(TypedDict):
+    score: float
+    label: str | None
+    reason: str
+    details: dict[str, Any]
+    judge: str
+    params: dict[str, Any]
+    usage: dict[str, int | float] | None
+    latency_ms: float
+    calls: int
+
+
+def criteria_sha(criteria: str) -> str:
+    return hashlib.sha256(criteria.encode()).hexdigest()[:16]
+
+
+class Judge(ABC):
+    """One configured judge. Safe to call concurrently from one event loop."""
+
+    id: str
+    uses_model: bool = True  # False: no model calls, the verdict's usage is None
+
+    def __init__(self, judge_id: str) -> None:
+        self.id = judge_id
+        self.stats = JudgeStats()
+
+    @abstractmethod
+    def version(self) -> str:
+        """Changes whenever the judging code (or the prompts it sends) changes."""
+
+    def stage_params(self, stage: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """JSON-able parameters that change this stage's verdict."""
+        check_stage(stage)
+        opts = StageOptions.from_mapping(options)
+        if stage == "faithfulness":
+            return {"strict": opts.strict}
+        if stage == "correctness":
+            return {"criteria_sha": criteria_sha(opts.correctness_criteria)}
+        return {}
+
+    def reads(self, stage: str) -> tuple[str, ...]:
+        check_stage(stage)
+        return STAGE_READS[stage]
+
+    async def evaluate(
+        self, stage: str, data: JudgeInput, options: Mapping[str, Any] | None = None
+    ) -> Verdict:
+        """Judge one stage of one case. Raises JudgeError (after retries, or at once on auth)."""
+        check_stage(stage)
+        _check_input(stage, data)
+        opts = StageOptions.from_mapping(options)
+        params = self.stage_params(stage, options)
+        started = time.perf_counter()
+        with metering() as meter:
+            try:
+                if "answer" in STAGE_READS[stage] and not data.answer.strip():
+                    # deepeval refuses an empty answer; an empty answer is a real outcome, score 0.
+                    grade = Grade(0.0, "the answer is empty", _empty_answer_label(stage))
+                else:
+                    grade = await self._grade(stage, data, opts)
+            except JudgeError:
+                self.stats.failures += 1
+                raise
+        return {
+            "score": round(min(1.0, max(0.0, float(grade.score))), 6),  # stable in JSON diffs
+            "label": grade.label,
+            "reason": grade.reason or "",
+            "details": grade.details,
+            "judge": self.id,
+            "params": params,
+            "usage": meter.usage() if self.uses_model else None,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+            "calls": meter.calls,
+        }
+
+    @abstractmethod
+    async def _grade(self, stage: str, data: JudgeInput, options: StageOptions) -> Grade:
+        """Judge one stage; `data` is already checked for the fields the stage needs."""
+
+    async def aclose(self) -> None:
+        """Release network clients. The judge may be used again afterwards (it reconnects)."""
+        return None  # nothing to release for judges without a client
+
+
+def check_stage(stage: str) -> None:
+    """Raise JudgeInputError for a name that is not a judged stage."""
+    if stage not in STAGE_READS:
+        raise JudgeInputError(
+            f"unknown judged stage {stage!r}; judged stages are: {', '.join(JUDGED_STAGES)}"
+        )
+
+
+def _check_input(stage: str, data: JudgeInput) -> None:
+    reads = STAGE_READS[stage]
+    abstention_expected = stage == "answer_accuracy" and data.unanswerable
+    needs_reference = "reference" in reads and not abstention_expected
+    if needs_reference and not (data.reference or "").strip():
+        raise JudgeInputError(
+            f"stage {stage!r} needs a reference (golden answer); add \"reference\" to the case "
+            "or drop the stage from the suite"
+        )
+
+
+def _empty_answer_label(stage: str) -> str | None:
+    return "WRONG" if stage == "answer_accuracy" else None

@@ -1,0 +1,355 @@
+"""The LLM judge: deepeval metrics for six stages, our own prompts for the other two.
+
+deepeval is imported only inside functions, after its environment is prepared, and only when a
+verdict is actually needed (it costs ~2 s to import and reads .env files unless told not to).
+Every metric gets an explicit model object (never deepeval's default, which needs OPENAI_API_KEY
+even for metrics that make no call), `async_mode=True`, `eval_mode="llm"` (so a stray
+DEEPEVAL_EVAL_MODE cannot route decisions elsewhere) and runs through
+`a_measure(test_case, _show_indicator=False)` (no progress spinner on stderr).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from typing import Any
+
+from .base import (
+    ACCURACY_SCORES,
+    COMPLETENESS_SCORES,
+    Grade,
+    Judge,
+    JudgeInput,
+    StageOptions,
+)
+from .errors import JudgeConfigError, JudgeError
+from .prompts import (
+    PROMPTS_REVISION,
+    AnswerAccuracyGrade,
+    ContextCompletenessGrade,
+    answer_accuracy_prompt,
+    context_completeness_prompt,
+    unanswerable_accuracy_prompt,
+)
+from .retry import RetryPolicy
+from .spec import JudgeSpec
+
+DEEPEVAL_STAGES = frozenset(
+    {
+        "faithfulness",
+        "contextual_recall",
+        "contextual_precision",
+        "contextual_relevancy",
+        "answer_relevancy",
+        "correctness",
+    }
+)
+
+# What each provider needs installed: (importable module, what to pip install).
+_LIVE_EXTRA = "'pytest-evalcases[live]'"
+_REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
+    "openai": (("deepeval", _LIVE_EXTRA), ("openai", _LIVE_EXTRA)),
+    "gemini": (("deepeval", _LIVE_EXTRA), ("google.genai", "google-genai")),
+    "ollama": (("deepeval", _LIVE_EXTRA), ("ollama", "ollama")),
+    "litellm": (("deepeval", _LIVE_EXTRA), ("litellm", "litellm")),
+}
+
+_MAX_ITEMS = 20
+_MAX_CHARS = 300
+
+
+def prepare_deepeval_env() -> None:
+    """Environment deepeval reads at import (and, for settings, at call time)."""
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+    os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")  # else it loads ./.env into os.environ
+    # Only deepeval's own provider classes (gemini/ollama/litellm) use deepeval's retry layer;
+    # one attempt there leaves RetryPolicy as the single policy in force.
+    os.environ.setdefault("DEEPEVAL_RETRY_MAX_ATTEMPTS", "1")
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package ("google") raises
+        return False
+
+
+def check_dependencies(spec: JudgeSpec) -> None:
+    """Raise JudgeConfigError when a package the judge needs is missing (nothing is imported)."""
+    for module, pip_name in _REQUIRED.get(spec.provider, ()):
+        if not _installed(module):
+            raise JudgeConfigError(
+                f"judge {spec.id!r} needs the Python package {module!r}, which is not installed: "
+                f"pip install {pip_name}"
+            )
+
+
+def deepeval_version() -> str:
+    try:
+        return importlib.metadata.version("deepeval")
+    except importlib.metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+def llm_judge_version() -> str:
+    """deepeval's version plus our prompts' revision: either changing invalidates verdicts."""
+    return f"deepeval=={deepeval_version()}; evalcases-prompts=={PROMPTS_REVISION}"
+
+
+def _price_per_token(model: str) -> tuple[float, float] | None:
+    """USD per prompt / completion token: OPENAI_COST_PER_*_TOKEN, else deepeval's table."""
+    from deepeval.models.llms.constants import OPENAI_MODELS_DATA
+
+    data = OPENAI_MODELS_DATA.get(model)
+    prompt_price = os.environ.get("OPENAI_COST_PER_INPUT_TOKEN") or data.input_price
+    completion_price = os.environ.get("OPENAI_COST_PER_OUTPUT_TOKEN") or data.output_price
+    if prompt_price is None or completion_price is None:
+        return None
+    return float(prompt_price), float(completion_price)
+
+
+def _sends_temperature(model: str) -> bool:
+    from deepeval.models.llms.constants import OPENAI_MODELS_DATA
+
+    # reasoning models reject `temperature` outright
+    return OPENAI_MODELS_DATA.get(model).supports_temperature is not False
+
+
+class DeepEvalJudge(Judge):
+    """An LLM judge (openai / gemini / ollama / litellm) driving deepeval metrics."""
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        *,
+        retry: RetryPolicy,
+        timeout: float,
+        max_concurrency: int | None,
+    ) -> None:
+        super().__init__(spec.id)
+        self._spec = spec
+        self._retry = retry
+        self._timeout = timeout
+        self._max_concurrency = max_concurrency
+        self._model: Any = None
+        # GEval's steps prompt sees only the criteria, never the case: draft them once per criteria
+        self._correctness_steps: dict[str, list[str]] = {}
+
+    def version(self) -> str:
+        return llm_judge_version()
+
+    def model(self) -> Any:
+        """The one deepeval model object this judge uses for every metric and prompt."""
+        if self._model is None:
+            try:
+                self._model = self._build_model()
+            except JudgeError:
+                raise
+            except Exception as exc:  # e.g. a broken deepeval install, a bad price variable
+                raise JudgeConfigError(
+                    f"cannot build the {self.id!r} judge model: {type(exc).__name__}: {exc}"
+                ) from exc
+        return self._model
+
+    def _build_model(self) -> Any:
+        prepare_deepeval_env()
+        from . import llm
+
+        spec = self._spec
+        assert spec.model is not None
+        if spec.provider == "openai":
+            assert spec.api_key is not None
+            return llm.OpenAIJudgeModel(
+                spec.model,
+                judge_id=self.id,
+                api_key=spec.api_key,
+                base_url=spec.base_url,
+                timeout=self._timeout,
+                retry=self._retry,
+                stats=self.stats,
+                key_env=spec.key_env or "OPENAI_API_KEY",
+                max_concurrency=self._max_concurrency,
+                prices=_price_per_token(spec.model),
+                send_temperature=_sends_temperature(spec.model),
+            )
+        return llm.NativeJudgeModel(
+            spec.model,
+            lambda: self._build_native(spec),
+            judge_id=self.id,
+            retry=self._retry,
+            stats=self.stats,
+            key_env=spec.key_env,
+            max_concurrency=self._max_concurrency,
+        )
+
+    @staticmethod
+    def _build_native(spec: JudgeSpec) -> Any:
+        """deepeval's own provider class; untested here beyond construction (see docs)."""
+        from deepeval import models
+
+        try:
+            if spec.provider == "gemini":
+                return models.GeminiModel(model=spec.model, api_key=spec.api_key)
+            if spec.provider == "ollama":
+                return models.OllamaModel(model=spec.model, base_url=spec.base_url)
+            return models.LiteLLMModel(model=spec.model)
+        except Exception as exc:  # deepeval raises its own errors for missing SDKs and settings
+            raise JudgeConfigError(f"cannot build the {spec.id!r} judge model: {exc}") from exc
+
+    async def _grade(self, stage: str, data: JudgeInput, options: StageOptions) -> Grade:
+        model = self.model()
+        if stage == "context_completeness":
+            prompt = context_completeness_prompt(data.input, data.reference or "", data.context)
+            completeness = await model.a_generate(prompt, schema=ContextCompletenessGrade)
+            return Grade(
+                COMPLETENESS_SCORES[completeness.label],
+                completeness.reason,
+                completeness.label,
+                {
+                    "present_elements": _clip_list(completeness.present_elements),
+                    "missing_elements": _clip_list(completeness.missing_elements),
+                },
+            )
+        if stage == "answer_accuracy":
+            build = unanswerable_accuracy_prompt if data.unanswerable else answer_accuracy_prompt
+            prompt = build(data.input, data.answer, data.reference)
+            accuracy = await model.a_generate(prompt, schema=AnswerAccuracyGrade)
+            return Grade(
+                ACCURACY_SCORES[accuracy.label],
+                accuracy.reason,
+                accuracy.label,
+                {"unanswerable": data.unanswerable},
+            )
+        return await self._measure(stage, data, options, model)
+
+    async def _measure(
+        self, stage: str, data: JudgeInput, options: StageOptions, model: Any
+    ) -> Grade:
+        from deepeval.test_case import LLMTestCase
+
+        steps = self._correctness_steps.get(options.correctness_criteria)
+        try:
+            metric = build_metric(stage, model, options, steps)  # stateful: one per call
+            test_case = LLMTestCase(
+                input=data.input,
+                actual_output=data.answer,
+                expected_output=data.reference,
+                retrieval_context=list(data.context),
+            )
+            await metric.a_measure(test_case, _show_indicator=False)
+        except JudgeError:
+            raise
+        except Exception as exc:  # deepeval's own errors (bad test case, unexpected reply shape)
+            raise JudgeError(
+                f"{self.id}: deepeval failed for {stage!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if stage == "correctness" and metric.evaluation_steps:
+            self._correctness_steps.setdefault(
+                options.correctness_criteria, list(metric.evaluation_steps)
+            )
+        return Grade(float(metric.score or 0.0), metric.reason or "", None,
+                     metric_details(stage, metric))
+
+    async def aclose(self) -> None:
+        if self._model is not None and hasattr(self._model, "aclose"):
+            await self._model.aclose()
+
+
+def build_metric(
+    stage: str, model: Any, options: StageOptions, steps: list[str] | None = None
+) -> Any:
+    """A fresh deepeval metric for `stage`. The threshold is irrelevant: the spine gates.
+
+    `steps`: GEval evaluation steps drafted earlier for the same criteria (None: draft them).
+    """
+    from deepeval.metrics import (
+        AnswerRelevancyMetric,
+        ContextualPrecisionMetric,
+        ContextualRecallMetric,
+        ContextualRelevancyMetric,
+        FaithfulnessMetric,
+        GEval,
+    )
+    from deepeval.test_case import SingleTurnParams
+
+    common: dict[str, Any] = {
+        "model": model,
+        "threshold": 0.5,
+        "include_reason": True,
+        "async_mode": True,
+        "strict_mode": False,
+        "verbose_mode": False,
+        "eval_mode": "llm",
+    }
+    if stage == "faithfulness":
+        return FaithfulnessMetric(**common, penalize_ambiguous_claims=options.strict)
+    if stage == "contextual_recall":
+        return ContextualRecallMetric(**common)
+    if stage == "contextual_precision":
+        return ContextualPrecisionMetric(**common)
+    if stage == "contextual_relevancy":
+        return ContextualRelevancyMetric(**common)
+    if stage == "answer_relevancy":
+        return AnswerRelevancyMetric(**common)
+    if stage == "correctness":
+        # GEval takes neither include_reason (it always reasons) nor eval_mode (LLM only).
+        return GEval(
+            name="Correctness",
+            criteria=options.correctness_criteria,
+            evaluation_steps=steps,
+            evaluation_params=[
+                SingleTurnParams.INPUT,
+                SingleTurnParams.ACTUAL_OUTPUT,
+                SingleTurnParams.EXPECTED_OUTPUT,
+            ],
+            model=model,
+            threshold=0.5,
+            async_mode=True,
+            strict_mode=False,
+            verbose_mode=False,
+        )
+    raise JudgeError(f"stage {stage!r} is not a deepeval metric")
+
+
+def _clip(text: Any) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= _MAX_CHARS else text[: _MAX_CHARS - 3] + "..."
+
+
+def _clip_list(items: Any) -> list[str]:
+    return [_clip(item) for item in list(items or [])[:_MAX_ITEMS]]
+
+
+def _verdict_rows(verdicts: Any, *fields: str) -> list[dict[str, Any]]:
+    rows = []
+    for verdict in list(verdicts or [])[:_MAX_ITEMS]:
+        value = getattr(verdict, "verdict", None)
+        row: dict[str, Any] = {"verdict": str(getattr(value, "value", value))}
+        for name in fields:
+            row[name] = _clip(getattr(verdict, name, None))
+        rows.append(row)
+    return rows
+
+
+def metric_details(stage: str, metric: Any) -> dict[str, Any]:
+    """The small, JSON-able part of a metric's state worth keeping in the cassette."""
+    if stage == "faithfulness":
+        return {
+            "claims": _clip_list(getattr(metric, "claims", [])),
+            "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
+            "truths": len(getattr(metric, "truths", []) or []),
+        }
+    if stage == "answer_relevancy":
+        return {
+            "statements": _clip_list(getattr(metric, "statements", [])),
+            "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
+        }
+    if stage in ("contextual_recall", "contextual_precision"):
+        return {"verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason")}
+    if stage == "contextual_relevancy":
+        flat = [v for group in getattr(metric, "verdicts_list", []) or [] for v in group.verdicts]
+        return {"verdicts": _verdict_rows(flat, "statement", "reason")}
+    if stage == "correctness":
+        return {"evaluation_steps": _clip_list(getattr(metric, "evaluation_steps", []))}
+    return {}

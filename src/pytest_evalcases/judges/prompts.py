@@ -1,0 +1,132 @@
+"""Our own grader prompts (context completeness, answer accuracy) and the schemas they answer in.
+
+The judge model is called as `generate(prompt, schema=Model)`, like deepeval's metrics do, so one
+model object serves both. Bump PROMPTS_REVISION whenever a prompt or schema here changes: it is
+part of the judge version, so verdicts recorded under an older prompt become stale.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+PROMPTS_REVISION = 1
+
+
+class ContextCompletenessGrade(BaseModel):
+    present_elements: list[str] = Field(default_factory=list)
+    missing_elements: list[str] = Field(default_factory=list)
+    reason: str = ""
+    label: Literal["COMPLETE", "PARTIAL", "INSUFFICIENT"]
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+class AnswerAccuracyGrade(BaseModel):
+    reason: str = ""
+    label: Literal["CORRECT", "WRONG"]
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+def _passages(context: list[str]) -> str:
+    if not context:
+        return "(no passages were retrieved)"
+    return "\n".join(f"[{i}] {passage.strip()}" for i, passage in enumerate(context, start=1))
+
+
+def context_completeness_prompt(question: str, reference: str, context: list[str]) -> str:
+    return f"""Task: grade context completeness.
+
+You are judging whether the CONTEXT that a retrieval system returned contains the information
+needed to answer the QUESTION. The GOLDEN ANSWER defines what information is needed.
+You are not evaluating an answer: no answer is shown to you, only the retrieved context.
+
+Steps:
+1. Break the golden answer into its essential elements: the facts, entities, numbers, dates and
+   relations someone would need in order to give that answer.
+2. For each element, decide whether the context states it. Paraphrases, synonyms and aliases
+   count as present. Information you know but the context does not state counts as missing.
+3. Choose the label:
+   COMPLETE: every essential element is present in the context.
+   PARTIAL: some essential elements are present and at least one is missing.
+   INSUFFICIENT: no essential element is present, or the context is empty or off-topic.
+
+<question>
+{question.strip()}
+</question>
+
+<golden_answer>
+{reference.strip()}
+</golden_answer>
+
+<context>
+{_passages(context)}
+</context>
+
+Respond with a JSON object only, no other text, in exactly this form:
+{{"present_elements": ["..."], "missing_elements": ["..."], "reason": "one or two sentences",
+ "label": "COMPLETE" or "PARTIAL" or "INSUFFICIENT"}}
+"""
+
+
+def answer_accuracy_prompt(question: str, answer: str, reference: str | None) -> str:
+    return f"""Task: grade answer accuracy.
+
+You are grading an ANSWER to a QUESTION against the GOLDEN ANSWER.
+
+The answer is CORRECT when it contains all essential information of the golden answer. Aliases,
+paraphrases, equivalent formats (dates, units, number formats) and extra detail that does not
+contradict the golden answer are fine.
+The answer is WRONG when it misses essential information, contradicts the golden answer, or
+abstains (for example "I don't know" or "the information is not available").
+
+<question>
+{question.strip()}
+</question>
+
+<golden_answer>
+{(reference or "").strip()}
+</golden_answer>
+
+<answer>
+{answer.strip()}
+</answer>
+
+Respond with a JSON object only, no other text, in exactly this form:
+{{"reason": "one or two sentences", "label": "CORRECT" or "WRONG"}}
+"""
+
+
+def unanswerable_accuracy_prompt(question: str, answer: str, reference: str | None) -> str:
+    note = ""
+    if reference and reference.strip():
+        note = f"\n<case_note>\n{reference.strip()}\n</case_note>\n"
+    return f"""Task: grade answer accuracy for an unanswerable question.
+
+The QUESTION cannot be answered from the information the system has. The expected behaviour is
+to say so.
+
+The answer is CORRECT only when it says that the information is not available (not known, not
+in the documents, not covered); it may explain what is missing.
+The answer is WRONG when it gives a substantive answer to the question, even a hedged or partial
+one.
+
+<question>
+{question.strip()}
+</question>
+{note}
+<answer>
+{answer.strip()}
+</answer>
+
+Respond with a JSON object only, no other text, in exactly this form:
+{{"reason": "one or two sentences", "label": "CORRECT" or "WRONG"}}
+"""

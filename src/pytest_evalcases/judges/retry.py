@@ -1,0 +1,202 @@
+"""Our retry policy around every judge model request.
+
+Why our own: deepeval's policy gives up after 2 attempts (DEEPEVAL_RETRY_MAX_ATTEMPTS, cap 5 s)
+and switches the openai SDK's retries off, so two 429s in a row fail a metric. Here every single
+model request (not the whole metric) goes through `RetryPolicy.run`, with the SDK's own retries
+off (`max_retries=0`), so exactly one policy is in force.
+
+Classification is by duck typing (status codes, headers, exception class names) so this module
+imports no SDK and works for openai, google-genai, ollama and litellm errors alike:
+
+- transient, retried with exponential backoff and jitter: HTTP 408/409/425/429/5xx, timeouts,
+  connection errors and resets. A Retry-After (or retry-after-ms) header sets the delay instead.
+- authentication (HTTP 401/403): fails at once with JudgeAuthError naming the key variable.
+- other 4xx, quota exhausted (429 insufficient_quota), unknown exceptions: fail at once.
+- an unparseable reply (JudgeReplyError, JSON or schema validation error): retried up to
+  `reply_attempts` times in total, then a JudgeError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, TypeVar
+
+from .errors import JudgeAuthError, JudgeError, JudgeReplyError
+
+T = TypeVar("T")
+
+FailureKind = Literal["transient", "reply", "auth", "fatal"]
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+# Exception class names (anywhere in the MRO) that mean "the request never got a proper answer".
+_TRANSIENT_NAMES = frozenset(
+    {
+        "APIConnectionError",  # openai (APITimeoutError derives from it)
+        "APITimeoutError",
+        "TimeoutException",  # httpx
+        "ConnectError",
+        "ReadError",
+        "WriteError",
+        "RemoteProtocolError",
+        "NetworkError",
+        "TransportError",
+        "ServiceUnavailableError",  # litellm
+        "ServerError",  # google-genai (5xx)
+    }
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: FailureKind
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status an SDK exception carries, if any."""
+    for candidate in (
+        getattr(exc, "status_code", None),
+        getattr(getattr(exc, "response", None), "status_code", None),
+        getattr(exc, "code", None),  # google-genai APIError.code; openai's .code is a str
+        getattr(exc, "status", None),
+    ):
+        is_number = isinstance(candidate, int) and not isinstance(candidate, bool)
+        if is_number and 100 <= candidate < 600:
+            return candidate
+    return None
+
+
+def retry_after_of(exc: BaseException, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait: retry-after-ms, then Retry-After (seconds or date)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000.0)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
+
+
+def classify(exc: BaseException) -> Failure:
+    """Decide whether a failed request is worth another try."""
+    text = _short(exc)
+    if isinstance(exc, JudgeReplyError) or _is_parse_error(exc):
+        return Failure("reply", text)
+    status = status_of(exc)
+    if status is not None:
+        if status in (401, 403):
+            return Failure("auth", text, status)
+        if status == 429 and "insufficient_quota" in f"{getattr(exc, 'code', '')} {exc}":
+            return Failure("fatal", f"quota exhausted: {text}", status)
+        if status in _TRANSIENT_STATUS or status >= 500:
+            return Failure("transient", text, status, retry_after_of(exc))
+        return Failure("fatal", text, status)
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return Failure("transient", text)
+    if any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__):
+        return Failure("transient", text)
+    return Failure("fatal", text)
+
+
+def _is_parse_error(exc: BaseException) -> bool:
+    if isinstance(exc, json.JSONDecodeError):
+        return True
+    # pydantic's ValidationError, without importing pydantic here
+    return any(cls.__name__ == "ValidationError" for cls in type(exc).__mro__)
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently to retry. `sleep` is injectable so tests never wait long."""
+
+    max_attempts: int = 6  # requests in total, the first one included
+    base_delay: float = 0.5  # seconds before the first retry
+    max_delay: float = 60.0  # cap on any single wait, Retry-After included
+    jitter: float = 0.1  # each wait is stretched by up to this fraction, at random
+    reply_attempts: int = 3  # attempts when the reply is unparseable (same prompt, same model)
+    sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, compare=False)
+    rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
+
+    def backoff(self, retry_number: int) -> float:
+        """Wait before retry `retry_number` (1 = first retry): base * 2^(n-1), capped, jittered."""
+        delay = min(self.max_delay, self.base_delay * (2 ** (retry_number - 1)))
+        return min(self.max_delay, delay * (1.0 + self.jitter * self.rng.random()))
+
+    def delay_for(self, failure: Failure, retry_number: int) -> float:
+        if failure.retry_after is not None:
+            return min(self.max_delay, failure.retry_after)
+        return self.backoff(retry_number)
+
+    async def run(
+        self,
+        request: Callable[[int], Awaitable[T]],
+        *,
+        what: str,
+        key_env: str | None = None,
+        on_retry: Callable[[Failure, float], None] | None = None,
+    ) -> T:
+        """Call `request(attempt)` (attempt counts from 1) until it succeeds or we give up.
+
+        Raises JudgeAuthError on 401/403, JudgeError otherwise; the last exception is chained.
+        """
+        reply_failures = 0
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await request(attempt)
+            except JudgeError:
+                raise
+            except Exception as exc:  # classified below; anything unknown fails fast
+                failure = classify(exc)
+                if failure.kind == "auth":
+                    hint = f"check {key_env}" if key_env else "check the judge's API key"
+                    raise JudgeAuthError(
+                        f"{what}: judge authentication failed (HTTP {failure.status}): {hint} "
+                        f"({failure.message}); not retried"
+                    ) from exc
+                if failure.kind == "fatal":
+                    raise JudgeError(f"{what}: {failure.message}; not retried") from exc
+                if failure.kind == "reply":
+                    reply_failures += 1
+                    if reply_failures >= self.reply_attempts or attempt >= self.max_attempts:
+                        raise JudgeError(
+                            f"{what}: the judge model's reply was not usable JSON after "
+                            f"{attempt} attempts ({failure.message})"
+                        ) from exc
+                elif attempt >= self.max_attempts:
+                    raise JudgeError(
+                        f"{what}: judge request failed after {attempt} attempts "
+                        f"(last error: {failure.message})"
+                    ) from exc
+                delay = self.delay_for(failure, attempt)
+                if on_retry is not None:
+                    on_retry(failure, delay)
+                await self.sleep(delay)

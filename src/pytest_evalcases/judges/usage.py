@@ -1,0 +1,82 @@
+"""Counting model calls, retries, tokens and cost: live per judge, and per verdict.
+
+A verdict's share is collected through a context variable: `evaluate` binds a fresh meter, and
+every model call made while it runs (including calls deepeval fans out with asyncio.gather, whose
+tasks copy the context) adds to that meter. No locks: one judge serves one event loop at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class JudgeStats:
+    """Live counters for one judge; the spine reads them for its progress line."""
+
+    calls: int = 0  # model requests sent, retries included
+    retries: int = 0  # requests that were a retry of a failed one
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0  # 0.0 when the model's price is unknown
+    failures: int = 0  # evaluate() calls that ended in a JudgeError
+    in_flight: int = 0  # model requests awaiting a reply right now
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+@dataclass
+class UsageMeter:
+    """What one evaluate() call spent."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def usage(self) -> dict[str, int | float]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": round(self.cost_usd, 8),
+        }
+
+
+_current: ContextVar[UsageMeter | None] = ContextVar("evalcases_judge_meter", default=None)
+
+
+@contextmanager
+def metering() -> Iterator[UsageMeter]:
+    """Bind a fresh meter for the calls made inside the block (and tasks started from it)."""
+    meter = UsageMeter()
+    token = _current.set(meter)
+    try:
+        yield meter
+    finally:
+        _current.reset(token)
+
+
+def count_call(stats: JudgeStats, *, retry: bool) -> None:
+    stats.calls += 1
+    if retry:
+        stats.retries += 1
+    meter = _current.get()
+    if meter is not None:
+        meter.calls += 1
+
+
+def count_usage(
+    stats: JudgeStats, prompt_tokens: int, completion_tokens: int, cost_usd: float
+) -> None:
+    stats.prompt_tokens += prompt_tokens
+    stats.completion_tokens += completion_tokens
+    stats.cost_usd += cost_usd
+    meter = _current.get()
+    if meter is not None:
+        meter.prompt_tokens += prompt_tokens
+        meter.completion_tokens += completion_tokens
+        meter.cost_usd += cost_usd

@@ -1,0 +1,401 @@
+"""A loopback OpenAI-compatible chat-completions server for the judge tests (stdlib only).
+
+It answers POST /v1/chat/completions (and /chat/completions) deterministically. It recognises
+which prompt it got (deepeval 4.3.1's Faithfulness, ContextualRecall, ContextualPrecision,
+ContextualRelevancy, AnswerRelevancy and GEval prompts, and our completeness / accuracy prompts)
+by distinctive phrases, and replies with JSON that fits the schema the caller asked for, built
+from the items in the prompt itself (one verdict per claim, per sentence, per node...).
+
+Verdicts are steered by markers in the test data: an item containing POISON ("zzz") is judged
+bad (contradicted claim, unsupported sentence, irrelevant node, WRONG answer, INSUFFICIENT
+context, GEval score 2/10); an item containing BORDERLINE ("yyy") gets "borderline" where the
+vocabulary allows it (PARTIAL context, GEval 5/10); everything else is good (GEval 9/10).
+
+Faults are scripted per request (`fail_next`), latency is configurable, and every request is
+recorded together with the client's port (one port = one reused connection) and the highest
+number of requests in flight at once.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import pytest
+
+POISON = "zzz"
+BORDERLINE = "yyy"
+
+FaultKind = Literal["429", "500", "401", "hang", "garbage", "reset", "reject_json_mode"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One scripted misbehaviour, used for the next request that arrives."""
+
+    kind: FaultKind
+    retry_after: str | None = None  # Retry-After header value for 429
+    seconds: float = 5.0  # how long "hang" holds the request
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    body: dict[str, Any]
+    prompt: str
+    kind: str  # which prompt the server recognised ("" when it did not)
+    client_port: int
+    received: float  # time.monotonic()
+    status: int = 0
+    fault: str | None = None
+
+
+# ---- prompt recognition -----------------------------------------------------------------------
+# (kind, phrase) in the order they are tried; phrases are from deepeval's templates.json and
+# from pytest_evalcases.judges.prompts.
+_KINDS: tuple[tuple[str, str], ...] = (
+    ("completeness", "Task: grade context completeness."),
+    ("accuracy_unanswerable", "Task: grade answer accuracy for an unanswerable question."),
+    ("accuracy", "Task: grade answer accuracy."),
+    ("faithfulness_truths", 'with the "truths" key'),
+    ("faithfulness_claims", 'with the "claims" key'),
+    ("faithfulness_verdicts", "whether EACH claim contradicts any facts in the retrieval context"),
+    ("faithfulness_reason", "Below is a list of Contradictions"),
+    ("recall_verdicts", "For EACH sentence in the given expected output below"),
+    ("recall_reason", "Contextual Recall Score:"),
+    ("precision_verdicts", "was remotely useful in arriving at the expected output"),
+    ("precision_reason", "Contextual Precision Score:"),
+    ("relevancy_verdicts", "whether each statement found in the context is relevant"),
+    ("relevancy_reason", "Contextual Relevancy Score:"),
+    ("answer_relevancy_statements", 'with the "statements" key'),
+    ("answer_relevancy_verdicts", "determine whether each statement is relevant to address"),
+    ("answer_relevancy_reason", "Answer Relevancy Score:"),
+    ("geval_steps", "generate 3-4 concise evaluation steps"),
+    ("geval_score", "You are an evaluator. Given the following evaluation steps"),
+)
+
+
+def recognise(prompt: str) -> str:
+    for kind, phrase in _KINDS:
+        if phrase in prompt:
+            return kind
+    return ""
+
+
+def _after(prompt: str, start: str, end: str) -> str:
+    """Text between the LAST `start` and the next `end` (examples come earlier in prompts)."""
+    begin = prompt.rfind(start)
+    if begin == -1:
+        raise ValueError(f"section {start!r} not found")
+    begin += len(start)
+    stop = prompt.find(end, begin)
+    return prompt[begin : stop if stop != -1 else len(prompt)].strip()
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text.strip()) if s.strip()]
+
+
+def _verdict(item: str, *, borderline: bool) -> str:
+    if POISON in item:
+        return "no"
+    if borderline and BORDERLINE in item:
+        return "borderline"
+    return "yes"
+
+
+def _rows(items: list[str], *, borderline: bool, with_statement: bool = False) -> dict[str, Any]:
+    rows = []
+    for item in items:
+        row: dict[str, Any] = {"verdict": _verdict(item, borderline=borderline)}
+        row["reason"] = "canned: marked bad" if row["verdict"] != "yes" else "canned: fine"
+        if with_statement:
+            row["statement"] = item
+        rows.append(row)
+    return {"verdicts": rows}
+
+
+def _reason(prompt: str, score_header: str) -> dict[str, Any]:
+    score = _after(prompt, score_header, "\n\n")
+    return {"reason": f"The score is {score} because of canned judge_server reasoning."}
+
+
+def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
+    """The JSON object the server answers a recognised prompt with."""
+    if kind == "faithfulness_truths":
+        return {"truths": _sentences(_after(prompt, "\nText:\n", "\n\nJSON:"))}
+    if kind == "faithfulness_claims":
+        return {"claims": _sentences(_after(prompt, "AI Output:\n", "\n\nJSON:"))}
+    if kind == "faithfulness_verdicts":
+        claims = ast.literal_eval(_after(prompt, "\nClaims:\n", "\n\nJSON:"))
+        return _rows(claims, borderline=True)
+    if kind == "faithfulness_reason":
+        return _reason(prompt, "Faithfulness Score:\n")
+    if kind == "recall_verdicts":
+        expected = _after(prompt, "Expected Output:\n", "\n\nRetrieval Context:")
+        return _rows(_sentences(expected), borderline=False)
+    if kind == "recall_reason":
+        return _reason(prompt, "Contextual Recall Score:\n")
+    if kind == "precision_verdicts":
+        match = re.search(r"Retrieval Context\s*\(\d+ documents?\):\n(.*?)\n\nJSON:", prompt, re.S)
+        if match is None:
+            raise ValueError("no retrieval context list in the precision prompt")
+        return _rows(ast.literal_eval(match.group(1)), borderline=False)
+    if kind == "precision_reason":
+        return _reason(prompt, "Contextual Precision Score:\n")
+    if kind == "relevancy_verdicts":
+        context = _after(prompt, "\nContext:\n", "\n\nJSON:")
+        return _rows(_sentences(context), borderline=False, with_statement=True)
+    if kind == "relevancy_reason":
+        return _reason(prompt, "Contextual Relevancy Score:\n")
+    if kind == "answer_relevancy_statements":
+        return {"statements": _sentences(_after(prompt, "\nText:\n", "\n\nJSON:"))}
+    if kind == "answer_relevancy_verdicts":
+        statements = ast.literal_eval(_after(prompt, "\nStatements:\n", "\n\nJSON:"))
+        return _rows(statements, borderline=True)
+    if kind == "answer_relevancy_reason":
+        return _reason(prompt, "Answer Relevancy Score:\n")
+    if kind == "geval_steps":
+        return {"steps": ["Compare the facts.", "Look for contradictions.", "Score the match."]}
+    if kind == "geval_score":
+        answer = _after(prompt, "Actual Output:\n", "\n\nExpected Output:")
+        score = 2 if POISON in answer else 5 if BORDERLINE in answer else 9
+        return {"reason": "canned GEval reasoning", "score": score}
+    if kind == "completeness":
+        context = _after(prompt, "<context>\n", "\n</context>")
+        reference = _sentences(_after(prompt, "<golden_answer>\n", "\n</golden_answer>"))
+        if POISON in context:
+            return {"present_elements": [], "missing_elements": reference,
+                    "reason": "canned: nothing there", "label": "INSUFFICIENT"}
+        if BORDERLINE in context:
+            return {"present_elements": reference[:1], "missing_elements": reference[1:] or ["x"],
+                    "reason": "canned: some of it", "label": "partial"}  # lower case on purpose
+        return {"present_elements": reference, "missing_elements": [],
+                "reason": "canned: all there", "label": "COMPLETE"}
+    if kind == "accuracy":
+        answer = _after(prompt, "<answer>\n", "\n</answer>")
+        label = "WRONG" if POISON in answer else "CORRECT"
+        return {"reason": f"canned: {label.lower()}", "label": label}
+    if kind == "accuracy_unanswerable":
+        answer = _after(prompt, "<answer>\n", "\n</answer>")
+        label = "CORRECT" if "not available" in answer.lower() else "WRONG"
+        return {"reason": f"canned: {label.lower()}", "label": label}
+    raise ValueError(f"no canned reply for {kind!r}")
+
+
+# ---- the server -------------------------------------------------------------------------------
+class JudgeServer:
+    """Start with `start()` (or use the fixture); `base_url` ends in /v1."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency
+        self.requests: list[RecordedRequest] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._faults: deque[Fault] = deque()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- control --
+    def start(self) -> JudgeServer:
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        # a short poll interval keeps stop() (shutdown) fast between tests
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers that hang or sleep
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def fail_next(self, *faults: Fault | FaultKind) -> None:
+        """Script faults for the next requests, one per request, in order."""
+        with self._lock:
+            for fault in faults:
+                self._faults.append(fault if isinstance(fault, Fault) else Fault(fault))
+
+    def kinds(self) -> list[str]:
+        with self._lock:
+            return [r.kind for r in self.requests]
+
+    def ports(self) -> set[int]:
+        with self._lock:
+            return {r.client_port for r in self.requests}
+
+    # -- used by the handler --
+    def _enter(self, request: RecordedRequest) -> Fault | None:
+        with self._lock:
+            self.requests.append(request)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return self._faults.popleft() if self._faults else None
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+def _completion(model: str, content: str, prompt: str) -> dict[str, Any]:
+    prompt_tokens, completion_tokens = len(prompt.split()), len(content.split())
+    return {
+        "id": "chatcmpl-judge-server",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _error(message: str, kind: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
+        disable_nagle_algorithm = True  # else headers and body meet delayed ACKs: +40 ms a reply
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            pass
+
+        def _send(
+            self, status: int, payload: Any, headers: dict[str, str] | None = None
+        ) -> None:
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up (timeout test)
+
+        def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            body = json.loads(raw or b"{}")
+            messages = body.get("messages") or [{}]
+            content = messages[-1].get("content", "")
+            if isinstance(content, list):  # content parts
+                content = "".join(part.get("text", "") for part in content)
+            record = RecordedRequest(
+                path=self.path, body=body, prompt=content, kind=recognise(content),
+                client_port=self.client_address[1], received=time.monotonic(),
+            )
+            fault = server._enter(record)
+            try:
+                server._wait(server.latency)
+                record.fault = fault.kind if fault else None
+                record.status = self._respond(record, body, fault)
+            finally:
+                server._leave()
+
+        def _respond(
+            self, record: RecordedRequest, body: dict[str, Any], fault: Fault | None
+        ) -> int:
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send(404, _error(f"no route {self.path}", "invalid_request_error", None))
+                return 404
+            if fault is not None:
+                if fault.kind == "429":
+                    headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
+                    self._send(429, _error("Rate limit reached", "requests", "rate_limit_exceeded"),
+                               headers)
+                    return 429
+                if fault.kind == "500":
+                    self._send(500, _error("The server had an error", "server_error", None))
+                    return 500
+                if fault.kind == "401":
+                    self._send(401, _error("Incorrect API key provided", "invalid_request_error",
+                                           "invalid_api_key"))
+                    return 401
+                if fault.kind == "reset":
+                    self.close_connection = True  # drop the connection without an answer
+                    return 0
+                if fault.kind == "hang":
+                    server._wait(fault.seconds)  # longer than the client's timeout
+                if fault.kind == "garbage":
+                    payload = _completion(body.get("model", ""), "this is not JSON at all", "")
+                    self._send(200, payload)
+                    return 200
+                if fault.kind == "reject_json_mode" and "response_format" in body:
+                    self._send(400, _error("response_format json_object is not supported",
+                                           "invalid_request_error", None))
+                    return 400
+            if not record.kind:
+                self._send(400, _error("judge_server: unrecognised prompt", "invalid_request_error",
+                                       None))
+                return 400
+            reply = json.dumps(canned_reply(record.kind, record.prompt))
+            self._send(200, _completion(body.get("model", ""), reply, record.prompt))
+            return 200
+
+    return Handler
+
+
+def judge_server_fixture(name: str = "judge_server") -> Callable[..., Any]:
+    """A pytest fixture (named `name`) yielding a started JudgeServer, stopped afterwards."""
+
+    @pytest.fixture(name=name)
+    def _serve() -> Iterator[JudgeServer]:
+        server = JudgeServer().start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+    return _serve
+
+
+__all__ = [
+    "BORDERLINE",
+    "POISON",
+    "Fault",
+    "JudgeServer",
+    "RecordedRequest",
+    "canned_reply",
+    "judge_server_fixture",
+    "recognise",
+]
