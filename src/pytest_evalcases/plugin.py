@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .collect import CaseFile, CaseItem, SuiteErrorItem
+from .runreport import build_run_report, load_baseline, parse_results, run_info
 from .session import (
     SESSION_KEY,
     EvalSession,
@@ -48,8 +50,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     state = EvalSession(config)
+    if not state.is_worker:
+        state.baseline = load_baseline(config)
+    if state.live:
+        _dont_rewrite_deepeval()
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(ResultCollector(state), "evalcases-results")
+
+
+def _dont_rewrite_deepeval() -> None:
+    """pytest marks every package with a pytest11 entry point for assertion rewriting, even when
+    `-p no:deepeval` blocks the plugin. Rewriting deepeval on its lazy import costs ~5 s a live
+    run (no bytecode cache when PYTHONDONTWRITEBYTECODE is set) and checks nothing of ours.
+    Private pytest attributes, hence the guards: at worst deepeval is rewritten as before."""
+    for hook in sys.meta_path:
+        marked = getattr(hook, "_must_rewrite", None)
+        if not isinstance(marked, set):
+            continue
+        marked.difference_update({name for name in marked if name.split(".")[0] == "deepeval"})
+        cache = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
 
 
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
@@ -95,15 +116,40 @@ class ResultCollector:
             self.state.results.append(result)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Controller only: aggregate, write the report files, apply the baseline gate."""
+    state = get_session(session.config)
+    if state.is_worker or not state.results:
+        return
+    state.parsed = parse_results(state.results)
+    if state.report_dir is None and state.baseline is None:
+        return
+    run = run_info(session.config, state.mode, state.judge_override or state.default_judge,
+                   state.started)
+    report_dir = Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
+    state.run_report = build_run_report(state.parsed, run, state.baseline,
+                                        session.config.getoption("eval_tolerance"), report_dir)
+    if state.run_report.gate_failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = get_session(config)
-    if state.is_worker or not state.results:
+    if state.is_worker or state.parsed is None:
         return
     from .summary import render_summary
 
-    results = sorted((json.loads(raw) for raw in state.results), key=lambda r: (r["file"], r["index"]))
     orphans, note = state.orphans()
     terminalreporter.write_sep("=", "per-stage summary")
-    for line in render_summary(results, verbose=config.option.verbose > 0,
+    for line in render_summary(state.parsed, verbose=config.option.verbose > 0,
                                orphans=[str(p) for p in orphans], orphan_note=note):
         terminalreporter.write_line(line)
+    report = state.run_report
+    if report is not None and report.doc.get("baseline") is not None:
+        from .baseline import render_baseline_terminal
+
+        terminalreporter.write_sep("=", "regressions vs baseline")
+        for line in render_baseline_terminal(report.doc["baseline"]):
+            terminalreporter.write_line(line)
+    if report is not None and report.written:
+        terminalreporter.write_line("eval reports: " + ", ".join(str(p) for p in report.written))

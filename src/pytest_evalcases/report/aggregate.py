@@ -1,0 +1,369 @@
+"""Per-case result dicts in, the results.json document out (pure, no I/O).
+
+The document is the single source for every other artefact: report.md, the
+dashboard, the baseline gate and shard merging all read only this dict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..stats import bootstrap_ci, mean, median, wilson_interval
+from .outcomes import DECIDED, OUTCOMES, PASS_LIKE, SUMMARY_KEYS, check_outcome
+
+RESULTS_FORMAT = "pytest-evalcases/results"
+RESULTS_VERSION = 1
+
+RETRIEVAL_METRICS: tuple[str, ...] = (
+    "hit_at_k",
+    "recall_at_k",
+    "precision_at_k",
+    "mrr",
+    "ndcg_at_k",
+    "map",
+)
+COMPLETENESS_STAGE = "context_completeness"
+ACCURACY_STAGE = "answer_accuracy"
+COMPLETENESS_LABELS: tuple[str, ...] = ("COMPLETE", "PARTIAL", "INSUFFICIENT")
+ACCURACY_LABELS: tuple[str, ...] = ("CORRECT", "WRONG")
+HISTOGRAM_BINS = 10
+
+Result = dict[str, Any]
+
+
+def aggregate(
+    results: Iterable[Mapping[str, Any]],
+    run: Mapping[str, Any] | None = None,
+    stage_order: Sequence[str] | None = None,
+) -> dict:
+    """Build the results.json document from per-case result dicts.
+
+    The case dicts are not copied; they are sorted by (file, index, nodeid) so that the
+    document does not depend on collection or shard order. Stage order is taken from
+    the cases' stage dicts; ``stage_order`` overrides it for documents read back from
+    results.json, whose sorted keys have lost it (merging shards passes theirs).
+    """
+    cases = sort_cases(results)
+    scan = _Scan(cases)
+    order = _stage_order({n: a.gating for n, a in scan.stages.items()}, stage_order or ())
+    return {
+        "format": RESULTS_FORMAT,
+        "version": RESULTS_VERSION,
+        "run": dict(run or {}),
+        "summary": _summary(cases, scan),
+        "stage_order": order,
+        "stages": _stages(scan, order),
+        "categories": _breakdown(cases, "category", scan, order),
+        "groups": _breakdown(cases, "group", scan, order),
+        "completeness_vs_accuracy": _completeness_vs_accuracy(cases),
+        "cost": _cost(cases, run or {}),
+        "cases": cases,
+        "baseline": None,
+    }
+
+
+def sort_cases(results: Iterable[Mapping[str, Any]]) -> list[Result]:
+    """Validate outcomes and node ids, then order cases by file, position, node id."""
+    cases: list[Result] = []
+    seen: set[str] = set()
+    for res in results:
+        nodeid = res.get("nodeid")
+        if not isinstance(nodeid, str) or not nodeid:
+            raise ValueError(f"result without a nodeid: {dict(res)!r:.200}")
+        if nodeid in seen:
+            raise ValueError(f"duplicate result for case {nodeid!r}")
+        seen.add(nodeid)
+        check_outcome(res.get("outcome"), nodeid)
+        cases.append(res)  # type: ignore[arg-type]
+    cases.sort(key=_case_key)
+    return cases
+
+
+def _case_key(case: Mapping[str, Any]) -> tuple[str, int, str]:
+    index = case.get("index")
+    return (str(case.get("file") or ""), index if isinstance(index, int) else -1, case["nodeid"])
+
+
+def stage_score(stage: Mapping[str, Any]) -> float | None:
+    """The score that counts for means: None when skipped, judge-errored or not finite."""
+    if stage.get("judge_error"):
+        return None
+    score = stage.get("score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        return None
+    return float(score) if math.isfinite(score) else None
+
+
+def stage_status(stage: Mapping[str, Any]) -> str:
+    """passed / failed / skipped / judge_error. A judge error is never a pass."""
+    if stage.get("judge_error"):
+        return "judge_error"
+    passed = stage.get("passed")
+    if passed is True:
+        return "passed"
+    if passed is False:
+        return "failed"
+    return "skipped"
+
+
+def _stage_order(seen: Mapping[str, bool], preferred: Sequence[str]) -> list[str]:
+    """Preferred order, then first-seen order; gating stages first (a stable partition).
+
+    seen maps stage name -> gating in any case, in first-seen order.
+    """
+    names = [n for n in preferred if n in seen] + [n for n in seen if n not in preferred]
+    return [n for n in names if seen[n]] + [n for n in names if not seen[n]]
+
+
+class _StageAcc:
+    """Accumulator for one stage across cases."""
+
+    __slots__ = ("status", "idx", "scores", "gating", "metrics", "ks")
+
+    def __init__(self) -> None:
+        self.status = {"passed": 0, "failed": 0, "skipped": 0, "judge_error": 0}
+        self.idx: list[int] = []  # positions of the scored cases, for per-bucket means
+        self.scores: list[float] = []
+        self.gating = False
+        self.metrics: dict[str, list[float]] = {m: [] for m in RETRIEVAL_METRICS}
+        self.ks: set[int] = set()
+
+
+class _Scan:
+    """Everything the sections need, gathered in one pass over the cases (10k cases x
+    8 stages is 80k stage dicts: a pass per section would dominate the run time)."""
+
+    def __init__(self, cases: list[Result]) -> None:
+        self.outcome = np.empty(len(cases), dtype=np.int64)
+        self.judge_error = np.zeros(len(cases), dtype=bool)
+        self.stages: dict[str, _StageAcc] = {}
+        for i, case in enumerate(cases):
+            self.outcome[i] = _OUTCOME_CODE[case["outcome"]]
+            for name, stage in (case.get("stages") or {}).items():
+                acc = self.stages.get(name)
+                if acc is None:
+                    acc = self.stages[name] = _StageAcc()
+                status = stage_status(stage)
+                acc.status[status] += 1
+                if stage.get("gating"):
+                    acc.gating = True
+                if status == "judge_error":
+                    self.judge_error[i] = True
+                    continue
+                score = stage_score(stage)
+                if score is not None:
+                    acc.idx.append(i)
+                    acc.scores.append(score)
+                metrics = stage.get("metrics")
+                if metrics:
+                    _add_metrics(acc, metrics)
+
+
+def _add_metrics(acc: _StageAcc, metrics: Mapping[str, Any]) -> None:
+    for m in RETRIEVAL_METRICS:
+        v = metrics.get(m)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            acc.metrics[m].append(float(v))
+    k = metrics.get("k")
+    if isinstance(k, int) and not isinstance(k, bool):
+        acc.ks.add(k)
+
+
+_OUTCOME_CODE = {o: i for i, o in enumerate(OUTCOMES)}
+_PASS_CODES = np.array([o in PASS_LIKE for o in OUTCOMES])
+_DECIDED_CODES = np.array([o in DECIDED for o in OUTCOMES])
+
+
+def _counts(outcome_counts: np.ndarray, judge_errors: int) -> dict[str, Any]:
+    """Outcome counts (indexed like OUTCOMES) -> summary-style dict with a Wilson rate."""
+    counts: dict[str, Any] = {
+        SUMMARY_KEYS[o]: int(outcome_counts[i]) for i, o in enumerate(OUTCOMES)
+    }
+    successes = int(outcome_counts[_PASS_CODES].sum())
+    decided = int(outcome_counts[_DECIDED_CODES].sum())
+    ci = wilson_interval(successes, decided)
+    counts.update(
+        cases=int(outcome_counts.sum()),
+        judge_errors=int(judge_errors),
+        decided=decided,
+        pass_rate=(successes / decided) if decided else None,
+        pass_rate_ci95=list(ci) if ci else None,
+    )
+    return counts
+
+
+def _summary(cases: list[Result], scan: _Scan) -> dict[str, Any]:
+    summary = _counts(np.bincount(scan.outcome, minlength=len(OUTCOMES)),
+                      int(scan.judge_error.sum()))
+    summary["suites"] = sorted({str(c["suite"]) for c in cases if c.get("suite") is not None})
+    return summary
+
+
+def _stages(scan: _Scan, stage_order: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name in stage_order:
+        acc = scan.stages[name]
+        ci = bootstrap_ci(acc.scores)
+        entry: dict[str, Any] = {
+            "passed": acc.status["passed"],
+            "failed": acc.status["failed"],
+            "skipped": acc.status["skipped"],
+            "judge_errors": acc.status["judge_error"],
+            "scored": len(acc.scores),
+            "mean": mean(acc.scores),
+            "ci95": list(ci) if ci else None,
+            "gating": acc.gating,
+            "histogram": _histogram(acc.scores),
+        }
+        if any(acc.metrics.values()) or acc.ks:
+            # k: the common k, or the sorted distinct ks when suites disagree.
+            ks = sorted(acc.ks)
+            entry["k"] = ks[0] if len(ks) == 1 else (ks or None)
+            for m in RETRIEVAL_METRICS:
+                entry[m] = mean(acc.metrics[m])
+        out[name] = entry
+    return out
+
+
+def _histogram(scores: list[float]) -> list[int]:
+    """Counts in 10 equal bins over [0, 1]; scores outside are clipped to the ends."""
+    if not scores:
+        return [0] * HISTOGRAM_BINS
+    arr = np.clip(np.asarray(scores, dtype=float), 0.0, 1.0)
+    counts, _ = np.histogram(arr, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
+    return [int(c) for c in counts]
+
+
+def _breakdown(cases: list[Result], key: str, scan: _Scan,
+               stage_order: list[str]) -> dict[str, Any]:
+    """Counts, Wilson pass rate and per-stage means for each value of category/group."""
+    values: list[str | None] = [
+        None if (v := case.get(key)) is None or v == "" else str(v) for case in cases
+    ]
+    names = sorted({v for v in values if v is not None})
+    if not names:
+        return {}
+    slot = {name: j for j, name in enumerate(names)}
+    bucket = np.array([-1 if v is None else slot[v] for v in values], dtype=np.int64)
+    inside = bucket >= 0
+    nb, no = len(names), len(OUTCOMES)
+    outcome_counts = np.bincount(bucket[inside] * no + scan.outcome[inside],
+                                 minlength=nb * no).reshape(nb, no)
+    judge_errors = np.bincount(bucket[inside], weights=scan.judge_error[inside], minlength=nb)
+    # Per-stage sums and counts per bucket, vectorised over the scored cases.
+    means: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name in stage_order:
+        acc = scan.stages[name]
+        if not acc.scores:
+            continue
+        b = bucket[np.asarray(acc.idx, dtype=np.int64)]
+        keep = b >= 0
+        scores = np.asarray(acc.scores, dtype=float)[keep]
+        means[name] = (np.bincount(b[keep], weights=scores, minlength=nb),
+                       np.bincount(b[keep], minlength=nb))
+    out: dict[str, Any] = {}
+    for j, name in enumerate(names):
+        entry = _counts(outcome_counts[j], int(judge_errors[j]))
+        entry["stage_means"] = {
+            stage: float(sums[j] / counts[j])
+            for stage, (sums, counts) in means.items() if counts[j]
+        }
+        out[name] = entry
+    return out
+
+
+def _label(stage: Mapping[str, Any] | None) -> str | None:
+    if not stage or stage.get("judge_error") or stage.get("label") in (None, ""):
+        return None
+    return str(stage["label"]).strip().upper()
+
+
+def _completeness_vs_accuracy(cases: list[Result]) -> dict[str, Any] | None:
+    """Zep-style table: is the answer right when the retrieved context was complete?"""
+    pairs: list[tuple[str, str]] = []
+    for case in cases:
+        stages = case.get("stages") or {}
+        comp, acc = _label(stages.get(COMPLETENESS_STAGE)), _label(stages.get(ACCURACY_STAGE))
+        if comp is not None and acc is not None:
+            pairs.append((comp, acc))
+    if not pairs:
+        return None
+    comp_labels = list(COMPLETENESS_LABELS) + sorted(
+        {c for c, _ in pairs} - set(COMPLETENESS_LABELS)
+    )
+    acc_labels = list(ACCURACY_LABELS) + sorted({a for _, a in pairs} - set(ACCURACY_LABELS))
+    table = {c: {a: 0 for a in acc_labels} for c in comp_labels}
+    for comp, acc in pairs:
+        table[comp][acc] += 1
+    complete_total = sum(table["COMPLETE"].values())
+    complete_correct = table["COMPLETE"]["CORRECT"]
+    return {
+        "completeness_labels": comp_labels,
+        "accuracy_labels": acc_labels,
+        "table": table,
+        "cases": len(pairs),
+        "complete_and_correct": complete_correct,
+        "complete_but_wrong": complete_total - complete_correct,
+        "accuracy_when_complete": (complete_correct / complete_total) if complete_total else None,
+    }
+
+
+def _usage_totals(usages: list[Mapping[str, Any]], latencies: list[float]) -> dict[str, Any]:
+    def total(key: str) -> int:
+        return sum(int(u[key]) for u in usages if isinstance(u.get(key), (int, float)))
+
+    costs = [float(u["cost_usd"]) for u in usages if isinstance(u.get("cost_usd"), (int, float))]
+    prompt, completion = total("prompt_tokens"), total("completion_tokens")
+    return {
+        "cases": len(usages),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        # fsum + rounding: a sum of many tiny costs should not print as 0.0036000000000000003
+        "cost_usd": round(math.fsum(costs), 10),
+        "latency_ms_median": median(latencies),
+    }
+
+
+def _cost(cases: list[Result], run: Mapping[str, Any]) -> dict[str, Any]:
+    system: list[Mapping[str, Any]] = []
+    judge: list[Mapping[str, Any]] = []
+    system_lat: list[float] = []
+    judge_lat: list[float] = []
+    for case in cases:
+        rec = case.get("recording") or {}
+        if isinstance(rec.get("usage"), Mapping):
+            system.append(rec["usage"])
+        if isinstance(rec.get("judge_usage"), Mapping):
+            judge.append(rec["judge_usage"])
+        if isinstance(rec.get("latency_ms"), (int, float)):
+            system_lat.append(float(rec["latency_ms"]))
+        if isinstance(rec.get("judge_latency_ms"), (int, float)):
+            judge_lat.append(float(rec["judge_latency_ms"]))
+    sys_tot, judge_tot = _usage_totals(system, system_lat), _usage_totals(judge, judge_lat)
+    replay = run.get("mode") == "replay"
+    return {
+        "system": sys_tot,
+        "judge": judge_tot,
+        "recorded_cost_usd": round(sys_tot["cost_usd"] + judge_tot["cost_usd"], 10),
+        # A replay reads cassettes only: nothing was spent by this run.
+        "replay_cost_usd": 0.0 if replay else None,
+    }
+
+
+__all__ = [
+    "ACCURACY_STAGE",
+    "COMPLETENESS_STAGE",
+    "OUTCOMES",
+    "RESULTS_FORMAT",
+    "RESULTS_VERSION",
+    "RETRIEVAL_METRICS",
+    "aggregate",
+    "sort_cases",
+    "stage_score",
+    "stage_status",
+]

@@ -1,0 +1,47 @@
+"""Number formatting shared by the markdown, terminal and HTML renderers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def fmt_score(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_ci(ci: Sequence[float] | None, digits: int = 3) -> str:
+    if not ci:
+        return "–"
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def fmt_pct(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{100.0 * value:.{digits}f}%"
+
+
+def fmt_pct_ci(ci: Sequence[float] | None, digits: int = 1) -> str:
+    if not ci:
+        return "–"
+    return f"{100.0 * ci[0]:.{digits}f}–{100.0 * ci[1]:.{digits}f}%"
+
+
+def fmt_usd(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if value == 0:
+        return "$0"
+    if abs(value) < 1:
+        return f"${value:.4f}"
+    return f"${value:,.2f}"
+
+
+def fmt_delta(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def fmt_int(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def fmt_ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f} ms"

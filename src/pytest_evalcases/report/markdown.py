@@ -1,0 +1,245 @@
+"""report.md: a short markdown summary sized for a PR comment or a CI step summary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .formatting import (
+    fmt_ci,
+    fmt_delta,
+    fmt_int,
+    fmt_ms,
+    fmt_pct,
+    fmt_pct_ci,
+    fmt_score,
+    fmt_usd,
+)
+from .outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
+
+FAILING_ROWS_CAP = 50
+BASELINE_ROWS_CAP = 50
+_CELL_CHARS = 200
+
+# Entities rather than backslash escapes: GitHub renders a subset of raw HTML in
+# markdown, so "<img ...>" from a model answer must not reach it as a tag, and a
+# backslash in the text must not turn our "\|" into "\\|" (which ends the cell).
+_CELL_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;",
+                               "|": "\\|"})
+
+
+def escape_cell(value: object, limit: int = _CELL_CHARS) -> str:
+    """One table cell: single line, pipes escaped, HTML inert, at most `limit` chars."""
+    text = " ".join(str(value if value is not None else "").split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.translate(_CELL_ESCAPES) or " "
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]],
+           align: Sequence[str] | None = None) -> list[str]:
+    align = align or ["l"] * len(header)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(escape_cell(h) for h in header) + " |",
+             "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(escape_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(doc: Mapping[str, Any]) -> str:
+    """Render the results document as markdown (headline, baseline, stages, ...)."""
+    out: list[str] = []
+    out += _headline(doc)
+    if doc.get("baseline"):
+        out += _baseline(doc["baseline"])
+    out += _stages(doc)
+    out += _categories(doc)
+    out += _completeness(doc.get("completeness_vs_accuracy"))
+    out += _failing(doc["cases"])
+    return "\n".join(out).rstrip() + "\n"
+
+
+def outcome_counts_text(summary: Mapping[str, Any]) -> str:
+    parts = []
+    for outcome in OUTCOMES:
+        n = summary.get(SUMMARY_KEYS[outcome], 0)
+        if n or outcome in ("passed", "failed"):
+            parts.append(f"{n} {SUMMARY_KEYS[outcome]}")
+    if summary.get("judge_errors"):
+        parts.append(f"{summary['judge_errors']} with judge errors")
+    return " · ".join(parts)
+
+
+def cost_text(cost: Mapping[str, Any] | None) -> str:
+    if not cost:
+        return "no cost data"
+    sys_, judge = cost["system"], cost["judge"]
+    text = (
+        f"recorded cost {fmt_usd(cost['recorded_cost_usd'])} "
+        f"(system {fmt_usd(sys_['cost_usd'])}, {fmt_int(sys_['total_tokens'])} tokens, "
+        f"median latency {fmt_ms(sys_['latency_ms_median'])}; "
+        f"judge {fmt_usd(judge['cost_usd'])}, {fmt_int(judge['total_tokens'])} tokens, "
+        f"median latency {fmt_ms(judge['latency_ms_median'])})"
+    )
+    if cost.get("replay_cost_usd") is not None:
+        text += f"; this replay cost {fmt_usd(cost['replay_cost_usd'])}"
+    return text
+
+
+def _headline(doc: Mapping[str, Any]) -> list[str]:
+    summary, run = doc["summary"], doc.get("run") or {}
+    suites = ", ".join(summary.get("suites") or []) or "eval cases"
+    lines = [f"## pytest-evalcases: {escape_cell(suites)}", ""]
+    lines.append(f"**{summary['cases']} cases**: {outcome_counts_text(summary)}")
+    lines.append("")
+    if summary.get("pass_rate") is not None:
+        lines.append(
+            f"Pass rate **{fmt_pct(summary['pass_rate'])}** "
+            f"(95% Wilson CI {fmt_pct_ci(summary['pass_rate_ci95'])}; "
+            f"passed + xpassed over {summary['decided']} judged cases)"
+        )
+        lines.append("")
+    lines.append(f"Cost: {cost_text(doc.get('cost'))}")
+    meta = [f"{label} {escape_cell(run[k], 60)}"
+            for k, label in (("mode", "mode"), ("judge", "judge"), ("plugin_version", "plugin"))
+            if run.get(k)]
+    if run.get("git_commit"):
+        meta.append(f"commit {escape_cell(str(run['git_commit'])[:12])}")
+    if run.get("shards"):
+        meta.append(f"{run['shards']} shards")
+    if meta:
+        lines += ["", "Run: " + " · ".join(meta)]
+    lines.append("")
+    return lines
+
+
+def _baseline(cmp: Mapping[str, Any]) -> list[str]:
+    regs, drops = cmp["regressions"], cmp["stage_drops"]
+    verdict = "**FAILED**" if cmp["failed"] else "passed"
+    lines = [
+        "### Regressions vs baseline",
+        "",
+        f"Baseline gate {verdict}: {len(regs)} regression(s), {len(drops)} stage drop(s) "
+        f"(tolerance {cmp['tolerance']:.3f}); {len(cmp['fixed'])} fixed, "
+        f"{len(cmp['new'])} new, {len(cmp['removed'])} removed, "
+        f"{cmp['still_failing']} still failing.",
+        "",
+    ]
+    if regs:
+        rows = [(r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–",
+                 r.get("reason")) for r in regs[:BASELINE_ROWS_CAP]]
+        lines += _table(["case", "was", "now", "failing stage", "reason"], rows)
+        lines += _more(len(regs), BASELINE_ROWS_CAP)
+        lines.append("")
+    if drops:
+        lines += _table(
+            ["dropped stage", "baseline", "current", "delta"],
+            [(d["stage"], fmt_score(d["baseline_mean"]), fmt_score(d["current_mean"]),
+              fmt_delta(d["delta"])) for d in drops],
+            ["l", "r", "r", "r"],
+        )
+        lines.append("")
+    if cmp["fixed"]:
+        shown = ", ".join(escape_cell(r["case"], 80) for r in cmp["fixed"][:20])
+        more = f" and {len(cmp['fixed']) - 20} more" if len(cmp["fixed"]) > 20 else ""
+        lines += [f"Fixed: {shown}{more}", ""]
+    deltas = cmp.get("stage_deltas") or {}
+    if deltas:
+        rows = [(name, fmt_score(d["baseline_mean"]), fmt_score(d["current_mean"]),
+                 fmt_delta(d["delta"]), fmt_ci(d["ci95"]), d["cases"])
+                for name in (cmp.get("stage_order") or deltas) for d in [deltas[name]]]
+        lines += _table(["stage (paired cases)", "baseline", "current", "delta",
+                         "current 95% CI", "cases"], rows, ["l", "r", "r", "r", "l", "r"])
+        lines.append("")
+    return lines
+
+
+def _stages(doc: Mapping[str, Any]) -> list[str]:
+    stages = doc.get("stages") or {}
+    if not stages:
+        return []
+    rows = []
+    for name in doc.get("stage_order") or stages:
+        s = stages[name]
+        rows.append((name, "yes" if s["gating"] else "report", s["passed"], s["failed"],
+                     s["skipped"], s["judge_errors"], fmt_score(s["mean"]), fmt_ci(s["ci95"])))
+    lines = ["### Stages", ""]
+    lines += _table(["stage", "gating", "passed", "failed", "skipped", "judge errors", "mean",
+                     "95% CI (bootstrap)"], rows, ["l", "l", "r", "r", "r", "r", "r", "l"])
+    for name in doc.get("stage_order") or stages:
+        s = stages[name]
+        if "recall_at_k" in s:
+            k = s.get("k")
+            metrics = " · ".join(
+                f"{label} {fmt_score(s.get(key))}"
+                for label, key in (("hit", "hit_at_k"), ("recall", "recall_at_k"),
+                                   ("precision", "precision_at_k"), ("MRR", "mrr"),
+                                   ("nDCG", "ndcg_at_k"), ("MAP", "map"))
+            )
+            lines += ["", f"{escape_cell(name)} @ k={escape_cell(k)}: {metrics}"]
+    lines.append("")
+    return lines
+
+
+def _categories(doc: Mapping[str, Any]) -> list[str]:
+    cats = doc.get("categories") or {}
+    if not cats:
+        return []
+    rows = [(name, c["cases"], c["passed"] + c["xpassed"], c["failed"] + c["xfailed"],
+             fmt_pct(c["pass_rate"]), fmt_pct_ci(c["pass_rate_ci95"]))
+            for name, c in cats.items()]
+    lines = ["### Categories", ""]
+    lines += _table(["category", "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"],
+                    rows, ["l", "r", "r", "r", "r", "l"])
+    lines.append("")
+    return lines
+
+
+def _completeness(cva: Mapping[str, Any] | None) -> list[str]:
+    if not cva:
+        return []
+    acc_labels = cva["accuracy_labels"]
+    rows = [(c, *[cva["table"][c][a] for a in acc_labels], sum(cva["table"][c].values()))
+            for c in cva["completeness_labels"]]
+    lines = ["### Context completeness × answer accuracy", ""]
+    lines += _table(["completeness / accuracy", *acc_labels, "total"], rows,
+                    ["l"] + ["r"] * (len(acc_labels) + 1))
+    lines += [
+        "",
+        f"Accuracy when context was complete: {fmt_pct(cva['accuracy_when_complete'])} "
+        f"({cva['complete_and_correct']} complete and correct, "
+        f"{cva['complete_but_wrong']} complete but wrong; {cva['cases']} cases with both labels)",
+        "",
+    ]
+    return lines
+
+
+def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    failing = [c for c in cases if c["outcome"] in FAILING]
+    if not failing:
+        return []
+    rows = []
+    for case in failing[:FAILING_ROWS_CAP]:
+        stage, reason = failure_of(case)
+        rows.append((case_label(case), case["outcome"], stage or "–", reason))
+    lines = [f"### Failing cases ({len(failing)})", ""]
+    lines += _table(["case", "outcome", "first failing stage", "reason"], rows)
+    lines += _more(len(failing), FAILING_ROWS_CAP)
+    lines.append("")
+    return lines
+
+
+def _more(total: int, cap: int) -> list[str]:
+    return ["", f"_…and {total - cap} more (see dashboard.html)_"] if total > cap else []
+
+
+def append_step_summary(md: str, environ: Mapping[str, str]) -> Path | None:
+    """Append markdown to $GITHUB_STEP_SUMMARY when set; return the file written, if any."""
+    target = environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    path = Path(target)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(md if md.endswith("\n") else md + "\n")
+    return path

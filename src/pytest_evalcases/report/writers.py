@@ -1,0 +1,38 @@
+"""Write the three report files for a results document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .dashboard import render_dashboard
+from .markdown import render_markdown
+
+RESULTS_JSON = "results.json"
+REPORT_MD = "report.md"
+DASHBOARD_HTML = "dashboard.html"
+
+
+def dumps_results(doc: Mapping[str, Any]) -> str:
+    """results.json text: sorted keys and indent 2, so two runs diff cleanly."""
+    # default=str: a trace may carry values json cannot encode (datetimes, paths).
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def write_reports(doc: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write results.json, report.md and dashboard.html into out_dir (created if needed)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        RESULTS_JSON: dumps_results(doc),
+        REPORT_MD: render_markdown(doc),
+        DASHBOARD_HTML: render_dashboard(doc),
+    }
+    written = []
+    for name, text in files.items():
+        path = out / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,82 @@
+"""End of run, on the controller: the results document, report files and the baseline gate."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import __version__
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
+    """Read --eval-baseline up front, so a bad file stops the run before any case runs."""
+    path = config.getoption("eval_baseline")
+    if not path:
+        return None
+    from .baseline import BaselineError, load_results
+
+    try:
+        return load_results(Path(config.invocation_params.dir, path))
+    except BaselineError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def parse_results(raw: list[str]) -> list[dict[str, Any]]:
+    """The per-case results in collection order (the same under xdist as without)."""
+    return sorted((json.loads(item) for item in raw), key=lambda r: (r["file"], r["index"], r["id"]))
+
+
+@dataclass(slots=True)
+class RunReport:
+    doc: dict[str, Any]
+    written: list[Path]
+    gate_failed: bool
+
+
+def run_info(config: pytest.Config, mode: str, judge: str | None, started: str) -> dict[str, Any]:
+    from .report import git_commit
+
+    option = config.option
+    return {
+        "plugin_version": __version__,
+        "mode": mode,
+        "judge": judge,
+        "selection": {"args": list(config.args), "keyword": option.keyword or None,
+                      "markexpr": option.markexpr or None},
+        "started": started,
+        "finished": utc_now(),
+        "git_commit": git_commit(config.rootpath),
+    }
+
+
+def build_run_report(
+    results: list[dict[str, Any]],
+    run: dict[str, Any],
+    baseline: dict[str, Any] | None,
+    tolerance: float,
+    report_dir: Path | None,
+) -> RunReport:
+    from .report import aggregate, append_step_summary, render_markdown, write_reports
+
+    doc = aggregate(results, run)
+    gate_failed = False
+    if baseline is not None:
+        from .baseline import compare
+
+        doc["baseline"] = compare(doc, baseline, tolerance)
+        gate_failed = bool(doc["baseline"]["failed"])
+    written: list[Path] = []
+    if report_dir is not None:
+        written = write_reports(doc, report_dir)
+        append_step_summary(render_markdown(doc), os.environ)
+    return RunReport(doc, written, gate_failed)
