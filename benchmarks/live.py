@@ -30,41 +30,77 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from judge_server import JudgeServer  # noqa: E402
 
-STAGES = ["faithfulness", "contextual_recall", "answer_relevancy", "context_completeness",
-          "answer_accuracy"]
+STAGES = [
+    "faithfulness",
+    "contextual_recall",
+    "answer_relevancy",
+    "context_completeness",
+    "answer_accuracy",
+]
 TARGET = 1.3
 
-SYSTEM = '''
+SYSTEM = """
 def run(case):
     topic = case["input"].rstrip("?")
     return {"answer": f"{topic} is answered in chapter {case['n']}.",
             "retrieved": ["d1"], "context": [f"{topic} is answered in chapter {case['n']}."]}
-'''
+"""
 
 
 def write_project(folder: Path, n: int) -> None:
     (folder / "cases").mkdir()
     (folder / "benchsys.py").write_text(SYSTEM)
     (folder / "pytest.ini").write_text(
-        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nasyncio_default_fixture_loop_scope = function\n"
+        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n"
+        "asyncio_default_fixture_loop_scope = function\n"
     )
-    cases = [{"id": f"c{i}", "input": f"Where is topic {i} covered?", "n": i,
-              "reference": f"Topic {i} is answered in chapter {i}."} for i in range(n)]
-    suite = {"name": "bench", "system": "benchsys:run", "stages": STAGES, "threshold": 0.0,
-             "accept_partial": True, "cases": cases}
+    cases = [
+        {
+            "id": f"c{i}",
+            "input": f"Where is topic {i} covered?",
+            "n": i,
+            "reference": f"Topic {i} is answered in chapter {i}.",
+        }
+        for i in range(n)
+    ]
+    suite = {
+        "name": "bench",
+        "system": "benchsys:run",
+        "stages": STAGES,
+        "threshold": 0.0,
+        "accept_partial": True,
+        "cases": cases,
+    }
     (folder / "cases" / "bench.json").write_text(json.dumps(suite))
 
 
 def record(folder: Path, server: JudgeServer, concurrency: int) -> tuple[float, str]:
-    env = dict(os.environ, OPENAI_API_KEY="bench-key", OPENAI_BASE_URL=server.base_url,
-               DEEPEVAL_TELEMETRY_OPT_OUT="1")
-    command = [sys.executable, "-m", "pytest", "-q", "--live", "--eval-judge", "openai:bench",
-               "--eval-concurrency", str(concurrency), "cases/"]
+    env = dict(
+        os.environ,
+        OPENAI_API_KEY="bench-key",
+        OPENAI_BASE_URL=server.base_url,
+        DEEPEVAL_TELEMETRY_OPT_OUT="1",
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "--live",
+        "--eval-judge",
+        "openai:bench",
+        "--eval-concurrency",
+        str(concurrency),
+        "cases/",
+    ]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        sys.exit(f"the live run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        sys.exit(
+            f"the live run failed ({done.returncode}):\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return wall, done.stdout.strip().splitlines()[-1]
 
 
@@ -89,15 +125,22 @@ def main() -> None:
 
     (latency, wall, calls, peak, tail), (_, fixed, _, _, _) = rows
     ideal = calls * latency / args.concurrency
-    print(f"N={args.n} cases x {len(STAGES)} judged stages, latency {latency * 1000:.0f} ms, "
-          f"concurrency {args.concurrency}")
+    print(
+        f"N={args.n} cases x {len(STAGES)} judged stages, latency {latency * 1000:.0f} ms, "
+        f"concurrency {args.concurrency}"
+    )
     print(f"  pytest said:          {tail}")
     print(f"  judge requests:       {calls} (max in flight {peak}, limit {args.concurrency})")
     print(f"  wall:                 {wall:.2f} s")
     print(f"  ideal calls*L/C:      {ideal:.2f} s")
-    print(f"  ratio wall/ideal:     {wall / ideal:.2f}x (target <= {TARGET}x: "
-          f"{'met' if wall / ideal <= TARGET else 'NOT met'})")
-    print(f"  fixed overhead (L=0): {fixed:.2f} s; (wall - fixed)/ideal = {(wall - fixed) / ideal:.2f}x")
+    print(
+        f"  ratio wall/ideal:     {wall / ideal:.2f}x (target <= {TARGET}x: "
+        f"{'met' if wall / ideal <= TARGET else 'NOT met'})"
+    )
+    print(
+        f"  fixed overhead (L=0): {fixed:.2f} s; "
+        f"(wall - fixed)/ideal = {(wall - fixed) / ideal:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,14 @@ def test_content_hash_ignores_key_order_and_sees_values():
 def test_key_names_each_input():
     fields = suite_key_fields("demo:system", {"demo/docs.json": "f" * 16}, {"prompt": "p", "k": 3})
     key = recording_key(fields, {"input": "q", "tenant": "t1"})
-    assert set(key) == {"format", "system", "demo/docs.json", "fingerprint.prompt", "fingerprint.k", "case"}
+    assert set(key) == {
+        "format",
+        "system",
+        "demo/docs.json",
+        "fingerprint.prompt",
+        "fingerprint.k",
+        "case",
+    }
     assert key["case"] != recording_key(fields, {"input": "q", "tenant": "t2"})["case"]
 
 
@@ -42,7 +49,11 @@ def test_changed_fields_message_names_old_and_new():
         "fingerprint.prompt changed (3f2a91 -> 77c0d2)",
         "gone removed (123456 -> -)",
     ]
-    with pytest.raises(StaleRecording, match=r"stale recording: .*fingerprint.prompt changed \(3f2a91 -> 77c0d2\).*re-record with --live"):
+    with pytest.raises(
+        StaleRecording,
+        match=r"stale recording: .*fingerprint.prompt changed \(3f2a91 -> 77c0d2\)"
+        r".*re-record with --live",
+    ):
         check_key(old, new, "", "--live")
     check_key(new, new, "", "--live")  # no raise
 

@@ -44,9 +44,13 @@ class TestTools:
 
     def test_args_checked_when_given(self):
         trace = {"tool_calls": [{"name": "get_issue", "args": {"issue_id": "JOT-1", "x": 1}}]}
-        ok = score("tools", trace, expected_tools=[{"name": "get_issue", "args": {"issue_id": "JOT-1"}}])
+        ok = score(
+            "tools", trace, expected_tools=[{"name": "get_issue", "args": {"issue_id": "JOT-1"}}]
+        )
         assert ok.passed is True and ok.score == 1.0
-        bad = score("tools", trace, expected_tools=[{"name": "get_issue", "args": {"issue_id": "JOT-2"}}])
+        bad = score(
+            "tools", trace, expected_tools=[{"name": "get_issue", "args": {"issue_id": "JOT-2"}}]
+        )
         assert bad.passed is False
         assert "missing: get_issue(issue_id='JOT-2')" in bad.reason
 
@@ -70,8 +74,13 @@ class TestRetrieval:
 
     def test_perfect_and_empty_rankings(self):
         assert rank_metrics(["a", "c"], ["a", "c"], 3) == {
-            "k": 3, "hit_at_k": 1.0, "recall_at_k": 1.0, "precision_at_k": pytest.approx(2 / 3),
-            "mrr": 1.0, "ndcg_at_k": 1.0, "map": 1.0,
+            "k": 3,
+            "hit_at_k": 1.0,
+            "recall_at_k": 1.0,
+            "precision_at_k": pytest.approx(2 / 3),
+            "mrr": 1.0,
+            "ndcg_at_k": 1.0,
+            "map": 1.0,
         }
         empty = rank_metrics([], ["a"], 3)
         assert empty["recall_at_k"] == empty["ndcg_at_k"] == empty["map"] == empty["mrr"] == 0.0
@@ -81,15 +90,21 @@ class TestRetrieval:
         assert metrics["recall_at_k"] == 1.0
 
     def test_gates_on_recall_and_names_missing(self):
-        result = score("retrieval", {"retrieved": ["x", "storage"]}, expected_docs=["storage", "config"])
+        result = score(
+            "retrieval", {"retrieved": ["x", "storage"]}, expected_docs=["storage", "config"]
+        )
         assert result.passed is False
         assert result.reason == "recall@3 0.50 < 1.00; missing: config"
         assert result.metrics["hit_at_k"] == 1.0
 
     def test_suite_threshold_and_k(self):
         trace = {"retrieved": ["x", "storage"]}
-        lenient = score("retrieval", trace, {"thresholds": {"retrieval": 0.5}},
-                        expected_docs=["storage", "config"])
+        lenient = score(
+            "retrieval",
+            trace,
+            {"thresholds": {"retrieval": 0.5}},
+            expected_docs=["storage", "config"],
+        )
         assert lenient.passed is True
         shallow = score("retrieval", trace, {"k": 1}, expected_docs=["storage"])
         assert shallow.passed is False and shallow.metrics["k"] == 1

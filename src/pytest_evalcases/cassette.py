@@ -1,4 +1,4 @@
-"""Cassettes: one JSON file per case holding its trace, its verdicts and the key they were made under.
+"""Cassettes: one JSON file per case: its trace, its verdicts and the key they were made under.
 
 The key is a dict of named short hashes of everything the recording depends on. Replay recomputes
 the key and compares it field by field, so a stale recording names exactly which input changed.
@@ -17,7 +17,7 @@ from typing import Any
 import pydantic_core
 
 from . import __version__
-from .errors import CassetteError, StaleRecording
+from .errors import CaseFileError, CassetteError, StaleRecording
 
 # Bump when the cassette layout or the meaning of a key field changes: every recording goes stale.
 CASSETTE_FORMAT = 1
@@ -42,12 +42,21 @@ def suite_key_fields(
     key = {"format": str(CASSETTE_FORMAT), "system": content_hash(system_spec)}
     key.update(input_hashes)
     for name, value in fingerprint.items():
-        key[f"fingerprint.{name}"] = content_hash(value)
+        try:
+            key[f"fingerprint.{name}"] = content_hash(value)
+        except (TypeError, ValueError) as exc:
+            raise CaseFileError(
+                f"system {system_spec!r}: fingerprint entry {name!r} is not JSON ({exc}); "
+                "return plain JSON values "
+                "(str, number, bool, list, dict) from fingerprint()"
+            ) from None
     return key
 
 
-def recording_key(suite_fields: Mapping[str, str], system_view: Mapping[str, Any]) -> dict[str, str]:
-    """The trace's key: the suite's fields plus the hash of what the system receives of this case."""
+def recording_key(
+    suite_fields: Mapping[str, str], system_view: Mapping[str, Any]
+) -> dict[str, str]:
+    """The trace's key: the suite's fields plus the hash of what the system gets of this case."""
     key = dict(suite_fields)
     key["case"] = content_hash(system_view)
     return key
@@ -74,7 +83,9 @@ def check_key(recorded: Any, current: Mapping[str, str], what: str, rerecord: st
         recorded = {}
     changes = changed_fields(recorded, current)
     if changes:
-        raise StaleRecording(f"stale recording{what}: {'; '.join(changes)}; re-record with {rerecord}")
+        raise StaleRecording(
+            f"stale recording{what}: {'; '.join(changes)}; re-record with {rerecord}"
+        )
 
 
 def cassette_path(root: Path, suite: str, case_id: str) -> Path:

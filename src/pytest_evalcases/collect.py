@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pydantic_core
 import pytest
 from pydantic import ValidationError
 
@@ -69,14 +68,21 @@ class CaseFile(pytest.File):
         try:
             ctx = self._load_suite(state)
         except CaseFileError as exc:
-            yield SuiteErrorItem.from_parent(self, name="suite", message=str(exc))
+            yield SuiteErrorItem.from_parent(
+                self, name="suite", message=str(exc), suite_name=self.path.stem, index=-1
+            )
             return
         seen: dict[str, int] = {}
         for index, raw in enumerate(ctx.suite.cases):
             yield self._case_item(ctx, state, index, raw, seen)
 
     def _load_suite(self, state: EvalSession) -> SuiteContext:
-        text = self.path.read_text(encoding="utf-8")
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CaseFileError(
+                f"{self.path}: cannot read the file as UTF-8 text ({exc})"
+            ) from None
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -97,7 +103,9 @@ class CaseFile(pytest.File):
             )
         reason = unsafe_id_reason(suite.name)
         if reason:
-            raise CaseFileError(f"{self.path}: suite name {suite.name!r} cannot name a folder: {reason}")
+            raise CaseFileError(
+                f"{self.path}: suite name {suite.name!r} cannot name a folder: {reason}"
+            )
         other = state.claim_suite_name(suite.name, self.path)
         if other is not None:
             raise CaseFileError(
@@ -107,14 +115,9 @@ class CaseFile(pytest.File):
         spec = suite.system or state.default_system
         if not spec:
             raise CaseFileError(
-                f"{self.path}: no system: set \"system\": \"module:attribute\" in the suite or "
+                f'{self.path}: no system: set "system": "module:attribute" in the suite or '
                 "eval_system in the pytest ini"
             )
-        try:
-            system = resolve_system(spec, state.rootdir, state.systems)
-            fingerprint = system.fingerprint()
-        except CaseFileError as exc:
-            raise CaseFileError(f"{self.path}: {exc}") from None
         input_hashes = {}
         for name in suite.inputs:
             try:
@@ -124,6 +127,11 @@ class CaseFile(pytest.File):
                     f"{self.path}: input file {name!r} cannot be read ({exc.strerror}); inputs are "
                     f"paths relative to {state.rootdir}"
                 ) from None
+        try:
+            system = resolve_system(spec, state.rootdir, state.systems)
+            key_fields = suite_key_fields(spec, input_hashes, system.fingerprint())
+        except CaseFileError as exc:
+            raise CaseFileError(f"{self.path}: {exc}") from None
         report_only = [name for name in suite.report_only if name not in suite.stages]
         from .judging import judge_options, judged_stages
 
@@ -132,7 +140,7 @@ class CaseFile(pytest.File):
             suite=suite,
             system=system,
             cassette_root=state.cassette_root,
-            key_fields=suite_key_fields(spec, input_hashes, fingerprint),
+            key_fields=key_fields,
             gating=list(suite.stages),
             report_only=report_only,
             judged=judged_stages(suite.stages + report_only),
@@ -143,30 +151,45 @@ class CaseFile(pytest.File):
     def _case_item(
         self, ctx: SuiteContext, state: EvalSession, index: int, raw: Any, seen: dict[str, int]
     ) -> pytest.Item:
-        raw_id = raw.get("id") if isinstance(raw, dict) else None
-        name = raw_id if isinstance(raw_id, str) and raw_id and not unsafe_id_reason(raw_id) else None
+        def error(name: str, message: str) -> SuiteErrorItem:
+            return SuiteErrorItem.from_parent(
+                self,
+                name=name,
+                message=f"{self.path}: {message}",
+                suite_name=ctx.suite.name,
+                index=index,
+            )
+
+        if not isinstance(raw, dict):
+            return error(
+                f"cases[{index}]",
+                f'cases[{index}] is not an object: each case is {{"id": ..., "input": ...}}',
+            )
+        raw_id = raw.get("id")
+        name = (
+            raw_id if isinstance(raw_id, str) and raw_id and not unsafe_id_reason(raw_id) else None
+        )
         if name is not None:
             seen[name] = seen.get(name, 0) + 1
             if seen[name] > 1:
-                return SuiteErrorItem.from_parent(
-                    self, name=f"{name}-duplicate-{seen[name]}",
-                    message=f"{self.path}: duplicate case id {name!r} (cases[{index}]); the first "
-                    "one runs, rename this one",
+                return error(
+                    f"{name}-duplicate-{seen[name]}",
+                    f"duplicate case id {name!r} "
+                    f"(cases[{index}]); the first one runs, rename this one",
                 )
         try:
             case = Case.model_validate(raw)
         except ValidationError as exc:
             label = name or f"cases[{index}]"
-            return SuiteErrorItem.from_parent(
-                self, name=label,
-                message=f"{self.path}: invalid case {label}\n"
-                + format_validation_error(exc, prefix=f"cases[{index}]"),
+            return error(
+                label,
+                f"invalid case {label}\n" + format_validation_error(exc, prefix=f"cases[{index}]"),
             )
         reason = unsafe_id_reason(case.id)
         if reason:
-            return SuiteErrorItem.from_parent(
-                self, name=f"cases[{index}]",
-                message=f"{self.path}: case id {case.id!r} (cases[{index}]) cannot name a "
+            return error(
+                f"cases[{index}]",
+                f"case id {case.id!r} (cases[{index}]) cannot name a "
                 f"cassette file: {reason}; rename it (nothing was recorded for it)",
             )
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
@@ -183,9 +206,11 @@ class CaseFile(pytest.File):
 class SuiteErrorItem(pytest.Item):
     """Stands in for a file or case that cannot run, and errors in setup with its message."""
 
-    def __init__(self, *, message: str, **kwargs: Any) -> None:
+    def __init__(self, *, message: str, suite_name: str, index: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
+        self.suite_name = suite_name
+        self.index = index
 
     def setup(self) -> None:
         raise CaseFileError(self.message)
@@ -193,11 +218,9 @@ class SuiteErrorItem(pytest.Item):
     def runtest(self) -> None:  # never reached: setup always raises
         raise CaseFileError(self.message)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        return str(excinfo.value)
-
-    def reportinfo(self) -> tuple[Path, None, str]:
-        return self.path, None, self.nodeid
+    def reportinfo(self) -> tuple[Path, int, str]:
+        # Not a suffix of the node id: pytest would print the dots of a suffix domain as '::'.
+        return self.path, 0, f"{self.nodeid} (not loaded)"
 
 
 class CaseItem(pytest.Item):
@@ -221,8 +244,12 @@ class CaseItem(pytest.Item):
 
         recording = self.recording
         self.scores = scores = score_case(
-            self.ctx.suite, self.case, recording.trace, recording.verdicts,
-            self.ctx.gating, self.ctx.report_only,
+            self.ctx.suite,
+            self.case,
+            recording.trace,
+            recording.verdicts,
+            self.ctx.gating,
+            self.ctx.report_only,
         )
         for name, result, _ in scores.results:
             if result.score is not None:
@@ -235,5 +262,5 @@ class CaseItem(pytest.Item):
             return str(excinfo.value)
         return super().repr_failure(excinfo, style)
 
-    def reportinfo(self) -> tuple[Path, None, str]:
-        return self.path, None, f"{self.ctx.suite.name}::{self.case.id}"
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.ctx.suite.name}::{self.case.id}"

@@ -27,7 +27,7 @@ def judge_options(suite: Suite) -> dict[str, Any]:
 
 
 def stage_params(stage: str, options: dict[str, Any]) -> dict[str, Any]:
-    """The settings that change a stage's verdict (not how it gates: `accept_partial` is not one)."""
+    """The settings that change a stage's verdict (not gating rules such as `accept_partial`)."""
     if stage == "faithfulness":
         return {"strict": bool(options["strict"])}
     if stage == "correctness":
@@ -36,7 +36,11 @@ def stage_params(stage: str, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdict_key(
-    stage: Stage, case: Case, options: dict[str, Any], judge_id: str | None, judge_version: str | None
+    stage: Stage,
+    case: Case,
+    options: dict[str, Any],
+    judge_id: str | None,
+    judge_version: str | None,
 ) -> dict[str, str]:
     """What the judge saw, besides the trace (a new trace always brings new verdicts)."""
     key = {"params": content_hash(stage_params(stage.name, options))}

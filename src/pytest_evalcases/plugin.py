@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from .collect import CaseFile, CaseItem, SuiteErrorItem
+from .errors import EvalCaseError
 from .runreport import build_run_report, load_baseline, parse_results, run_info
 from .session import (
     SESSION_KEY,
@@ -23,25 +24,65 @@ from .session import (
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evalcases", "LLM eval cases (pytest-evalcases)")
-    group.addoption("--live", action="store_true", dest="eval_live",
-                    help="run the real system and judges for every selected case and re-record")
-    group.addoption("--live-stale", action="store_true", dest="eval_live_stale",
-                    help="record only missing or stale recordings; replay the rest")
-    group.addoption("--live-judges", action="store_true", dest="eval_live_judges",
-                    help="re-judge the recorded traces without running the system again")
-    group.addoption("--eval-judge", dest="eval_judge", default=None,
-                    help="judge for judged stages: openai:<model>, gemini:<model>, "
-                    "ollama:<model>, litellm:<model> or lexical")
-    group.addoption("--eval-concurrency", dest="eval_concurrency", type=int, default=None,
-                    help="cases (and judge requests) in flight at once when recording (default 8)")
-    group.addoption("--eval-report", dest="eval_report", default=None, metavar="DIR",
-                    help="write results.json, report.md and dashboard.html to DIR")
-    group.addoption("--eval-baseline", dest="eval_baseline", default=None, metavar="FILE",
-                    help="compare with an earlier results.json; fail on regressions")
-    group.addoption("--eval-tolerance", dest="eval_tolerance", type=float, default=0.0,
-                    help="largest drop of a stage's mean score the baseline gate accepts")
-    parser.addini("eval_cases", type="args", default=["cases"],
-                  help="folders whose *.json files are eval suites")
+    group.addoption(
+        "--live",
+        action="store_true",
+        dest="eval_live",
+        help="run the real system and judges for every selected case and re-record",
+    )
+    group.addoption(
+        "--live-stale",
+        action="store_true",
+        dest="eval_live_stale",
+        help="record only missing or stale recordings; replay the rest",
+    )
+    group.addoption(
+        "--live-judges",
+        action="store_true",
+        dest="eval_live_judges",
+        help="re-judge the recorded traces without running the system again",
+    )
+    group.addoption(
+        "--eval-judge",
+        dest="eval_judge",
+        default=None,
+        help="judge for judged stages: openai:<model>, gemini:<model>, "
+        "ollama:<model>, litellm:<model> or lexical",
+    )
+    group.addoption(
+        "--eval-concurrency",
+        dest="eval_concurrency",
+        type=int,
+        default=None,
+        help="cases (and judge requests) in flight at once when recording (default 8)",
+    )
+    group.addoption(
+        "--eval-report",
+        dest="eval_report",
+        default=None,
+        metavar="DIR",
+        help="write results.json, report.md and dashboard.html to DIR",
+    )
+    group.addoption(
+        "--eval-baseline",
+        dest="eval_baseline",
+        default=None,
+        metavar="FILE",
+        help="compare with an earlier results.json; fail on regressions",
+    )
+    group.addoption(
+        "--eval-tolerance",
+        dest="eval_tolerance",
+        type=float,
+        default=0.0,
+        help="largest drop of a stage's mean score the baseline gate accepts",
+    )
+    parser.addini(
+        "eval_cases",
+        type="args",
+        default=["cases"],
+        help="folders whose *.json files are eval suites",
+    )
     parser.addini("eval_cassettes", default="cassettes", help="folder of the recordings")
     parser.addini("eval_system", default="", help="default system, 'module:attribute'")
     parser.addini("eval_judge", default="", help="default judge for judged stages")
@@ -96,6 +137,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if isinstance(item, CaseItem | SuiteErrorItem):
         exc = call.excinfo.value if call.excinfo else None
+        if call.when == "setup" and isinstance(exc, EvalCaseError):
+            report.longrepr = str(exc)  # the message says it all; pytest's traceback would not
         outcome = outcome_of(item, call.when, report, exc)
         if outcome is not None:
             state = get_session(item.config)
@@ -124,11 +167,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state.parsed = parse_results(state.results)
     if state.report_dir is None and state.baseline is None:
         return
-    run = run_info(session.config, state.mode, state.judge_override or state.default_judge,
-                   state.started)
-    report_dir = Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
-    state.run_report = build_run_report(state.parsed, run, state.baseline,
-                                        session.config.getoption("eval_tolerance"), report_dir)
+    run = run_info(
+        session.config, state.mode, state.judge_override or state.default_judge, state.started
+    )
+    report_dir = (
+        Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
+    )
+    state.run_report = build_run_report(
+        state.parsed, run, state.baseline, session.config.getoption("eval_tolerance"), report_dir
+    )
     if state.run_report.gate_failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -141,8 +188,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
     orphans, note = state.orphans()
     terminalreporter.write_sep("=", "per-stage summary")
-    for line in render_summary(state.parsed, verbose=config.option.verbose > 0,
-                               orphans=[str(p) for p in orphans], orphan_note=note):
+    for line in render_summary(
+        state.parsed,
+        verbose=config.option.verbose > 0,
+        orphans=[str(p) for p in orphans],
+        orphan_note=note,
+    ):
         terminalreporter.write_line(line)
     report = state.run_report
     if report is not None and report.doc.get("baseline") is not None:

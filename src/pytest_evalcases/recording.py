@@ -22,7 +22,7 @@ from .cassette import (
     save_cassette,
 )
 from .errors import CassetteError, MissingRecording, StaleRecording
-from .judging import applicable, judged_stages, verdict_key
+from .judging import applicable, verdict_key
 from .system import key_view, normalize_trace, system_view
 
 if TYPE_CHECKING:
@@ -56,11 +56,13 @@ def _where(ctx: SuiteContext, case: Case) -> str:
 
 
 def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
-    """Load and check the case's cassette. Raises MissingRecording, StaleRecording, CassetteError."""
+    """Load and check a cassette; raises MissingRecording, StaleRecording, CassetteError."""
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     doc = load_cassette(path)
     if doc is None:
-        raise MissingRecording(f"no recording for {_where(ctx, case)}; record it with --live ({path})")
+        raise MissingRecording(
+            f"no recording for {_where(ctx, case)}; record it with --live ({path})"
+        )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
     check_key(doc.get("key"), key, "", "--live")
     verdicts = doc.get("verdicts") or {}
@@ -68,7 +70,8 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
         recorded = verdicts.get(stage.name)
         if not isinstance(recorded, dict):
             raise MissingRecording(
-                f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; record it with "
+                f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; "
+                "record it with "
                 "--live-judges (re-judges the recorded trace) or --live"
             )
         expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
@@ -159,7 +162,8 @@ async def _judge_one(
         return dict(await judge.live.evaluate(stage, data, options))
     except JudgeError as exc:
         return {
-            "error": str(exc), "judge": judge.id,
+            "error": str(exc),
+            "judge": judge.id,
             "latency_ms": round((time.perf_counter() - started) * 1000, 1),
         }
 

@@ -33,7 +33,9 @@ def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
 
 def parse_results(raw: list[str]) -> list[dict[str, Any]]:
     """The per-case results in collection order (the same under xdist as without)."""
-    return sorted((json.loads(item) for item in raw), key=lambda r: (r["file"], r["index"], r["id"]))
+    return sorted(
+        (json.loads(item) for item in raw), key=lambda r: (r["file"], r["index"], r["id"])
+    )
 
 
 @dataclass(slots=True)
@@ -51,8 +53,11 @@ def run_info(config: pytest.Config, mode: str, judge: str | None, started: str) 
         "plugin_version": __version__,
         "mode": mode,
         "judge": judge,
-        "selection": {"args": list(config.args), "keyword": option.keyword or None,
-                      "markexpr": option.markexpr or None},
+        "selection": {
+            "args": list(config.args),
+            "keyword": option.keyword or None,
+            "markexpr": option.markexpr or None,
+        },
         "started": started,
         "finished": utc_now(),
         "git_commit": git_commit(config.rootpath),

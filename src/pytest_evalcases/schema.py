@@ -29,6 +29,25 @@ class ToolExpectation(BaseModel):
     args: dict[str, Any] | None = None
 
 
+# Markers pytest (or a common plugin) acts on: a category named `xfail` would hide failures.
+RESERVED_MARKERS = frozenset(
+    {
+        "skip",
+        "skipif",
+        "xfail",
+        "parametrize",
+        "usefixtures",
+        "filterwarnings",
+        "tryfirst",
+        "trylast",
+        "asyncio",
+        "flaky",
+        "repeat",
+        "timeout",
+    }
+)
+
+
 class Case(BaseModel):
     """One eval case. Unknown fields are kept: the system receives them with `input`."""
 
@@ -53,6 +72,8 @@ class Case(BaseModel):
         for name in names:
             if not name.isidentifier():
                 raise ValueError(f"{name!r} cannot be a pytest marker: use letters, digits, _")
+            if name in RESERVED_MARKERS:
+                raise ValueError(f"{name!r} is a pytest marker with its own meaning; rename it")
         return value
 
 
@@ -60,8 +81,18 @@ class Case(BaseModel):
 # of the system's view and out of the trace's recording key, so editing them never needs a
 # re-record (judged stages key the ones they read, e.g. `reference`, per verdict).
 SYSTEM_HIDDEN_FIELDS = frozenset(
-    {"id", "category", "group", "marks", "xfail", "skip", "expected_tools", "expected_docs",
-     "reference", "unanswerable"}
+    {
+        "id",
+        "category",
+        "group",
+        "marks",
+        "xfail",
+        "skip",
+        "expected_tools",
+        "expected_docs",
+        "reference",
+        "unanswerable",
+    }
 )
 
 
@@ -83,7 +114,7 @@ class Suite(BaseModel):
     strict: bool = False
     accept_partial: bool = False
     correctness_criteria: str | None = None
-    cases: list[dict[str, Any]]
+    cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:
         if stage in self.thresholds:

@@ -51,7 +51,9 @@ def stage_table(scores: CaseScores) -> list[str]:
         rows.append((label, _cell(result.score), _cell(result.threshold), verdict, result.reason))
     widths = [max(len(row[col]) for row in rows) for col in range(4)]
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True))
+        + "  "
+        + row[4]
         for row in rows
     ]
 

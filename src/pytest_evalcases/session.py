@@ -34,9 +34,13 @@ def get_session(config: pytest.Config) -> EvalSession:
 
 
 def _mode(config: pytest.Config) -> str:
-    live, stale, judges = (config.getoption(n) for n in ("eval_live", "eval_live_stale", "eval_live_judges"))
+    live, stale, judges = (
+        config.getoption(n) for n in ("eval_live", "eval_live_stale", "eval_live_judges")
+    )
     if sum(map(bool, (live, stale, judges))) > 1:
-        raise pytest.UsageError("--live, --live-stale and --live-judges cannot be combined: pick one")
+        raise pytest.UsageError(
+            "--live, --live-stale and --live-judges cannot be combined: pick one"
+        )
     return LIVE if live else LIVE_STALE if stale else LIVE_JUDGES if judges else REPLAY
 
 
@@ -51,7 +55,9 @@ class EvalSession:
         self.default_system = config.getini("eval_system") or None
         self.default_judge = config.getini("eval_judge") or None
         self.judge_override: str | None = config.getoption("eval_judge")
-        self.concurrency = int(config.getoption("eval_concurrency") or config.getini("eval_concurrency"))
+        self.concurrency = int(
+            config.getoption("eval_concurrency") or config.getini("eval_concurrency")
+        )
         if self.concurrency < 1:
             raise pytest.UsageError("--eval-concurrency must be at least 1")
         self.report_dir: str | None = config.getoption("eval_report")
@@ -75,8 +81,10 @@ class EvalSession:
 
     # ---- collection helpers -------------------------------------------------------------------
     def is_case_file(self, path: Path) -> bool:
-        return path.suffix == ".json" and any(path.is_relative_to(d) for d in self.case_dirs) and not (
-            path.is_relative_to(self.cassette_root)
+        return (
+            path.suffix == ".json"
+            and any(path.is_relative_to(d) for d in self.case_dirs)
+            and not (path.is_relative_to(self.cassette_root))
         )
 
     def claim_suite_name(self, name: str, path: Path) -> Path | None:
@@ -107,8 +115,10 @@ class EvalSession:
         if unreadable:
             names = ", ".join(str(p) for p in unreadable[:3])
             return [], f" (not checked: unreadable case file {names})"
-        orphans = [p.relative_to(self.rootdir) if p.is_relative_to(self.rootdir) else p
-                   for p in find_orphans(self.cassette_root, suites)]
+        orphans = [
+            p.relative_to(self.rootdir) if p.is_relative_to(self.rootdir) else p
+            for p in find_orphans(self.cassette_root, suites)
+        ]
         if orphans and self.mode == LIVE and self._full_selection():
             for path in orphans:
                 (self.rootdir / path).unlink(missing_ok=True)
@@ -153,21 +163,25 @@ class EvalSession:
         if needs_judge and ctx.judge_spec is None:
             raise EvalCaseError(
                 f"{ctx.path}: suite {ctx.suite.name!r} has judged stages but no judge; set "
-                "--eval-judge, \"judge\" in the suite, or eval_judge in the pytest ini"
+                '--eval-judge, "judge" in the suite, or eval_judge in the pytest ini'
             )
         return self.judge_binding(ctx.judge_spec, needs_judge)
 
     # ---- recordings ---------------------------------------------------------------------------
     def recording_for(self, item: CaseItem) -> Recording:
-        prepared = self._prepared.pop(item.nodeid, None)
-        if isinstance(prepared, BaseException):
-            raise prepared
-        if prepared is not None:
-            return prepared
         if not self.live:
             return replay(item.ctx, item.case, self._binding_for(item))
-        # Under xdist each worker records the items it is given, one at a time.
-        return asyncio.run(self._record_single(item))
+        prepared = self._prepared.pop(item.nodeid, None)
+        try:
+            if isinstance(prepared, BaseException):
+                raise prepared
+            # Under xdist each worker records the items it is given, one at a time.
+            return prepared or asyncio.run(self._record_single(item))
+        except (StaleRecording, MissingRecording):
+            raise
+        except Exception as exc:
+            item.live_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            raise
 
     async def _record_single(self, item: CaseItem) -> Recording:
         try:
@@ -190,16 +204,22 @@ class EvalSession:
     def record_batch(self, items: list[CaseItem], progress: Any) -> None:
         """Live mode without xdist: record every selected case in one event loop, at most
         `concurrency` cases at a time, before the items report in their usual order."""
-        if not items:
-            return
-        for item in items:  # judges and system setup first: a missing key fails before any case
+        items = [item for item in items if not item.case.skip]
+        for item in items:  # judges first: a missing key fails before any case runs
             try:
                 self._binding_for(item)
             except Exception as exc:
                 raise pytest.UsageError(str(exc)) from None
+        runnable = []
         for item in items:
-            item.ctx.system.setup(item.ctx.suite)
-        asyncio.run(self._record_all(items, progress))
+            try:
+                item.ctx.system.setup(item.ctx.suite)
+                runnable.append(item)
+            except Exception as exc:  # that system's cases error; the others are recorded
+                self._prepared[item.nodeid] = exc
+        if runnable:
+            progress.total = len(runnable)
+            asyncio.run(self._record_all(runnable, progress))
 
     async def _record_all(self, items: list[CaseItem], progress: Any) -> None:
         limiter = asyncio.Semaphore(self.concurrency)
@@ -218,8 +238,10 @@ class EvalSession:
             await self._close_judges()
 
 
-def outcome_of(item: Any, when: str, report: pytest.TestReport, exc: BaseException | None) -> str | None:
-    """The case's outcome as the summary and reports count it, once the phase that decides it ran."""
+def outcome_of(
+    item: Any, when: str, report: pytest.TestReport, exc: BaseException | None
+) -> str | None:
+    """The outcome the summary and reports count, once the phase that decides it has run."""
     if when == "setup":
         if report.skipped:
             return "skipped"
@@ -250,9 +272,17 @@ def case_result(item: Any, outcome: str, with_detail: bool) -> dict[str, Any]:
 
     if not isinstance(item, CaseItem):  # a file or case that could not be loaded
         return {
-            "nodeid": item.nodeid, "suite": item.path.stem, "id": item.name,
-            "file": _relpath(item), "index": -1, "category": None, "group": None,
-            "outcome": outcome, "first_failure": None, "stages": {}, "recording": {},
+            "nodeid": item.nodeid,
+            "suite": item.suite_name,
+            "id": item.name,
+            "file": _relpath(item),
+            "index": item.index,
+            "category": None,
+            "group": None,
+            "outcome": outcome,
+            "first_failure": None,
+            "stages": {},
+            "recording": {},
         }
     from .scoring import result_stages
 
@@ -262,17 +292,26 @@ def case_result(item: Any, outcome: str, with_detail: bool) -> dict[str, Any]:
         name, stage = scores.first_failure
         first = {"stage": name, "reason": stage.reason}
     result: dict[str, Any] = {
-        "nodeid": item.nodeid, "suite": item.ctx.suite.name, "id": case.id, "file": _relpath(item),
-        "index": item.index, "category": case.category, "group": case.group, "outcome": outcome,
+        "nodeid": item.nodeid,
+        "suite": item.ctx.suite.name,
+        "id": case.id,
+        "file": _relpath(item),
+        "index": item.index,
+        "category": case.category,
+        "group": case.group,
+        "outcome": outcome,
         "first_failure": first,
         "stages": result_stages(scores) if scores is not None else {},
-        "recording": _recording_info(recording, outcome),
+        "recording": _recording_info(recording, outcome, getattr(item, "live_error", None)),
     }
     if with_detail and recording is not None:
         trace = recording.trace
         result["detail"] = {
-            "input": case.input, "answer": trace.get("answer", ""), "reference": case.reference,
-            "tool_calls": trace.get("tool_calls", []), "retrieved": trace.get("retrieved", []),
+            "input": case.input,
+            "answer": trace.get("answer", ""),
+            "reference": case.reference,
+            "tool_calls": trace.get("tool_calls", []),
+            "retrieved": trace.get("retrieved", []),
             "context": trace.get("context", []),
         }
     return result
@@ -282,16 +321,27 @@ def _relpath(item: Any) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-def _recording_info(recording: Recording | None, outcome: str) -> dict[str, Any]:
+def _recording_info(
+    recording: Recording | None, outcome: str, live_error: str | None
+) -> dict[str, Any]:
     if recording is None:
+        if live_error:
+            return {
+                "status": "not_rerecorded",
+                "note": f"{live_error}; the previous recording was kept",
+            }
         return {"status": outcome if outcome in ("stale", "missing") else None}
     verdicts = [v for v in recording.verdicts.values() if isinstance(v, dict)]
     judge_usage = _sum_usage(v.get("usage") for v in verdicts)
     latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
     return {
-        "status": recording.status, "recorded_at": recording.recorded_at, "note": recording.note,
-        "usage": recording.trace.get("usage"), "latency_ms": recording.trace.get("latency_ms"),
-        "judge_usage": judge_usage, "judge_latency_ms": sum(latencies) if latencies else None,
+        "status": recording.status,
+        "recorded_at": recording.recorded_at,
+        "note": recording.note,
+        "usage": recording.trace.get("usage"),
+        "latency_ms": recording.trace.get("latency_ms"),
+        "judge_usage": judge_usage,
+        "judge_latency_ms": sum(latencies) if latencies else None,
     }
 
 
@@ -325,8 +375,10 @@ class Progress:
                 retries += stats.retries
                 tokens += stats.prompt_tokens + stats.completion_tokens
                 cost += stats.cost_usd
-        return (f"recording: {self.done}/{self.total} cases, {calls} judge calls, {retries} retries, "
-                f"{tokens} tokens, ${cost:.4f}")
+        return (
+            f"recording: {self.done}/{self.total} cases, {calls} judge calls, {retries} retries, "
+            f"{tokens} tokens, ${cost:.4f}"
+        )
 
     def case_done(self, bindings: Any) -> None:
         self.done += 1
@@ -344,7 +396,9 @@ def stderr_progress(total: int) -> Progress:
     return Progress(total, sys.stderr.write, sys.stderr.isatty())
 
 
-def scan_suites(case_dirs: list[Path], cassette_root: Path) -> tuple[dict[str, list[str]], list[Path]]:
+def scan_suites(
+    case_dirs: list[Path], cassette_root: Path
+) -> tuple[dict[str, list[str]], list[Path]]:
     """Suite name -> case ids of every case file under the case folders, and the files that could
     not be read (then no cassette can safely be called an orphan)."""
     suites: dict[str, list[str]] = {}
@@ -355,7 +409,11 @@ def scan_suites(case_dirs: list[Path], cassette_root: Path) -> tuple[dict[str, l
                 continue
             try:
                 doc = json.loads(path.read_bytes())
-                ids = [c["id"] for c in doc["cases"] if isinstance(c, dict) and isinstance(c.get("id"), str)]
+                ids = [
+                    c["id"]
+                    for c in doc["cases"]
+                    if isinstance(c, dict) and isinstance(c.get("id"), str)
+                ]
                 suites.setdefault(str(doc["name"]), []).extend(ids)
             except (OSError, ValueError, KeyError, TypeError):
                 unreadable.append(path)

@@ -13,7 +13,9 @@ PROBLEMS = ("failed", "stale", "missing", "error")
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
 
 
 def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
@@ -54,10 +56,15 @@ def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: boo
     rows = [header]
     for result in shown:
         cells = [stage_cell(result["stages"].get(name)) for name in stages]
-        rows.append([
-            f"{result['suite']}::{result['id']}", result.get("category") or "-",
-            result["outcome"], *cells, first_failure_cell(result),
-        ])
+        rows.append(
+            [
+                f"{result['suite']}::{result['id']}",
+                result.get("category") or "-",
+                result["outcome"],
+                *cells,
+                first_failure_cell(result),
+            ]
+        )
     lines = _table(rows)
     hidden = len(results) - len(shown)
     if hidden:
@@ -85,7 +92,9 @@ def stage_totals(results: Sequence[dict[str, Any]], stages: list[str]) -> list[s
             if stage["score"] is not None:
                 scores.append(stage["score"])
         mean = f"{sum(scores) / len(scores):.3f}" if scores else "-"
-        label = name if any(r["stages"].get(name, {}).get("gating") for r in results) else f"{name}*"
+        label = (
+            name if any(r["stages"].get(name, {}).get("gating") for r in results) else f"{name}*"
+        )
         rows.append([label, str(passed), str(failed), str(skipped), str(errors), mean])
     return _table(rows)
 
@@ -126,7 +135,8 @@ def render_summary(
     statuses = [r.get("recording", {}).get("status") for r in results]
     lines += [
         "",
-        f"recordings: {statuses.count('recorded')} recorded, {statuses.count('replayed')} replayed, "
+        f"recordings: {statuses.count('recorded')} recorded, "
+        f"{statuses.count('replayed')} replayed, "
         f"{outcomes.count('stale')} stale, {outcomes.count('missing')} missing, "
         f"{len(orphans)} orphaned{orphan_note}",
     ]

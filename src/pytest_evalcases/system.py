@@ -1,4 +1,4 @@
-"""The system under test: resolving `module:attribute`, calling it sync or async, its fingerprint."""
+"""The system under test: resolving `module:attribute`, running it (sync or async), fingerprint."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ class System:
         self._target = target
         self._fingerprint: dict[str, Any] | None = None
         self._set_up = False
+        self._setup_error: BaseException | None = None
 
     @property
     def is_async(self) -> bool:
@@ -68,19 +69,30 @@ class System:
         """Computed once per session: it may read prompts or config files."""
         if self._fingerprint is None:
             method = getattr(self._target, "fingerprint", None)
-            value = method() if callable(method) else {}
+            try:
+                value = method() if callable(method) else {}
+            except Exception as exc:  # user code: report it on the suite, not as a crash
+                raise CaseFileError(
+                    f"system {self.spec!r}: fingerprint() raised {type(exc).__name__}: {exc}"
+                ) from None
             if not isinstance(value, dict):
                 raise CaseFileError(f"system {self.spec!r}: fingerprint() must return a dict")
             self._fingerprint = value
         return self._fingerprint
 
     def setup(self, suite: Any) -> None:
-        """Called once, before the first live case of the first suite that uses this system."""
+        """Called once, before the first live case; if it raised, every later case gets the same
+        error (the system is not set up, so none of its cases can be recorded)."""
         if not self._set_up:
             self._set_up = True
             method = getattr(self._target, "setup", None)
             if callable(method):
-                method(suite)
+                try:
+                    method(suite)
+                except Exception as exc:
+                    self._setup_error = exc
+        if self._setup_error is not None:
+            raise self._setup_error
 
     async def arun(self, case: CaseInput) -> Any:
         """Run one case; a sync system runs in a worker thread so cases can overlap."""
@@ -98,7 +110,9 @@ def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System
         return cache[spec]
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
-        raise CaseFileError(f"system {spec!r} must read 'module:attribute', e.g. 'demo.assistant:system'")
+        raise CaseFileError(
+            f"system {spec!r} must read 'module:attribute', e.g. 'demo.assistant:system'"
+        )
     root = str(rootdir)
     if root not in sys.path:
         sys.path.insert(0, root)

@@ -1,4 +1,4 @@
-"""What a stage is and what it returns. A stage is a pure function of (case, trace, suite, verdict)."""
+"""What a stage is and returns: a pure function of (case, trace, suite, verdict)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,14 @@ class StageResult:
 
     def to_dict(self, gating: bool) -> dict[str, Any]:
         return {
-            "score": self.score, "passed": self.passed, "gating": gating,
-            "threshold": self.threshold, "reason": self.reason, "label": self.label,
-            "metrics": self.metrics or {}, "judge_error": self.judge_error,
+            "score": self.score,
+            "passed": self.passed,
+            "gating": gating,
+            "threshold": self.threshold,
+            "reason": self.reason,
+            "label": self.label,
+            "metrics": self.metrics or {},
+            "judge_error": self.judge_error,
         }
 
 

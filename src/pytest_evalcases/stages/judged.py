@@ -24,8 +24,10 @@ def judged_skip_reason(stage: Stage, case: Case, trace: dict[str, Any]) -> str |
     if case.unanswerable and "context" in stage.reads and "reference" in stage.reads:
         # The reference of an unanswerable case states an absence: there is nothing to retrieve.
         return "unanswerable case"
-    if "reference" in stage.reads and case.reference is None and not (
-        stage.name == "answer_accuracy" and case.unanswerable
+    if (
+        "reference" in stage.reads
+        and case.reference is None
+        and not (stage.name == "answer_accuracy" and case.unanswerable)
     ):
         return "no reference"
     return None

@@ -35,7 +35,9 @@ def score_tools(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -
     if not expected:
         if not calls:
             return StageResult(1.0, True, "no tool called, as expected", threshold=1.0)
-        return StageResult(0.0, False, f"no tool expected; called {', '.join(called)}", threshold=1.0)
+        return StageResult(
+            0.0, False, f"no tool expected; called {', '.join(called)}", threshold=1.0
+        )
     unused = list(calls)
     missing = []
     for item in expected:

@@ -1,0 +1,353 @@
+"""Replay benchmark: N recorded eval cases against N trivial parametrised tests.
+
+    python benchmarks/replay.py [N] [--repeats R] [--startup-repeats S] [--keep] [--profile FILE]
+
+A script, not a test: it prints figures and exits 0 whether or not the targets are met.
+
+In a fresh temporary project it writes one suite of N cases over a trivial deterministic system,
+records them with `pytest --live` (untimed), then times, best of R rounds with the commands
+alternated (and rotated) so that drift hits all of them:
+
+  replay      python -m pytest -q -p no:cacheprovider cases/
+  plain       python -m pytest -q -p no:cacheprovider plain/     N trivial parametrised tests
+  plain-bare  the same with -p no:evalcases                       (the plugin switched off)
+
+All three run in this virtualenv (sys.executable) with the same pytest.ini. Peak memory is each
+child's own ru_maxrss, read with os.wait4 on that child (not RUSAGE_CHILDREN, which is a running
+maximum over every child ever waited for). Start-up is collecting an empty folder, with and without
+the plugin, best of S. A separate untimed replay reports whether deepeval, openai or vcrpy were
+imported (a tiny conftest writes sys.modules at pytest_unconfigure when asked to).
+
+Targets (issue 2, at N = 10,000): replay wall <= 1.0x plain, peak memory <= 1.2x plain, the plugin
+adds <= 50 ms to start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PYTHON = sys.executable
+WALL_TARGET = 1.0
+RSS_TARGET = 1.2
+STARTUP_TARGET_MS = 50.0
+MODULES_ENV = "EVALCASES_BENCH_MODULES"
+FORBIDDEN = ("deepeval", "openai", "vcr")  # vcrpy's import name is `vcr`
+ALSO_SHOWN = ("pydantic", "numpy", "jinja2")
+
+# The same ini for every run. eval_cases / eval_cassettes keep their defaults ("cases",
+# "cassettes"): written out, they would make -p no:evalcases warn about unknown ini keys.
+PYTEST_INI = """\
+[pytest]
+addopts = -p no:deepeval -p no:cacheprovider
+asyncio_default_fixture_loop_scope = function
+"""
+
+# Loaded in every run (so all runs pay for it alike); writes only when asked to.
+CONFTEST = f'''\
+import json
+import os
+import sys
+
+
+def pytest_unconfigure(config):
+    target = os.environ.get("{MODULES_ENV}")
+    if target:
+        names = {list(FORBIDDEN + ALSO_SHOWN)!r}
+        with open(target, "w", encoding="utf-8") as handle:
+            json.dump({{name: name in sys.modules for name in names}}, handle)
+'''
+
+SYSTEM = '''\
+"""A trivial deterministic system: the answer is the input."""
+
+
+def run(case):
+    return {
+        "answer": case["input"],
+        "tool_calls": [{"name": "search", "args": {}}],
+        "retrieved": ["d1"],
+        "context": ["..."],
+    }
+'''
+
+PLAIN_TESTS = '''\
+import pytest
+
+
+@pytest.mark.parametrize("i", range({n}))
+def test_plain(i):
+    assert i >= 0
+'''
+
+
+@dataclass(slots=True)
+class Run:
+    wall: float  # seconds
+    maxrss_kib: int  # the child's own peak resident set size
+    cpu: float  # user + system seconds of the child
+    returncode: int
+    output: str
+
+
+def run_measured(cmd: list[str], cwd: Path, env: dict[str, str]) -> Run:
+    """Run one command; its wall time, and its own peak RSS and CPU time from wait4."""
+    with tempfile.TemporaryFile() as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode("utf-8", errors="replace")
+    return Run(wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, proc.returncode, text)
+
+
+def clean_env(pycache: Path | None) -> dict[str, str]:
+    """The children's environment: no PYTEST_* overrides; with `pycache`, bytecode is cached
+    there (as a normal install caches it) instead of beside the sources, which stay untouched."""
+    env = dict(os.environ)
+    for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", MODULES_ENV):
+        env.pop(name, None)
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env["DEEPEVAL_TELEMETRY_OPT_OUT"] = "1"
+    env["DEEPEVAL_DISABLE_DOTENV"] = "1"
+    return env
+
+
+def write_project(root: Path, n: int) -> None:
+    (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
+    (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (root / "benchsys.py").write_text(SYSTEM, encoding="utf-8")
+    (root / "cases").mkdir()
+    (root / "plain").mkdir()
+    (root / "empty").mkdir()
+    (root / "plain" / "test_plain.py").write_text(PLAIN_TESTS.format(n=n), encoding="utf-8")
+    cases = [
+        {
+            "id": f"case-{i:05d}",
+            "input": f"question number {i}",
+            "category": f"cat{i % 4}",
+            "expected_tools": ["search"],
+            "expected_docs": ["d1"],
+            "reference": f"question number {i}",
+        }
+        for i in range(n)
+    ]
+    suite = {
+        "name": "bench",
+        "version": 1,
+        "system": "benchsys:run",
+        "stages": ["tools", "retrieval"],
+        "report_only": ["token_f1"],
+        "k": 3,
+        "cases": cases,
+    }
+    (root / "cases" / "bench.json").write_text(json.dumps(suite, indent=1), encoding="utf-8")
+
+
+def pytest_cmd(*args: str) -> list[str]:
+    return [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+
+
+def passed_count(output: str) -> int:
+    match = re.search(r"(\d+) passed", output.strip().splitlines()[-1] if output.strip() else "")
+    return int(match.group(1)) if match else 0
+
+
+def check_run(label: str, run: Run, expect_passed: int | None, expect_rc: int = 0) -> None:
+    """A benchmark of a broken run means nothing: stop with its output."""
+    ok = run.returncode == expect_rc
+    if ok and expect_passed is not None:
+        ok = passed_count(run.output) == expect_passed
+    if not ok:
+        tail = "\n".join(run.output.splitlines()[-40:])
+        sys.exit(f"{label}: unexpected result (exit {run.returncode}, expected {expect_rc}"
+                 f"{'' if expect_passed is None else f', {expect_passed} passed'}):\n{tail}")
+
+
+def timed_rounds(
+    commands: dict[str, list[str]], root: Path, env: dict[str, str], rounds: int,
+    expect: dict[str, tuple[int | None, int]],
+) -> dict[str, list[Run]]:
+    """Each round runs every command once; the order rotates from round to round."""
+    names = list(commands)
+    runs: dict[str, list[Run]] = {name: [] for name in names}
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            run = run_measured(commands[name], root, env)
+            check_run(name, run, *expect[name])
+            runs[name].append(run)
+    return runs
+
+
+def imported_modules(root: Path, env: dict[str, str]) -> dict[str, bool]:
+    target = root / "modules.json"
+    run = run_measured(pytest_cmd("cases/"), root, {**env, MODULES_ENV: str(target)})
+    check_run("replay (modules check)", run, None)
+    return json.loads(target.read_text(encoding="utf-8"))
+
+
+def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) -> None:
+    """cProfile one replay and print the plugin's own functions, by cumulative and own time."""
+    import pstats
+
+    import pytest_evalcases
+
+    cmd = [PYTHON, "-m", "cProfile", "-o", str(out), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           "cases/"]
+    run = run_measured(cmd, root, env)
+    check_run("replay under cProfile", run, None)
+    stats = pstats.Stats(str(out))
+    total = stats.total_tt  # type: ignore[attr-defined]
+    package = str(Path(pytest_evalcases.__file__).parent)
+    rows = []
+    for (file, line, func), (_, ncalls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if file.startswith(package):
+            name = f"{Path(file).relative_to(package)}:{line}({func})"
+            rows.append((cumtime, tottime, ncalls, name))
+    print(f"\nprofile: {out} (wall under cProfile {run.wall:.2f} s, profiled total {total:.2f} s)")
+    for title, key in (("cumulative", 0), ("own time", 1)):
+        print(f"plugin functions by {title} (share of profiled total):")
+        print(f"  {'cum s':>7} {'cum %':>6} {'own s':>7} {'own %':>6} {'calls':>8}  function")
+        for cum, own, calls, name in sorted(rows, key=lambda row: row[key], reverse=True)[:top]:
+            print(f"  {cum:7.3f} {100 * cum / total:5.1f}% {own:7.3f} {100 * own / total:5.1f}% "
+                  f"{calls:8d}  {name}")
+    own_total = sum(row[1] for row in rows)
+    print(f"  all plugin functions, own time: {own_total:.3f} s ({100 * own_total / total:.1f}%)")
+
+
+def verdict(met: bool) -> str:
+    return "MET" if met else "NOT MET"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", nargs="?", type=int, default=10_000, help="number of cases (10000)")
+    parser.add_argument("-r", "--repeats", type=int, default=3, help="timed rounds, best of (3)")
+    parser.add_argument("--startup-repeats", type=int, default=5,
+                        help="start-up rounds, best of (5)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary project")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="inherit the environment's bytecode setting (by default, bytecode "
+                        "is cached in the temporary project even if PYTHONDONTWRITEBYTECODE=1)")
+    parser.add_argument("--profile", metavar="FILE", type=Path,
+                        help="also cProfile one replay into FILE and print the plugin's hotspots")
+    args = parser.parse_args(argv)
+    n = args.n
+
+    load_before = os.getloadavg()[0]
+    root = Path(tempfile.mkdtemp(prefix="evalcases-bench-"))
+    env = clean_env(None if args.no_bytecode_cache else root / "pycache")
+    try:
+        write_project(root, n)
+        started = time.perf_counter()
+        record_cmd = pytest_cmd("--live", "--eval-concurrency", "32", "cases/")
+        recorded = run_measured(record_cmd, root, env)
+        check_run("record (--live)", recorded, n)
+        print(f"recorded {n} cases with --live in {time.perf_counter() - started:.1f} s (untimed)")
+
+        commands = {
+            "replay": pytest_cmd("cases/"),
+            "plain": pytest_cmd("plain/"),
+            "plain-bare": pytest_cmd("-p", "no:evalcases", "plain/"),
+        }
+        expect = {name: (n, 0) for name in commands}
+        timed_rounds(commands, root, env, 1, expect)  # warm-up: caches, bytecode, a sanity check
+        runs = timed_rounds(commands, root, env, args.repeats, expect)
+
+        startup_cmds = {
+            "with": pytest_cmd("empty/"),
+            "without": pytest_cmd("-p", "no:evalcases", "empty/"),
+        }
+        startup_expect: dict[str, tuple[int | None, int]] = {
+            name: (None, 5) for name in startup_cmds  # exit 5: no tests collected
+        }
+        timed_rounds(startup_cmds, root, env, 1, startup_expect)
+        startup = timed_rounds(startup_cmds, root, env, args.startup_repeats, startup_expect)
+        modules = imported_modules(root, env)
+
+        best = {name: min(r.wall for r in rs) for name, rs in runs.items()}
+        rss = {name: max(r.maxrss_kib for r in rs) / 1024 for name, rs in runs.items()}
+        cpu = {name: min(r.cpu for r in rs) for name, rs in runs.items()}
+        start_with = min(r.wall for r in startup["with"])
+        start_without = min(r.wall for r in startup["without"])
+        overhead_ms = 1000 * (start_with - start_without)
+        base = {"replay": start_with, "plain": start_with, "plain-bare": start_without}
+
+        wall_ratio = best["replay"] / best["plain"]
+        rss_ratio = rss["replay"] / rss["plain"]
+        print(f"\npytest-evalcases replay benchmark: N={n}, wall = best of {args.repeats} "
+              f"(commands alternated), peak RSS = max over runs of each child's ru_maxrss (wait4)")
+        bytecode = ("inherited from the environment" if args.no_bytecode_cache
+                    else "cached (PYTHONPYCACHEPREFIX in the temporary project)")
+        print(f"python {sys.version.split()[0]}, {PYTHON}; bytecode {bytecode}")
+        import pytest_evalcases
+
+        print(f"plugin: pytest_evalcases {pytest_evalcases.__version__} from "
+              f"{Path(pytest_evalcases.__file__).parent}")
+        print(f"load average (1 min) before {load_before:.2f}, after {os.getloadavg()[0]:.2f} on "
+              f"{os.cpu_count()} CPUs (other load makes wall times noisy; CPU s is steadier)")
+        header = (f"{'run':<28} {'wall s':>8} {'median':>8} {'ms/test':>8} {'net ms/test':>12} "
+                  f"{'CPU s':>7} {'peak RSS MB':>12}")
+        print(header)
+        print("-" * len(header))
+        labels = {
+            "replay": "replay cases/",
+            "plain": "plain (plugin active)",
+            "plain-bare": "plain -p no:evalcases",
+        }
+        for name, label in labels.items():
+            wall = best[name]
+            median = statistics.median(r.wall for r in runs[name])
+            print(f"{label:<28} {wall:8.3f} {median:8.3f} {1000 * wall / n:8.3f} "
+                  f"{1000 * (wall - base[name]) / n:12.3f} {cpu[name]:7.2f} {rss[name]:12.1f}")
+        print(f"{'replay / plain':<28} {wall_ratio:7.3f}x {'':8} {'':8} "
+              f"{(best['replay'] - start_with) / (best['plain'] - start_with):11.3f}x "
+              f"{cpu['replay'] / cpu['plain']:6.2f}x {rss_ratio:11.3f}x")
+        bare_ratio = best["replay"] / best["plain-bare"]
+        print(f"{'replay / plain-bare':<28} {bare_ratio:7.3f}x {'':8} {'':8} "
+              f"{'':12} {cpu['replay'] / cpu['plain-bare']:6.2f}x "
+              f"{rss['replay'] / rss['plain-bare']:11.3f}x")
+        print("(net ms/test: wall minus the empty-folder start-up of the same plugin set, over N)")
+        print(f"start-up (collect an empty folder, best of {args.startup_repeats}): "
+              f"{1000 * start_with:.0f} ms with the plugin, {1000 * start_without:.0f} ms without "
+              f"-> the plugin adds {overhead_ms:+.0f} ms")
+        shown = ", ".join(f"{name} {'yes' if modules[name] else 'no'}" for name in modules)
+        print(f"imported by a replay run: {shown}")
+
+        print("targets:")
+        print(f"  replay wall <= {WALL_TARGET:.1f}x plain: {verdict(wall_ratio <= WALL_TARGET)} "
+              f"({wall_ratio:.3f}x)")
+        print(f"  peak memory <= {RSS_TARGET:.1f}x plain: {verdict(rss_ratio <= RSS_TARGET)} "
+              f"({rss_ratio:.3f}x)")
+        print(f"  start-up <= +{STARTUP_TARGET_MS:.0f} ms: "
+              f"{verdict(overhead_ms <= STARTUP_TARGET_MS)} ({overhead_ms:+.0f} ms)")
+        clean = not any(modules[name] for name in FORBIDDEN)
+        print(f"  replay imports none of deepeval, openai, vcrpy: {verdict(clean)}")
+
+        if args.profile:
+            profile_replay(root, env, args.profile.resolve())
+    finally:
+        if args.keep:
+            print(f"project kept at {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
