@@ -36,6 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PYTHON = sys.executable
 WALL_TARGET = 1.0
@@ -53,19 +54,39 @@ addopts = -p no:deepeval -p no:cacheprovider
 asyncio_default_fixture_loop_scope = function
 """
 
-# Loaded in every run (so all runs pay for it alike); writes only when asked to.
+# Loaded in every run (so all runs pay for it alike); does something only in the untimed
+# diagnostic runs: then it times the garbage collector and, at the end, writes which of the
+# modules were imported and the GC totals.
 CONFTEST = f'''\
+import gc
 import json
 import os
 import sys
+import time
+
+TARGET = os.environ.get("{MODULES_ENV}")
+GC = {{"seconds": 0.0, "full": 0, "started": 0.0}}
+
+
+def _gc_timer(phase, info):
+    if phase == "start":
+        GC["started"] = time.perf_counter()
+    else:
+        GC["seconds"] += time.perf_counter() - GC["started"]
+        GC["full"] += info["generation"] == 2
+
+
+if TARGET:
+    gc.callbacks.append(_gc_timer)
 
 
 def pytest_unconfigure(config):
-    target = os.environ.get("{MODULES_ENV}")
-    if target:
+    if TARGET:
         names = {list(FORBIDDEN + ALSO_SHOWN)!r}
-        with open(target, "w", encoding="utf-8") as handle:
-            json.dump({{name: name in sys.modules for name in names}}, handle)
+        doc = {{"modules": {{name: name in sys.modules for name in names}},
+               "gc_seconds": GC["seconds"], "gc_full": GC["full"]}}
+        with open(TARGET, "w", encoding="utf-8") as handle:
+            json.dump(doc, handle)
 '''
 
 SYSTEM = '''\
@@ -194,11 +215,12 @@ def timed_rounds(
     return runs
 
 
-def imported_modules(root: Path, env: dict[str, str]) -> dict[str, bool]:
-    target = root / "modules.json"
-    run = run_measured(pytest_cmd("cases/"), root, {**env, MODULES_ENV: str(target)})
-    check_run("replay (modules check)", run, None)
-    return json.loads(target.read_text(encoding="utf-8"))
+def diagnostics(root: Path, env: dict[str, str], target: str) -> tuple[dict[str, Any], Run]:
+    """An untimed run whose conftest reports the imported modules and the time spent in GC."""
+    out = root / "diagnostics.json"
+    run = run_measured(pytest_cmd(target), root, {**env, MODULES_ENV: str(out)})
+    check_run(f"diagnostics {target}", run, None)
+    return json.loads(out.read_text(encoding="utf-8")), run
 
 
 def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) -> None:
@@ -227,7 +249,21 @@ def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) ->
             print(f"  {cum:7.3f} {100 * cum / total:5.1f}% {own:7.3f} {100 * own / total:5.1f}% "
                   f"{calls:8d}  {name}")
     own_total = sum(row[1] for row in rows)
-    print(f"  all plugin functions, own time: {own_total:.3f} s ({100 * own_total / total:.1f}%)")
+    # Inclusive: time in plugin functions entered from pytest or pluggy, plus the import of the
+    # entry-point module (which imports the rest); nested plugin calls are not counted twice.
+    entry_modules = {str(Path(package, "__init__.py")), str(Path(package, "plugin.py"))}
+    inclusive = sum(
+        edge[3]
+        for (file, _, func), (*_, callers) in stats.stats.items()  # type: ignore[attr-defined]
+        if file.startswith(package)
+        for (caller_file, _, _), edge in callers.items()
+        if not caller_file.startswith(package)
+        and (caller_file != "~" or (func == "<module>" and file in entry_modules))
+    )
+    print(f"  all plugin functions: own time {own_total:.3f} s ({100 * own_total / total:.1f}%), "
+          f"inclusive {inclusive:.3f} s ({100 * inclusive / total:.1f}%)")
+    print("  (cProfile inflates many small calls; a garbage collection is charged to whichever "
+          "function allocated when it started)")
 
 
 def verdict(met: bool) -> str:
@@ -278,7 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         timed_rounds(startup_cmds, root, env, 1, startup_expect)
         startup = timed_rounds(startup_cmds, root, env, args.startup_repeats, startup_expect)
-        modules = imported_modules(root, env)
+        replay_diag, _ = diagnostics(root, env, "cases/")
+        plain_diag, _ = diagnostics(root, env, "plain/")
+        modules = replay_diag["modules"]
 
         best = {name: min(r.wall for r in rs) for name, rs in runs.items()}
         rss = {name: max(r.maxrss_kib for r in rs) / 1024 for name, rs in runs.items()}
@@ -328,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
               f"-> the plugin adds {overhead_ms:+.0f} ms")
         shown = ", ".join(f"{name} {'yes' if modules[name] else 'no'}" for name in modules)
         print(f"imported by a replay run: {shown}")
+        gc_text = {name: f"{diag['gc_seconds']:.2f} s ({diag['gc_full']} full collections)"
+                   for name, diag in (("replay", replay_diag), ("plain", plain_diag))}
+        print(f"time in the garbage collector (untimed runs): replay {gc_text['replay']}, "
+              f"plain {gc_text['plain']}")
 
         print("targets:")
         print(f"  replay wall <= {WALL_TARGET:.1f}x plain: {verdict(wall_ratio <= WALL_TARGET)} "

@@ -315,3 +315,51 @@ def record_template(root: Path, *suites: dict[str, Any]) -> Project:
     assert_not_aborted(result)
     project.clear_calls()
     return project
+
+
+# Variables a judged run may read; `run_pytest_env` starts from none of them, so a test states
+# exactly which key and endpoint (if any) the subprocess sees.
+JUDGE_ENV_VARS = (
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "OLLAMA_HOST",
+    "EVALCASES_JUDGE_TIMEOUT", "EVALCASES_JUDGE_CONCURRENCY", "DEEPEVAL_EVAL_MODE",
+    "OPENAI_COST_PER_INPUT_TOKEN", "OPENAI_COST_PER_OUTPUT_TOKEN",
+)
+
+# Runs pytest in a fresh interpreter, then prints which heavy top-level modules it imported.
+_HEAVY_PROBE = """
+import sys
+import pytest
+
+code = pytest.main(sys.argv[1:])
+heavy = sorted({name.split(".")[0] for name in sys.modules} & {"deepeval", "openai", "vcr"})
+sys.stdout.flush()
+print("HEAVY-MODULES", ",".join(heavy) or "-")
+raise SystemExit(int(code))
+"""
+
+
+def run_pytest_env(
+    root: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> tuple[pytest.RunResult, list[str]]:
+    """pytest in a subprocess under `root`, with the judge variables of JUDGE_ENV_VARS unset and
+    then `env` applied. Returns the result (its last output line is the probe's) and the heavy
+    modules (deepeval, openai, vcr) the run imported."""
+    base = {name: value for name, value in os.environ.items()
+            if not name.startswith(("PYTEST_", "COV_")) and name not in JUDGE_ENV_VARS}
+    base["PYTHONDONTWRITEBYTECODE"] = "1"
+    base.update(env or {})
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", _HEAVY_PROBE, f"--basetemp={root / '.basetemp'}", *args],
+        cwd=root, env=base, capture_output=True, text=True, timeout=timeout,
+    )
+    print(proc.stdout)
+    print(proc.stderr, file=sys.stderr)
+    lines = proc.stdout.splitlines()
+    probe = [line for line in lines if line.startswith("HEAVY-MODULES ")]
+    heavy = probe[-1].removeprefix("HEAVY-MODULES ").split(",") if probe else []
+    result = pytest.RunResult(
+        proc.returncode, [line for line in lines if not line.startswith("HEAVY-MODULES ")],
+        proc.stderr.splitlines(), time.perf_counter() - started,
+    )
+    return result, [name for name in heavy if name != "-"]

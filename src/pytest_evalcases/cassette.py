@@ -92,24 +92,26 @@ def cassette_path(root: Path, suite: str, case_id: str) -> Path:
     return root / suite / f"{case_id}.json"
 
 
-def load_cassette(path: Path) -> dict[str, Any] | None:
-    """The cassette at `path`, None when there is none; CassetteError when it is unreadable."""
+def load_cassette(path: Path, shown: str | None = None) -> dict[str, Any] | None:
+    """The cassette at `path`, None when there is none; CassetteError (naming the file as
+    `shown`) when it is unreadable."""
+    shown = shown or str(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise CassetteError(f"cannot read cassette {path}: {exc}") from None
+        raise CassetteError(f"cannot read cassette {shown}: {exc}") from None
     try:
         doc = pydantic_core.from_json(raw)
     except ValueError as exc:
         raise CassetteError(
-            f"cassette {path} is not valid JSON ({exc}); fix it, or delete it and record again "
+            f"cassette {shown} is not valid JSON ({exc}); fix it, or delete it and record again "
             "with --live"
         ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("trace"), dict):
         raise CassetteError(
-            f"cassette {path} is not a recording (expected an object with a 'trace' object); "
+            f"cassette {shown} is not a recording (expected an object with a 'trace' object); "
             "delete it and record again with --live"
         )
     return doc

@@ -16,7 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from .cassette import file_hash, suite_key_fields
-from .errors import CaseFileError, EvalCaseError, StageFailure
+from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .schema import Case, Suite, format_validation_error
 from .stages import STAGES, Stage
 from .system import System, resolve_system
@@ -33,6 +33,7 @@ class SuiteContext:
     suite: Suite
     system: System
     cassette_root: Path
+    rootdir: Path  # messages name files relative to it, the same on every machine and shard
     key_fields: dict[str, str]
     gating: list[str]
     report_only: list[str]
@@ -81,41 +82,41 @@ class CaseFile(pytest.File):
             text = self.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise CaseFileError(
-                f"{self.path}: cannot read the file as UTF-8 text ({exc})"
+                f"{self.nodeid}: cannot read the file as UTF-8 text ({exc})"
             ) from None
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
             raise CaseFileError(_json_error(self.path, exc)) from None
         if not isinstance(raw, dict):
-            raise CaseFileError(f"{self.path}: a case file holds one JSON object (a suite)")
+            raise CaseFileError(f"{self.nodeid}: a case file holds one JSON object (a suite)")
         try:
             suite = Suite.model_validate(raw)
         except ValidationError as exc:
             raise CaseFileError(
-                f"{self.path}: invalid suite\n{format_validation_error(exc)}"
+                f"{self.nodeid}: invalid suite\n{format_validation_error(exc)}"
             ) from None
         unknown = [name for name in suite.stages + suite.report_only if name not in STAGES]
         if unknown:
             raise CaseFileError(
-                f"{self.path}: unknown stage(s) {', '.join(unknown)}; known stages: "
+                f"{self.nodeid}: unknown stage(s) {', '.join(unknown)}; known stages: "
                 f"{', '.join(STAGES)}"
             )
         reason = unsafe_id_reason(suite.name)
         if reason:
             raise CaseFileError(
-                f"{self.path}: suite name {suite.name!r} cannot name a folder: {reason}"
+                f"{self.nodeid}: suite name {suite.name!r} cannot name a folder: {reason}"
             )
-        other = state.claim_suite_name(suite.name, self.path)
+        other = state.claim_suite_name(suite.name, self.nodeid)
         if other is not None:
             raise CaseFileError(
-                f"{self.path}: suite name {suite.name!r} is already used by {other}; "
+                f"{self.nodeid}: suite name {suite.name!r} is already used by {other}; "
                 "suite names must be unique (they name the cassette folders)"
             )
         spec = suite.system or state.default_system
         if not spec:
             raise CaseFileError(
-                f'{self.path}: no system: set "system": "module:attribute" in the suite or '
+                f'{self.nodeid}: no system: set "system": "module:attribute" in the suite or '
                 "eval_system in the pytest ini"
             )
         input_hashes = {}
@@ -124,27 +125,34 @@ class CaseFile(pytest.File):
                 input_hashes[name] = state.input_hash(name, file_hash)
             except OSError as exc:
                 raise CaseFileError(
-                    f"{self.path}: input file {name!r} cannot be read ({exc.strerror}); inputs are "
-                    f"paths relative to {state.rootdir}"
+                    f"{self.nodeid}: input file {name!r} cannot be read ({exc.strerror}); "
+                    f"inputs are paths relative to {state.rootdir}"
                 ) from None
         try:
             system = resolve_system(spec, state.rootdir, state.systems)
             key_fields = suite_key_fields(spec, input_hashes, system.fingerprint())
         except CaseFileError as exc:
-            raise CaseFileError(f"{self.path}: {exc}") from None
+            raise CaseFileError(f"{self.nodeid}: {exc}") from None
         report_only = [name for name in suite.report_only if name not in suite.stages]
-        from .judging import judge_options, judged_stages
+        from .judges import JudgeConfigError
+        from .judging import canonical_judge, judge_options, judged_stages
+
+        try:
+            suite_judge = canonical_judge(suite.judge) if suite.judge else None
+        except JudgeConfigError as exc:
+            raise CaseFileError(f"{self.nodeid}: \"judge\": {exc}") from None
 
         return SuiteContext(
             path=self.path,
             suite=suite,
             system=system,
             cassette_root=state.cassette_root,
+            rootdir=state.rootdir,
             key_fields=key_fields,
             gating=list(suite.stages),
             report_only=report_only,
             judged=judged_stages(suite.stages + report_only),
-            judge_spec=state.judge_override or suite.judge or state.default_judge,
+            judge_spec=state.judge_override or suite_judge or state.default_judge,
             judge_options=judge_options(suite),
         )
 
@@ -155,7 +163,7 @@ class CaseFile(pytest.File):
             return SuiteErrorItem.from_parent(
                 self,
                 name=name,
-                message=f"{self.path}: {message}",
+                message=f"{self.nodeid}: {message}",
                 suite_name=ctx.suite.name,
                 index=index,
             )
@@ -206,6 +214,8 @@ class CaseFile(pytest.File):
 class SuiteErrorItem(pytest.Item):
     """Stands in for a file or case that cannot run, and errors in setup with its message."""
 
+    is_eval_item = True  # the plugin's hooks look for this, without importing this module
+
     def __init__(self, *, message: str, suite_name: str, index: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.message = message
@@ -225,6 +235,9 @@ class SuiteErrorItem(pytest.Item):
 
 class CaseItem(pytest.Item):
     """One eval case: setup obtains its recording, runtest scores it."""
+
+    is_eval_item = True
+    is_eval_case = True
 
     def __init__(self, *, ctx: SuiteContext, case: Case, index: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -255,7 +268,8 @@ class CaseItem(pytest.Item):
             if result.score is not None:
                 self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
         if scores.first_failure is not None:
-            raise StageFailure(failure_message(scores))
+            error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
+            raise error(failure_message(scores))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EvalCaseError):

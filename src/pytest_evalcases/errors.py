@@ -30,3 +30,8 @@ class TraceError(EvalCaseError):
 
 class StageFailure(EvalCaseError):
     """A gating stage failed; the only failure an `xfail` case may absorb."""
+
+
+class JudgeFailure(EvalCaseError):
+    """A gating stage has no verdict because its judge failed: the case could not be evaluated,
+    which is an error (never absorbed by `xfail`), not a stage failure."""

@@ -17,6 +17,14 @@ DEFAULT_CORRECTNESS_CRITERIA = (
 )
 
 
+def canonical_judge(spec: str) -> str:
+    """The judge id keys are made with (`OpenAI:x` and `openai:x` are one judge). Checks the
+    form only, no key, so replay can validate it; raises JudgeConfigError listing the forms."""
+    from .judges.spec import parse_spec
+
+    return parse_spec(spec).id
+
+
 def judge_options(suite: Suite) -> dict[str, Any]:
     """The suite settings judges receive."""
     return {

@@ -1,4 +1,8 @@
-"""pytest hooks only: options, collection entry, live recording, reports, terminal summary."""
+"""pytest hooks only: options, collection entry, live recording, reports, terminal summary.
+
+This module loads in every pytest run where the plugin is installed, so it imports only what
+every run needs; collection, validation, recording and reporting load when a run uses them.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +12,9 @@ from typing import Any
 
 import pytest
 
-from .collect import CaseFile, CaseItem, SuiteErrorItem
 from .errors import EvalCaseError
-from .runreport import build_run_report, load_baseline, parse_results, run_info
-from .session import (
-    SESSION_KEY,
-    EvalSession,
-    Progress,
-    case_result,
-    dump_result,
-    get_session,
-    outcome_of,
-)
+from .runreport import check_report_options, load_baseline
+from .session import SESSION_KEY, EvalSession, get_session
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,6 +87,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     state = EvalSession(config)
     if not state.is_worker:
+        check_report_options(config)
         state.baseline = load_baseline(config)
     if state.live:
         _dont_rewrite_deepeval()
@@ -116,6 +112,8 @@ def _dont_rewrite_deepeval() -> None:
 
 def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
     if get_session(parent.config).is_case_file(file_path):
+        from .collect import CaseFile
+
         return CaseFile.from_parent(parent, path=file_path)
     return None
 
@@ -124,25 +122,30 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
     if state.live and not state.is_worker and not session.config.option.collectonly:
-        items = [item for item in session.items if isinstance(item, CaseItem)]
+        from .live import Progress
+
+        items = [item for item in session.items if getattr(item, "is_eval_case", False)]
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         write = reporter.write if reporter else (lambda text: None)
         tty = bool(reporter and reporter.isatty)
-        state.record_batch(items, Progress(len(items), write, tty))
+        state.recorder.record_batch(items, Progress(len(items), write, tty))
     return (yield)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if isinstance(item, CaseItem | SuiteErrorItem):
+    if getattr(item, "is_eval_item", False):
+        from .results import case_result, dump_result, outcome_of
+
         exc = call.excinfo.value if call.excinfo else None
         if call.when == "setup" and isinstance(exc, EvalCaseError):
             report.longrepr = str(exc)  # the message says it all; pytest's traceback would not
         outcome = outcome_of(item, call.when, report, exc)
         if outcome is not None:
             state = get_session(item.config)
-            report.evalcase = dump_result(case_result(item, outcome, bool(state.report_dir)))
+            result = case_result(item, outcome, bool(state.report_dir), exc)
+            report.evalcase = dump_result(result)
     return report
 
 
@@ -164,6 +167,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = get_session(session.config)
     if state.is_worker or not state.results:
         return
+    from .runreport import build_run_report, parse_results, run_info
+
     state.parsed = parse_results(state.results)
     if state.report_dir is None and state.baseline is None:
         return

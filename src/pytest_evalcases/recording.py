@@ -6,7 +6,7 @@ replaced only when the system run and every judge call of that case succeeded.
 
 from __future__ import annotations
 
-import asyncio
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +23,13 @@ from .cassette import (
 )
 from .errors import CassetteError, MissingRecording, StaleRecording
 from .judging import applicable, verdict_key
+from .session import LIVE, LIVE_JUDGES, LIVE_STALE
 from .system import key_view, normalize_trace, system_view
 
 if TYPE_CHECKING:
     from .collect import SuiteContext
     from .schema import Case
 
-REPLAY, LIVE, LIVE_STALE, LIVE_JUDGES = "replay", "live", "live_stale", "live_judges"
 
 
 @dataclass(slots=True)
@@ -58,10 +58,10 @@ def _where(ctx: SuiteContext, case: Case) -> str:
 def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
     """Load and check a cassette; raises MissingRecording, StaleRecording, CassetteError."""
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
-    doc = load_cassette(path)
+    doc = load_cassette(path, _shown(ctx, path))
     if doc is None:
         raise MissingRecording(
-            f"no recording for {_where(ctx, case)}; record it with --live ({path})"
+            f"no recording for {_where(ctx, case)}; record it with --live ({_shown(ctx, path)})"
         )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
     check_key(doc.get("key"), key, "", "--live")
@@ -82,12 +82,16 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
     return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
 
 
-def _usable_existing(path: Path, mode: str) -> dict[str, Any] | None:
+def _shown(ctx: SuiteContext, path: Path) -> str:
+    return os.path.relpath(path, ctx.rootdir)
+
+
+def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any] | None:
     """The cassette a --live-stale / --live-judges run may build on (None: record from scratch)."""
     if mode == LIVE:
         return None
     try:
-        return load_cassette(path)
+        return load_cassette(path, _shown(ctx, path))
     except CassetteError:
         if mode == LIVE_JUDGES:
             raise
@@ -96,10 +100,11 @@ def _usable_existing(path: Path, mode: str) -> dict[str, Any] | None:
 
 async def record(ctx: SuiteContext, case: Case, judge: JudgeBinding, mode: str) -> Recording:
     """Run what this mode needs for one case, and save the cassette if all of it succeeded."""
+    import asyncio  # live only: replay never pays for importing it
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
-    existing = _usable_existing(path, mode)
+    existing = _usable_existing(ctx, path, mode)
     trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
     if mode == LIVE_JUDGES and not trace_ok:
         if existing is None:
@@ -110,6 +115,9 @@ async def record(ctx: SuiteContext, case: Case, judge: JudgeBinding, mode: str) 
     if trace_ok:
         trace, old_verdicts = existing["trace"], existing.get("verdicts") or {}
     else:
+        # Set up only when a case really runs the system (not for --live-judges, nor when
+        # --live-stale finds every recording current).
+        await asyncio.to_thread(ctx.system.setup, ctx.suite)
         trace = normalize_trace(await ctx.system.arun(view), _where(ctx, case))
         old_verdicts = {}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +17,17 @@ from . import __version__
 
 def utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_report_options(config: pytest.Config) -> None:
+    """Bad report options stop the run before any case runs (not after a paid live run)."""
+    tolerance = config.getoption("eval_tolerance")
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise pytest.UsageError(f"--eval-tolerance must be a number >= 0, got {tolerance!r}")
+    folder = config.getoption("eval_report")
+    if folder and Path(config.invocation_params.dir, folder).exists():
+        if not Path(config.invocation_params.dir, folder).is_dir():
+            raise pytest.UsageError(f"--eval-report {folder}: exists and is not a folder")
 
 
 def load_baseline(config: pytest.Config) -> dict[str, Any] | None:

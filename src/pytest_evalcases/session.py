@@ -1,32 +1,39 @@
-"""Per-run state of the plugin: settings read once, caches shared by all items, live recording."""
+"""Per-run state of the plugin: settings read once and caches shared by all items.
+
+Imports stay light here (this module loads in every pytest run where the plugin is installed):
+validation, hashing, judges and live recording are imported when first needed.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import EvalCaseError, MissingRecording, StaleRecording
-from .recording import (
-    LIVE,
-    LIVE_JUDGES,
-    LIVE_STALE,
-    REPLAY,
-    JudgeBinding,
-    Recording,
-    record,
-    replay,
-)
+from .errors import EvalCaseError
 
 if TYPE_CHECKING:
     from .collect import CaseItem
+    from .live import LiveRecorder
+    from .recording import JudgeBinding, Recording
 
+REPLAY, LIVE, LIVE_STALE, LIVE_JUDGES = "replay", "live", "live_stale", "live_judges"
 SESSION_KEY = pytest.StashKey["EvalSession"]()
-RECORDING_ERROR_KEY = pytest.StashKey[BaseException]()
+
+
+def _judge_setting(value: str | None, where: str) -> str | None:
+    """A judge named on the command line or in the ini, checked before anything runs."""
+    if not value:
+        return None
+    from .judges import JudgeConfigError
+    from .judging import canonical_judge
+
+    try:
+        return canonical_judge(value)
+    except JudgeConfigError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
 
 
 def get_session(config: pytest.Config) -> EvalSession:
@@ -53,8 +60,8 @@ class EvalSession:
         self.case_dirs = [(self.rootdir / p).resolve() for p in config.getini("eval_cases")]
         self.cassette_root = (self.rootdir / config.getini("eval_cassettes")).resolve()
         self.default_system = config.getini("eval_system") or None
-        self.default_judge = config.getini("eval_judge") or None
-        self.judge_override: str | None = config.getoption("eval_judge")
+        self.default_judge = _judge_setting(config.getini("eval_judge"), "ini option eval_judge")
+        self.judge_override = _judge_setting(config.getoption("eval_judge"), "--eval-judge")
         self.concurrency = int(
             config.getoption("eval_concurrency") or config.getini("eval_concurrency")
         )
@@ -62,11 +69,11 @@ class EvalSession:
             raise pytest.UsageError("--eval-concurrency must be at least 1")
         self.report_dir: str | None = config.getoption("eval_report")
         self.systems: dict[str, Any] = {}
-        self._suite_files: dict[str, Path] = {}
+        self._suite_files: dict[str, str] = {}
         self._input_hashes: dict[str, str] = {}
         self._markers: dict[str, pytest.MarkDecorator] = {}
         self._judges: dict[str | None, JudgeBinding] = {}
-        self._prepared: dict[str, Recording | BaseException] = {}
+        self._recorder: LiveRecorder | None = None
         self.results: list[str] = []  # JSON per case, gathered on the controller
         self.parsed: list[dict[str, Any]] | None = None
         self.baseline: dict[str, Any] | None = None
@@ -87,10 +94,10 @@ class EvalSession:
             and not (path.is_relative_to(self.cassette_root))
         )
 
-    def claim_suite_name(self, name: str, path: Path) -> Path | None:
+    def claim_suite_name(self, name: str, file: str) -> str | None:
         """Register a suite name; return the file that already has it, if any."""
-        other = self._suite_files.setdefault(name, path)
-        return None if other == path else other
+        other = self._suite_files.setdefault(name, file)
+        return None if other == file else other
 
     def input_hash(self, name: str, hasher: Any) -> str:
         """Each input file is hashed once per run, however many suites name it."""
@@ -149,251 +156,55 @@ class EvalSession:
                 from .judges import judge_version
 
                 version = judge_version(spec)
+            from .recording import JudgeBinding
+
             binding = JudgeBinding(spec, version)
             self._judges[spec] = binding
         if live and binding.live is None and spec is not None:
-            from .judges import make_judge
+            from .judges import JudgeConfigError, make_judge
 
-            binding.live = make_judge(spec, max_concurrency=self.concurrency)
+            try:
+                binding.live = make_judge(spec, max_concurrency=self.concurrency)
+            except JudgeConfigError as exc:  # a missing key or package: the message says it all
+                raise EvalCaseError(str(exc)) from None
         return binding
 
-    def _binding_for(self, item: CaseItem) -> JudgeBinding:
+    def judge_bindings(self) -> list[JudgeBinding]:
+        return list(self._judges.values())
+
+    def binding_for(self, item: CaseItem) -> JudgeBinding:
         ctx = item.ctx
         needs_judge = self.live and bool(ctx.judged)
         if needs_judge and ctx.judge_spec is None:
             raise EvalCaseError(
-                f"{ctx.path}: suite {ctx.suite.name!r} has judged stages but no judge; set "
+                f"suite {ctx.suite.name!r} has judged stages but no judge; set "
                 '--eval-judge, "judge" in the suite, or eval_judge in the pytest ini'
             )
         return self.judge_binding(ctx.judge_spec, needs_judge)
 
     # ---- recordings ---------------------------------------------------------------------------
+    @property
+    def recorder(self) -> LiveRecorder:
+        if self._recorder is None:
+            from .live import LiveRecorder
+
+            self._recorder = LiveRecorder(self)
+        return self._recorder
+
     def recording_for(self, item: CaseItem) -> Recording:
         if not self.live:
-            return replay(item.ctx, item.case, self._binding_for(item))
-        prepared = self._prepared.pop(item.nodeid, None)
+            from .recording import replay
+
+            return replay(item.ctx, item.case, self.binding_for(item))
+        from .errors import MissingRecording, StaleRecording
+
         try:
-            if isinstance(prepared, BaseException):
-                raise prepared
-            # Under xdist each worker records the items it is given, one at a time.
-            return prepared or asyncio.run(self._record_single(item))
+            return self.recorder.recording_for(item)
         except (StaleRecording, MissingRecording):
             raise
-        except Exception as exc:
+        except Exception as exc:  # the summary says this case was not re-recorded, and why
             item.live_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise
-
-    async def _record_single(self, item: CaseItem) -> Recording:
-        try:
-            return await self._record_one(item, asyncio.Semaphore(self.concurrency))
-        finally:
-            await self._close_judges()
-
-    async def _close_judges(self) -> None:
-        """Judge clients belong to one event loop: close them before it ends."""
-        for binding in self._judges.values():
-            if binding.live is not None:
-                await binding.live.aclose()
-
-    async def _record_one(self, item: CaseItem, limiter: asyncio.Semaphore) -> Recording:
-        binding = self._binding_for(item)
-        item.ctx.system.setup(item.ctx.suite)
-        async with limiter:
-            return await record(item.ctx, item.case, binding, self.mode)
-
-    def record_batch(self, items: list[CaseItem], progress: Any) -> None:
-        """Live mode without xdist: record every selected case in one event loop, at most
-        `concurrency` cases at a time, before the items report in their usual order."""
-        items = [item for item in items if not item.case.skip]
-        for item in items:  # judges first: a missing key fails before any case runs
-            try:
-                self._binding_for(item)
-            except Exception as exc:
-                raise pytest.UsageError(str(exc)) from None
-        runnable = []
-        for item in items:
-            try:
-                item.ctx.system.setup(item.ctx.suite)
-                runnable.append(item)
-            except Exception as exc:  # that system's cases error; the others are recorded
-                self._prepared[item.nodeid] = exc
-        if runnable:
-            progress.total = len(runnable)
-            asyncio.run(self._record_all(runnable, progress))
-
-    async def _record_all(self, items: list[CaseItem], progress: Any) -> None:
-        limiter = asyncio.Semaphore(self.concurrency)
-
-        async def one(item: CaseItem) -> None:
-            try:
-                self._prepared[item.nodeid] = await self._record_one(item, limiter)
-            except Exception as exc:  # shown by that item; the others go on
-                self._prepared[item.nodeid] = exc
-            progress.case_done(self._judges.values())
-
-        try:
-            await asyncio.gather(*(one(item) for item in items))
-        finally:
-            progress.finish(self._judges.values())
-            await self._close_judges()
-
-
-def outcome_of(
-    item: Any, when: str, report: pytest.TestReport, exc: BaseException | None
-) -> str | None:
-    """The outcome the summary and reports count, once the phase that decides it has run."""
-    if when == "setup":
-        if report.skipped:
-            return "skipped"
-        if report.failed:
-            if isinstance(exc, StaleRecording):
-                return "stale"
-            if isinstance(exc, MissingRecording):
-                return "missing"
-            return "error"
-        return None
-    if when != "call":
-        return None
-    xfail = bool(getattr(item, "case", None) and item.case.xfail)
-    if hasattr(report, "wasxfail"):
-        return "xfailed" if report.skipped else "xpassed"
-    if report.passed:
-        return "passed"
-    if xfail and exc is None:  # strict xfail that passed
-        return "xpassed"
-    from .errors import StageFailure
-
-    return "failed" if isinstance(exc, StageFailure) else "error"
-
-
-def case_result(item: Any, outcome: str, with_detail: bool) -> dict[str, Any]:
-    """The per-case result dict: what the summary, results.json and the baseline gate read."""
-    from .collect import CaseItem
-
-    if not isinstance(item, CaseItem):  # a file or case that could not be loaded
-        return {
-            "nodeid": item.nodeid,
-            "suite": item.suite_name,
-            "id": item.name,
-            "file": _relpath(item),
-            "index": item.index,
-            "category": None,
-            "group": None,
-            "outcome": outcome,
-            "first_failure": None,
-            "stages": {},
-            "recording": {},
-        }
-    from .scoring import result_stages
-
-    case, scores, recording = item.case, item.scores, item.recording
-    first = None
-    if scores is not None and scores.first_failure is not None:
-        name, stage = scores.first_failure
-        first = {"stage": name, "reason": stage.reason}
-    result: dict[str, Any] = {
-        "nodeid": item.nodeid,
-        "suite": item.ctx.suite.name,
-        "id": case.id,
-        "file": _relpath(item),
-        "index": item.index,
-        "category": case.category,
-        "group": case.group,
-        "outcome": outcome,
-        "first_failure": first,
-        "stages": result_stages(scores) if scores is not None else {},
-        "recording": _recording_info(recording, outcome, getattr(item, "live_error", None)),
-    }
-    if with_detail and recording is not None:
-        trace = recording.trace
-        result["detail"] = {
-            "input": case.input,
-            "answer": trace.get("answer", ""),
-            "reference": case.reference,
-            "tool_calls": trace.get("tool_calls", []),
-            "retrieved": trace.get("retrieved", []),
-            "context": trace.get("context", []),
-        }
-    return result
-
-
-def _relpath(item: Any) -> str:
-    return item.nodeid.split("::", 1)[0]
-
-
-def _recording_info(
-    recording: Recording | None, outcome: str, live_error: str | None
-) -> dict[str, Any]:
-    if recording is None:
-        if live_error:
-            return {
-                "status": "not_rerecorded",
-                "note": f"{live_error}; the previous recording was kept",
-            }
-        return {"status": outcome if outcome in ("stale", "missing") else None}
-    verdicts = [v for v in recording.verdicts.values() if isinstance(v, dict)]
-    judge_usage = _sum_usage(v.get("usage") for v in verdicts)
-    latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
-    return {
-        "status": recording.status,
-        "recorded_at": recording.recorded_at,
-        "note": recording.note,
-        "usage": recording.trace.get("usage"),
-        "latency_ms": recording.trace.get("latency_ms"),
-        "judge_usage": judge_usage,
-        "judge_latency_ms": sum(latencies) if latencies else None,
-    }
-
-
-def _sum_usage(usages: Any) -> dict[str, float] | None:
-    total: dict[str, float] = {}
-    for usage in usages:
-        for name, value in (usage or {}).items():
-            if isinstance(value, int | float):
-                total[name] = total.get(name, 0) + value
-    return total or None
-
-
-def dump_result(result: dict[str, Any]) -> str:
-    return json.dumps(result, separators=(",", ":"), ensure_ascii=False)
-
-
-class Progress:
-    """The live recording progress line: cases done/total, judge calls, retries, tokens, cost."""
-
-    def __init__(self, total: int, write: Any, is_tty: bool) -> None:
-        self.total, self.done, self._write, self._tty = total, 0, write, is_tty
-        self._last_printed = -1
-
-    def _line(self, bindings: Any) -> str:
-        calls = retries = tokens = 0
-        cost = 0.0
-        for binding in bindings:
-            stats = getattr(binding.live, "stats", None)
-            if stats is not None:
-                calls += stats.calls
-                retries += stats.retries
-                tokens += stats.prompt_tokens + stats.completion_tokens
-                cost += stats.cost_usd
-        return (
-            f"recording: {self.done}/{self.total} cases, {calls} judge calls, {retries} retries, "
-            f"{tokens} tokens, ${cost:.4f}"
-        )
-
-    def case_done(self, bindings: Any) -> None:
-        self.done += 1
-        step = max(1, self.total // 10)  # without a terminal, about ten lines in all
-        if self._tty:
-            self._write("\r" + self._line(bindings))
-        elif self.done % step == 0 and self.done != self.total:
-            self._write(self._line(bindings) + "\n")
-
-    def finish(self, bindings: Any) -> None:
-        self._write(("\r" if self._tty else "") + self._line(bindings) + "\n")
-
-
-def stderr_progress(total: int) -> Progress:
-    return Progress(total, sys.stderr.write, sys.stderr.isatty())
 
 
 def scan_suites(

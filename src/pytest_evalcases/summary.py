@@ -39,13 +39,20 @@ def stage_cell(stage: dict[str, Any] | None) -> str:
     return f"FAIL {score}".strip()
 
 
+FAILURE_CELL_CHARS = 120
+
+
 def first_failure_cell(result: dict[str, Any]) -> str:
-    failure = result.get("first_failure")
-    if failure:
-        return f"{failure['stage']}: {failure['reason']}"
-    if result["outcome"] in ("stale", "missing", "error"):
-        return result["outcome"].upper()
-    return ""
+    """`stage: reason` for a stage failure, `STALE: why` (MISSING, ERROR) for a case not scored."""
+    failure = result.get("first_failure") or {}
+    label = failure.get("stage") or (
+        result["outcome"].upper() if result["outcome"] in ("stale", "missing", "error") else ""
+    )
+    reason = failure.get("reason") or ""
+    cell = f"{label}: {reason}" if label and reason else label or reason
+    if len(cell) > FAILURE_CELL_CHARS:
+        cell = cell[: FAILURE_CELL_CHARS - 3] + "..."
+    return cell
 
 
 def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool) -> list[str]:

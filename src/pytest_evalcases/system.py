@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ class System:
         self._fingerprint: dict[str, Any] | None = None
         self._set_up = False
         self._setup_error: BaseException | None = None
+        self._setup_lock = threading.Lock()  # setup runs in worker threads, once
 
     @property
     def is_async(self) -> bool:
@@ -83,19 +84,22 @@ class System:
     def setup(self, suite: Any) -> None:
         """Called once, before the first live case; if it raised, every later case gets the same
         error (the system is not set up, so none of its cases can be recorded)."""
-        if not self._set_up:
-            self._set_up = True
-            method = getattr(self._target, "setup", None)
-            if callable(method):
-                try:
-                    method(suite)
-                except Exception as exc:
-                    self._setup_error = exc
+        with self._setup_lock:
+            if not self._set_up:
+                self._set_up = True
+                method = getattr(self._target, "setup", None)
+                if callable(method):
+                    try:
+                        method(suite)
+                    except Exception as exc:
+                        self._setup_error = exc
         if self._setup_error is not None:
             raise self._setup_error
 
     async def arun(self, case: CaseInput) -> Any:
         """Run one case; a sync system runs in a worker thread so cases can overlap."""
+        import asyncio  # live only: replay never pays for importing it
+
         if self.is_async:
             return await self._run(case)
         result = await asyncio.to_thread(self._run, case)

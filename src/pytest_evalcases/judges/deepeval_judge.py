@@ -10,6 +10,7 @@ DEEPEVAL_EVAL_MODE cannot route decisions elsewhere) and runs through
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import importlib.util
 import os
@@ -135,6 +136,9 @@ class DeepEvalJudge(Judge):
         self._model: Any = None
         # GEval's steps prompt sees only the criteria, never the case: draft them once per criteria
         self._correctness_steps: dict[str, list[str]] = {}
+        # One drafting of GEval steps per criteria, even when many cases start at once: every
+        # case of a run is then scored under the same steps. Keyed by loop (locks are per loop).
+        self._steps_locks: dict[tuple[int, str], asyncio.Lock] = {}
 
     def version(self) -> str:
         return llm_judge_version()
@@ -221,6 +225,12 @@ class DeepEvalJudge(Judge):
                 accuracy.label,
                 {"unanswerable": data.unanswerable},
             )
+        criteria = options.correctness_criteria
+        if stage == "correctness" and criteria not in self._correctness_steps:
+            key = (id(asyncio.get_running_loop()), criteria)
+            async with self._steps_locks.setdefault(key, asyncio.Lock()):
+                if criteria not in self._correctness_steps:  # the first one drafts, in the lock
+                    return await self._measure(stage, data, options, model)
         return await self._measure(stage, data, options, model)
 
     async def _measure(

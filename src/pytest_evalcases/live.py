@@ -1,0 +1,110 @@
+"""Live recording: the selected cases run in one event loop, bounded by --eval-concurrency, before
+the items report; under xdist each worker records its items one at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .recording import Recording, record
+
+if TYPE_CHECKING:
+    from .collect import CaseItem
+    from .session import EvalSession
+
+
+class LiveRecorder:
+    def __init__(self, state: EvalSession) -> None:
+        self.state = state
+        self.concurrency = state.concurrency
+        self.mode = state.mode
+        self._prepared: dict[str, Recording | BaseException] = {}
+
+    def recording_for(self, item: CaseItem) -> Recording:
+        """The batch's result for this item, or (under xdist) a recording made now."""
+        prepared = self._prepared.pop(item.nodeid, None)
+        if isinstance(prepared, BaseException):
+            raise prepared
+        return prepared or asyncio.run(self._record_single(item))
+
+    async def _record_single(self, item: CaseItem) -> Recording:
+        try:
+            return await self._record_one(item, asyncio.Semaphore(self.concurrency))
+        finally:
+            await self._close_judges()
+
+    async def _close_judges(self) -> None:
+        """Judge clients belong to one event loop: close them before it ends."""
+        for binding in self.state.judge_bindings():
+            if binding.live is not None:
+                await binding.live.aclose()
+
+    async def _record_one(self, item: CaseItem, limiter: asyncio.Semaphore) -> Recording:
+        binding = self.state.binding_for(item)
+        async with limiter:
+            return await record(item.ctx, item.case, binding, self.mode)
+
+    def record_batch(self, items: list[CaseItem], progress: Any) -> None:
+        """Live mode without xdist: record every selected case in one event loop, at most
+        `concurrency` cases at a time, before the items report in their usual order."""
+        items = [item for item in items if not item.case.skip]
+        for item in items:  # judges first: a missing key fails before any case runs
+            try:
+                self.state.binding_for(item)
+            except Exception as exc:
+                raise pytest.UsageError(str(exc)) from None
+        if items:
+            progress.total = len(items)
+            asyncio.run(self._record_all(items, progress))
+
+    async def _record_all(self, items: list[CaseItem], progress: Any) -> None:
+        limiter = asyncio.Semaphore(self.concurrency)
+
+        async def one(item: CaseItem) -> None:
+            try:
+                self._prepared[item.nodeid] = await self._record_one(item, limiter)
+            except Exception as exc:  # shown by that item; the others go on
+                self._prepared[item.nodeid] = exc
+            progress.case_done(self.state.judge_bindings())
+
+        try:
+            await asyncio.gather(*(one(item) for item in items))
+        finally:
+            progress.finish(self.state.judge_bindings())
+            await self._close_judges()
+
+
+class Progress:
+    """The live recording progress line: cases done/total, judge calls, retries, tokens, cost."""
+
+    def __init__(self, total: int, write: Any, is_tty: bool) -> None:
+        self.total, self.done, self._write, self._tty = total, 0, write, is_tty
+        self._last_printed = -1
+
+    def _line(self, bindings: Any) -> str:
+        calls = retries = tokens = 0
+        cost = 0.0
+        for binding in bindings:
+            stats = getattr(binding.live, "stats", None)
+            if stats is not None:
+                calls += stats.calls
+                retries += stats.retries
+                tokens += stats.prompt_tokens + stats.completion_tokens
+                cost += stats.cost_usd
+        return (
+            f"recording: {self.done}/{self.total} cases, {calls} judge calls, {retries} retries, "
+            f"{tokens} tokens, ${cost:.4f}"
+        )
+
+    def case_done(self, bindings: Any) -> None:
+        self.done += 1
+        step = max(1, self.total // 10)  # without a terminal, about ten lines in all
+        if self._tty:
+            self._write("\r" + self._line(bindings))
+        elif self.done % step == 0 and self.done != self.total:
+            self._write(self._line(bindings) + "\n")
+
+    def finish(self, bindings: Any) -> None:
+        self._write(("\r" if self._tty else "") + self._line(bindings) + "\n")

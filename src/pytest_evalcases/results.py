@@ -1,0 +1,145 @@
+"""The per-case result dict each report carries (the same with and without xdist)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .errors import EvalCaseError, MissingRecording, StageFailure, StaleRecording
+
+if TYPE_CHECKING:
+    from .recording import Recording
+
+UNSCORED = ("stale", "missing", "error")
+
+
+def outcome_of(
+    item: Any, when: str, report: pytest.TestReport, exc: BaseException | None
+) -> str | None:
+    """The outcome the summary and reports count, once the phase that decides it has run."""
+    if when == "setup":
+        if report.skipped:
+            return "skipped"
+        if report.failed:
+            if isinstance(exc, StaleRecording):
+                return "stale"
+            if isinstance(exc, MissingRecording):
+                return "missing"
+            return "error"
+        return None
+    if when != "call":
+        return None
+    xfail = bool(getattr(item, "case", None) and item.case.xfail)
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.passed:
+        return "passed"
+    if xfail and exc is None:  # strict xfail that passed
+        return "xpassed"
+    return "failed" if isinstance(exc, StageFailure) else "error"
+
+
+def error_summary(exc: BaseException | None, limit: int = 300) -> str:
+    """One line saying why a case could not be scored (our messages name the file and fix)."""
+    if exc is None:
+        return ""
+    text = str(exc) if isinstance(exc, EvalCaseError) else f"{type(exc).__name__}: {exc}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = "; ".join(lines[:3])
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def case_result(
+    item: Any, outcome: str, with_detail: bool, exc: BaseException | None = None
+) -> dict[str, Any]:
+    """The per-case result dict: what the summary, results.json and the baseline gate read."""
+    # A case that could not be scored says why, in the same place a stage failure would.
+    unscored = {"stage": None, "reason": error_summary(exc)} if outcome in UNSCORED else None
+    if not hasattr(item, "case"):  # a file or case that could not be loaded
+        return {
+            "nodeid": item.nodeid,
+            "suite": item.suite_name,
+            "id": item.name,
+            "file": _relpath(item),
+            "index": item.index,
+            "category": None,
+            "group": None,
+            "outcome": outcome,
+            "first_failure": unscored,
+            "stages": {},
+            "recording": {},
+        }
+    from .scoring import result_stages
+
+    case, scores, recording = item.case, item.scores, item.recording
+    first = unscored
+    if scores is not None and scores.first_failure is not None:
+        name, stage = scores.first_failure
+        first = {"stage": name, "reason": stage.reason}
+    result: dict[str, Any] = {
+        "nodeid": item.nodeid,
+        "suite": item.ctx.suite.name,
+        "id": case.id,
+        "file": _relpath(item),
+        "index": item.index,
+        "category": case.category,
+        "group": case.group,
+        "outcome": outcome,
+        "first_failure": first,
+        "stages": result_stages(scores) if scores is not None else {},
+        "recording": _recording_info(recording, outcome, getattr(item, "live_error", None)),
+    }
+    if with_detail and recording is not None:
+        trace = recording.trace
+        result["detail"] = {
+            "input": case.input,
+            "answer": trace.get("answer", ""),
+            "reference": case.reference,
+            "tool_calls": trace.get("tool_calls", []),
+            "retrieved": trace.get("retrieved", []),
+            "context": trace.get("context", []),
+        }
+    return result
+
+
+def _relpath(item: Any) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _recording_info(
+    recording: Recording | None, outcome: str, live_error: str | None
+) -> dict[str, Any]:
+    if recording is None:
+        if live_error:
+            return {
+                "status": "not_rerecorded",
+                "note": f"{live_error}; the previous recording was kept",
+            }
+        return {"status": outcome if outcome in ("stale", "missing") else None}
+    verdicts = [v for v in recording.verdicts.values() if isinstance(v, dict)]
+    judge_usage = _sum_usage(v.get("usage") for v in verdicts)
+    latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
+    return {
+        "status": recording.status,
+        "recorded_at": recording.recorded_at,
+        "note": recording.note,
+        "usage": recording.trace.get("usage"),
+        "latency_ms": recording.trace.get("latency_ms"),
+        "judge_usage": judge_usage,
+        "judge_latency_ms": sum(latencies) if latencies else None,
+    }
+
+
+def _sum_usage(usages: Any) -> dict[str, float] | None:
+    total: dict[str, float] = {}
+    for usage in usages:
+        for name, value in (usage or {}).items():
+            if isinstance(value, int | float):
+                total[name] = total.get(name, 0) + value
+    return total or None
+
+
+def dump_result(result: dict[str, Any]) -> str:
+    return json.dumps(result, separators=(",", ":"), ensure_ascii=False)
