@@ -14,36 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from ..judging import DEFAULT_CORRECTNESS_CRITERIA
+from ..stages.judged import JUDGE_READS
 from .errors import JudgeError, JudgeInputError
 from .usage import JudgeStats, metering
 
-JUDGED_STAGES: tuple[str, ...] = (
-    "faithfulness",
-    "contextual_recall",
-    "contextual_precision",
-    "contextual_relevancy",
-    "answer_relevancy",
-    "correctness",
-    "context_completeness",
-    "answer_accuracy",
-)
-
-# Which JudgeInput fields each stage's verdict depends on (the spine keys recordings on them).
-STAGE_READS: dict[str, tuple[str, ...]] = {
-    "faithfulness": ("answer", "context"),
-    "contextual_recall": ("input", "reference", "context"),
-    "contextual_precision": ("input", "reference", "context"),
-    "contextual_relevancy": ("input", "context"),
-    "answer_relevancy": ("input", "answer"),
-    "correctness": ("input", "answer", "reference"),
-    "context_completeness": ("input", "reference", "context"),
-    "answer_accuracy": ("input", "answer", "reference", "unanswerable"),
-}
-
-# Same text as the spine's default, so both sides hash the same criteria.
-DEFAULT_CORRECTNESS_CRITERIA = (
-    "The answer conveys the same key facts as the reference and nothing contradicting it."
-)
+# One table for both sides: the spine keys verdicts on what each stage reads.
+STAGE_READS: dict[str, tuple[str, ...]] = JUDGE_READS
+JUDGED_STAGES: tuple[str, ...] = tuple(JUDGE_READS)
 
 COMPLETENESS_SCORES: dict[str, float] = {"COMPLETE": 1.0, "PARTIAL": 0.5, "INSUFFICIENT": 0.0}
 ACCURACY_SCORES: dict[str, float] = {"CORRECT": 1.0, "WRONG": 0.0}

@@ -59,7 +59,7 @@ def _make_scorer(name: str) -> Callable[..., StageResult]:
 
 
 # What each judge reads; case fields among them (`reference`, `unanswerable`) key the verdict.
-_READS: dict[str, tuple[str, ...]] = {
+JUDGE_READS: dict[str, tuple[str, ...]] = {
     "faithfulness": ("answer", "context"),
     "contextual_recall": ("input", "reference", "context"),
     "contextual_precision": ("input", "reference", "context"),
@@ -72,5 +72,5 @@ _READS: dict[str, tuple[str, ...]] = {
 
 STAGE_BY_NAME: dict[str, Stage] = {
     name: register(Stage(name, _make_scorer(name), judged=True, reads=reads))
-    for name, reads in _READS.items()
+    for name, reads in JUDGE_READS.items()
 }
