@@ -92,24 +92,32 @@ def cassette_path(root: Path, suite: str, case_id: str) -> Path:
     return root / suite / f"{case_id}.json"
 
 
-def load_cassette(path: Path, shown: str | None = None) -> dict[str, Any] | None:
-    """The cassette at `path`, None when there is none; CassetteError (naming the file as
-    `shown`) when it is unreadable."""
-    shown = shown or str(path)
+def shown_path(path: Path | str, rootdir: Path) -> str:
+    """A path as messages show it: relative to the rootdir, the same on every machine."""
+    return os.path.relpath(path, rootdir)
+
+
+def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, Any] | None:
+    """The cassette at `path`, None when there is none; CassetteError (naming the file relative
+    to `rootdir`) when it is unreadable. Replay calls this once per case: keep it lean."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
+        shown = shown_path(path, rootdir) if rootdir else str(path)
         raise CassetteError(f"cannot read cassette {shown}: {exc}") from None
     try:
         doc = pydantic_core.from_json(raw)
     except ValueError as exc:
+        shown = shown_path(path, rootdir) if rootdir else str(path)
         raise CassetteError(
             f"cassette {shown} is not valid JSON ({exc}); fix it, or delete it and record again "
             "with --live"
         ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("trace"), dict):
+        shown = shown_path(path, rootdir) if rootdir else str(path)
         raise CassetteError(
             f"cassette {shown} is not a recording (expected an object with a 'trace' object); "
             "delete it and record again with --live"
@@ -158,10 +166,8 @@ def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
     if not root.is_dir():
         return []
     orphans = []
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        ids = suites.get(folder.name)
-        known = set(ids) if ids is not None else set()
-        for file in sorted(folder.glob("*.json")):
-            if file.stem not in known:
-                orphans.append(file)
+    for folder in sorted(entry.name for entry in os.scandir(root) if entry.is_dir()):
+        known = set(suites.get(folder, ()))
+        names = sorted(name for name in os.listdir(root / folder) if name.endswith(".json"))
+        orphans += [root / folder / name for name in names if name[:-5] not in known]
     return orphans

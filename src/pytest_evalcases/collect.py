@@ -33,6 +33,7 @@ class SuiteContext:
     suite: Suite
     system: System
     cassette_root: Path
+    cassette_dir: str  # this suite's folder of cassettes
     rootdir: Path  # messages name files relative to it, the same on every machine and shard
     key_fields: dict[str, str]
     gating: list[str]
@@ -73,8 +74,10 @@ class CaseFile(pytest.File):
                 self, name="suite", message=str(exc), suite_name=self.path.stem, index=-1
             )
             return
+        # The raw cases are not kept on the suite: each item holds its validated case only.
+        raw_cases, ctx.suite.cases = ctx.suite.cases, []
         seen: dict[str, int] = {}
-        for index, raw in enumerate(ctx.suite.cases):
+        for index, raw in enumerate(raw_cases):
             yield self._case_item(ctx, state, index, raw, seen)
 
     def _load_suite(self, state: EvalSession) -> SuiteContext:
@@ -147,6 +150,7 @@ class CaseFile(pytest.File):
             suite=suite,
             system=system,
             cassette_root=state.cassette_root,
+            cassette_dir=str(state.cassette_root / suite.name),
             rootdir=state.rootdir,
             key_fields=key_fields,
             gating=list(suite.stages),

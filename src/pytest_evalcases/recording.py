@@ -20,6 +20,7 @@ from .cassette import (
     load_cassette,
     recording_key,
     save_cassette,
+    shown_path,
 )
 from .errors import CassetteError, MissingRecording, StaleRecording
 from .judging import applicable, verdict_key
@@ -57,11 +58,12 @@ def _where(ctx: SuiteContext, case: Case) -> str:
 
 def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
     """Load and check a cassette; raises MissingRecording, StaleRecording, CassetteError."""
-    path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
-    doc = load_cassette(path, _shown(ctx, path))
+    path = f"{ctx.cassette_dir}{os.sep}{case.id}.json"  # a str: pathlib is slow per case
+    doc = load_cassette(path, ctx.rootdir)
     if doc is None:
         raise MissingRecording(
-            f"no recording for {_where(ctx, case)}; record it with --live ({_shown(ctx, path)})"
+            f"no recording for {_where(ctx, case)}; record it with --live "
+            f"({shown_path(path, ctx.rootdir)})"
         )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
     check_key(doc.get("key"), key, "", "--live")
@@ -82,16 +84,12 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
     return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
 
 
-def _shown(ctx: SuiteContext, path: Path) -> str:
-    return os.path.relpath(path, ctx.rootdir)
-
-
 def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any] | None:
     """The cassette a --live-stale / --live-judges run may build on (None: record from scratch)."""
     if mode == LIVE:
         return None
     try:
-        return load_cassette(path, _shown(ctx, path))
+        return load_cassette(path, ctx.rootdir)
     except CassetteError:
         if mode == LIVE_JUDGES:
             raise

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -139,7 +138,3 @@ def _sum_usage(usages: Any) -> dict[str, float] | None:
             if isinstance(value, int | float):
                 total[name] = total.get(name, 0) + value
     return total or None
-
-
-def dump_result(result: dict[str, Any]) -> str:
-    return json.dumps(result, separators=(",", ":"), ensure_ascii=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -43,11 +42,9 @@ def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def parse_results(raw: list[str]) -> list[dict[str, Any]]:
+def ordered_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The per-case results in collection order (the same under xdist as without)."""
-    return sorted(
-        (json.loads(item) for item in raw), key=lambda r: (r["file"], r["index"], r["id"])
-    )
+    return sorted(results, key=lambda r: (r["file"], r["index"], r["id"]))
 
 
 @dataclass(slots=True)
