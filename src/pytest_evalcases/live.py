@@ -81,7 +81,6 @@ class Progress:
 
     def __init__(self, total: int, write: Any, is_tty: bool) -> None:
         self.total, self.done, self._write, self._tty = total, 0, write, is_tty
-        self._last_printed = -1
 
     def _line(self, bindings: Any) -> str:
         calls = retries = tokens = 0

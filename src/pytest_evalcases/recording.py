@@ -22,7 +22,7 @@ from .cassette import (
     save_cassette,
     shown_path,
 )
-from .errors import CassetteError, MissingRecording, StaleRecording
+from .errors import CassetteError, MissingRecording
 from .judging import applicable, verdict_key
 from .session import LIVE, LIVE_JUDGES, LIVE_STALE
 from .system import key_view, normalize_trace, system_view
@@ -172,9 +172,3 @@ async def _judge_one(
             "judge": judge.id,
             "latency_ms": round((time.perf_counter() - started) * 1000, 1),
         }
-
-
-def stale_or_missing_message(exc: BaseException) -> str | None:
-    if isinstance(exc, (StaleRecording, MissingRecording)):
-        return str(exc)
-    return None
