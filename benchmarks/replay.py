@@ -1,6 +1,6 @@
 """Replay benchmark: N recorded eval cases against N trivial parametrised tests.
 
-    python benchmarks/replay.py [N] [--repeats R] [--startup-repeats S] [--keep] [--profile FILE]
+    python benchmarks/replay.py [N] [-r R] [--startup-repeats S] [--keep] [--profile FILE]
 
 A script, not a test: it prints figures and exits 0 whether or not the targets are met.
 
@@ -15,7 +15,7 @@ alternated (and rotated) so that drift hits all of them:
 All three run in this virtualenv (sys.executable) with the same pytest.ini. Peak memory is each
 child's own ru_maxrss, read with os.wait4 on that child (not RUSAGE_CHILDREN, which is a running
 maximum over every child ever waited for). Start-up is collecting an empty folder, with and without
-the plugin, best of S. A separate untimed replay reports whether deepeval, openai or vcrpy were
+the plugin, in S paired rounds: the overhead is the median of the per-round differences. A separate untimed replay reports whether deepeval, openai or vcrpy were
 imported (a tiny conftest writes sys.modules at pytest_unconfigure when asked to).
 
 Targets (issue 2, at N = 10,000): replay wall <= 1.0x plain, peak memory <= 1.2x plain, the plugin
@@ -274,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("n", nargs="?", type=int, default=10_000, help="number of cases (10000)")
     parser.add_argument("-r", "--repeats", type=int, default=3, help="timed rounds, best of (3)")
-    parser.add_argument("--startup-repeats", type=int, default=5,
-                        help="start-up rounds, best of (5)")
+    parser.add_argument("--startup-repeats", type=int, default=10,
+                        help="start-up rounds (10): paired with/without runs")
     parser.add_argument("--keep", action="store_true", help="keep the temporary project")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="inherit the environment's bytecode setting (by default, bytecode "
@@ -323,7 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         cpu = {name: min(r.cpu for r in rs) for name, rs in runs.items()}
         start_with = min(r.wall for r in startup["with"])
         start_without = min(r.wall for r in startup["without"])
-        overhead_ms = 1000 * (start_with - start_without)
+        # Each round runs both, back to back: the median of the per-round differences is steadier
+        # on a busy machine than the difference of two minimums (both are printed).
+        overhead_ms = 1000 * statistics.median(
+            a.wall - b.wall for a, b in zip(startup["with"], startup["without"], strict=True)
+        )
         base = {"replay": start_with, "plain": start_with, "plain-bare": start_without}
 
         wall_ratio = best["replay"] / best["plain"]
@@ -361,9 +365,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{'':12} {cpu['replay'] / cpu['plain-bare']:6.2f}x "
               f"{rss['replay'] / rss['plain-bare']:11.3f}x")
         print("(net ms/test: wall minus the empty-folder start-up of the same plugin set, over N)")
-        print(f"start-up (collect an empty folder, best of {args.startup_repeats}): "
-              f"{1000 * start_with:.0f} ms with the plugin, {1000 * start_without:.0f} ms without "
-              f"-> the plugin adds {overhead_ms:+.0f} ms")
+        print(f"start-up (collect an empty folder, {args.startup_repeats} paired rounds): best "
+              f"{1000 * start_with:.0f} ms with the plugin, {1000 * start_without:.0f} ms without; "
+              f"median paired difference: the plugin adds {overhead_ms:+.0f} ms")
         shown = ", ".join(f"{name} {'yes' if modules[name] else 'no'}" for name in modules)
         print(f"imported by a replay run: {shown}")
         gc_text = {name: f"{diag['gc_seconds']:.2f} s ({diag['gc_full']} full collections)"
