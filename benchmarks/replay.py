@@ -14,9 +14,10 @@ alternated (and rotated) so that drift hits all of them:
 
 All three run in this virtualenv (sys.executable) with the same pytest.ini. Peak memory is each
 child's own ru_maxrss, read with os.wait4 on that child (not RUSAGE_CHILDREN, which is a running
-maximum over every child ever waited for). Start-up is collecting an empty folder, with and without
-the plugin, in S paired rounds: the overhead is the median of the per-round differences. A separate untimed replay reports whether deepeval, openai or vcrpy were
-imported (a tiny conftest writes sys.modules at pytest_unconfigure when asked to).
+maximum over every child ever waited for). Start-up is collecting an empty folder, with and
+without the plugin, in S paired rounds: the overhead is the median of the per-round differences.
+Untimed diagnostic runs report whether a replay imported deepeval, openai or vcrpy, and the time
+each run spent in the garbage collector (a tiny conftest does this when asked to).
 
 Targets (issue 2, at N = 10,000): replay wall <= 1.0x plain, peak memory <= 1.2x plain, the plugin
 adds <= 50 ms to start-up.

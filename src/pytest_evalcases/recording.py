@@ -40,7 +40,6 @@ class Recording:
     status: str  # replayed | recorded | not_rerecorded
     recorded_at: str | None = None
     note: str = ""  # why a live run did not re-record
-    judged: int = 0  # verdicts obtained from a judge in this run
 
 
 @dataclass(slots=True)
@@ -99,6 +98,7 @@ def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any]
 async def record(ctx: SuiteContext, case: Case, judge: JudgeBinding, mode: str) -> Recording:
     """Run what this mode needs for one case, and save the cassette if all of it succeeded."""
     import asyncio  # live only: replay never pays for importing it
+
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
@@ -144,10 +144,10 @@ async def record(ctx: SuiteContext, case: Case, judge: JudgeBinding, mode: str) 
                 failures.append(f"{stage.name}: {verdict['error']}")
     if failures:
         note = "judge error (" + "; ".join(failures) + "); the previous recording was kept"
-        return Recording(trace, verdicts, "not_rerecorded", note=note, judged=len(pending))
+        return Recording(trace, verdicts, "not_rerecorded", note=note)
     doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts)
     save_cassette(path, doc)
-    return Recording(trace, verdicts, "recorded", doc["recorded_at"], judged=len(pending))
+    return Recording(trace, verdicts, "recorded", doc["recorded_at"])
 
 
 async def _judge_one(
