@@ -47,6 +47,11 @@ def _json_error(path: Path, exc: json.JSONDecodeError) -> str:
     return f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
 
 
+def _case_ids(raw_cases: list[Any]) -> list[str]:
+    """The ids a case file names (valid or not): what orphan detection compares cassettes with."""
+    return [c["id"] for c in raw_cases if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
 def unsafe_id_reason(case_id: str) -> str | None:
     """Why an id cannot name a cassette file (and a node id), or None."""
     if case_id in {".", ".."} or "/" in case_id or "\\" in case_id:
@@ -76,6 +81,7 @@ class CaseFile(pytest.File):
             return
         # The raw cases are not kept on the suite: each item holds its validated case only.
         raw_cases, ctx.suite.cases = ctx.suite.cases, []
+        state.collected_suites[self.path] = (ctx.suite.name, _case_ids(raw_cases))
         seen: dict[str, int] = {}
         for index, raw in enumerate(raw_cases):
             yield self._case_item(ctx, state, index, raw, seen)
@@ -269,7 +275,7 @@ class CaseItem(pytest.Item):
             self.ctx.report_only,
         )
         for name, result, _ in scores.results:
-            if result.score is not None:
+            if result.score is not None and self.config.option.xmlpath:  # only JUnit reads them
                 self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
         if scores.first_failure is not None:
             error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure

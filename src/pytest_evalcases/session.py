@@ -70,6 +70,9 @@ class EvalSession:
         self.report_dir: str | None = config.getoption("eval_report")
         self.systems: dict[str, Any] = {}
         self._suite_files: dict[str, str] = {}
+        # case file -> (suite name, case ids), filled at collection: orphan detection then
+        # re-reads only the case files this run did not collect (under xdist: all of them).
+        self.collected_suites: dict[Path, tuple[str, list[str]]] = {}
         self._input_hashes: dict[str, str] = {}
         self._markers: dict[str, pytest.MarkDecorator] = {}
         self._judges: dict[str | None, JudgeBinding] = {}
@@ -118,7 +121,7 @@ class EvalSession:
         (every case folder, no -k/-m/node ids/--lf/--deselect) deletes them."""
         from .cassette import find_orphans
 
-        suites, unreadable = scan_suites(self.case_dirs, self.cassette_root)
+        suites, unreadable = scan_suites(self.case_dirs, self.cassette_root, self.collected_suites)
         if unreadable:
             names = ", ".join(str(p) for p in unreadable[:3])
             return [], f" (not checked: unreadable case file {names})"
@@ -208,15 +211,20 @@ class EvalSession:
 
 
 def scan_suites(
-    case_dirs: list[Path], cassette_root: Path
+    case_dirs: list[Path], cassette_root: Path, known: dict[Path, tuple[str, list[str]]]
 ) -> tuple[dict[str, list[str]], list[Path]]:
-    """Suite name -> case ids of every case file under the case folders, and the files that could
-    not be read (then no cassette can safely be called an orphan)."""
+    """Suite name -> case ids of every case file under the case folders (`known` ones are not
+    read again), and the files that could not be read (then no cassette can safely be called
+    an orphan)."""
     suites: dict[str, list[str]] = {}
     unreadable: list[Path] = []
     for folder in case_dirs:
         for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
             if path.is_relative_to(cassette_root):
+                continue
+            if path in known:
+                name, ids = known[path]
+                suites.setdefault(name, []).extend(ids)
                 continue
             try:
                 doc = json.loads(path.read_bytes())
