@@ -184,9 +184,8 @@ class CaseFile(pytest.File):
                 f'cases[{index}] is not an object: each case is {{"id": ..., "input": ...}}',
             )
         raw_id = raw.get("id")
-        name = (
-            raw_id if isinstance(raw_id, str) and raw_id and not unsafe_id_reason(raw_id) else None
-        )
+        unsafe = unsafe_id_reason(raw_id) if isinstance(raw_id, str) else None
+        name = raw_id if isinstance(raw_id, str) and raw_id and not unsafe else None
         if name is not None:
             seen[name] = seen.get(name, 0) + 1
             if seen[name] > 1:
@@ -203,12 +202,11 @@ class CaseFile(pytest.File):
                 label,
                 f"invalid case {label}\n" + format_validation_error(exc, prefix=f"cases[{index}]"),
             )
-        reason = unsafe_id_reason(case.id)
-        if reason:
+        if unsafe:  # case.id is raw_id, now known to be a valid string
             return error(
                 f"cases[{index}]",
                 f"case id {case.id!r} (cases[{index}]) cannot name a "
-                f"cassette file: {reason}; rename it (nothing was recorded for it)",
+                f"cassette file: {unsafe}; rename it (nothing was recorded for it)",
             )
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
         for marker in filter(None, (case.category, *case.marks)):

@@ -158,6 +158,19 @@ def _best_support(words: set[str], passages: list[set[str]]) -> tuple[float, int
     return best, where
 
 
+def _support_rows(
+    label: str, texts: list[str], context: list[str], ratio: float
+) -> list[dict[str, Any]]:
+    """For each sentence: its best single-passage support and whether it reaches `ratio`."""
+    passages = [set(terms(p)) for p in context]
+    rows = []
+    for text in texts:
+        share, where = _best_support(set(terms(text)), passages)
+        rows.append({label: _clip(text), "support": round(share, 3), "passage": where,
+                     "supported": share >= ratio})
+    return rows
+
+
 def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -191,14 +204,7 @@ class LexicalJudge(Judge):
         claims = [s for s in sentences(data.answer) if terms(s) and not is_abstention(s)]
         if not claims:
             return Grade(1.0, "the answer makes no checkable claim", details={"claims": []})
-        passages = [set(terms(p)) for p in data.context]
-        rows = []
-        for claim in claims:
-            share, where = _best_support(set(terms(claim)), passages)
-            rows.append(
-                {"claim": _clip(claim), "support": round(share, 3), "passage": where,
-                 "supported": share >= ratio}
-            )
+        rows = _support_rows("claim", claims, data.context, ratio)
         supported = sum(row["supported"] for row in rows)
         return Grade(
             supported / len(claims),
@@ -211,14 +217,7 @@ class LexicalJudge(Judge):
         wanted = [s for s in sentences(data.reference or "") if terms(s)]
         if not wanted:
             return Grade(0.0, "the reference has no content words to look for")
-        passages = [set(terms(p)) for p in data.context]
-        rows = []
-        for sentence in wanted:
-            share, where = _best_support(set(terms(sentence)), passages)
-            rows.append(
-                {"sentence": _clip(sentence), "support": round(share, 3), "passage": where,
-                 "supported": share >= SUPPORT_RATIO}
-            )
+        rows = _support_rows("sentence", wanted, data.context, SUPPORT_RATIO)
         supported = sum(row["supported"] for row in rows)
         return Grade(
             supported / len(wanted),
