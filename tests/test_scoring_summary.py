@@ -88,3 +88,11 @@ def test_large_runs_show_only_problem_rows_unless_verbose():
     assert f"({FULL_TABLE_LIMIT} passing or skipped cases not shown; -v shows every case)" in quiet
     verbose = render_summary(results, verbose=True, orphans=[])
     assert sum("s::c" in line for line in verbose) == FULL_TABLE_LIMIT + 1
+
+
+def test_category_rates_count_scored_cases_as_results_json_does():
+    stale = result(1, "stale", "other", tools_passed=None)
+    lines = render_summary([result(0, "xpassed"), result(2, "xfailed"), stale],
+                           verbose=False, orphans=[])
+    assert any(line.split() == ["cat", "1", "2", "50%"] for line in lines)  # xfailed is scored
+    assert any(line.split() == ["other", "0", "0", "-"] for line in lines)  # stale is not

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .outcomes import NOT_PASSING, PASS_LIKE, case_label, failure_of
 from .report.aggregate import RESULTS_FORMAT, stage_score
 from .report.formatting import fmt_ci, fmt_delta, fmt_score
-from .report.outcomes import NOT_PASSING, PASS_LIKE, case_label, failure_of
 from .stats import bootstrap_ci, mean
 
 #: Keys a results.json must have to be usable as a baseline.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .outcomes import DECIDED, FAILING, PASS_LIKE
+
 # Beyond this many cases only the interesting ones get a row (unless -v).
 FULL_TABLE_LIMIT = 50
-PASSING = ("passed", "xpassed")
-PROBLEMS = ("failed", "stale", "missing", "error")
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -58,7 +58,7 @@ def first_failure_cell(result: dict[str, Any]) -> str:
 def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool) -> list[str]:
     shown = results
     if len(results) > FULL_TABLE_LIMIT and not verbose:
-        shown = [r for r in results if r["outcome"] in PROBLEMS or r["first_failure"]]
+        shown = [r for r in results if r["outcome"] in FAILING or r["first_failure"]]
     header = ["case", "category", "outcome", *stages, "first failure"]
     rows = [header]
     for result in shown:
@@ -107,18 +107,18 @@ def stage_totals(results: Sequence[dict[str, Any]], stages: list[str]) -> list[s
 
 
 def category_rates(results: Sequence[dict[str, Any]]) -> list[str]:
-    """Pass rate per category over the cases that ran (skipped cases are left out)."""
+    """Pass rate per category, counted as in results.json: passes over the cases whose answer
+    was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere)."""
     counts: dict[str, list[int]] = {}
     for result in results:
-        if result["outcome"] == "skipped":
-            continue
         tally = counts.setdefault(result.get("category") or "-", [0, 0])
-        tally[0] += result["outcome"] in PASSING
-        tally[1] += 1
-    rows = [["category", "passed", "cases", "pass rate"]]
+        tally[0] += result["outcome"] in PASS_LIKE
+        tally[1] += result["outcome"] in DECIDED
+    rows = [["category", "passed", "scored", "pass rate"]]
     for category in sorted(counts):
-        passed, total = counts[category]
-        rows.append([category, str(passed), str(total), f"{passed / total:.0%}"])
+        passed, scored = counts[category]
+        rate = f"{passed / scored:.0%}" if scored else "-"
+        rows.append([category, str(passed), str(scored), rate])
     return _table(rows)
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..outcomes import DECIDED, OUTCOMES, PASS_LIKE, SUMMARY_KEYS, check_outcome
 from ..stats import bootstrap_ci, mean, median, wilson_interval
-from .outcomes import DECIDED, OUTCOMES, PASS_LIKE, SUMMARY_KEYS, check_outcome
 
 RESULTS_FORMAT = "pytest-evalcases/results"
 RESULTS_VERSION = 1

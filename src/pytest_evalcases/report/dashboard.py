@@ -21,10 +21,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from ..outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from .aggregate import stage_score, stage_status
 from .formatting import fmt_ci, fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_score, fmt_usd
 from .markdown import cost_text
-from .outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 
 _TEMPLATES = "templates"
 # Per-case view objects are namespaces, not dicts: jinja resolves `c.x` with getattr

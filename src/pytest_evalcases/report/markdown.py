@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from .formatting import (
     fmt_ci,
     fmt_delta,
@@ -16,7 +17,6 @@ from .formatting import (
     fmt_score,
     fmt_usd,
 )
-from .outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
