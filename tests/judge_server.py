@@ -34,7 +34,9 @@ import pytest
 POISON = "zzz"
 BORDERLINE = "yyy"
 
-FaultKind = Literal["429", "500", "401", "hang", "garbage", "reset", "reject_json_mode"]
+FaultKind = Literal[
+    "429", "500", "401", "hang", "garbage", "reset", "reject_json_mode", "reject_temperature"
+]
 
 
 @dataclass(frozen=True)
@@ -363,6 +365,13 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 if fault.kind == "reject_json_mode" and "response_format" in body:
                     self._send(400, _error("response_format json_object is not supported",
                                            "invalid_request_error", None))
+                    return 400
+                if fault.kind == "reject_temperature" and "temperature" in body:
+                    # what OpenAI's reasoning models answer
+                    self._send(400, _error("Unsupported value: 'temperature' does not support 0.0 "
+                                           "with this model. Only the default (1) value is "
+                                           "supported.", "invalid_request_error",
+                                           "unsupported_value"))
                     return 400
             if not record.kind:
                 self._send(400, _error("judge_server: unrecognised prompt", "invalid_request_error",

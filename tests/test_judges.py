@@ -5,6 +5,7 @@ no real key."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.metadata
 import json
 import subprocess
@@ -29,6 +30,7 @@ from pytest_evalcases.judges import (
     make_judge,
 )
 from pytest_evalcases.judges import deepeval_judge as deepeval_judge_module
+from pytest_evalcases.judges.chat import env_proxy, error_from_reply
 from pytest_evalcases.judges.lexical import is_abstention, stem
 from pytest_evalcases.judges.retry import classify, retry_after_of
 from pytest_evalcases.judges.spec import parse_spec, resolve_spec
@@ -293,7 +295,8 @@ async def test_gives_up_after_max_attempts(openai_env: JudgeServer,
                                            sleeper: RecordingSleep) -> None:
     openai_env.fail_next(*["500"] * 6)
     judge = llm_judge(sleeper)
-    with pytest.raises(JudgeError, match=r"failed after 6 attempts \(last error: InternalServer"):
+    with pytest.raises(JudgeError,
+                       match=r"failed after 6 attempts \(last error: ChatHTTPError: HTTP 500"):
         await judge.evaluate("answer_accuracy", ACCURATE, {})
     assert len(openai_env.requests) == 6 and len(sleeper.delays) == 5
     assert judge.stats.failures == 1
@@ -344,6 +347,97 @@ async def test_server_without_json_mode(openai_env: JudgeServer, sleeper: Record
     assert first["label"] == second["label"] == "CORRECT"
     assert [("response_format" in r.body) for r in openai_env.requests] == [True, False, False]
     assert sleeper.delays == []  # a fallback, not a retry
+
+
+@pytest.mark.asyncio
+async def test_model_that_rejects_temperature(openai_env: JudgeServer,
+                                              sleeper: RecordingSleep) -> None:
+    openai_env.fail_next("reject_temperature")
+    judge = llm_judge(sleeper)
+    first = await judge.evaluate("answer_accuracy", ACCURATE, {})
+    second = await judge.evaluate("answer_accuracy", ACCURATE, {})
+    assert first["label"] == second["label"] == "CORRECT"
+    assert [("temperature" in r.body) for r in openai_env.requests] == [True, False, False]
+    assert [r.status for r in openai_env.requests] == [400, 200, 200]
+    assert sleeper.delays == []  # a fallback, not a retry
+    assert first["calls"] == 2  # the rejected request is counted
+
+
+@pytest.mark.asyncio
+async def test_graders_judge_while_deepeval_is_still_loading(
+    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our graders need only the chat client: their requests go out before deepeval is loaded,
+    their cost is booked once its price table is there; deepeval's metrics wait for it."""
+    loading: concurrent.futures.Future[None] = concurrent.futures.Future()
+    monkeypatch.setattr(deepeval_judge_module, "_loading", loading)  # "still importing"
+    monkeypatch.setenv("OPENAI_COST_PER_INPUT_TOKEN", "0.001")
+    monkeypatch.setenv("OPENAI_COST_PER_OUTPUT_TOKEN", "0.002")
+    judge = llm_judge(sleeper)
+    accuracy = asyncio.create_task(judge.evaluate("answer_accuracy", ACCURATE, {}))
+    faithfulness = asyncio.create_task(judge.evaluate("faithfulness", CASE, {}))
+    for _ in range(200):
+        if openai_env.requests and openai_env.requests[0].status:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    assert openai_env.kinds() == ["accuracy"]  # answered; no deepeval prompt went out
+    assert not accuracy.done() and not faithfulness.done()  # its cost is not priced yet
+
+    loading.set_result(None)
+    verdict, metric = await accuracy, await faithfulness
+    assert verdict["label"] == "CORRECT" and metric["score"] == 0.5
+    usage = verdict["usage"]
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    assert usage["cost_usd"] == round(
+        usage["prompt_tokens"] * 0.001 + usage["completion_tokens"] * 0.002, 8
+    )
+    assert judge.stats.cost_usd == pytest.approx(
+        judge.stats.prompt_tokens * 0.001 + judge.stats.completion_tokens * 0.002
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_failed_deepeval_import_is_a_config_error(
+    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken: concurrent.futures.Future[None] = concurrent.futures.Future()
+    broken.set_exception(ImportError("deepeval is broken"))
+    monkeypatch.setattr(deepeval_judge_module, "_loading", broken)
+    judge = llm_judge(sleeper)
+    with pytest.raises(JudgeConfigError, match="cannot load the 'openai:gpt-4o-mini' judge: "
+                                               "ImportError: deepeval is broken"):
+        await judge.evaluate("faithfulness", CASE, {})
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message", "code"),
+    [
+        (429, b'{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}',
+         "HTTP 429: Rate limit reached (rate_limit_exceeded)", "rate_limit_exceeded"),
+        (400, b'{"error": "model not found"}', "HTTP 400: model not found", None),
+        (502, b"<html>Bad Gateway</html>", "HTTP 502: <html>Bad Gateway</html>", None),
+        (500, b"", "HTTP 500: (empty body)", None),
+    ],
+)
+def test_http_errors_read_the_openai_envelope(
+    status: int, body: bytes, message: str, code: str | None
+) -> None:
+    error = error_from_reply(status, {"Retry-After": "3"}, body)
+    assert (str(error), error.code, error.status_code) == (message, code, status)
+    assert classify(error).kind == ("transient" if status >= 429 else "fatal")
+
+
+def test_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY",
+                 "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUEST_METHOD"):
+        monkeypatch.delenv(name, raising=False)
+    assert env_proxy("https://api.openai.com/v1/chat/completions") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    assert env_proxy("https://api.openai.com/v1/chat/completions") == "http://proxy.corp:3128"
+    assert env_proxy("http://127.0.0.1:8000/v1/chat/completions") is None
+    assert env_proxy("http://vllm.corp:8000/v1/chat/completions") is None  # no HTTP_PROXY
 
 
 class _FakeError(Exception):

@@ -1,7 +1,10 @@
 """The LLM judge: deepeval metrics for six stages, our own prompts for the other two.
 
-deepeval is imported only inside functions, after its environment is prepared, and only when a
-verdict is actually needed (it costs ~2 s to import and reads .env files unless told not to).
+deepeval is imported only by a live LLM judge, after its environment is prepared (it reads .env
+files unless told not to). The import takes 1.5-2 s, so the judge's first verdict starts it in a
+background thread (`start_loading_deepeval`); meanwhile the systems go on running and, for
+`openai:` judges, our own graders (context completeness, answer accuracy) already judge: they
+need only the chat client. deepeval's metrics wait for the import to finish.
 Every metric gets an explicit model object (never deepeval's default, which needs OPENAI_API_KEY
 even for metrics that make no call), `async_mode=True`, `eval_mode="llm"` (so a stray
 DEEPEVAL_EVAL_MODE cannot route decisions elsewhere) and runs through
@@ -11,9 +14,12 @@ DEEPEVAL_EVAL_MODE cannot route decisions elsewhere) and runs through
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import gc
 import importlib.metadata
 import importlib.util
 import os
+import threading
 from typing import Any
 
 from .base import (
@@ -24,6 +30,7 @@ from .base import (
     JudgeInput,
     StageOptions,
 )
+from .chat import ChatClient
 from .errors import JudgeConfigError, JudgeError
 from .prompts import (
     PROMPTS_REVISION,
@@ -50,7 +57,7 @@ DEEPEVAL_STAGES = frozenset(
 # What each provider needs installed: (importable module, what to pip install).
 _LIVE_EXTRA = "'pytest-evalcases[live]'"
 _REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
-    "openai": (("deepeval", _LIVE_EXTRA), ("openai", _LIVE_EXTRA)),
+    "openai": (("deepeval", _LIVE_EXTRA), ("aiohttp", _LIVE_EXTRA)),
     "gemini": (("deepeval", _LIVE_EXTRA), ("google.genai", "google-genai")),
     "ollama": (("deepeval", _LIVE_EXTRA), ("ollama", "ollama")),
     "litellm": (("deepeval", _LIVE_EXTRA), ("litellm", "litellm")),
@@ -67,6 +74,52 @@ def prepare_deepeval_env() -> None:
     # Only deepeval's own provider classes (gemini/ollama/litellm) use deepeval's retry layer;
     # one attempt there leaves RetryPolicy as the single policy in force.
     os.environ.setdefault("DEEPEVAL_RETRY_MAX_ATTEMPTS", "1")
+
+
+_loading: concurrent.futures.Future[None] | None = None
+_loading_lock = threading.Lock()
+
+
+def start_loading_deepeval() -> concurrent.futures.Future[None]:
+    """Import deepeval (and our model adapters over it) in a background thread, once per process.
+
+    Everything of ours that touches deepeval waits for this future first, so no two threads run
+    deepeval's module code at once.
+    """
+    global _loading
+    with _loading_lock:
+        if _loading is None:
+            _loading = concurrent.futures.Future()
+            threading.Thread(
+                target=_load_deepeval, args=(_loading,), name="evalcases-deepeval-import",
+                daemon=True,
+            ).start()
+        return _loading
+
+
+def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
+    import sys
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        prepare_deepeval_env()
+        import deepeval.metrics  # noqa: F401 - the point is the import
+        import deepeval.models.llms.constants  # noqa: F401
+        import deepeval.test_case  # noqa: F401
+
+        from . import llm  # noqa: F401
+
+        # deepeval's modules, classes and schemas (~130k objects) live as long as the process:
+        # keep the cyclic GC from walking them on every full pass and again at exit (measured:
+        # -0.3 s of GC and -0.3 s of exit in benchmarks/live.py). Whatever cyclic garbage
+        # exists at this moment is kept until exit: a bounded, one-off cost.
+        gc.freeze()
+    except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for deepeval
+        done.set_exception(exc)
+    else:
+        done.set_result(None)
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def _installed(module: str) -> bool:
@@ -110,13 +163,6 @@ def _price_per_token(model: str) -> tuple[float, float] | None:
     return float(prompt_price), float(completion_price)
 
 
-def _sends_temperature(model: str) -> bool:
-    from deepeval.models.llms.constants import OPENAI_MODELS_DATA
-
-    # reasoning models reject `temperature` outright
-    return OPENAI_MODELS_DATA.get(model).supports_temperature is not False
-
-
 class DeepEvalJudge(Judge):
     """An LLM judge (openai / gemini / ollama / litellm) driving deepeval metrics."""
 
@@ -133,7 +179,9 @@ class DeepEvalJudge(Judge):
         self._retry = retry
         self._timeout = timeout
         self._max_concurrency = max_concurrency
-        self._model: Any = None
+        self._model: Any = None  # the deepeval model object, made once deepeval is loaded
+        self._chat: ChatClient | None = None
+        self._priced = False
         # GEval's steps prompt sees only the criteria, never the case: draft them once per criteria
         self._correctness_steps: dict[str, list[str]] = {}
         # One drafting of GEval steps per criteria, even when many cases start at once: every
@@ -143,28 +191,12 @@ class DeepEvalJudge(Judge):
     def version(self) -> str:
         return llm_judge_version()
 
-    def model(self) -> Any:
-        """The one deepeval model object this judge uses for every metric and prompt."""
-        if self._model is None:
-            try:
-                self._model = self._build_model()
-            except JudgeError:
-                raise
-            except Exception as exc:  # e.g. a broken deepeval install, a bad price variable
-                raise JudgeConfigError(
-                    f"cannot build the {self.id!r} judge model: {type(exc).__name__}: {exc}"
-                ) from exc
-        return self._model
-
-    def _build_model(self) -> Any:
-        prepare_deepeval_env()
-        from . import llm
-
-        spec = self._spec
-        assert spec.model is not None
-        if spec.provider == "openai":
-            assert spec.api_key is not None
-            return llm.OpenAIJudgeModel(
+    def _chat_client(self) -> ChatClient:
+        """The openai judge's connection to its endpoint (needs no deepeval)."""
+        if self._chat is None:
+            spec = self._spec
+            assert spec.model is not None and spec.api_key is not None
+            self._chat = ChatClient(
                 spec.model,
                 judge_id=self.id,
                 api_key=spec.api_key,
@@ -174,18 +206,55 @@ class DeepEvalJudge(Judge):
                 stats=self.stats,
                 key_env=spec.key_env or "OPENAI_API_KEY",
                 max_concurrency=self._max_concurrency,
-                prices=_price_per_token(spec.model),
-                send_temperature=_sends_temperature(spec.model),
             )
-        return llm.NativeJudgeModel(
-            spec.model,
-            lambda: self._build_native(spec),
-            judge_id=self.id,
-            retry=self._retry,
-            stats=self.stats,
-            key_env=spec.key_env,
-            max_concurrency=self._max_concurrency,
-        )
+        return self._chat
+
+    async def _deepeval_loaded(self) -> None:
+        """Wait for the background import of deepeval; then price the openai judge's tokens."""
+        loading = start_loading_deepeval()
+        try:
+            if not loading.done():
+                await asyncio.wrap_future(loading)
+            loading.result()
+            if self._spec.provider == "openai" and not self._priced:
+                self._priced = True
+                self._chat_client().set_prices(_price_per_token(self._spec.model or ""))
+        except Exception as exc:  # e.g. a broken deepeval install, a bad price variable
+            raise JudgeConfigError(
+                f"cannot load the {self.id!r} judge: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    async def model(self) -> Any:
+        """The one deepeval model object this judge uses for every metric."""
+        await self._deepeval_loaded()
+        if self._model is None:
+            prepare_deepeval_env()  # done by the loader already; cheap, and safe if it was not
+            from . import llm
+
+            spec = self._spec
+            assert spec.model is not None
+            if spec.provider == "openai":
+                self._model = llm.OpenAIJudgeModel(self._chat_client())
+            else:
+                self._model = llm.NativeJudgeModel(
+                    spec.model,
+                    lambda: self._build_native(spec),
+                    judge_id=self.id,
+                    retry=self._retry,
+                    stats=self.stats,
+                    key_env=spec.key_env,
+                    max_concurrency=self._max_concurrency,
+                )
+        return self._model
+
+    async def _ask(self, prompt: str, schema: type[Any]) -> Any:
+        """One of our graders' prompts. An openai judge sends it at once, without waiting for
+        deepeval; the reply's cost is booked once deepeval's price table is there."""
+        if self._spec.provider != "openai":
+            return await (await self.model()).a_generate(prompt, schema=schema)
+        reply = await self._chat_client().complete(prompt, schema)
+        await self._deepeval_loaded()
+        return reply
 
     @staticmethod
     def _build_native(spec: JudgeSpec) -> Any:
@@ -202,10 +271,10 @@ class DeepEvalJudge(Judge):
             raise JudgeConfigError(f"cannot build the {spec.id!r} judge model: {exc}") from exc
 
     async def _grade(self, stage: str, data: JudgeInput, options: StageOptions) -> Grade:
-        model = self.model()
+        start_loading_deepeval()  # the first verdict starts it; the others find it under way
         if stage == "context_completeness":
             prompt = context_completeness_prompt(data.input, data.reference or "", data.context)
-            completeness = await model.a_generate(prompt, schema=ContextCompletenessGrade)
+            completeness = await self._ask(prompt, ContextCompletenessGrade)
             return Grade(
                 COMPLETENESS_SCORES[completeness.label],
                 completeness.reason,
@@ -218,13 +287,14 @@ class DeepEvalJudge(Judge):
         if stage == "answer_accuracy":
             build = unanswerable_accuracy_prompt if data.unanswerable else answer_accuracy_prompt
             prompt = build(data.input, data.answer, data.reference)
-            accuracy = await model.a_generate(prompt, schema=AnswerAccuracyGrade)
+            accuracy = await self._ask(prompt, AnswerAccuracyGrade)
             return Grade(
                 ACCURACY_SCORES[accuracy.label],
                 accuracy.reason,
                 accuracy.label,
                 {"unanswerable": data.unanswerable},
             )
+        model = await self.model()
         criteria = options.correctness_criteria
         if stage == "correctness" and criteria not in self._correctness_steps:
             key = (id(asyncio.get_running_loop()), criteria)
@@ -262,8 +332,8 @@ class DeepEvalJudge(Judge):
                      metric_details(stage, metric))
 
     async def aclose(self) -> None:
-        if self._model is not None and hasattr(self._model, "aclose"):
-            await self._model.aclose()
+        if self._chat is not None:
+            await self._chat.aclose()
 
 
 def build_metric(

@@ -6,7 +6,8 @@ model request (not the whole metric) goes through `RetryPolicy.run`, with the SD
 off (`max_retries=0`), so exactly one policy is in force.
 
 Classification is by duck typing (status codes, headers, exception class names) so this module
-imports no SDK and works for openai, google-genai, ollama and litellm errors alike:
+imports no SDK and works for aiohttp (our openai transport), openai, google-genai, ollama
+and litellm errors alike:
 
 - transient, retried with exponential backoff and jitter: HTTP 408/409/425/429/5xx, timeouts,
   connection errors and resets. A Retry-After (or retry-after-ms) header sets the delay instead.
@@ -37,6 +38,8 @@ _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 # Exception class names (anywhere in the MRO) that mean "the request never got a proper answer".
 _TRANSIENT_NAMES = frozenset(
     {
+        "ClientConnectionError",  # aiohttp: refused, reset, server disconnected
+        "ClientPayloadError",  # aiohttp: the body broke off
         "APIConnectionError",  # openai (APITimeoutError derives from it)
         "APITimeoutError",
         "TimeoutException",  # httpx
@@ -76,7 +79,9 @@ def status_of(exc: BaseException) -> int | None:
 
 def retry_after_of(exc: BaseException, now: float | None = None) -> float | None:
     """Seconds the server asked us to wait: retry-after-ms, then Retry-After (seconds or date)."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
+    headers = getattr(exc, "headers", None)  # chat.ChatHTTPError, aiohttp.ClientResponseError
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)  # SDK errors
     if headers is None:
         return None
     try:

@@ -60,6 +60,11 @@ def metering() -> Iterator[UsageMeter]:
         _current.reset(token)
 
 
+def current_meter() -> UsageMeter | None:
+    """The meter of the verdict being judged in this context (None outside `metering`)."""
+    return _current.get()
+
+
 def count_call(stats: JudgeStats, *, retry: bool) -> None:
     stats.calls += 1
     if retry:
@@ -79,4 +84,11 @@ def count_usage(
     if meter is not None:
         meter.prompt_tokens += prompt_tokens
         meter.completion_tokens += completion_tokens
+        meter.cost_usd += cost_usd
+
+
+def count_cost(stats: JudgeStats, meter: UsageMeter | None, cost_usd: float) -> None:
+    """Book a cost priced after its tokens were counted, to the meter that counted them."""
+    stats.cost_usd += cost_usd
+    if meter is not None:
         meter.cost_usd += cost_usd
