@@ -385,6 +385,47 @@ def test_live_judge_requests_are_bounded_by_eval_concurrency(
     assert 1 < judge_server.max_in_flight <= 3, judge_server.max_in_flight
 
 
+PACED_SYSTEM = """\
+import asyncio, time
+from pathlib import Path
+
+LOG = Path(__file__).resolve().parent / "spans.log"
+
+
+async def run(case):
+    started = time.monotonic()
+    await asyncio.sleep(0.05)
+    with LOG.open("a") as log:
+        log.write(f"{started} {time.monotonic()}\\n")
+    return {"answer": case["say"], "context": case["ctx"]}
+"""
+
+
+def test_systems_run_on_while_the_judge_works(tmp_path: Path, server: JudgeServer) -> None:
+    """--eval-concurrency bounds the system runs and the judge's requests separately: a case
+    waiting for its verdicts holds no system slot, so the next systems run meanwhile."""
+    server.latency = 0.5
+    project = Project(tmp_path).write_base(
+        "[pytest]\naddopts = -p no:deepeval\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    project.write_text("paced.py", PACED_SYSTEM)
+    project.write_suite({"name": "paced", "system": "paced:run", "stages": ["answer_accuracy"],
+                         "cases": [capital_case(*row) for row in CAPITALS[:4]]})
+    result, _ = run(project, "--live", "--eval-judge", OPENAI, "--eval-concurrency", "1",
+                    env=openai_env(server))
+    result.assert_outcomes(passed=4)
+    spans = sorted(tuple(map(float, line.split()))
+                   for line in (project.root / "spans.log").read_text().splitlines())
+    assert len(spans) == 4
+    runs_in_turn = zip(spans, spans[1:], strict=False)
+    assert all(end <= next_start for (_, end), (next_start, _) in runs_in_turn), spans
+    assert server.max_in_flight == 1 and len(server.requests) == 4
+    first_reply = min(request.received for request in server.requests) + server.latency
+    # One at a time each, but not in turn: every system ran before the first verdict was back
+    # (holding a slot per case, the second system run would have waited for it).
+    assert spans[-1][0] < first_reply, (spans, first_reply)
+
+
 def test_live_progress_line_counts_cases_calls_tokens_and_cost(
     recorded_template: SimpleNamespace,
 ) -> None:

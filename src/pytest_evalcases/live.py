@@ -1,5 +1,10 @@
-"""Live recording: the selected cases run in one event loop, bounded by --eval-concurrency, before
-the items report; under xdist each worker records its items one at a time."""
+"""Live recording: the selected cases run in one event loop before the items report; under xdist
+each worker records its items one at a time.
+
+`--eval-concurrency C` bounds the system runs in flight (C) and, separately, the judge's model
+requests in flight (C, the judge's own gate). A case does not hold a system slot while it waits
+for its judge, so the next systems run meanwhile, and the judge always has work queued.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .recording import Recording, record
+
+# Cases between their start and their last verdict, at most: only a memory bound (a case in
+# progress holds its trace and the state of its judge calls, a few KB), never the throttle.
+CASES_IN_PROGRESS = 1000
 
 if TYPE_CHECKING:
     from .collect import CaseItem
@@ -31,7 +40,7 @@ class LiveRecorder:
 
     async def _record_single(self, item: CaseItem) -> Recording:
         try:
-            return await self._record_one(item, asyncio.Semaphore(self.concurrency))
+            return await self._record_one(item, _Limits(self.concurrency))
         finally:
             await self._close_judges()
 
@@ -41,10 +50,10 @@ class LiveRecorder:
             if binding.live is not None:
                 await binding.live.aclose()
 
-    async def _record_one(self, item: CaseItem, limiter: asyncio.Semaphore) -> Recording:
+    async def _record_one(self, item: CaseItem, limits: _Limits) -> Recording:
         binding = self.state.binding_for(item)
-        async with limiter:
-            return await record(item.ctx, item.case, binding, self.mode)
+        async with limits.cases:
+            return await record(item.ctx, item.case, binding, self.mode, limits.systems)
 
     def record_batch(self, items: list[CaseItem], progress: Any) -> None:
         """Live mode without xdist: record every selected case in one event loop, at most
@@ -60,11 +69,11 @@ class LiveRecorder:
             asyncio.run(self._record_all(items, progress))
 
     async def _record_all(self, items: list[CaseItem], progress: Any) -> None:
-        limiter = asyncio.Semaphore(self.concurrency)
+        limits = _Limits(self.concurrency)
 
         async def one(item: CaseItem) -> None:
             try:
-                self._prepared[item.nodeid] = await self._record_one(item, limiter)
+                self._prepared[item.nodeid] = await self._record_one(item, limits)
             except Exception as exc:  # shown by that item; the others go on
                 self._prepared[item.nodeid] = exc
             progress.case_done(self.state.judge_bindings())
@@ -74,6 +83,14 @@ class LiveRecorder:
         finally:
             progress.finish(self.state.judge_bindings())
             await self._close_judges()
+
+
+class _Limits:
+    """The semaphores of one event loop: cases in progress, and system runs in flight."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.cases = asyncio.Semaphore(max(CASES_IN_PROGRESS, concurrency))
+        self.systems = asyncio.Semaphore(concurrency)
 
 
 class Progress:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,8 +96,17 @@ def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any]
         return None
 
 
-async def record(ctx: SuiteContext, case: Case, judge: JudgeBinding, mode: str) -> Recording:
-    """Run what this mode needs for one case, and save the cassette if all of it succeeded."""
+async def record(
+    ctx: SuiteContext,
+    case: Case,
+    judge: JudgeBinding,
+    mode: str,
+    system_slots: AbstractAsyncContextManager[Any] | None = None,
+) -> Recording:
+    """Run what this mode needs for one case, and save the cassette if all of it succeeded.
+
+    `system_slots` bounds the system runs in flight; the judge bounds its own requests.
+    """
     import asyncio  # live only: replay never pays for importing it
 
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
@@ -115,8 +125,9 @@ async def record(ctx: SuiteContext, case: Case, judge: JudgeBinding, mode: str) 
     else:
         # Set up only when a case really runs the system (not for --live-judges, nor when
         # --live-stale finds every recording current).
-        await asyncio.to_thread(ctx.system.setup, ctx.suite)
-        trace = normalize_trace(await ctx.system.arun(view), _where(ctx, case))
+        async with system_slots or nullcontext():
+            await asyncio.to_thread(ctx.system.setup, ctx.suite)
+            trace = normalize_trace(await ctx.system.arun(view), _where(ctx, case))
         old_verdicts = {}
 
     verdicts: dict[str, Any] = {}
