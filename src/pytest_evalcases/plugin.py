@@ -50,7 +50,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="eval_concurrency",
         type=int,
         default=None,
-        help="cases (and judge requests) in flight at once when recording (default 8)",
+        help="system runs in flight, and judge requests in flight, when recording (default 8)",
     )
     group.addoption(
         "--eval-report",

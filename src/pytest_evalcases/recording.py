@@ -157,7 +157,8 @@ async def record(
         note = "judge error (" + "; ".join(failures) + "); the previous recording was kept"
         return Recording(trace, verdicts, "not_rerecorded", note=note)
     doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts)
-    save_cassette(path, doc)
+    # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
+    await asyncio.to_thread(save_cassette, path, doc)
     return Recording(trace, verdicts, "recorded", doc["recorded_at"])
 
 

@@ -98,9 +98,6 @@ def start_loading_deepeval() -> concurrent.futures.Future[None]:
 
 
 def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
-    import sys
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
     try:
         prepare_deepeval_env()
         import deepeval.metrics  # noqa: F401 - the point is the import
@@ -118,8 +115,6 @@ def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
         done.set_exception(exc)
     else:
         done.set_result(None)
-    finally:
-        sys.setswitchinterval(interval)
 
 
 def _installed(module: str) -> bool:
