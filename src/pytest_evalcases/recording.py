@@ -126,7 +126,7 @@ async def record(
         # Set up only when a case really runs the system (not for --live-judges, nor when
         # --live-stale finds every recording current).
         async with system_slots or nullcontext():
-            await asyncio.to_thread(ctx.system.setup, ctx.suite)
+            await ctx.system.asetup(ctx.suite)
             trace = normalize_trace(await ctx.system.arun(view), _where(ctx, case))
         old_verdicts = {}
 

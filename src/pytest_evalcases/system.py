@@ -86,15 +86,25 @@ class System:
         error (the system is not set up, so none of its cases can be recorded)."""
         with self._setup_lock:
             if not self._set_up:
-                self._set_up = True
                 method = getattr(self._target, "setup", None)
                 if callable(method):
                     try:
                         method(suite)
                     except Exception as exc:
                         self._setup_error = exc
+                self._set_up = True  # only now: `asetup` reads it without the lock
         if self._setup_error is not None:
             raise self._setup_error
+
+    async def asetup(self, suite: Any) -> None:
+        """`setup` for the event loop: in a worker thread the first time (it may block), inline
+        once it has run (then it only re-raises its error, if any: no thread hop per case)."""
+        import asyncio  # live only: replay never pays for importing it
+
+        if self._set_up:
+            self.setup(suite)
+        else:
+            await asyncio.to_thread(self.setup, suite)
 
     async def arun(self, case: CaseInput) -> Any:
         """Run one case; a sync system runs in a worker thread so cases can overlap."""

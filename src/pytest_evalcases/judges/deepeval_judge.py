@@ -19,6 +19,7 @@ import gc
 import importlib.metadata
 import importlib.util
 import os
+import sys
 import threading
 from typing import Any
 
@@ -98,6 +99,11 @@ def start_loading_deepeval() -> concurrent.futures.Future[None]:
 
 
 def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
+    # While this thread imports, the event loop's thread gives up the GIL at every socket call and
+    # waits up to the switch interval (5 ms) to get it back: 0.5 ms lets ~10% more judge
+    # requests through during the import (measured with benchmarks/live.py's server).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
     try:
         prepare_deepeval_env()
         import deepeval.metrics  # noqa: F401 - the point is the import
@@ -115,6 +121,8 @@ def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
         done.set_exception(exc)
     else:
         done.set_result(None)
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def _installed(module: str) -> bool:
