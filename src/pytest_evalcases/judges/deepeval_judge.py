@@ -104,6 +104,12 @@ def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
     # requests through during the import (measured with benchmarks/live.py's server).
     interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
+    # The import makes ~130k objects that live as long as the process; the cyclic GC would walk
+    # them again and again while they are made (~0.2 s of a 1.7 s import), on every later full
+    # pass, and at exit (~0.3 s). So: no GC passes during the import, one young pass after it
+    # (for the garbage of both threads), then the survivors are frozen out of the GC's way.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         prepare_deepeval_env()
         import deepeval.metrics  # noqa: F401 - the point is the import
@@ -111,17 +117,15 @@ def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
         import deepeval.test_case  # noqa: F401
 
         from . import llm  # noqa: F401
-
-        # deepeval's modules, classes and schemas (~130k objects) live as long as the process:
-        # keep the cyclic GC from walking them on every full pass and again at exit (measured:
-        # -0.3 s of GC and -0.3 s of exit in benchmarks/live.py). Whatever cyclic garbage
-        # exists at this moment is kept until exit: a bounded, one-off cost.
-        gc.freeze()
     except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for deepeval
         done.set_exception(exc)
     else:
+        gc.collect(0)
+        gc.freeze()
         done.set_result(None)
     finally:
+        if collecting:
+            gc.enable()
         sys.setswitchinterval(interval)
 
 
