@@ -544,6 +544,20 @@ def test_correctness_criteria_stale_only_correctness(recorded: Project) -> None:
 
 
 # ---- 5: --live-stale re-judges only the stale verdicts ----------------------------------------
+def test_live_stale_with_every_recording_current_loads_no_judge(
+    recorded: Project, server: JudgeServer
+) -> None:
+    """--live and --live-judges start importing deepeval before the first case (every case will
+    be judged); --live-stale waits for a verdict that is due, so a current suite costs nothing."""
+    before = cassette_bytes(recorded)
+    result, heavy = run(recorded, "--live-stale", "--eval-judge", OPENAI, env=openai_env(server))
+    result.assert_outcomes(passed=9)
+    assert recordings_line(result).startswith("recordings: 0 recorded, 9 replayed")
+    assert server.requests == [] and runs(recorded) == []
+    assert "deepeval" not in heavy, heavy
+    assert cassette_bytes(recorded) == before
+
+
 def test_live_stale_rejudges_only_the_stale_verdicts(
     recorded: Project, server: JudgeServer
 ) -> None:

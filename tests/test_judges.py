@@ -397,6 +397,22 @@ async def test_graders_judge_while_deepeval_is_still_loading(
     )
 
 
+def test_warm_up_starts_loading_deepeval_in_the_background(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(deepeval_judge_module, "_loading", None)
+    make_judge("lexical").warm_up()  # nothing to prepare
+    assert deepeval_judge_module._loading is None
+    judge = make_judge("openai:gpt-4o-mini", environ={"OPENAI_API_KEY": "k"})
+    assert deepeval_judge_module._loading is None  # making a judge loads nothing
+    judge.warm_up()
+    loading = deepeval_judge_module._loading
+    assert loading is not None
+    judge.warm_up()  # once per process
+    assert deepeval_judge_module._loading is loading
+    assert loading.result(timeout=120) is None
+
+
 @pytest.mark.asyncio
 async def test_a_failed_deepeval_import_is_a_config_error(
     openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .recording import Recording, record
+from .session import LIVE_STALE
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in
 # progress holds its trace and the state of its judge calls, a few KB), never the throttle.
@@ -57,13 +58,19 @@ class LiveRecorder:
 
     def record_batch(self, items: list[CaseItem], progress: Any) -> None:
         """Live mode without xdist: record every selected case in one event loop, at most
-        `concurrency` cases at a time, before the items report in their usual order."""
+        `concurrency` system runs at a time, before the items report in their usual order."""
         items = [item for item in items if not item.case.skip]
+        judges = {}
         for item in items:  # judges first: a missing key fails before any case runs
             try:
-                self.state.binding_for(item)
+                binding = self.state.binding_for(item)
             except Exception as exc:
                 raise pytest.UsageError(str(exc)) from None
+            if binding.live is not None:
+                judges[id(binding.live)] = binding.live
+        if self.mode != LIVE_STALE:  # every case will be judged: let the judges get ready now
+            for judge in judges.values():
+                judge.warm_up()
         if items:
             progress.total = len(items)
             asyncio.run(self._record_all(items, progress))

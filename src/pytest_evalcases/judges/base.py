@@ -142,6 +142,9 @@ class Judge(ABC):
     async def _grade(self, stage: str, data: JudgeInput, options: StageOptions) -> Grade:
         """Judge one stage; `data` is already checked for the fields the stage needs."""
 
+    def warm_up(self) -> None:  # noqa: B027 - optional hook, most judges need no preparation
+        """Verdicts are due soon: start any slow preparation now, in the background."""
+
     async def aclose(self) -> None:
         """Release network clients. The judge may be used again afterwards (it reconnects)."""
         return None  # nothing to release for judges without a client

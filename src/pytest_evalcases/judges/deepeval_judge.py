@@ -2,7 +2,8 @@
 
 deepeval is imported only by a live LLM judge, after its environment is prepared (it reads .env
 files unless told not to). The import takes 1.5-2 s, so the judge's first verdict starts it in a
-background thread (`start_loading_deepeval`); meanwhile the systems go on running and, for
+background thread (`start_loading_deepeval`; a --live or --live-judges run starts it before its
+first case, through `warm_up`); meanwhile the systems go on running and, for
 `openai:` judges, our own graders (context completeness, answer accuracy) already judge: they
 need only the chat client. deepeval's metrics wait for the import to finish.
 Every metric gets an explicit model object (never deepeval's default, which needs OPENAI_API_KEY
@@ -31,7 +32,7 @@ from .base import (
     JudgeInput,
     StageOptions,
 )
-from .chat import ChatClient
+from .chat import ChatClient, LoopBound
 from .errors import JudgeConfigError, JudgeError
 from .prompts import (
     PROMPTS_REVISION,
@@ -189,6 +190,10 @@ class DeepEvalJudge(Judge):
         self._model: Any = None  # the deepeval model object, made once deepeval is loaded
         self._chat: ChatClient | None = None
         self._priced = False
+        # Metrics in progress at once: enough to keep every request slot busy, few enough that
+        # the hundreds of stages waiting for deepeval's import do not all start (and build their
+        # metric, and hold its state) in the same instant the import ends.
+        self._metric_slots = LoopBound(4 * max_concurrency if max_concurrency else None)
         # GEval's steps prompt sees only the criteria, never the case: draft them once per criteria
         self._correctness_steps: dict[str, list[str]] = {}
         # One drafting of GEval steps per criteria, even when many cases start at once: every
@@ -197,6 +202,9 @@ class DeepEvalJudge(Judge):
 
     def version(self) -> str:
         return llm_judge_version()
+
+    def warm_up(self) -> None:
+        start_loading_deepeval()
 
     def _chat_client(self) -> ChatClient:
         """The openai judge's connection to its endpoint (needs no deepeval)."""
@@ -316,15 +324,17 @@ class DeepEvalJudge(Judge):
         from deepeval.test_case import LLMTestCase
 
         steps = self._correctness_steps.get(options.correctness_criteria)
+        self._metric_slots.current(None)
         try:
-            metric = build_metric(stage, model, options, steps)  # stateful: one per call
-            test_case = LLMTestCase(
-                input=data.input,
-                actual_output=data.answer,
-                expected_output=data.reference,
-                retrieval_context=list(data.context),
-            )
-            await metric.a_measure(test_case, _show_indicator=False)
+            async with self._metric_slots.slot():
+                metric = build_metric(stage, model, options, steps)  # stateful: one per call
+                test_case = LLMTestCase(
+                    input=data.input,
+                    actual_output=data.answer,
+                    expected_output=data.reference,
+                    retrieval_context=list(data.context),
+                )
+                await metric.a_measure(test_case, _show_indicator=False)
         except JudgeError:
             raise
         except Exception as exc:  # deepeval's own errors (bad test case, unexpected reply shape)
