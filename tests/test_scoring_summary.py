@@ -8,7 +8,7 @@ import pytest
 import summary_reference as reference
 
 from pytest_evalcases.outcomes import OUTCOMES
-from pytest_evalcases.schema import Case, Suite
+from pytest_evalcases.schema import Suite, validate_case
 from pytest_evalcases.scoring import failure_message, result_stages, score_case
 from pytest_evalcases.summary import FULL_TABLE_LIMIT, RunSummary, render_summary
 
@@ -23,7 +23,7 @@ SUITE = Suite.model_validate(
 
 
 def test_first_failing_stage_in_suite_order_and_report_only_never_gates():
-    case = Case.model_validate(
+    case = validate_case(
         {
             "id": "c",
             "input": "q",
@@ -46,7 +46,7 @@ def test_first_failing_stage_in_suite_order_and_report_only_never_gates():
 
 
 def test_passing_case_has_no_failure():
-    case = Case.model_validate({"id": "c", "input": "q", "expected_tools": [], "reference": "x"})
+    case = validate_case({"id": "c", "input": "q", "expected_tools": [], "reference": "x"})
     scores = score_case(SUITE, case, {"answer": "y"}, {}, SUITE.stages, SUITE.report_only)
     assert scores.first_failure is None
 
