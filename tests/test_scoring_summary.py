@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from pytest_evalcases.schema import Case, Suite
+import random
+
+import pytest
+import summary_reference as reference
+
+from pytest_evalcases.outcomes import OUTCOMES
+from pytest_evalcases.schema import Suite, validate_case
 from pytest_evalcases.scoring import failure_message, result_stages, score_case
-from pytest_evalcases.summary import FULL_TABLE_LIMIT, render_summary
+from pytest_evalcases.summary import FULL_TABLE_LIMIT, RunSummary, render_summary
 
 SUITE = Suite.model_validate(
     {
@@ -17,7 +23,7 @@ SUITE = Suite.model_validate(
 
 
 def test_first_failing_stage_in_suite_order_and_report_only_never_gates():
-    case = Case.model_validate(
+    case = validate_case(
         {
             "id": "c",
             "input": "q",
@@ -40,7 +46,7 @@ def test_first_failing_stage_in_suite_order_and_report_only_never_gates():
 
 
 def test_passing_case_has_no_failure():
-    case = Case.model_validate({"id": "c", "input": "q", "expected_tools": [], "reference": "x"})
+    case = validate_case({"id": "c", "input": "q", "expected_tools": [], "reference": "x"})
     scores = score_case(SUITE, case, {"answer": "y"}, {}, SUITE.stages, SUITE.report_only)
     assert scores.first_failure is None
 
@@ -96,3 +102,95 @@ def test_category_rates_count_scored_cases_as_results_json_does():
                            verbose=False, orphans=[])
     assert any(line.split() == ["cat", "1", "2", "50%"] for line in lines)  # xfailed is scored
     assert any(line.split() == ["other", "0", "0", "-"] for line in lines)  # stale is not
+
+
+# ---- the streaming summary prints what the batch summary printed ----------------------------
+# Suites whose stages overlap and disagree on gating (retrieval gates in `a`, not in `c`), in files
+# whose collection order is not their arrival order.
+SUITES = [
+    ("cases/b.json", "b", [("faithfulness", True), ("tools", True), ("exact_match", False)]),
+    ("cases/a.json", "a", [("tools", True), ("retrieval", True), ("token_f1", False)]),
+    ("cases/a/z.json", "c", [("retrieval", False), ("answer_accuracy", True)]),
+]
+UNSCORED = ("stale", "missing", "error", "skipped")
+
+
+def random_result(rng: random.Random, file: str, suite: str, stages: list, index: int) -> dict:
+    outcome = rng.choice(OUTCOMES)
+    stage_dicts = {}
+    if outcome not in UNSCORED or rng.random() < 0.2:
+        for name, gating in stages:
+            passed = rng.choice([True, True, False, None])
+            judge_error = passed is False and rng.random() < 0.2
+            # Quarters: a float sum of them is exact in any order, as the batch summary's was.
+            score = None if passed is None or judge_error else rng.choice([0, 0.25, 0.5, 1.0])
+            stage_dicts[name] = {"score": score, "passed": passed, "gating": gating,
+                                 "judge_error": judge_error}
+    failure = None
+    if outcome in ("failed", "xfailed"):
+        failure = {"stage": stages[0][0], "reason": "missing: x " * rng.randint(1, 20)}
+    elif outcome in ("stale", "missing", "error"):
+        failure = {"stage": None, "reason": rng.choice(["", "key changed"])}
+    status = rng.choice(["replayed", "recorded", "not_rerecorded", None])
+    recording = {} if status is None else {"status": status}
+    if status == "not_rerecorded" and rng.random() < 0.5:
+        recording["note"] = f"TimeoutError: case {index}"
+    return {
+        "nodeid": f"{file}::c{index}",
+        "suite": suite,
+        "id": f"c{index:03d}",
+        "file": file,
+        "index": index,
+        "category": rng.choice(["sync", "billing", None]),
+        "outcome": outcome,
+        "first_failure": failure,
+        "stages": stage_dicts,
+        "recording": recording,
+    }
+
+
+def random_results(seed: int, count: int) -> list[dict]:
+    rng = random.Random(seed)
+    results = []
+    for n in range(count):
+        file, suite, stages = SUITES[n % len(SUITES)]
+        results.append(random_result(rng, file, suite, stages, n // len(SUITES)))
+    rng.shuffle(results)  # arrival order, as under xdist
+    return results
+
+
+@pytest.mark.parametrize("count", [1, 7, FULL_TABLE_LIMIT, FULL_TABLE_LIMIT + 1, 400])
+@pytest.mark.parametrize("verbose", [False, True])
+def test_streaming_summary_prints_the_batch_summary_text(count: int, verbose: bool) -> None:
+    for seed in range(5):
+        results = random_results(seed, count)
+        orphans = ["cassettes/a/old.json"] if seed % 2 else []
+        expected = reference.render_summary(
+            reference.ordered_results(results), verbose=verbose, orphans=orphans,
+            orphan_note=" (note)",
+        )
+        summary = RunSummary(verbose=verbose)
+        for result in results:
+            summary.add(result)
+        assert summary.lines(orphans=orphans, orphan_note=" (note)") == expected, seed
+
+
+def test_summary_text_does_not_depend_on_arrival_order() -> None:
+    rng = random.Random(7)
+    results = random_results(3, 200)
+    for result in results:  # scores whose float sum depends on the order it is taken in
+        for stage in result["stages"].values():
+            if stage["score"] is not None:
+                stage["score"] = rng.random()
+    first = render_summary(results, verbose=True, orphans=[])
+    for _ in range(3):
+        rng.shuffle(results)
+        assert render_summary(results, verbose=True, orphans=[]) == first
+
+
+def test_mean_score_is_exact() -> None:
+    results = [result(0, "passed"), result(1, "passed"), result(2, "passed")]
+    for res, score in zip(results, [0.1, 0.2, 0.7], strict=True):
+        res["stages"]["tools"]["score"] = score  # a plain float sum gives 0.9999999999999999
+    lines = render_summary(results, verbose=False, orphans=[])
+    assert any(line.split() == ["tools", "3", "0", "0", "0", "0.333"] for line in lines)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_evalcases.schema import Case, Suite
+from pytest_evalcases.schema import Case, Suite, validate_case
 from pytest_evalcases.stages import STAGES
 from pytest_evalcases.stages.retrieval import rank_metrics
 from pytest_evalcases.stages.text import normalize_text, token_f1
@@ -17,7 +17,7 @@ def suite(**fields) -> Suite:
 
 
 def case(**fields) -> Case:
-    return Case.model_validate({"id": "c", "input": "q", **fields})
+    return validate_case({"id": "c", "input": "q", **fields})
 
 
 def score(stage: str, trace: dict, suite_fields: dict | None = None, **case_fields):

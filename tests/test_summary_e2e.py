@@ -192,3 +192,33 @@ def test_without_cacheprovider_prints_the_same_summary(
 
     result.assert_outcomes(passed=2, failed=2, xfailed=1, errors=4)
     assert summary_section(result) == summary_section(quiet_run)
+
+
+RESULT_READER = '''
+SEEN = []
+
+
+def pytest_runtest_logreport(report):
+    result = getattr(report, "evalcase", None)
+    if result is not None:
+        SEEN.append(f"{result['id']}={result['outcome']}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line("seen by conftest: " + " ".join(sorted(SEEN)))
+'''
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_other_plugins_still_read_the_result_on_the_report(
+    copied: Project, xdist: list[str]
+) -> None:
+    """The plugin takes the result off the report only after the other logreport hooks ran."""
+    copied.write_text("conftest.py", RESULT_READER)
+
+    result = copied.run("-q", *xdist)
+
+    seen = next(line for line in result.outlines if line.startswith("seen by conftest: "))
+    outcomes = dict(pair.split("=") for pair in seen.split(": ", 1)[1].split())
+    assert sorted(outcomes) == sorted(CASE_IDS)
+    assert outcomes["fail-tools"] == "failed" and outcomes["stale-me"] == "stale"

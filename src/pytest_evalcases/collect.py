@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from .cassette import file_hash, suite_key_fields
 from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
-from .schema import Case, Suite, format_validation_error
+from .schema import Case, Suite, format_validation_error, validate_case
 from .stages import STAGES, Stage
 from .system import System, resolve_system
 
@@ -195,7 +195,7 @@ class CaseFile(pytest.File):
                     f"(cases[{index}]); the first one runs, rename this one",
                 )
         try:
-            case = Case.model_validate(raw)
+            case = validate_case(raw)
         except ValidationError as exc:
             label = name or f"cases[{index}]"
             return error(

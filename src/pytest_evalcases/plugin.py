@@ -9,13 +9,18 @@ from __future__ import annotations
 import gc
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .errors import EvalCaseError
 from .runreport import check_report_options, load_baseline
 from .session import SESSION_KEY, EvalSession, get_session
+
+if TYPE_CHECKING:
+    from .summary import RunSummary
+
+RESULTS_PLUGIN = "evalcases-results"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -90,10 +95,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not state.is_worker:
         check_report_options(config)
         state.baseline = load_baseline(config)
+        config.pluginmanager.register(ResultCollector(config, state), RESULTS_PLUGIN)
     if state.live:
         _dont_rewrite_deepeval()
     config.stash[SESSION_KEY] = state
-    config.pluginmanager.register(ResultCollector(state), "evalcases-results")
 
 
 def _dont_rewrite_deepeval() -> None:
@@ -160,55 +165,67 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 class ResultCollector:
-    """Gathers the per-case results from the reports (on the controller under xdist: the same
-    path with and without workers, and a crashed worker's other cases still arrive)."""
+    """Controller only: gathers the per-case results from the reports (the same path with and
+    without xdist, and a crashed worker's other cases still arrive). The summary is built as they
+    arrive; the result dicts are kept only for --eval-report and --eval-baseline."""
 
-    def __init__(self, state: EvalSession) -> None:
-        self.state = state
+    def __init__(self, config: pytest.Config, state: EvalSession) -> None:
+        self.verbose = config.option.verbose > 0
+        self.summary: RunSummary | None = None  # from the first eval case on
+        keep = state.report_dir is not None or state.baseline is not None
+        self.results: list[dict[str, Any]] | None = [] if keep else None
 
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        result = getattr(report, "evalcase", None)
-        if result is not None:
-            self.state.results.append(result)
+        # Taken off the report (after the other plugins saw it): the terminal reporter keeps
+        # every report to the end of the run, and with it ~2 KB of result per case.
+        result = report.__dict__.pop("evalcase", None)
+        if result is None:
+            return
+        if self.summary is None:
+            from .summary import RunSummary
+
+            self.summary = RunSummary(verbose=self.verbose)
+        self.summary.add(result)
+        if self.results is not None:
+            self.results.append(result)
+
+
+def _collector(config: pytest.Config) -> ResultCollector | None:
+    """The controller's ResultCollector; None on an xdist worker."""
+    return config.pluginmanager.get_plugin(RESULTS_PLUGIN)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller only: aggregate, write the report files, apply the baseline gate."""
-    state = get_session(session.config)
-    if state.is_worker or not state.results:
+    collector = _collector(session.config)
+    if collector is None or not collector.results:  # no eval case, or no report asked for
         return
-    from .runreport import build_run_report, ordered_results, run_info
+    from .runreport import build_run_report, run_info
 
-    state.parsed = ordered_results(state.results)
-    if state.report_dir is None and state.baseline is None:
-        return
+    state = get_session(session.config)
     run = run_info(
         session.config, state.mode, state.judge_override or state.default_judge, state.started
     )
     report_dir = (
         Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
     )
+    tolerance = session.config.getoption("eval_tolerance")
     state.run_report = build_run_report(
-        state.parsed, run, state.baseline, session.config.getoption("eval_tolerance"), report_dir
+        collector.results, run, state.baseline, tolerance, report_dir
     )
     if state.run_report.gate_failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    state = get_session(config)
-    if state.is_worker or state.parsed is None:
+    collector = _collector(config)
+    if collector is None or collector.summary is None:
         return
-    from .summary import render_summary
-
+    state = get_session(config)
     orphans, note = state.orphans()
     terminalreporter.write_sep("=", "per-stage summary")
-    for line in render_summary(
-        state.parsed,
-        verbose=config.option.verbose > 0,
-        orphans=[str(p) for p in orphans],
-        orphan_note=note,
-    ):
+    for line in collector.summary.lines(orphans=[str(p) for p in orphans], orphan_note=note):
         terminalreporter.write_line(line)
     report = state.run_report
     if report is not None and report.doc.get("baseline") is not None:

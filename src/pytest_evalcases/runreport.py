@@ -42,11 +42,6 @@ def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def ordered_results(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The per-case results in collection order (the same under xdist as without)."""
-    return sorted(results, key=lambda r: (r["file"], r["index"], r["id"]))
-
-
 @dataclass(slots=True)
 class RunReport:
     doc: dict[str, Any]

@@ -77,8 +77,6 @@ class EvalSession:
         self._markers: dict[str, pytest.MarkDecorator] = {}
         self._judges: dict[str | None, JudgeBinding] = {}
         self._recorder: LiveRecorder | None = None
-        self.results: list[dict[str, Any]] = []  # per case, gathered on the controller
-        self.parsed: list[dict[str, Any]] | None = None
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         from .runreport import utc_now

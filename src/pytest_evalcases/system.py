@@ -32,8 +32,8 @@ class CaseInput(dict):
 
 def system_view(case: Case) -> CaseInput:
     view = CaseInput(id=case.id, input=case.input)
-    if case.model_extra:
-        view.update(case.model_extra)
+    if case.extra:
+        view.update(case.extra)
     return view
 
 

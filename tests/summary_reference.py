@@ -1,0 +1,162 @@
+"""The terminal summary as it was built before it streamed (commit 222ef7e): all results in
+hand, sorted into collection order, then counted. The streaming summary must print the same text.
+Kept verbatim as the tests' oracle; not used by the plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_evalcases.outcomes import DECIDED, FAILING, PASS_LIKE
+
+# Beyond this many cases only the interesting ones get a row (unless -v).
+FULL_TABLE_LIMIT = 50
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+
+
+def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Stage columns in the order suites list them, gating stages before report-only ones."""
+    gating: dict[str, None] = {}
+    report_only: dict[str, None] = {}
+    for result in results:
+        for name, stage in result["stages"].items():
+            (gating if stage["gating"] else report_only).setdefault(name, None)
+    return list(gating) + [name for name in report_only if name not in gating]
+
+
+def stage_cell(stage: dict[str, Any] | None) -> str:
+    if stage is None or stage["passed"] is None:
+        return "-"
+    if stage.get("judge_error"):
+        return "JUDGE-ERR"
+    score = "" if stage["score"] is None else f"{stage['score']:.2f}"
+    if stage["passed"] or not stage["gating"]:
+        return score or "pass"
+    return f"FAIL {score}".strip()
+
+
+FAILURE_CELL_CHARS = 120
+
+
+def first_failure_cell(result: dict[str, Any]) -> str:
+    """`stage: reason` for a stage failure, `STALE: why` (MISSING, ERROR) for a case not scored."""
+    failure = result.get("first_failure") or {}
+    label = failure.get("stage") or (
+        result["outcome"].upper() if result["outcome"] in ("stale", "missing", "error") else ""
+    )
+    reason = failure.get("reason") or ""
+    cell = f"{label}: {reason}" if label and reason else label or reason
+    if len(cell) > FAILURE_CELL_CHARS:
+        cell = cell[: FAILURE_CELL_CHARS - 3] + "..."
+    return cell
+
+
+def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool) -> list[str]:
+    shown = results
+    if len(results) > FULL_TABLE_LIMIT and not verbose:
+        shown = [r for r in results if r["outcome"] in FAILING or r["first_failure"]]
+    header = ["case", "category", "outcome", *stages, "first failure"]
+    rows = [header]
+    for result in shown:
+        cells = [stage_cell(result["stages"].get(name)) for name in stages]
+        rows.append(
+            [
+                f"{result['suite']}::{result['id']}",
+                result.get("category") or "-",
+                result["outcome"],
+                *cells,
+                first_failure_cell(result),
+            ]
+        )
+    lines = _table(rows)
+    hidden = len(results) - len(shown)
+    if hidden:
+        lines.append(f"({hidden} passing or skipped cases not shown; -v shows every case)")
+    return lines
+
+
+def stage_totals(results: Sequence[dict[str, Any]], stages: list[str]) -> list[str]:
+    rows = [["stage", "passed", "failed", "skipped", "judge errors", "mean score"]]
+    for name in stages:
+        passed = failed = skipped = errors = 0
+        scores = []
+        for result in results:
+            stage = result["stages"].get(name)
+            if stage is None:
+                continue
+            if stage.get("judge_error"):
+                errors += 1
+            elif stage["passed"] is None:
+                skipped += 1
+            elif stage["passed"]:
+                passed += 1
+            else:
+                failed += 1
+            if stage["score"] is not None:
+                scores.append(stage["score"])
+        mean = f"{sum(scores) / len(scores):.3f}" if scores else "-"
+        label = (
+            name if any(r["stages"].get(name, {}).get("gating") for r in results) else f"{name}*"
+        )
+        rows.append([label, str(passed), str(failed), str(skipped), str(errors), mean])
+    return _table(rows)
+
+
+def category_rates(results: Sequence[dict[str, Any]]) -> list[str]:
+    """Pass rate per category, counted as in results.json: passes over the cases whose answer
+    was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere)."""
+    counts: dict[str, list[int]] = {}
+    for result in results:
+        tally = counts.setdefault(result.get("category") or "-", [0, 0])
+        tally[0] += result["outcome"] in PASS_LIKE
+        tally[1] += result["outcome"] in DECIDED
+    rows = [["category", "passed", "scored", "pass rate"]]
+    for category in sorted(counts):
+        passed, scored = counts[category]
+        rate = f"{passed / scored:.0%}" if scored else "-"
+        rows.append([category, str(passed), str(scored), rate])
+    return _table(rows)
+
+
+def render_summary(
+    results: Sequence[dict[str, Any]],
+    *,
+    verbose: bool,
+    orphans: Sequence[str],
+    orphan_note: str = "",
+) -> list[str]:
+    """Everything under the `per-stage summary` heading, in a fixed order (same text under -n)."""
+    stages = stage_names(results)
+    lines = case_rows(results, stages, verbose) if results else ["no eval cases ran"]
+    if results and stages:
+        lines += ["", *stage_totals(results, stages)]
+        if any(not any(r["stages"].get(n, {}).get("gating") for r in results) for n in stages):
+            lines.append("* report only: never fails a case")
+    if results:
+        lines += ["", *category_rates(results)]
+    outcomes = [r["outcome"] for r in results]
+    statuses = [r.get("recording", {}).get("status") for r in results]
+    lines += [
+        "",
+        f"recordings: {statuses.count('recorded')} recorded, "
+        f"{statuses.count('replayed')} replayed, "
+        f"{outcomes.count('stale')} stale, {outcomes.count('missing')} missing, "
+        f"{len(orphans)} orphaned{orphan_note}",
+    ]
+    lines += [f"  orphan: {path}" for path in orphans]
+    kept = [r for r in results if r.get("recording", {}).get("status") == "not_rerecorded"]
+    for result in kept:
+        note = result["recording"].get("note") or "the live run failed"
+        lines.append(f"  not re-recorded: {result['suite']}::{result['id']} ({note})")
+    return lines
+
+
+def ordered_results(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the plugin passed to render_summary: the results in collection order."""
+    return sorted(results, key=lambda r: (r["file"], r["index"], r["id"]))
