@@ -92,6 +92,7 @@ class Run:
     last: float  # spawn to the last judge request
     requests: int
     peak_in_flight: int
+    served_ms: float  # the server's mean time per request, latency included
     tail: str  # pytest's last line
 
 
@@ -137,12 +138,14 @@ def record(folder: Path, server: JudgeServer, concurrency: int, env: dict[str, s
             f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
     received = sorted(request.received for request in server.requests)
+    served = [request.answered - request.received for request in server.requests]
     return Run(
         wall,
         received[0] - spawned,
         received[-1] - spawned,
         len(received),
         server.max_in_flight,
+        1000 * statistics.mean(served),
         done.stdout.strip().splitlines()[-1],
     )
 
@@ -198,7 +201,8 @@ def main() -> None:
         f"collection), {run.last - run.first:.2f} s of requests, "
         f"{run.wall - run.last:.2f} s from the last request to exit"
     )
-    print(f"  requests / ideal:     {(run.last - run.first + args.latency) / ideal:.2f}x")
+    print(f"  requests / ideal:     {(run.last - run.first + args.latency) / ideal:.2f}x "
+          f"(the server took {run.served_ms:.1f} ms a request on average)")
     print(f"  no latency (L=0):     {fixed.wall:.2f} s (median {fixed_median:.2f} s)")
 
 

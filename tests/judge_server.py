@@ -57,6 +57,7 @@ class RecordedRequest:
     client_port: int
     received: float  # time.monotonic()
     status: int = 0
+    answered: float = 0.0  # time.monotonic() once the reply is sent (or the request dropped)
     fault: str | None = None
 
 
@@ -332,6 +333,7 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 record.fault = fault.kind if fault else None
                 record.status = self._respond(record, body, fault)
             finally:
+                record.answered = time.monotonic()
                 server._leave()
 
         def _respond(

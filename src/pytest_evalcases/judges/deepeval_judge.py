@@ -204,6 +204,10 @@ class DeepEvalJudge(Judge):
         return llm_judge_version()
 
     def warm_up(self) -> None:
+        if self._spec.provider == "openai":
+            # The chat client's transport, first and at full speed (~0.1 s): the first requests
+            # need it, and deepeval's import, which would import it too, finds it done.
+            import aiohttp  # noqa: F401
         start_loading_deepeval()
 
     def _chat_client(self) -> ChatClient:
