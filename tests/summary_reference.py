@@ -1,6 +1,7 @@
-"""The terminal summary as it was built before it streamed (commit 222ef7e): all results in
+"""The terminal summary's counting as it was before it streamed (commit 222ef7e): all results in
 hand, sorted into collection order, then counted. The streaming summary must print the same text.
-Kept verbatim as the tests' oracle; not used by the plugin."""
+The tests' oracle, not used by the plugin. The cell and table formatting it shares with the
+plugin (unchanged by the streaming rewrite) is imported, not copied."""
 
 from __future__ import annotations
 
@@ -8,16 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_evalcases.outcomes import DECIDED, FAILING, PASS_LIKE
-
-# Beyond this many cases only the interesting ones get a row (unless -v).
-FULL_TABLE_LIMIT = 50
-
-
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
-    return [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
+from pytest_evalcases.summary import FULL_TABLE_LIMIT, _table, first_failure_cell, stage_cell
 
 
 def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
@@ -28,33 +20,6 @@ def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
         for name, stage in result["stages"].items():
             (gating if stage["gating"] else report_only).setdefault(name, None)
     return list(gating) + [name for name in report_only if name not in gating]
-
-
-def stage_cell(stage: dict[str, Any] | None) -> str:
-    if stage is None or stage["passed"] is None:
-        return "-"
-    if stage.get("judge_error"):
-        return "JUDGE-ERR"
-    score = "" if stage["score"] is None else f"{stage['score']:.2f}"
-    if stage["passed"] or not stage["gating"]:
-        return score or "pass"
-    return f"FAIL {score}".strip()
-
-
-FAILURE_CELL_CHARS = 120
-
-
-def first_failure_cell(result: dict[str, Any]) -> str:
-    """`stage: reason` for a stage failure, `STALE: why` (MISSING, ERROR) for a case not scored."""
-    failure = result.get("first_failure") or {}
-    label = failure.get("stage") or (
-        result["outcome"].upper() if result["outcome"] in ("stale", "missing", "error") else ""
-    )
-    reason = failure.get("reason") or ""
-    cell = f"{label}: {reason}" if label and reason else label or reason
-    if len(cell) > FAILURE_CELL_CHARS:
-        cell = cell[: FAILURE_CELL_CHARS - 3] + "..."
-    return cell
 
 
 def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool) -> list[str]:
