@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,7 @@ from pytest_evalcases.report import (
 from pytest_evalcases.report.dashboard import histogram_bars, interval_chart
 from pytest_evalcases.report.markdown import escape_cell
 from pytest_evalcases.report.merge import merge_orders
+from pytest_evalcases.runreport import judges_used
 from pytest_evalcases.stats import bootstrap_ci, wilson_interval
 
 TEMPLATES = Path(__file__).parents[1] / "src" / "pytest_evalcases" / "report" / "templates"
@@ -658,3 +660,16 @@ def test_merge_orders_and_round_trip(tmp_path: Path) -> None:
     back = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert list(back["cases"][0]["stages"]) != one["stage_order"]
     assert merge_results([back])["stage_order"] == one["stage_order"]
+
+
+def test_run_judge_is_the_judge_that_scored() -> None:
+    """A suite may name its own judge: the run reports what judged, not only the option."""
+    def result(*judges: str) -> dict[str, Any]:
+        return {"recording": {"status": "replayed", "judges": list(judges)}}
+
+    assert judges_used([result("lexical"), result("lexical")], None) == "lexical"
+    assert judges_used([result("openai:gpt-4o-mini"), result("lexical")], "lexical") == (
+        "lexical, openai:gpt-4o-mini"
+    )
+    assert judges_used([result(), {"recording": {}}], "lexical") == "lexical"  # nothing judged
+    assert judges_used([], None) is None

@@ -800,3 +800,21 @@ def test_invalid_tolerance_is_a_usage_error_before_any_case_runs(
     assert "--eval-tolerance" in "\n".join(done.result.errlines), text
     assert "Traceback" not in text
     assert project.calls() == []  # the system never ran
+
+
+def test_the_report_names_the_judge_a_suite_chose(tmp_path: Path) -> None:
+    """The demo suite names its judge ("judge": "lexical") and no option does: results.json
+    says which judge scored the run, and each case which judges its verdicts came from."""
+    repo = Path(__file__).resolve().parents[1]
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith("PYTEST_") and name != "GITHUB_STEP_SUMMARY"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "cases/", "-q", "-p", "no:cacheprovider",
+         "--eval-report", str(tmp_path)],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["run"]["judge"] == "lexical"
+    judges = [case["recording"].get("judges") for case in doc["cases"]]
+    assert ["lexical"] in judges and set(map(tuple, judges)) <= {("lexical",), ()}, judges

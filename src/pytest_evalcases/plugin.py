@@ -201,12 +201,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     collector = _collector(session.config)
     if collector is None or not collector.results:  # no eval case, or no report asked for
         return
-    from .runreport import build_run_report, run_info
+    from .runreport import build_run_report, judges_used, run_info
 
     state = get_session(session.config)
-    run = run_info(
-        session.config, state.mode, state.judge_override or state.default_judge, state.started
-    )
+    judge = judges_used(collector.results, state.judge_override or state.default_judge)
+    run = run_info(session.config, state.mode, judge, state.started)
     report_dir = (
         Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
     )

@@ -128,6 +128,7 @@ def _recording_info(
         "latency_ms": recording.trace.get("latency_ms"),
         "judge_usage": judge_usage,
         "judge_latency_ms": sum(latencies) if latencies else None,
+        "judges": sorted({str(v["judge"]) for v in verdicts if v.get("judge")}),
     }
 
 

@@ -49,6 +49,14 @@ class RunReport:
     gate_failed: bool
 
 
+def judges_used(results: list[dict[str, Any]], configured: str | None) -> str | None:
+    """The judge whose verdicts the run scored ("a, b" when suites use several); the configured
+    one when no case had a verdict. Suites may name their own judge, so the option alone is not
+    the answer."""
+    used = {judge for r in results for judge in (r.get("recording") or {}).get("judges") or ()}
+    return ", ".join(sorted(used)) if used else configured
+
+
 def run_info(config: pytest.Config, mode: str, judge: str | None, started: str) -> dict[str, Any]:
     from .report import git_commit
 
