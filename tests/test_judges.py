@@ -426,6 +426,17 @@ async def test_a_failed_deepeval_import_is_a_config_error(
         await judge.evaluate("faithfulness", CASE, {})
 
 
+@pytest.mark.asyncio
+async def test_a_bad_price_variable_fails_every_verdict(
+    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_COST_PER_INPUT_TOKEN", "cheap")
+    judge = llm_judge(sleeper)
+    for _ in range(2):  # not only the first: no verdict may go out with its cost silently 0
+        with pytest.raises(JudgeConfigError, match="could not convert string to float: 'cheap'"):
+            await judge.evaluate("answer_accuracy", ACCURATE, {})
+
+
 @pytest.mark.parametrize(
     ("status", "body", "message", "code"),
     [

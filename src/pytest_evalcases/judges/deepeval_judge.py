@@ -236,8 +236,8 @@ class DeepEvalJudge(Judge):
                 await asyncio.wrap_future(loading)
             loading.result()
             if self._spec.provider == "openai" and not self._priced:
-                self._priced = True
                 self._chat_client().set_prices(_price_per_token(self._spec.model or ""))
+                self._priced = True  # not before: a bad price variable fails every verdict
         except Exception as exc:  # e.g. a broken deepeval install, a bad price variable
             raise JudgeConfigError(
                 f"cannot load the {self.id!r} judge: {type(exc).__name__}: {exc}"
