@@ -331,7 +331,7 @@ import sys
 import pytest
 
 code = pytest.main(sys.argv[1:])
-heavy = sorted({name.split(".")[0] for name in sys.modules} & {"deepeval", "openai", "vcr"})
+heavy = sorted({name.split(".")[0] for name in sys.modules} & {"deepeval", "openai", "vcr", "aiohttp"})
 sys.stdout.flush()
 print("HEAVY-MODULES", ",".join(heavy) or "-")
 raise SystemExit(int(code))

@@ -35,7 +35,8 @@ POISON = "zzz"
 BORDERLINE = "yyy"
 
 FaultKind = Literal[
-    "429", "500", "401", "hang", "garbage", "reset", "reject_json_mode", "reject_temperature"
+    "429", "500", "401", "hang", "garbage", "reset", "malformed", "reject_json_mode",
+    "reject_temperature",
 ]
 
 
@@ -58,6 +59,7 @@ class RecordedRequest:
     received: float  # time.monotonic()
     status: int = 0
     answered: float = 0.0  # time.monotonic() once the reply is sent (or the request dropped)
+    headers: dict[str, str] | None = None
     fault: str | None = None
 
 
@@ -326,6 +328,7 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             record = RecordedRequest(
                 path=self.path, body=body, prompt=content, kind=recognise(content),
                 client_port=self.client_address[1], received=time.monotonic(),
+                headers=dict(self.headers.items()),
             )
             fault = server._enter(record)
             try:
@@ -357,6 +360,10 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                     return 401
                 if fault.kind == "reset":
                     self.close_connection = True  # drop the connection without an answer
+                    return 0
+                if fault.kind == "malformed":  # not HTTP: a broken proxy or server
+                    self.wfile.write(b"HTTP/1.1 OK-ISH\r\n\r\n")
+                    self.close_connection = True
                     return 0
                 if fault.kind == "hang":
                     server._wait(fault.seconds)  # longer than the client's timeout

@@ -8,8 +8,10 @@ import asyncio
 import concurrent.futures
 import importlib.metadata
 import json
+import ssl
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from pytest_evalcases.judges import (
     make_judge,
 )
 from pytest_evalcases.judges import deepeval_judge as deepeval_judge_module
-from pytest_evalcases.judges.chat import env_proxy, error_from_reply
+from pytest_evalcases.judges.chat import env_proxy, error_from_reply, tls_context
 from pytest_evalcases.judges.lexical import is_abstention, stem
 from pytest_evalcases.judges.retry import classify, retry_after_of
 from pytest_evalcases.judges.spec import parse_spec, resolve_spec
@@ -435,6 +437,98 @@ async def test_a_bad_price_variable_fails_every_verdict(
     for _ in range(2):  # not only the first: no verdict may go out with its cost silently 0
         with pytest.raises(JudgeConfigError, match="could not convert string to float: 'cheap'"):
             await judge.evaluate("answer_accuracy", ACCURATE, {})
+
+
+@pytest.mark.asyncio
+async def test_a_cancelled_waiter_does_not_cancel_the_import(
+    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller's timeout while deepeval imports must not poison the judge for later verdicts."""
+    release = threading.Event()
+    real_load = deepeval_judge_module._load_deepeval
+
+    def slow_load(done: concurrent.futures.Future[None]) -> None:
+        release.wait(30)
+        real_load(done)
+
+    monkeypatch.setattr(deepeval_judge_module, "_loading", None)
+    monkeypatch.setattr(deepeval_judge_module, "_load_deepeval", slow_load)
+    judge = llm_judge(sleeper)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(judge.evaluate("faithfulness", CASE, {}), 0.1)
+    release.set()
+    verdict = await judge.evaluate("faithfulness", CASE, {})
+    assert verdict["score"] == 0.5
+
+
+@pytest.mark.asyncio
+async def test_a_failed_import_fails_our_graders_before_a_paid_request(
+    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken: concurrent.futures.Future[None] = concurrent.futures.Future()
+    broken.set_exception(ImportError("deepeval is broken"))
+    monkeypatch.setattr(deepeval_judge_module, "_loading", broken)
+    judge = llm_judge(sleeper)
+    with pytest.raises(JudgeConfigError, match="deepeval is broken"):
+        await judge.evaluate("answer_accuracy", ACCURATE, {})
+    assert openai_env.requests == []
+
+
+@pytest.mark.asyncio
+async def test_malformed_http_reply_is_retried(openai_env: JudgeServer,
+                                               sleeper: RecordingSleep) -> None:
+    openai_env.fail_next("malformed")
+    verdict = await llm_judge(sleeper).evaluate("answer_accuracy", ACCURATE, {})
+    assert verdict["label"] == "CORRECT" and verdict["calls"] == 2
+    assert len(sleeper.delays) == 1  # a transient failure, not "HTTP 400"
+
+
+@pytest.mark.asyncio
+async def test_timeouts_say_which_limit(openai_env: JudgeServer, sleeper: RecordingSleep) -> None:
+    openai_env.fail_next(Fault("hang", seconds=2.0), Fault("hang", seconds=2.0))
+    retry = RetryPolicy(max_attempts=2, base_delay=0.001, sleep=sleeper)
+    judge = make_judge("openai:gpt-4o-mini", retry=retry, timeout=0.3)
+    with pytest.raises(JudgeError, match=r"no reply within 0\.3 s \(EVALCASES_JUDGE_TIMEOUT"):
+        await judge.evaluate("answer_accuracy", ACCURATE, {})
+
+
+@pytest.mark.asyncio
+async def test_organization_and_project_headers(
+    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await llm_judge(sleeper).evaluate("answer_accuracy", ACCURATE, {})
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-123")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_456")
+    await llm_judge(sleeper).evaluate("answer_accuracy", ACCURATE, {})
+    first, second = (request.headers or {} for request in openai_env.requests)
+    assert first["Authorization"] == second["Authorization"] == "Bearer test-key"
+    assert "OpenAI-Organization" not in first and "OpenAI-Project" not in first
+    assert (second["OpenAI-Organization"], second["OpenAI-Project"]) == ("org-123", "proj_456")
+
+
+def test_tls_trusts_ssl_cert_file_else_certifi(tmp_path: Path) -> None:
+    import certifi
+
+    bundle = Path(certifi.where()).read_text()
+    one = bundle[: bundle.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
+    ca_file = tmp_path / "company-ca.pem"
+    ca_file.write_text(one[one.index("-----BEGIN CERTIFICATE-----"):] + "\n")
+    assert len(tls_context({"SSL_CERT_FILE": str(ca_file)}).get_ca_certs()) == 1
+    assert len(tls_context({}).get_ca_certs()) == bundle.count("-----BEGIN CERTIFICATE-----")
+
+
+def test_certificate_errors_are_not_retried() -> None:
+    bad = ssl.SSLCertVerificationError(1, "certificate verify failed: self-signed certificate")
+    assert classify(bad).kind == "fatal"
+    try:
+        try:
+            raise bad
+        except ssl.SSLError as exc:
+            raise ConnectionError("cannot connect") from exc  # how clients wrap it
+    except ConnectionError as wrapped:
+        failure = classify(wrapped)
+    assert failure.kind == "fatal" and "SSL_CERT_FILE" in failure.message
+    assert classify(ConnectionError("refused")).kind == "transient"
 
 
 @pytest.mark.parametrize(

@@ -261,3 +261,36 @@ def test_setup_that_raises_errors_its_cases_and_the_run_goes_on(project: Project
     assert "setup exploded" in error_block(result, "suite::alpha")
     assert project.cassette_path("second", "one").exists()
     assert not project.cassette_path("suite", "alpha").exists()
+
+
+OVERLAP_SYSTEM = '''\
+"""A sync system that notes how many of its runs overlap (the most at once, in most.txt)."""
+import threading, time
+from pathlib import Path
+
+LOCK, RUNNING, MOST = threading.Lock(), [0], [0]
+
+
+def run(case):
+    with LOCK:
+        RUNNING[0] += 1
+        MOST[0] = max(MOST[0], RUNNING[0])
+        (Path(__file__).parent / "most.txt").write_text(str(MOST[0]))
+    time.sleep(0.3)
+    with LOCK:
+        RUNNING[0] -= 1
+    return {"answer": case["input"], "tool_calls": [{"name": "search", "args": {}}],
+            "retrieved": [case["input"].split()[0]]}
+'''
+
+
+def test_sync_systems_run_as_many_at_once_as_eval_concurrency(project: Project) -> None:
+    """asyncio's default thread pool has min(32, CPUs + 4) threads (6 on a 2-core machine): the
+    live loop brings its own, so --eval-concurrency 9 means 9 sync runs at once."""
+    project.write_text("overlap.py", OVERLAP_SYSTEM)
+    cases = [make_case(f"c{i}", f"case {i}") for i in range(9)]
+    project.write_suite(suite_doc(system="overlap:run", cases=cases))
+
+    project.run("--live", "--eval-concurrency", "9").assert_outcomes(passed=9)
+
+    assert (project.root / "most.txt").read_text() == "9"

@@ -1,4 +1,5 @@
-"""A replay run imports none of deepeval, vcrpy (`vcr`) or openai: they belong to live recording."""
+"""A replay run imports none of deepeval, vcrpy (`vcr`), openai or aiohttp (the judges' HTTP client):
+they belong to live recording."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("deepeval", "vcr", "openai")
+HEAVY = ("deepeval", "vcr", "openai", "aiohttp")
 
 # Runs pytest in this interpreter, then reports the heavy top-level modules it imported.
 PROBE = f"""

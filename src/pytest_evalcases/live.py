@@ -9,11 +9,12 @@ for its judge, so the next systems run meanwhile, and the judge always has work 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .recording import Recording, record
+from .recording import JudgeBinding, Recording, record
 from .session import LIVE_STALE
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in
@@ -41,9 +42,16 @@ class LiveRecorder:
 
     async def _record_single(self, item: CaseItem) -> Recording:
         try:
+            self._warm_up([self.state.binding_for(item)])
             return await self._record_one(item, _Limits(self.concurrency))
         finally:
             await self._close_judges()
+
+    def _warm_up(self, bindings: list[JudgeBinding]) -> None:
+        """Every case will be judged (not so with --live-stale): let the judges get ready now."""
+        if self.mode != LIVE_STALE:
+            for judge in {id(b.live): b.live for b in bindings if b.live is not None}.values():
+                judge.warm_up()
 
     async def _close_judges(self) -> None:
         """Judge clients belong to one event loop: close them before it ends."""
@@ -60,17 +68,13 @@ class LiveRecorder:
         """Live mode without xdist: record every selected case in one event loop, at most
         `concurrency` system runs at a time, before the items report in their usual order."""
         items = [item for item in items if not item.case.skip]
-        judges = {}
+        bindings = []
         for item in items:  # judges first: a missing key fails before any case runs
             try:
-                binding = self.state.binding_for(item)
+                bindings.append(self.state.binding_for(item))
             except Exception as exc:
                 raise pytest.UsageError(str(exc)) from None
-            if binding.live is not None:
-                judges[id(binding.live)] = binding.live
-        if self.mode != LIVE_STALE:  # every case will be judged: let the judges get ready now
-            for judge in judges.values():
-                judge.warm_up()
+        self._warm_up(bindings)
         if items:
             progress.total = len(items)
             asyncio.run(self._record_all(items, progress))
@@ -93,11 +97,15 @@ class LiveRecorder:
 
 
 class _Limits:
-    """The semaphores of one event loop: cases in progress, and system runs in flight."""
+    """The limits of the running event loop: cases in progress, system runs in flight, and
+    worker threads for that many sync systems plus cassette writes. (asyncio's default pool has
+    min(32, CPUs + 4) threads: on a 2-core machine, sync systems would run 6 at a time.)"""
 
     def __init__(self, concurrency: int) -> None:
         self.cases = asyncio.Semaphore(max(CASES_IN_PROGRESS, concurrency))
         self.systems = asyncio.Semaphore(concurrency)
+        workers = ThreadPoolExecutor(concurrency + 4, thread_name_prefix="evalcases-worker")
+        asyncio.get_running_loop().set_default_executor(workers)  # asyncio.run shuts it down
 
 
 class Progress:

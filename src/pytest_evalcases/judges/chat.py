@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import weakref
 from collections.abc import Callable, Mapping
@@ -159,12 +160,13 @@ class ChatClient:
         stats: JudgeStats,
         key_env: str,
         max_concurrency: int | None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.judge_id = judge_id
         self._url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
         self._proxy = env_proxy(self._url)
-        self._headers = {"Authorization": f"Bearer {api_key}"}
+        self._headers = {"Authorization": f"Bearer {api_key}", **(extra_headers or {})}
         self._timeout = timeout
         self._retry = retry
         self._stats = stats
@@ -177,13 +179,15 @@ class ChatClient:
         self._send_temperature = True
         self._max_concurrency = max_concurrency
         self._bound = LoopBound(max_concurrency)
+        self._tls: Any = None  # one SSL context for every session (loading CAs costs ~25 ms)
 
     def _make_session(self) -> Any:
         import aiohttp
 
-        https = self._url.startswith("https:")
+        if self._tls is None and self._url.startswith("https:"):
+            self._tls = tls_context(os.environ)
         connector = aiohttp.TCPConnector(
-            limit=self._max_concurrency or 0, ssl=_ssl_context() if https else True
+            limit=self._max_concurrency or 0, ssl=self._tls if self._tls is not None else True
         )
         return aiohttp.ClientSession(
             connector=connector,
@@ -233,6 +237,8 @@ class ChatClient:
         return message.get("content") if isinstance(message, dict) else None
 
     async def _post(self, payload: dict[str, Any], retry: bool) -> dict[str, Any]:
+        import aiohttp
+
         async with self._bound.slot():
             count_call(self._stats, retry=retry)
             self._stats.in_flight += 1
@@ -242,6 +248,17 @@ class ChatClient:
                 ) as response:
                     body = await response.read()
                     status, headers = response.status, response.headers
+            except TimeoutError as exc:  # aiohttp's says nothing; transient either way
+                raise TimeoutError(
+                    f"no reply within {self._timeout:g} s (EVALCASES_JUDGE_TIMEOUT sets the limit)"
+                ) from exc
+            except aiohttp.ClientHttpProxyError:
+                raise  # the proxy's own status: classified like the server's
+            except aiohttp.ClientResponseError as exc:
+                # Without raise_for_status, aiohttp raises this only for a reply it could not
+                # parse (bad status line, bad chunking), with status 400 as a placeholder: a
+                # broken connection, not the server rejecting the request.
+                raise ConnectionError(f"malformed HTTP reply: {exc.message}") from exc
             finally:
                 self._stats.in_flight -= 1
         if status >= 400:
@@ -295,10 +312,14 @@ def env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def _ssl_context() -> Any:
-    """certifi's CA bundle when installed (as the openai SDK does), else the system store."""
+def tls_context(environ: Mapping[str, str]) -> Any:
+    """The CAs to trust: SSL_CERT_FILE / SSL_CERT_DIR when set (a company CA, a TLS-inspecting
+    proxy), else certifi's bundle when installed (as the openai SDK does), else the system's."""
     import ssl
 
+    cafile, capath = environ.get("SSL_CERT_FILE") or None, environ.get("SSL_CERT_DIR") or None
+    if cafile or capath:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
     try:
         import certifi
     except ImportError:

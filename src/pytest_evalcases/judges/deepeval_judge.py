@@ -78,6 +78,13 @@ def prepare_deepeval_env() -> None:
     os.environ.setdefault("DEEPEVAL_RETRY_MAX_ATTEMPTS", "1")
 
 
+# What a live LLM judge needs: deepeval's metrics, test case, price table, and our adapters.
+_DEEPEVAL_MODULES = (
+    "deepeval.metrics",
+    "deepeval.test_case",
+    "deepeval.models.llms.constants",
+    f"{__package__}.llm",
+)
 _loading: concurrent.futures.Future[None] | None = None
 _loading_lock = threading.Lock()
 
@@ -92,6 +99,9 @@ def start_loading_deepeval() -> concurrent.futures.Future[None]:
     with _loading_lock:
         if _loading is None:
             _loading = concurrent.futures.Future()
+            # Running: a waiter that is cancelled (a timeout, Ctrl-C) cannot cancel the import,
+            # which every other waiter shares (asyncio.wrap_future passes cancellation on).
+            _loading.set_running_or_notify_cancel()
             threading.Thread(
                 target=_load_deepeval, args=(_loading,), name="evalcases-deepeval-import",
                 daemon=True,
@@ -114,12 +124,9 @@ def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
     gc.disable()
     try:
         prepare_deepeval_env()
-        import deepeval.metrics  # noqa: F401 - the point is the import
-        import deepeval.models.llms.constants  # noqa: F401
-        import deepeval.test_case  # noqa: F401
-
-        from . import llm  # noqa: F401
-    except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for deepeval
+        for module in _DEEPEVAL_MODULES:
+            importlib.import_module(module)
+    except BaseException as exc:  # handed to whoever waits for deepeval
         done.set_exception(exc)
     else:
         gc.freeze()
@@ -169,6 +176,17 @@ def _price_per_token(model: str) -> tuple[float, float] | None:
     if prompt_price is None or completion_price is None:
         return None
     return float(prompt_price), float(completion_price)
+
+
+def openai_headers(spec: JudgeSpec) -> dict[str, str]:
+    """The organization and project headers the openai SDK sends for OPENAI_ORG_ID and
+    OPENAI_PROJECT_ID (a key's default organization and project otherwise)."""
+    headers = {}
+    if spec.organization:
+        headers["OpenAI-Organization"] = spec.organization
+    if spec.project:
+        headers["OpenAI-Project"] = spec.project
+    return headers
 
 
 class DeepEvalJudge(Judge):
@@ -225,6 +243,7 @@ class DeepEvalJudge(Judge):
                 stats=self.stats,
                 key_env=spec.key_env or "OPENAI_API_KEY",
                 max_concurrency=self._max_concurrency,
+                extra_headers=openai_headers(spec),
             )
         return self._chat
 
@@ -271,6 +290,8 @@ class DeepEvalJudge(Judge):
         deepeval; the reply's cost is booked once deepeval's price table is there."""
         if self._spec.provider != "openai":
             return await (await self.model()).a_generate(prompt, schema=schema)
+        if start_loading_deepeval().done():  # a failed import fails before a paid request
+            await self._deepeval_loaded()
         reply = await self._chat_client().complete(prompt, schema)
         await self._deepeval_loaded()
         return reply

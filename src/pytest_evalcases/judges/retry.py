@@ -2,8 +2,8 @@
 
 Why our own: deepeval's policy gives up after 2 attempts (DEEPEVAL_RETRY_MAX_ATTEMPTS, cap 5 s)
 and switches the openai SDK's retries off, so two 429s in a row fail a metric. Here every single
-model request (not the whole metric) goes through `RetryPolicy.run`, with the SDK's own retries
-off (`max_retries=0`), so exactly one policy is in force.
+model request (not the whole metric) goes through `RetryPolicy.run`; our chat client does not
+retry by itself, so exactly one policy is in force.
 
 Classification is by duck typing (status codes, headers, exception class names) so this module
 imports no SDK and works for aiohttp (our openai transport), openai, google-genai, ollama
@@ -12,7 +12,8 @@ and litellm errors alike:
 - transient, retried with exponential backoff and jitter: HTTP 408/409/425/429/5xx, timeouts,
   connection errors and resets. A Retry-After (or retry-after-ms) header sets the delay instead.
 - authentication (HTTP 401/403): fails at once with JudgeAuthError naming the key variable.
-- other 4xx, quota exhausted (429 insufficient_quota), unknown exceptions: fail at once.
+- other 4xx, quota exhausted (429 insufficient_quota), a TLS certificate that does not verify
+  (anywhere in the exception's chain), unknown exceptions: fail at once.
 - an unparseable reply (JudgeReplyError, JSON or schema validation error): retried up to
   `reply_attempts` times in total, then a JudgeError.
 """
@@ -109,6 +110,12 @@ def classify(exc: BaseException) -> Failure:
     text = _short(exc)
     if isinstance(exc, JudgeReplyError) or _is_parse_error(exc):
         return Failure("reply", text)
+    if _is_certificate_error(exc):  # a connection error to aiohttp and httpx, but no retry fixes it
+        return Failure(
+            "fatal",
+            f"TLS certificate verification failed: {text}; if a proxy or company CA signs the "
+            "judge's certificate, point SSL_CERT_FILE at its CA bundle",
+        )
     status = status_of(exc)
     if status is not None:
         if status in (401, 403):
@@ -123,6 +130,18 @@ def classify(exc: BaseException) -> Failure:
     if any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__):
         return Failure("transient", text)
     return Failure("fatal", text)
+
+
+def _is_certificate_error(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        names = {cls.__name__ for cls in type(current).__mro__}
+        if names & {"SSLCertVerificationError", "ClientConnectorCertificateError"}:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _is_parse_error(exc: BaseException) -> bool:

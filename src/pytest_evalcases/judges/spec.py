@@ -42,6 +42,9 @@ class JudgeSpec:
     base_url: str | None = None
     key_env: str | None = None  # the variable the key came from, named in auth errors
     api_key: str | None = field(default=None, repr=False)
+    # OpenAI: OPENAI_ORG_ID / OPENAI_PROJECT_ID, sent as the openai SDK sends them
+    organization: str | None = None
+    project: str | None = None
 
     @property
     def id(self) -> str:
@@ -94,7 +97,15 @@ def resolve_spec(value: str, environ: Mapping[str, str] | None = None) -> JudgeS
                 + fallback
             )
         base_url = env.get("OPENAI_BASE_URL", "").strip() or None
-        return JudgeSpec("openai", spec.model, base_url, "OPENAI_API_KEY", key)
+        return JudgeSpec(
+            "openai",
+            spec.model,
+            base_url,
+            "OPENAI_API_KEY",
+            key,
+            organization=env.get("OPENAI_ORG_ID", "").strip() or None,
+            project=env.get("OPENAI_PROJECT_ID", "").strip() or None,
+        )
     if spec.provider == "gemini":
         for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
             key = env.get(name, "").strip()
