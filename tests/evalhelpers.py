@@ -331,7 +331,8 @@ import sys
 import pytest
 
 code = pytest.main(sys.argv[1:])
-heavy = sorted({name.split(".")[0] for name in sys.modules} & {"deepeval", "openai", "vcr", "aiohttp"})
+heavy = {"deepeval", "openai", "vcr", "aiohttp"} & {name.split(".")[0] for name in sys.modules}
+heavy = sorted(heavy)
 sys.stdout.flush()
 print("HEAVY-MODULES", ",".join(heavy) or "-")
 raise SystemExit(int(code))

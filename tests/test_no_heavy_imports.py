@@ -1,5 +1,5 @@
-"""A replay run imports none of deepeval, vcrpy (`vcr`), openai or aiohttp (the judges' HTTP client):
-they belong to live recording."""
+"""A replay run imports none of deepeval, vcrpy (`vcr`), openai or aiohttp (the judges' HTTP
+client): they belong to live recording."""
 
 from __future__ import annotations
 
