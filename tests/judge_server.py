@@ -298,6 +298,7 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
         disable_nagle_algorithm = True  # else headers and body meet delayed ACKs: +40 ms a reply
+        current: RecordedRequest | None = None  # the request being answered
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
             pass
@@ -306,6 +307,8 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             self, status: int, payload: Any, headers: dict[str, str] | None = None
         ) -> None:
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            if self.current is not None:  # before the reply leaves: a client may look at once
+                self.current.status = status
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -330,6 +333,7 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 client_port=self.client_address[1], received=time.monotonic(),
                 headers=dict(self.headers.items()),
             )
+            self.current = record
             fault = server._enter(record)
             try:
                 server._wait(server.latency)
