@@ -416,16 +416,21 @@ def test_warm_up_starts_loading_deepeval_in_the_background(
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(("stage", "data"), [("faithfulness", CASE),
+                                             ("answer_accuracy", ACCURATE)])
 async def test_a_failed_deepeval_import_is_a_config_error(
-    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
+    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch,
+    stage: str, data: JudgeInput,
 ) -> None:
+    """For deepeval's metrics and for our graders alike, which then send no paid request."""
     broken: concurrent.futures.Future[None] = concurrent.futures.Future()
     broken.set_exception(ImportError("deepeval is broken"))
     monkeypatch.setattr(deepeval_judge_module, "_loading", broken)
     judge = llm_judge(sleeper)
     with pytest.raises(JudgeConfigError, match="cannot load the 'openai:gpt-4o-mini' judge: "
                                                "ImportError: deepeval is broken"):
-        await judge.evaluate("faithfulness", CASE, {})
+        await judge.evaluate(stage, data, {})
+    assert openai_env.requests == []
 
 
 @pytest.mark.asyncio
@@ -459,19 +464,6 @@ async def test_a_cancelled_waiter_does_not_cancel_the_import(
     release.set()
     verdict = await judge.evaluate("faithfulness", CASE, {})
     assert verdict["score"] == 0.5
-
-
-@pytest.mark.asyncio
-async def test_a_failed_import_fails_our_graders_before_a_paid_request(
-    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    broken: concurrent.futures.Future[None] = concurrent.futures.Future()
-    broken.set_exception(ImportError("deepeval is broken"))
-    monkeypatch.setattr(deepeval_judge_module, "_loading", broken)
-    judge = llm_judge(sleeper)
-    with pytest.raises(JudgeConfigError, match="deepeval is broken"):
-        await judge.evaluate("answer_accuracy", ACCURATE, {})
-    assert openai_env.requests == []
 
 
 @pytest.mark.asyncio
