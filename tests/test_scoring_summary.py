@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 import summary_reference as reference
@@ -10,7 +11,16 @@ import summary_reference as reference
 from pytest_evalcases.outcomes import OUTCOMES
 from pytest_evalcases.schema import Suite, validate_case
 from pytest_evalcases.scoring import failure_message, result_stages, score_case
-from pytest_evalcases.summary import FULL_TABLE_LIMIT, RunSummary, render_summary
+from pytest_evalcases.summary import FULL_TABLE_LIMIT, RunSummary
+
+
+def render_summary(results: list[dict[str, Any]], *, verbose: bool, orphans: list[str],
+                   orphan_note: str = "") -> list[str]:
+    """The section for results already at hand, fed one by one as the plugin feeds them."""
+    summary = RunSummary(verbose=verbose)
+    for result in results:
+        summary.add(result)
+    return summary.lines(orphans=orphans, orphan_note=orphan_note)
 
 SUITE = Suite.model_validate(
     {

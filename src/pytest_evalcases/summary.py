@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,17 +205,3 @@ class RunSummary:
             rate = f"{passed / scored:.0%}" if scored else "-"
             rows.append([category, str(passed), str(scored), rate])
         return _table(rows)
-
-
-def render_summary(
-    results: Iterable[Mapping[str, Any]],
-    *,
-    verbose: bool,
-    orphans: Sequence[str],
-    orphan_note: str = "",
-) -> list[str]:
-    """The section for results already at hand (the same text as fed one by one)."""
-    summary = RunSummary(verbose=verbose)
-    for result in results:
-        summary.add(result)
-    return summary.lines(orphans=orphans, orphan_note=orphan_note)

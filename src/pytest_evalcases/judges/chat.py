@@ -282,6 +282,10 @@ class ChatClient:
         else:
             self._unpriced.append((current_meter(), prompt_tokens, completion_tokens))
 
+    @property
+    def priced(self) -> bool:
+        return self._priced
+
     def set_prices(self, prices: tuple[float, float] | None) -> None:
         """USD per prompt token and per completion token (None: unknown, costs 0.0)."""
         self._prices, self._priced = prices, True

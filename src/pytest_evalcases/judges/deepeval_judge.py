@@ -45,17 +45,6 @@ from .prompts import (
 from .retry import RetryPolicy
 from .spec import JudgeSpec
 
-DEEPEVAL_STAGES = frozenset(
-    {
-        "faithfulness",
-        "contextual_recall",
-        "contextual_precision",
-        "contextual_relevancy",
-        "answer_relevancy",
-        "correctness",
-    }
-)
-
 # What each provider needs installed: (importable module, what to pip install).
 _LIVE_EXTRA = "'pytest-evalcases[live]'"
 _REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
@@ -207,7 +196,6 @@ class DeepEvalJudge(Judge):
         self._max_concurrency = max_concurrency
         self._model: Any = None  # the deepeval model object, made once deepeval is loaded
         self._chat: ChatClient | None = None
-        self._priced = False
         # Metrics in progress at once: enough to keep every request slot busy, few enough that
         # the hundreds of stages waiting for deepeval's import do not all start (and build their
         # metric, and hold its state) in the same instant the import ends.
@@ -254,9 +242,9 @@ class DeepEvalJudge(Judge):
             if not loading.done():
                 await asyncio.wrap_future(loading)
             loading.result()
-            if self._spec.provider == "openai" and not self._priced:
-                self._chat_client().set_prices(_price_per_token(self._spec.model or ""))
-                self._priced = True  # not before: a bad price variable fails every verdict
+            chat = self._chat_client() if self._spec.provider == "openai" else None
+            if chat is not None and not chat.priced:  # a bad price variable fails every verdict
+                chat.set_prices(_price_per_token(self._spec.model or ""))
         except Exception as exc:  # e.g. a broken deepeval install, a bad price variable
             raise JudgeConfigError(
                 f"cannot load the {self.id!r} judge: {type(exc).__name__}: {exc}"
