@@ -104,21 +104,11 @@ class Case:
 def validate_case(raw: Any) -> Case:
     """One raw case from a case file, validated; raises ValidationError as CaseModel does."""
     model = CaseModel.model_validate(raw)
-    return Case(
-        id=model.id,
-        input=model.input,
-        # A category is a marker name shared by many cases: one string object for all of them.
-        category=sys.intern(model.category) if model.category else model.category,
-        group=model.group,
-        marks=tuple(model.marks),
-        xfail=model.xfail,
-        skip=model.skip,
-        expected_tools=model.expected_tools,
-        expected_docs=model.expected_docs,
-        reference=model.reference,
-        unanswerable=model.unanswerable,
-        extra=model.model_extra or None,
-    )
+    fields = dict(model.__dict__)  # the declared fields (pydantic keeps extras apart)
+    fields["marks"] = tuple(model.marks)
+    if model.category:  # a marker name shared by many cases: one string object for all of them
+        fields["category"] = sys.intern(model.category)
+    return Case(**fields, extra=model.model_extra or None)
 
 
 # Fields that describe how to judge a case rather than what the system sees: they are kept out
