@@ -514,33 +514,27 @@ def test_edited_reference_stales_only_the_verdicts_that_read_it(recorded: Projec
     assert case_table(result)["rag::paris"]["outcome"] == "stale"
 
 
-def test_strict_stales_only_faithfulness(recorded: Project) -> None:
-    check_last(recorded, "faithfulness", strict=True)
+@pytest.mark.parametrize(
+    ("stage", "option"),
+    [("faithfulness", {"strict": True}),
+     ("correctness", {"correctness_criteria": "Same facts as the reference."})],
+)
+def test_a_stage_option_stales_only_that_stage(
+    recorded: Project, stage: str, option: dict[str, Any]
+) -> None:
+    check_last(recorded, stage, **option)
 
     result, _ = run(recorded)
 
     assert_not_aborted(result)
-    with_faithfulness = [c for c in CASE_IDS if "faithfulness" in APPLICABLE[c]]
-    result.assert_outcomes(passed=9 - len(with_faithfulness), errors=len(with_faithfulness))
-    for case_id in with_faithfulness:
+    affected = [c for c in CASE_IDS if stage in APPLICABLE[c]]
+    result.assert_outcomes(passed=9 - len(affected), errors=len(affected))
+    for case_id in affected:
         block = error_block(result, f"rag::{case_id}")
-        _assert_verdict_stale_only(block, "faithfulness", "params")
+        _assert_verdict_stale_only(block, stage, "params")
         assert "reference changed" not in block and "judge changed" not in block
-    assert case_table(result)["rag::noctx"]["outcome"] == "passed"
-
-
-def test_correctness_criteria_stale_only_correctness(recorded: Project) -> None:
-    check_last(recorded, "correctness", correctness_criteria="Same facts as the reference.")
-
-    result, _ = run(recorded)
-
-    assert_not_aborted(result)
-    with_correctness = [c for c in CASE_IDS if "correctness" in APPLICABLE[c]]
-    result.assert_outcomes(passed=9 - len(with_correctness), errors=len(with_correctness))
-    for case_id in with_correctness:
-        block = error_block(result, f"rag::{case_id}")
-        _assert_verdict_stale_only(block, "correctness", "params")
-        assert "reference changed" not in block and "judge changed" not in block
+    for case_id in set(CASE_IDS) - set(affected):
+        assert case_table(result)[f"rag::{case_id}"]["outcome"] == "passed", case_id
 
 
 # ---- 5: --live-stale re-judges only the stale verdicts ----------------------------------------
