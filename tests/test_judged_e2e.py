@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -27,7 +26,7 @@ from evalhelpers import (
     run_pytest_env,
     summary_section,
 )
-from judge_server import Fault, JudgeServer, RecordedRequest
+from judge_server import Fault, JudgeServer, RecordedRequest, judge_server_fixture
 
 MODEL = "gpt-4o-mini"
 OPENAI = f"openai:{MODEL}"
@@ -258,13 +257,7 @@ def matching(server: JudgeServer, kinds: set[str], phrase: str) -> list[Recorded
     return [r for r in server.requests if r.kind in kinds and phrase in r.prompt]
 
 
-@pytest.fixture
-def server() -> Iterator[JudgeServer]:
-    judge_server = JudgeServer().start()
-    try:
-        yield judge_server
-    finally:
-        judge_server.stop()
+server = judge_server_fixture("server")
 
 
 # ---- the recorded template ----------------------------------------------------------------------
