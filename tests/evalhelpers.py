@@ -224,14 +224,16 @@ class Project:
     def cassette(self, suite: str, case_id: str) -> dict[str, Any]:
         return json.loads(self.cassette_path(suite, case_id).read_text())
 
-    def files(self, folder: str = "cassettes") -> dict[str, tuple[bytes, int]]:
-        """Every file under `folder`: relative path -> (content, mtime_ns)."""
+    def files(self, folder: str = "cassettes", http: bool = False) -> dict[str, tuple[bytes, int]]:
+        """Every file under `folder`: relative path -> (content, mtime_ns). The HTTP recordings
+        beside the cassettes (`*.http.json`) only with `http`."""
         base = self.root / folder
         if not base.exists():
             return {}
         return {
             p.relative_to(self.root).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(base.rglob("*")) if p.is_file()
+            for p in sorted(base.rglob("*"))
+            if p.is_file() and (http or not p.name.endswith(".http.json"))
         }
 
     def all_files(self) -> set[str]:

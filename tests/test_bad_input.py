@@ -166,12 +166,12 @@ def test_unsafe_ids_error_and_nothing_is_written_for_them(bad: SimpleNamespace) 
             result.stdout.fnmatch_lines([f"ERROR cases/mixed.json::cases[[]{index}[]] - *"])
             block = error_block(result, f"cases/mixed.json::cases[{index}]")
             assert repr(case_id) in block and "nothing was recorded" in block, block
-    assert sorted(bad.written) == [
-        "calls.log",
-        "cassettes/good/g1.json", "cassettes/good/g2.json",
-        "cassettes/mixed/ok1.json", "cassettes/mixed/ok2.json",
-        "cassettes/twin/t1.json",
-    ]
+    recorded = ["good/g1", "good/g2", "mixed/ok1", "mixed/ok2", "twin/t1"]
+    assert sorted(bad.written) == sorted(
+        ["calls.log"]
+        + [f"cassettes/{case}.json" for case in recorded]
+        + [f"cassettes/{case}.http.json" for case in recorded]
+    )
     outside = bad.project.root.parent
     assert not (outside / "x.json").exists() and not (outside / "cassettes").exists()
 

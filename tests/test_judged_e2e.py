@@ -637,7 +637,9 @@ def test_lexical_live_needs_no_key_and_no_network(tmp_path: Path) -> None:
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=9)
-    assert heavy == []  # neither deepeval nor openai was imported
+    # Neither deepeval nor openai was imported (vcrpy, with the aiohttp it patches, records
+    # the system's HTTP)
+    assert set(heavy) <= {"vcr", "aiohttp"}
     assert sorted(runs(project)) == sorted(f"run {c}" for c in CASE_IDS)
     table = case_table(result)
     for case_id in CASE_IDS:
@@ -776,7 +778,7 @@ def test_live_without_a_judge_names_the_three_ways_to_set_one(tmp_path: Path) ->
     for way in ("--eval-judge", '"judge" in the suite', "eval_judge"):
         assert way in errors, way
     assert project.calls() == [] and project.files() == {}
-    assert heavy == []
+    assert set(heavy) <= {"vcr", "aiohttp"}  # vcrpy records the HTTP
 
     project.write_text("pytest.ini", (project.root / "pytest.ini").read_text()
                        + "eval_judge = lexical\n")
@@ -784,4 +786,4 @@ def test_live_without_a_judge_names_the_three_ways_to_set_one(tmp_path: Path) ->
     fixed.assert_outcomes(passed=2, deselected=7)
     assert project.cassette("rag", "paris")["verdicts"]["faithfulness"]["judge"] == "lexical"
     assert set(project.cassette("rag", "noctx")["verdicts"]) == APPLICABLE["noctx"]
-    assert heavy == []
+    assert set(heavy) <= {"vcr", "aiohttp"}  # vcrpy records the HTTP

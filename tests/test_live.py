@@ -228,13 +228,17 @@ def test_orphans_are_listed_and_deleted_only_by_a_full_live_run(project: Project
     project.edit_suite("cases/suite.json", lambda doc: doc["cases"].pop())  # epsilon is gone
     project.write_text("cassettes/gone-suite/old.json",
                        (project.root / "cassettes/suite/alpha.json").read_text())
-    orphans = ["cassettes/gone-suite/old.json", "cassettes/suite/epsilon.json"]
+    orphans = [
+        "cassettes/gone-suite/old.json",
+        "cassettes/suite/epsilon.http.json",  # its HTTP recording goes with it
+        "cassettes/suite/epsilon.json",
+    ]
 
     replay = project.run()
 
     replay.assert_outcomes(passed=2)
     summary = summary_section(replay)
-    assert ", 2 orphaned" in recordings_line(replay)
+    assert ", 3 orphaned" in recordings_line(replay)
     for path in orphans:
         assert f"  orphan: {path}" in summary
         assert (project.root / path).exists()
@@ -242,13 +246,13 @@ def test_orphans_are_listed_and_deleted_only_by_a_full_live_run(project: Project
     partial = project.run("--live", "-k", "alpha")
 
     partial.assert_outcomes(passed=1, deselected=1)
-    assert ", 2 orphaned" in recordings_line(partial)
+    assert ", 3 orphaned" in recordings_line(partial)
     assert all((project.root / path).exists() for path in orphans)
 
     full = project.run("--live")
 
     full.assert_outcomes(passed=2)
-    assert ", 2 orphaned" in recordings_line(full) and "deleted" in recordings_line(full)
+    assert ", 3 orphaned" in recordings_line(full) and "deleted" in recordings_line(full)
     assert not any((project.root / path).exists() for path in orphans)
     assert sorted(project.files()) == ["cassettes/suite/alpha.json", "cassettes/suite/gamma.json"]
 

@@ -17,10 +17,11 @@ from typing import Any
 import pydantic_core
 
 from . import __version__
-from .errors import CaseFileError, CassetteError, StaleRecording
+from .errors import CaseFileError, CassetteError, NewerCassette, StaleRecording
 
 # Bump when the cassette layout or the meaning of a key field changes: every recording goes stale.
-CASSETTE_FORMAT = 1
+# 2: code fingerprints in the key, content hashes of the trace and verdicts, HTTP recordings.
+CASSETTE_FORMAT = 2
 HASH_CHARS = 16  # stored; messages show the first 6
 SHOW_CHARS = 6
 
@@ -77,12 +78,23 @@ def _short(value: str | None) -> str:
     return "-" if value is None else str(value)[:SHOW_CHARS]
 
 
-def check_key(recorded: Any, current: Mapping[str, str], what: str, rerecord: str) -> None:
-    """Raise StaleRecording naming every changed field, or return when the key matches."""
+def check_key(
+    recorded: Any,
+    current: Mapping[str, str],
+    what: str,
+    rerecord: str,
+    ignore_prefix: str | None = None,
+) -> None:
+    """Raise StaleRecording naming every changed field, or return when the key matches. Fields
+    starting with `ignore_prefix` are not compared (e.g. code hashes, when the code runs)."""
     if not isinstance(recorded, dict):
         recorded = {}
     changes = changed_fields(recorded, current)
+    if ignore_prefix is not None:
+        changes = [change for change in changes if not change.startswith(ignore_prefix)]
     if changes:
+        if rerecord == "--live" and any(c.startswith("code.") for c in changes):
+            rerecord = "--live, or check it offline with --replay-http"
         raise StaleRecording(
             f"stale recording{what}: {'; '.join(changes)}; re-record with {rerecord}"
         )
@@ -90,6 +102,11 @@ def check_key(recorded: Any, current: Mapping[str, str], what: str, rerecord: st
 
 def cassette_path(root: Path, suite: str, case_id: str) -> Path:
     return root / suite / f"{case_id}.json"
+
+
+def http_path(root: Path, suite: str, case_id: str) -> Path:
+    """The case's HTTP recording, beside its cassette (case ids may not end in `.http`)."""
+    return root / suite / f"{case_id}.http.json"
 
 
 def shown_path(path: Path | str, rootdir: Path) -> str:
@@ -116,13 +133,89 @@ def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, An
             f"cassette {shown} is not valid JSON ({exc}); fix it, or delete it and record again "
             "with --live"
         ) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("trace"), dict):
+    problem = _structure_problem(doc)
+    if problem:
         shown = shown_path(path, rootdir) if rootdir else str(path)
-        raise CassetteError(
-            f"cassette {shown} is not a recording (expected an object with a 'trace' object); "
-            "delete it and record again with --live"
-        )
+        error = NewerCassette if "newer pytest-evalcases" in problem else CassetteError
+        raise error(f"cassette {shown} {problem}")
     return doc
+
+
+def _structure_problem(doc: Any) -> str | None:
+    """What makes a loaded document unusable as a cassette of this format, or None. Cheap
+    checks only (replay runs this per case); the content hashes catch edits inside the trace."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("trace"), dict):
+        return (
+            "is not a recording (expected an object with a 'trace' object); delete it and "
+            "record again with --live"
+        )
+    fmt = doc.get("format")
+    if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > CASSETTE_FORMAT:
+        return (
+            f"was recorded by a newer pytest-evalcases (cassette format {fmt}; this version "
+            f"reads format {CASSETTE_FORMAT}); upgrade pytest-evalcases"
+        )
+    if not isinstance(doc.get("key", {}), dict):
+        return "has a 'key' that is not an object; delete it and record again with --live"
+    verdicts = doc.get("verdicts") or {}
+    if not isinstance(verdicts, dict):
+        return "has 'verdicts' that are not an object; re-judge with --live-judges"
+    for stage, verdict in verdicts.items():
+        score = verdict.get("score") if isinstance(verdict, dict) else None
+        if not isinstance(verdict, dict) or not (
+            score is None
+            or (isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1)
+        ):
+            return (
+                f"has a malformed verdict for {stage} (a verdict is an object whose score is a "
+                "number from 0 to 1, or null); re-judge with --live-judges"
+            )
+    return None
+
+
+def integrity_of(
+    trace: Mapping[str, Any], verdicts: Mapping[str, Any], http: str | None
+) -> dict[str, Any]:
+    """Content hashes of what a cassette holds, so a hand edit is refused at replay."""
+    integrity: dict[str, Any] = {
+        "trace": content_hash(trace),
+        "verdicts": {name: content_hash(v) for name, v in verdicts.items()},
+    }
+    if http is not None:
+        integrity["http"] = http
+    return integrity
+
+
+def check_integrity(doc: Mapping[str, Any], shown: str, verdicts: bool = True) -> None:
+    """CassetteError when the trace (or, with `verdicts`, a verdict) no longer matches its
+    recorded hash."""
+    integrity = doc.get("integrity")
+    if not isinstance(integrity, dict):
+        raise CassetteError(
+            f"recording edited by hand: {shown} has no content hashes; re-record with --live"
+        )
+    if content_hash(doc["trace"]) != integrity.get("trace"):
+        raise CassetteError(
+            f"recording edited by hand: trace changed ({shown}); re-record with --live"
+        )
+    edited = edited_verdicts(doc) if verdicts else []
+    if edited:
+        raise CassetteError(
+            f"recording edited by hand: verdict {edited[0]} changed ({shown}); re-judge with "
+            "--live-judges"
+        )
+
+
+def edited_verdicts(doc: Mapping[str, Any]) -> list[str]:
+    """The verdicts (or their hashes) that no longer match, by stage name."""
+    hashes = (doc.get("integrity") or {}).get("verdicts")
+    hashes = hashes if isinstance(hashes, dict) else {}
+    verdicts = doc.get("verdicts") or {}
+    return [
+        name
+        for name in sorted(verdicts.keys() | hashes.keys())
+        if name not in verdicts or content_hash(verdicts[name]) != hashes.get(name)
+    ]
 
 
 def build_cassette(
@@ -131,7 +224,9 @@ def build_cassette(
     key: Mapping[str, str],
     trace: Mapping[str, Any],
     verdicts: Mapping[str, Any],
+    http: str | None = None,
 ) -> dict[str, Any]:
+    """A cassette document; `http` is the content hash of the case's HTTP recording, if any."""
     return {
         "format": CASSETTE_FORMAT,
         "plugin_version": __version__,
@@ -141,6 +236,7 @@ def build_cassette(
         "key": dict(key),
         "trace": dict(trace),
         "verdicts": dict(verdicts),
+        "integrity": integrity_of(trace, verdicts, http),
     }
 
 
@@ -161,13 +257,20 @@ def save_cassette(path: Path, doc: Mapping[str, Any]) -> None:
 
 
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
-    """Cassettes whose case (or whole suite) no longer exists, among the suites' folders and any
-    folder of a suite that is gone. Temp files of interrupted writes are not cassettes."""
+    """Cassettes (and HTTP recordings) whose case (or whole suite) no longer exists, among the
+    suites' folders and any folder of a suite that is gone. Temp files of interrupted writes are
+    not cassettes."""
     if not root.is_dir():
         return []
     orphans = []
     for folder in sorted(entry.name for entry in os.scandir(root) if entry.is_dir()):
         known = set(suites.get(folder, ()))
         names = sorted(name for name in os.listdir(root / folder) if name.endswith(".json"))
-        orphans += [root / folder / name for name in names if name[:-5] not in known]
+        orphans += [root / folder / name for name in names if _case_of(name) not in known]
     return orphans
+
+
+def _case_of(file_name: str) -> str:
+    """The case id a recording file belongs to: `<id>.json` or `<id>.http.json`."""
+    stem = file_name[: -len(".json")]
+    return stem[: -len(".http")] if stem.endswith(".http") else stem

@@ -16,6 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from .cassette import file_hash, suite_key_fields
+from .code_fingerprint import default_code
 from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .schema import Case, Suite, format_validation_error, validate_case
 from .stages import STAGES, Stage
@@ -62,6 +63,8 @@ def unsafe_id_reason(case_id: str) -> str | None:
         return "'::' is not allowed (it separates node id parts)"
     if case_id != case_id.strip():
         return "leading or trailing white space is not allowed"
+    if case_id.endswith(".http"):
+        return "'.http' at the end is not allowed (<id>.http.json is the case's HTTP recording)"
     return None
 
 
@@ -140,6 +143,8 @@ class CaseFile(pytest.File):
         try:
             system = resolve_system(spec, state.rootdir, state.systems)
             key_fields = suite_key_fields(spec, input_hashes, system.fingerprint())
+            code = suite.code if suite.code is not None else default_code(spec)
+            key_fields.update(state.code_fingerprints.key_fields(code))
         except CaseFileError as exc:
             raise CaseFileError(f"{self.nodeid}: {exc}") from None
         report_only = [name for name in suite.report_only if name not in suite.stages]

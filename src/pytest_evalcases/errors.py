@@ -24,6 +24,10 @@ class CassetteError(EvalCaseError):
     """A cassette exists but cannot be read as a recording."""
 
 
+class NewerCassette(CassetteError):
+    """A cassette written by a newer version: never replayed, never rewritten."""
+
+
 class TraceError(EvalCaseError):
     """The system returned something that is not a trace."""
 

@@ -33,17 +33,18 @@ class LiveRecorder:
         self.mode = state.mode
         self._prepared: dict[str, Recording | BaseException] = {}
 
-    def recording_for(self, item: CaseItem) -> Recording:
-        """The batch's result for this item, or (under xdist) a recording made now."""
+    def recording_for(self, item: CaseItem, offline: Any = None) -> Recording:
+        """The batch's result for this item, or (under xdist, or judging an offline run's
+        trace) a recording made now."""
         prepared = self._prepared.pop(item.nodeid, None)
         if isinstance(prepared, BaseException):
             raise prepared
-        return prepared or asyncio.run(self._record_single(item))
+        return prepared or asyncio.run(self._record_single(item, offline))
 
-    async def _record_single(self, item: CaseItem) -> Recording:
+    async def _record_single(self, item: CaseItem, offline: Any = None) -> Recording:
         try:
             self._warm_up([self.state.binding_for(item)])
-            return await self._record_one(item, _Limits(self.concurrency))
+            return await self._record_one(item, _Limits(self.concurrency), offline)
         finally:
             await self._close_judges()
 
@@ -59,10 +60,23 @@ class LiveRecorder:
             if binding.live is not None:
                 await binding.live.aclose()
 
-    async def _record_one(self, item: CaseItem, limits: _Limits) -> Recording:
+    def _http_layer(self) -> Any:
+        return self.state.http_layer
+
+    async def _record_one(
+        self, item: CaseItem, limits: _Limits, offline: Any = None
+    ) -> Recording:
         binding = self.state.binding_for(item)
         async with limits.cases:
-            return await record(item.ctx, item.case, binding, self.mode, limits.systems)
+            return await record(
+                item.ctx,
+                item.case,
+                binding,
+                self.mode,
+                limits.systems,
+                None if offline is not None else self._http_layer,
+                offline,
+            )
 
     def record_batch(self, items: list[CaseItem], progress: Any) -> None:
         """Live mode without xdist: record every selected case in one event loop, at most

@@ -44,6 +44,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="re-judge the recorded traces without running the system again",
     )
     group.addoption(
+        "--replay-http",
+        action="store_true",
+        dest="eval_replay_http",
+        help="run the real system offline: vcrpy serves its HTTP from each case's recording",
+    )
+    group.addoption(
         "--eval-judge",
         dest="eval_judge",
         default=None,
@@ -88,6 +94,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eval_system", default="", help="default system, 'module:attribute'")
     parser.addini("eval_judge", default="", help="default judge for judged stages")
     parser.addini("eval_concurrency", default="8", help="default --eval-concurrency")
+    parser.addini(
+        "eval_replay", default="trace", help="'http' makes every replay a --replay-http replay"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -127,7 +136,7 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
-    if state.live and not state.is_worker and not session.config.option.collectonly:
+    if state.records_in_batch and not session.config.option.collectonly:
         from .live import Progress
 
         items = [item for item in session.items if getattr(item, "is_eval_case", False)]
@@ -155,6 +164,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             # The result holds all that is needed now: let the trace and scores go (10k cases).
             item.recording = item.scores = None
     return report
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        state.close_http()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

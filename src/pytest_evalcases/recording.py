@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,21 +18,24 @@ from .cassette import (
     build_cassette,
     cassette_path,
     changed_fields,
+    check_integrity,
     check_key,
+    edited_verdicts,
+    http_path,
     load_cassette,
     recording_key,
     save_cassette,
     shown_path,
 )
-from .errors import CassetteError, MissingRecording
+from .errors import CassetteError, MissingRecording, NewerCassette
 from .judging import applicable, verdict_key
 from .session import LIVE, LIVE_JUDGES, LIVE_STALE
 from .system import key_view, normalize_trace, system_view
 
 if TYPE_CHECKING:
     from .collect import SuiteContext
+    from .http.router import HttpLayer
     from .schema import Case
-
 
 
 @dataclass(slots=True)
@@ -41,6 +45,7 @@ class Recording:
     status: str  # replayed | recorded | not_rerecorded
     recorded_at: str | None = None
     note: str = ""  # why a live run did not re-record
+    redacted: int = 0  # secrets replaced in what this run wrote
 
 
 @dataclass(slots=True)
@@ -67,8 +72,21 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
         )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
     check_key(doc.get("key"), key, "", "--live")
+    check_integrity(doc, shown_path(path, ctx.rootdir))
     verdicts = doc.get("verdicts") or {}
-    for stage in applicable(ctx.judged, case, doc["trace"]):
+    check_verdicts(ctx, case, judge, doc["trace"], verdicts)
+    return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
+
+
+def check_verdicts(
+    ctx: SuiteContext,
+    case: Case,
+    judge: JudgeBinding,
+    trace: dict[str, Any],
+    verdicts: dict[str, Any],
+) -> None:
+    """Every verdict the trace needs is recorded, under the key it would be made with today."""
+    for stage in applicable(ctx.judged, case, trace):
         recorded = verdicts.get(stage.name)
         if not isinstance(recorded, dict):
             raise MissingRecording(
@@ -81,19 +99,26 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
         if judge.id is None:  # no judge configured: accept whichever judge recorded it
             old.pop("judge", None), old.pop("judge_version", None)
         check_key(old, expected, f" (verdict {stage.name})", "--live-judges")
-    return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
 
 
 def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any] | None:
-    """The cassette a --live-stale / --live-judges run may build on (None: record from scratch)."""
-    if mode == LIVE:
-        return None
+    """The cassette a --live-stale / --live-judges run may build on (None: record from scratch).
+    A cassette of a newer format is never overwritten, whatever the mode."""
     try:
-        return load_cassette(path, ctx.rootdir)
+        doc = load_cassette(path, ctx.rootdir)
+        if doc is not None and mode != LIVE:  # every verdict is judged again or checked below
+            check_integrity(doc, shown_path(path, ctx.rootdir), verdicts=False)
+    except NewerCassette:
+        raise
     except CassetteError:
         if mode == LIVE_JUDGES:
             raise
         return None
+    if doc is None or mode == LIVE:
+        return None
+    for name in edited_verdicts(doc):  # --live-stale judges a hand-edited verdict again
+        (doc.get("verdicts") or {}).pop(name, None)
+    return doc
 
 
 async def record(
@@ -102,24 +127,35 @@ async def record(
     judge: JudgeBinding,
     mode: str,
     system_slots: AbstractAsyncContextManager[Any] | None = None,
+    http: Callable[[], HttpLayer] | None = None,
+    offline: tuple[dict[str, Any], dict[str, Any]] | None = None,
 ) -> Recording:
     """Run what this mode needs for one case, and save the cassette if all of it succeeded.
 
-    `system_slots` bounds the system runs in flight; the judge bounds its own requests.
+    `system_slots` bounds the system runs in flight; the judge bounds its own requests. With
+    `http` (the run's HTTP layer, started on first use), the system's HTTP exchanges are
+    recorded into the case's `.http.json`. `offline`
+    (--replay-http --live-judges) is the checked cassette and today's trace from an offline run.
     """
     import asyncio  # live only: replay never pays for importing it
 
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
-    existing = _usable_existing(ctx, path, mode)
-    trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
+    if offline is not None:
+        existing, offline_trace = offline
+        existing = {**existing, "trace": offline_trace}
+        trace_ok = True
+    else:
+        existing = _usable_existing(ctx, path, mode)
+        trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
     if mode == LIVE_JUDGES and not trace_ok:
         if existing is None:
             raise MissingRecording(
                 f"no recording for {_where(ctx, case)} to re-judge; record it with --live"
             )
         check_key(existing.get("key"), key, "", "--live (--live-judges re-judges a current trace)")
+    exchanges: list[dict[str, Any]] | None = None  # None: keep the HTTP recording there is
     if trace_ok:
         trace, old_verdicts = existing["trace"], existing.get("verdicts") or {}
     else:
@@ -127,7 +163,15 @@ async def record(
         # --live-stale finds every recording current).
         async with system_slots or nullcontext():
             await ctx.system.asetup(ctx.suite)
-            trace = normalize_trace(await ctx.system.arun(view), _where(ctx, case))
+            if http is None:
+                result = await ctx.system.arun(view)
+            else:
+                from .http.router import CaseHttp
+
+                with http().case(CaseHttp(_where(ctx, case))) as case_http:
+                    result = await ctx.system.arun(view)
+                exchanges = case_http.interactions
+            trace = normalize_trace(result, _where(ctx, case))
         old_verdicts = {}
 
     verdicts: dict[str, Any] = {}
@@ -156,10 +200,39 @@ async def record(
     if failures:
         note = "judge error (" + "; ".join(failures) + "); the previous recording was kept"
         return Recording(trace, verdicts, "not_rerecorded", note=note)
-    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts)
+    http_hash = ((existing or {}).get("integrity") or {}).get("http") if trace_ok else None
     # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
-    await asyncio.to_thread(save_cassette, path, doc)
-    return Recording(trace, verdicts, "recorded", doc["recorded_at"])
+    doc, redacted = await asyncio.to_thread(
+        save_recording, ctx, case, key, trace, verdicts, exchanges, http_hash
+    )
+    return Recording(
+        doc["trace"], doc["verdicts"], "recorded", doc["recorded_at"], redacted=redacted
+    )
+
+
+def save_recording(
+    ctx: SuiteContext,
+    case: Case,
+    key: dict[str, str],
+    trace: dict[str, Any],
+    verdicts: dict[str, Any],
+    exchanges: list[dict[str, Any]] | None,
+    http_hash: str | None,
+) -> tuple[dict[str, Any], int]:
+    """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
+    holds the HTTP file's hash: a crash between the two leaves a pair replay refuses, never a
+    pair that lies. Secrets are redacted from both first. Returns the cassette and the count."""
+    from .redaction import redact_secrets
+
+    (trace, verdicts, exchanges), redacted = redact_secrets((trace, verdicts, exchanges))
+    if exchanges is not None:
+        from .http.store import http_document, save_http
+
+        http_doc = http_document(ctx.suite.name, case.id, exchanges)
+        http_hash = save_http(http_path(ctx.cassette_root, ctx.suite.name, case.id), http_doc)
+    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash)
+    save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
+    return doc, redacted
 
 
 async def _judge_one(
@@ -184,3 +257,141 @@ async def _judge_one(
             "judge": judge.id,
             "latency_ms": round((time.perf_counter() - started) * 1000, 1),
         }
+
+
+def replay_http(
+    ctx: SuiteContext, case: Case, judge: JudgeBinding, http: HttpLayer, refresh: bool = False
+) -> Recording:
+    """--replay-http: run today's system with its recorded HTTP answers, score the fresh trace.
+
+    Recorded verdicts are reused while what their judge read is unchanged. With `refresh`
+    (--live-stale), a case that ran clean gets its key (and trace) rewritten, with no model
+    call."""
+    doc, key, trace = run_recorded(ctx, case, http)
+    recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
+    check_verdicts(ctx, case, judge, trace, verdicts)
+    rejudge = False
+    for stage in applicable(ctx.judged, case, trace):
+        changed = [
+            name
+            for name in ("answer", "context")
+            if name in stage.reads and trace.get(name) != recorded_trace.get(name)
+        ]
+        if changed:
+            rejudge = True
+            verdicts[stage.name] = {
+                "error": f"needs re-judging: {' and '.join(changed)} changed since it was "
+                "judged; re-judge today's trace with --replay-http --live-judges (no system "
+                "call), or re-record with --live",
+                "score": None,
+            }
+    if refresh and not rejudge:
+        return _refresh(ctx, case, doc, key, trace, verdicts)
+    return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
+
+
+def run_recorded(
+    ctx: SuiteContext, case: Case, http: HttpLayer
+) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """The checked cassette, today's key and today's trace, from running the system offline.
+
+    The code fingerprint is no reason for staleness here (the code itself runs); a request the
+    recording cannot serve is."""
+    from .http.store import interactions_hash, load_http
+
+    path = f"{ctx.cassette_dir}{os.sep}{case.id}.json"
+    doc = load_cassette(path, ctx.rootdir)
+    where = _where(ctx, case)
+    if doc is None:
+        raise MissingRecording(
+            f"no recording for {where}; record it with --live ({shown_path(path, ctx.rootdir)})"
+        )
+    view = system_view(case)
+    key = recording_key(ctx.key_fields, key_view(view))
+    check_key(doc.get("key"), key, "", "--live", ignore_prefix="code.")
+    check_integrity(doc, shown_path(path, ctx.rootdir))
+    exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
+    exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
+    if exchanges is None or "http" not in doc["integrity"]:
+        raise MissingRecording(f"no HTTP recording for {where}; record it with --live")
+    if interactions_hash(exchanges) != doc["integrity"]["http"]:
+        raise CassetteError(
+            f"recording edited by hand: HTTP recording changed "
+            f"({shown_path(exchanges_path, ctx.rootdir)}); re-record with --live"
+        )
+    return doc, key, run_offline(ctx, case, view, http, exchanges)
+
+
+def _same_trace(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Equal but for the latency, which no two runs share."""
+    return {k: v for k, v in old.items() if k != "latency_ms"} == {
+        k: v for k, v in new.items() if k != "latency_ms"
+    }
+
+
+def _refresh(
+    ctx: SuiteContext,
+    case: Case,
+    doc: dict[str, Any],
+    key: dict[str, str],
+    trace: dict[str, Any],
+    verdicts: dict[str, Any],
+) -> Recording:
+    """--replay-http --live-stale: today's code gave a recording whose verdicts all still hold:
+    write its key (and its trace, when it changed) without a model call."""
+    if doc.get("key") == key and _same_trace(doc["trace"], trace):
+        return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
+    kept = doc["trace"] if _same_trace(doc["trace"], trace) else trace
+    new_doc, redacted = save_recording(
+        ctx, case, key, kept, doc.get("verdicts") or {}, None, doc["integrity"]["http"]
+    )
+    return Recording(trace, verdicts, "recorded", new_doc["recorded_at"], redacted=redacted)
+
+
+def run_offline(
+    ctx: SuiteContext,
+    case: Case,
+    view: Any,
+    http: HttpLayer,
+    exchanges: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Run the system for one case with vcrpy serving its recorded HTTP; a request or a
+    connection the recording cannot serve fails the case, whatever the system made of it."""
+    import asyncio
+    import inspect
+
+    from .errors import StaleRecording
+    from .http.router import CaseHttp, UnservedRequest
+
+    where = _where(ctx, case)
+    suite = ctx.suite
+    setup_http = CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts)
+    with http.case(setup_http, sole=True):
+        try:
+            ctx.system.setup(suite)
+        except UnservedRequest:
+            pass
+    if setup_http.problem:
+        raise StaleRecording(
+            f"setup(suite) of {ctx.suite.name}: {setup_http.problem.split(' — ')[0]}; "
+            "--replay-http cannot serve requests made in setup (they are not recorded)"
+        )
+    case_http = CaseHttp(where, exchanges, suite.http_ignore, suite.allow_hosts)
+    error: BaseException | None = None
+    result: Any = None
+    with http.case(case_http, sole=True):
+        try:
+            result = ctx.system.call(view)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_awaited(result))
+        except (Exception, UnservedRequest) as exc:
+            error = exc
+    if case_http.problem:
+        raise StaleRecording(f"stale recording: {case_http.problem}")
+    if error is not None:
+        raise error
+    return normalize_trace(result, where)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable

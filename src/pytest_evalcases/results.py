@@ -129,6 +129,7 @@ def _recording_info(
         "judge_usage": judge_usage,
         "judge_latency_ms": sum(latencies) if latencies else None,
         "judges": sorted({str(v["judge"]) for v in verdicts if v.get("judge")}),
+        "redacted": recording.redacted,
     }
 
 

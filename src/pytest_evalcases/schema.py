@@ -148,6 +148,12 @@ class Suite(BaseModel):
     strict: bool = False
     accept_partial: bool = False
     correctness_criteria: str | None = None
+    # The system's source, hashed into the key (None: the module holding `system`; []: none).
+    code: list[str] | None = None
+    # JSONPaths of request body fields --replay-http ignores when matching (e.g. "$.user").
+    http_ignore: list[str] = []
+    # Hosts the system may reach directly under --replay-http (loopback only when listed).
+    allow_hosts: list[str] = []
     cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:

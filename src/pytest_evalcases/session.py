@@ -15,7 +15,9 @@ import pytest
 from .errors import EvalCaseError
 
 if TYPE_CHECKING:
+    from .code_fingerprint import CodeFingerprints
     from .collect import CaseItem
+    from .http.router import HttpLayer
     from .live import LiveRecorder
     from .recording import JudgeBinding, Recording
 
@@ -51,11 +53,25 @@ def _mode(config: pytest.Config) -> str:
     return LIVE if live else LIVE_STALE if stale else LIVE_JUDGES if judges else REPLAY
 
 
+def _replay_http(config: pytest.Config, mode: str) -> bool:
+    ini = (config.getini("eval_replay") or "trace").strip()
+    if ini not in ("trace", "http"):
+        raise pytest.UsageError(f"ini option eval_replay: {ini!r} is not 'trace' or 'http'")
+    on = bool(config.getoption("eval_replay_http")) or ini == "http"
+    if on and mode == LIVE:
+        raise pytest.UsageError(
+            "--live runs the system against the real network; --replay-http serves it the "
+            "recorded answers: pick one (--replay-http --live-stale refreshes what replays clean)"
+        )
+    return on
+
+
 class EvalSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.rootdir = Path(config.rootpath)
         self.mode = _mode(config)
+        self.replay_http = _replay_http(config, self.mode)
         self.is_worker = hasattr(config, "workerinput")
         self.case_dirs = [(self.rootdir / p).resolve() for p in config.getini("eval_cases")]
         self.cassette_root = (self.rootdir / config.getini("eval_cassettes")).resolve()
@@ -74,9 +90,12 @@ class EvalSession:
         # re-reads only the case files this run did not collect (under xdist: all of them).
         self.collected_suites: dict[Path, tuple[str, list[str]]] = {}
         self._input_hashes: dict[str, str] = {}
+        self._code_fingerprints: CodeFingerprints | None = None
         self._markers: dict[str, pytest.MarkDecorator] = {}
         self._judges: dict[str | None, JudgeBinding] = {}
         self._recorder: LiveRecorder | None = None
+        self._http_layer: HttpLayer | None = None
+        self._guard: Any = None
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         from .runreport import utc_now
@@ -86,6 +105,41 @@ class EvalSession:
     @property
     def live(self) -> bool:
         return self.mode != REPLAY
+
+    @property
+    def records_in_batch(self) -> bool:
+        """Whether the selected cases are recorded in one event loop before they report (with
+        --replay-http, each case runs offline in its own item, one at a time)."""
+        return self.live and not self.replay_http and not self.is_worker
+
+    @property
+    def http_layer(self) -> HttpLayer:
+        """vcrpy's patches (and, for --replay-http, the network guard), installed on first use
+        and removed at the end of the run."""
+        if self._http_layer is None:
+            try:
+                from .http.guard import NetworkGuard
+                from .http.router import HttpLayer
+            except ImportError as exc:
+                raise EvalCaseError(
+                    f"recording or replaying HTTP needs vcrpy ({exc}); install "
+                    '"pytest-evalcases[live]"'
+                ) from None
+            layer = HttpLayer()
+            layer.start()
+            if self.replay_http:
+                self._guard = NetworkGuard(layer)
+                self._guard.install()
+            self._http_layer = layer
+        return self._http_layer
+
+    def close_http(self) -> None:
+        if self._guard is not None:
+            self._guard.uninstall()
+            self._guard = None
+        if self._http_layer is not None:
+            self._http_layer.stop()
+            self._http_layer = None
 
     # ---- collection helpers -------------------------------------------------------------------
     def is_case_file(self, path: Path) -> bool:
@@ -105,6 +159,15 @@ class EvalSession:
         if name not in self._input_hashes:
             self._input_hashes[name] = hasher(self.rootdir / name)
         return self._input_hashes[name]
+
+    @property
+    def code_fingerprints(self) -> CodeFingerprints:
+        """Hashes of the systems' source files, each file parsed once per run."""
+        if self._code_fingerprints is None:
+            from .code_fingerprint import CodeFingerprints
+
+            self._code_fingerprints = CodeFingerprints(self.rootdir)
+        return self._code_fingerprints
 
     def marker(self, name: str) -> pytest.MarkDecorator:
         """A category or mark as a registered marker, so --strict-markers accepts it."""
@@ -193,6 +256,13 @@ class EvalSession:
         return self._recorder
 
     def recording_for(self, item: CaseItem) -> Recording:
+        if self.replay_http and self.mode in (REPLAY, LIVE_STALE):
+            from .recording import replay_http
+
+            binding = self.judge_binding(item.ctx.judge_spec, False)
+            return replay_http(
+                item.ctx, item.case, binding, self.http_layer, refresh=self.mode == LIVE_STALE
+            )
         if not self.live:
             from .recording import replay
 
@@ -200,6 +270,11 @@ class EvalSession:
         from .errors import MissingRecording, StaleRecording
 
         try:
+            if self.replay_http:  # --live-judges: judge what today's code answers, offline
+                from .recording import run_recorded
+
+                doc, _, trace = run_recorded(item.ctx, item.case, self.http_layer)
+                return self.recorder.recording_for(item, offline=(doc, trace))
             return self.recorder.recording_for(item)
         except (StaleRecording, MissingRecording):
             raise

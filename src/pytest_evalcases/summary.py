@@ -107,6 +107,8 @@ class RunSummary:
         self._stages: dict[str, _StageTally] = {}
         self._categories: dict[str, list[int]] = {}  # category -> [passed, scored]
         self._recorded = self._replayed = self._stale = self._missing = 0
+        self._replayed_http = 0  # replayed by running the system over its recorded HTTP
+        self._secrets = self._redacted_recordings = 0
         self._not_rerecorded: list[tuple[Order, str, str]] = []
 
     def add(self, result: Mapping[str, Any]) -> None:
@@ -125,7 +127,11 @@ class RunSummary:
         recording = result.get("recording") or {}
         status = recording.get("status")
         self._recorded += status == "recorded"
-        self._replayed += status == "replayed"
+        self._replayed += status in ("replayed", "replayed_http")
+        self._replayed_http += status == "replayed_http"
+        secrets = recording.get("redacted") or 0
+        self._secrets += secrets
+        self._redacted_recordings += bool(secrets)
         self._stale += outcome == "stale"
         self._missing += outcome == "missing"
         if status == "not_rerecorded":
@@ -164,12 +170,22 @@ class RunSummary:
                 lines.append("* report only: never fails a case")
         if self.count:
             lines += ["", *self._category_rates()]
+        offline = (
+            f" ({self._replayed_http} ran today's code over recorded HTTP)"
+            if self._replayed_http
+            else ""
+        )
         lines += [
             "",
-            f"recordings: {self._recorded} recorded, {self._replayed} replayed, "
+            f"recordings: {self._recorded} recorded, {self._replayed} replayed{offline}, "
             f"{self._stale} stale, {self._missing} missing, "
             f"{len(orphans)} orphaned{orphan_note}",
         ]
+        if self._secrets:
+            lines.append(
+                f"redacted {self._secrets} secret{'s' * (self._secrets != 1)} in "
+                f"{self._redacted_recordings} recording{'s' * (self._redacted_recordings != 1)}"
+            )
         lines += [f"  orphan: {path}" for path in orphans]
         for _, label, note in sorted(self._not_rerecorded, key=lambda kept: kept[0]):
             lines.append(f"  not re-recorded: {label} ({note})")

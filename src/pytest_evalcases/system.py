@@ -106,6 +106,10 @@ class System:
         else:
             await asyncio.to_thread(self.setup, suite)
 
+    def call(self, case: CaseInput) -> Any:
+        """`run(case)` as written: a value, or an awaitable for an async system."""
+        return self._run(case)
+
     async def arun(self, case: CaseInput) -> Any:
         """Run one case; a sync system runs in a worker thread so cases can overlap."""
         import asyncio  # live only: replay never pays for importing it
