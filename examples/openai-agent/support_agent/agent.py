@@ -42,8 +42,9 @@ class Agent:
 
     def client(self) -> OpenAI:
         # base_url is always passed: openai also reads OPENAI_BASE_URL, which a judge's
-        # configuration may set, and that must never redirect the agent.
-        url, key = base_url(), os.environ.get("OPENAI_API_KEY")
+        # configuration may set, and that must never redirect the agent. The loopback model
+        # takes any key, so an offline replay (--replay-http) needs none.
+        url, key = base_url(), os.environ.get("OPENAI_API_KEY") or "no-key-for-the-local-model"
         with self._lock:
             client = self._clients.get((url, key))
             if client is None:
