@@ -309,26 +309,18 @@ RESPONSES = [
 ]
 
 
-@pytest.mark.parametrize("original", REQUESTS)
-def test_scrub_request_is_pure_deterministic_and_idempotent(original: dict) -> None:
+@pytest.mark.parametrize(("scrub", "original"), [
+    *((scrub_request, original) for original in REQUESTS),
+    *((scrub_response, original) for original in RESPONSES),
+])
+def test_scrubbing_is_pure_deterministic_and_idempotent(scrub: Any, original: dict) -> None:
     before = copy.deepcopy(original)
 
-    once = scrub_request(original)
+    once = scrub(original)
 
     assert original == before
-    assert scrub_request(copy.deepcopy(original)) == once
-    assert scrub_request(once) == once
-
-
-@pytest.mark.parametrize("original", RESPONSES)
-def test_scrub_response_is_pure_deterministic_and_idempotent(original: dict) -> None:
-    before = copy.deepcopy(original)
-
-    once = scrub_response(original)
-
-    assert original == before
-    assert scrub_response(copy.deepcopy(original)) == once
-    assert scrub_response(once) == once
+    assert scrub(copy.deepcopy(original)) == once
+    assert scrub(once) == once
 
 
 def test_returned_dicts_share_no_mutable_part_with_the_input() -> None:
