@@ -1,7 +1,9 @@
-"""Command line: ``python -m pytest_evalcases merge DIR... -o OUT``.
+"""Command line: ``python -m pytest_evalcases merge DIR... -o OUT`` and ``... scan [PATH...]``.
 
-Exit codes: 0 merged; 1 the baseline gate failed (only with --baseline); 2 bad
+merge exit codes: 0 merged; 1 the baseline gate failed (only with --baseline); 2 bad
 arguments or unreadable shard/baseline files.
+scan exit codes: 0 clean; 1 a secret found, or a file that could not be checked; 2 bad
+arguments or a path that does not exist.
 """
 
 from __future__ import annotations
@@ -14,6 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .baseline import BaselineError, compare, load_results, render_baseline_terminal
+from .redaction import (
+    ScanPathError,
+    cassettes_folder_from_ini,
+    json_files,
+    scan_files,
+    scan_summary,
+    secret_values_from_env,
+)
 from .report.markdown import append_step_summary, render_markdown
 from .report.merge import MergeError, merge_results
 from .report.writers import RESULTS_JSON, write_reports
@@ -40,7 +50,7 @@ def read_shard(folder: Path) -> dict:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_evalcases",
-        description="pytest-evalcases report tools.",
+        description="pytest-evalcases report and recording tools.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     merge = sub.add_parser(
@@ -63,6 +73,19 @@ def _parser() -> argparse.ArgumentParser:
                        help="allowed drop of a stage mean before the gate fails (default 0)")
     merge.add_argument("--no-step-summary", action="store_true",
                        help="do not append report.md to $GITHUB_STEP_SUMMARY")
+    scan = sub.add_parser(
+        "scan",
+        help="check recordings for secrets (for pre-commit and CI)",
+        description=(
+            "Check every *.json file under PATHS for secret-shaped values (sk-..., AIza..., "
+            "ghp_..., xoxb-..., AKIA..., Bearer ...) and for the values of the environment "
+            "variables named *_KEY, *_TOKEN, *_SECRET or *_PASSWORD. Lists `file: $.json.path: "
+            "kind` for each; exits 1 when any is found, 0 when clean."
+        ),
+    )
+    scan.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                      help="file or folder to scan (default: the eval_cassettes folder of "
+                           "the pytest configuration in the current directory, or cassettes)")
     return parser
 
 
@@ -89,12 +112,31 @@ def _merge(args: argparse.Namespace) -> int:
     return status
 
 
+def _scan(args: argparse.Namespace) -> int:
+    paths = args.paths
+    if not paths:
+        folder, origin = cassettes_folder_from_ini(Path.cwd())
+        shown = Path(os.path.relpath(folder))
+        if not folder.is_dir():
+            raise ScanPathError(f"{shown}: no such folder ({origin}); "
+                                "pass the files or folders to scan")
+        paths = [shown]
+    files = list(json_files(paths))
+    findings = scan_files(files, secret_values_from_env(os.environ))
+    for finding in findings:
+        print(finding.line())
+    print(scan_summary(findings, len(files)))
+    return 1 if findings else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "merge":
             return _merge(args)
-    except (MergeError, BaselineError) as exc:
+        if args.command == "scan":
+            return _scan(args)
+    except (MergeError, BaselineError, ScanPathError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 2  # pragma: no cover - argparse rejects unknown commands

@@ -224,7 +224,7 @@ def save_recording(
     pair that lies. Secrets are redacted from both first. Returns the cassette and the count."""
     from .redaction import redact_secrets
 
-    (trace, verdicts, exchanges), redacted = redact_secrets((trace, verdicts, exchanges))
+    (trace, verdicts, exchanges), redacted = redact_secrets([trace, verdicts, exchanges])
     if exchanges is not None:
         from .http.store import http_document, save_http
 

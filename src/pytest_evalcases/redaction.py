@@ -1,3 +1,443 @@
-# TEMPORARY: replaced by the secrets branch
-def redact_secrets(value):
-    return value, 0
+"""Secrets out of every cassette: find and redact credentials in any JSON-able document.
+
+Two sources of secrets:
+- the values of environment variables named like credentials (`OPENAI_API_KEY`, `GH_TOKEN`, ...):
+  replaced by `[REDACTED:<variable name>]`;
+- well-known key shapes (`sk-...`, `AIza...`, `ghp_...`, ...): replaced by `[REDACTED:<shape>]`.
+
+`redact` runs on every cassette a live run writes, so it is cheap on clean text: strings too
+short to hold a secret are skipped, a shape's pattern only runs on a string that holds one of
+its literal hints (`sk-`, `AIza`, ...), and a candidate is only taken after a check of its
+surroundings and its randomness (prose, base64 data and hashes do not look like keys).
+`scan_files` is the same search over files, for the `scan` command.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import re
+import tomllib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_CASSETTES",
+    "Finding",
+    "KEY_SHAPES",
+    "KeyShape",
+    "ScanPathError",
+    "cassettes_folder_from_ini",
+    "is_redacted",
+    "json_files",
+    "redact",
+    "redaction_summary",
+    "scan_files",
+    "scan_summary",
+    "secret_values_from_env",
+]
+
+SECRET_ENV_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+MIN_SECRET_CHARS = 8  # shorter values ("true", "1", "dev") would redact ordinary words
+REDACTED_PREFIX = "[REDACTED:"
+_MARKER = re.compile(r"\[REDACTED:[^\]\s]*\]")
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_JSON_ESCAPE_LETTERS = frozenset("nrtbf")
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+def _character_classes(token: str) -> int:
+    return (
+        any(c.isupper() for c in token)
+        + any(c.islower() for c in token)
+        + any(c.isdigit() for c in token)
+    )
+
+
+def _looks_random(run: str) -> bool:
+    """Generated keys mix upper case, lower case and digits, with a long unbroken run; slugs
+    and identifiers such as `sk-learn-tutorial-2024-notes` do not."""
+    if _character_classes(run) < 3:
+        return False
+    return any(len(part) >= 16 for part in _ALNUM_RUN.findall(run))
+
+
+@dataclass(frozen=True, slots=True)
+class KeyShape:
+    """A well-known credential shape. `hints` are literal strings one of which every match
+    contains: a string holding none is not searched (a substring test is ~30x cheaper than a
+    regex search); `gate`, when set, is a cheaper test done first that every match passes too.
+    `looks_like_key` sees the token (for a bearer token, the part after the scheme). A
+    fixed-length shape must not be followed by a token character, else it is a slice of
+    something longer (base64 data, a longer identifier). Inside base64 data a candidate is
+    also preceded by a letter or digit; `/` and `+` count as boundaries, so that a key in a URL
+    path is found (a base64 slice framed by `/` or `+` on both sides is ~1 in 10^5 per MB)."""
+
+    name: str
+    hints: tuple[str, ...]
+    pattern: re.Pattern[str]
+    looks_like_key: Callable[[str], bool]
+    fixed_length: bool = False
+    gate: str | None = None
+
+
+# Most specific first: shapes are replaced in this order, so `sk-ant-` is named before `sk-`
+# is looked for, and a key after `Bearer` is named by its shape, not as a bearer token.
+KEY_SHAPES: tuple[KeyShape, ...] = (
+    KeyShape("anthropic-key", ("sk-ant-",), re.compile(r"sk-ant-([A-Za-z0-9_-]{32,})"),
+             _looks_random, gate="sk-"),
+    KeyShape("openai-key", ("sk-",), re.compile(r"sk-(?!ant-)([A-Za-z0-9_-]{20,})"),
+             _looks_random),
+    KeyShape("google-api-key", ("AIza",), re.compile(r"AIza([A-Za-z0-9_-]{35})"),
+             lambda token: True, fixed_length=True),
+    KeyShape("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+             re.compile(r"(?:gh[pousr]_([A-Za-z0-9]{36,})|github_pat_([A-Za-z0-9_]{50,}))"),
+             lambda token: _character_classes(token) >= 2, gate="_"),
+    KeyShape("slack-token", ("xox",), re.compile(r"xox[abeprs]-([A-Za-z0-9-]{10,})"),
+             lambda token: any(c.isdigit() for c in token)),
+    KeyShape("aws-access-key-id", ("AKIA", "ASIA"), re.compile(r"(?:AKIA|ASIA)([A-Z0-9]{16})"),
+             lambda token: True, fixed_length=True),
+    KeyShape("bearer-token", ("earer", "EARER"),
+             re.compile(r"(?:Bearer|bearer|BEARER)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"),
+             lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token)),
+)
+# The shortest shape candidate: `xoxb-` and 10 characters.
+_MIN_SHAPE_CHARS = 15
+
+
+def secret_values_from_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """{variable name: value} of the variables whose name ends in _KEY, _TOKEN, _SECRET or
+    _PASSWORD (any case) and whose value has 8+ characters."""
+    return {
+        name: value.strip()
+        for name, value in sorted(environ.items())
+        if name.upper().endswith(SECRET_ENV_SUFFIXES) and len(value.strip()) >= MIN_SECRET_CHARS
+    }
+
+
+def is_redacted(text: str) -> bool:
+    """Whether `text` holds a redaction marker."""
+    return REDACTED_PREFIX in text
+
+
+def redact(doc: Any, secrets: Mapping[str, str]) -> tuple[Any, list[tuple[str, str]]]:
+    """(doc with every secret replaced, findings): in every string of `doc` (dict keys too, at
+    any depth) each value of `secrets` ({name: value}, e.g. from secret_values_from_env) becomes
+    `[REDACTED:<name>]` and each key shape `[REDACTED:<shape>]`. Findings are (JSON path, name
+    or shape) per replacement, e.g. ("$.trace.answer", "OPENAI_API_KEY"). Existing markers are
+    kept and not reported, so redacting twice equals redacting once. `doc` is not modified;
+    the result shares the parts that needed no change with it."""
+    return _Redactor(secrets).redact(doc)
+
+
+def redact_secrets(doc: Any) -> tuple[Any, int]:
+    """`redact` with the secrets of this process's environment, as a live run writes a
+    recording: (the redacted document, how many secrets were replaced)."""
+    redacted, findings = redact(doc, secret_values_from_env(os.environ))
+    return redacted, len(findings)
+
+
+def redaction_summary(secret_count: int, recording_count: int) -> str:
+    """The summary line, e.g. `redacted 2 secrets in 1 recording`."""
+    return f"redacted {_count(secret_count, 'secret')} in {_count(recording_count, 'recording')}"
+
+
+class _Redactor:
+    """The search for one set of environment secrets, prepared once per `redact` call."""
+
+    __slots__ = ("_env_secrets", "_min_chars")
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        by_value: dict[str, str] = {}
+        for name, value in sorted(secrets.items()):
+            if value:
+                by_value.setdefault(value, name)  # one value under two names: the first name
+        # Longest first: a secret that contains another is replaced whole.
+        self._env_secrets = sorted(by_value.items(), key=lambda item: -len(item[0]))
+        shortest_secret = min((len(value) for value in by_value), default=_MIN_SHAPE_CHARS)
+        self._min_chars = min(shortest_secret, _MIN_SHAPE_CHARS)
+
+    def redact(self, doc: Any) -> tuple[Any, list[tuple[str, str]]]:
+        findings: list[tuple[str, str]] = []
+        path: list[str | int] = []
+        return self._walk(doc, path, findings), findings
+
+    def _walk(self, value: Any, path: list[str | int], findings: list[tuple[str, str]]) -> Any:
+        if isinstance(value, str):
+            return self._text(value, path, findings)
+        if isinstance(value, dict):
+            changed = False
+            result = {}
+            for key, item in value.items():
+                new_key = key
+                if isinstance(key, str):
+                    new_key = self._text(key, path, findings, dict_key=True)
+                    if new_key in result:  # two redacted keys would collide: keep both
+                        new_key = _unique_key(new_key, result)
+                path.append(new_key)
+                new_item = self._walk(item, path, findings)
+                path.pop()
+                result[new_key] = new_item
+                changed = changed or new_key is not key or new_item is not item
+            return result if changed else value
+        if isinstance(value, (list, tuple)):  # noqa: UP038 - a tuple is faster here
+            items = []
+            changed = False
+            for index, item in enumerate(value):
+                path.append(index)
+                new_item = self._walk(item, path, findings)
+                path.pop()
+                items.append(new_item)
+                changed = changed or new_item is not item
+            return type(value)(items) if changed else value
+        if isinstance(value, (bytes, bytearray)):  # noqa: UP038
+            try:
+                text = bytes(value).decode("utf-8")
+            except UnicodeDecodeError:
+                return value
+            new_text = self._text(text, path, findings)
+            return value if new_text is text else new_text.encode("utf-8")
+        return value
+
+    def _text(
+        self,
+        text: str,
+        path: list[str | int],
+        findings: list[tuple[str, str]],
+        dict_key: bool = False,
+    ) -> str:
+        """`text` with its secrets replaced (the same object when it holds none)."""
+        if len(text) < self._min_chars:
+            return text
+        if REDACTED_PREFIX in text:
+            kinds: list[str] = []
+            pieces = []
+            position = 0
+            for marker in _MARKER.finditer(text):
+                pieces.append(self._redact_piece(text[position:marker.start()], kinds))
+                pieces.append(marker.group())
+                position = marker.end()
+            pieces.append(self._redact_piece(text[position:], kinds))
+            new_text = "".join(pieces) if kinds else text
+        else:
+            kinds = []
+            new_text = self._redact_piece(text, kinds)
+        if kinds:
+            where = _json_path(path, new_text if dict_key else None)
+            findings.extend((where, kind) for kind in kinds)
+        return new_text
+
+    def _redact_piece(self, text: str, kinds: list[str]) -> str:
+        for value, name in self._env_secrets:
+            if value in text:
+                kinds.extend([name] * text.count(value))
+                text = text.replace(value, f"{REDACTED_PREFIX}{name}]")
+        if len(text) < _MIN_SHAPE_CHARS:
+            return text
+        for shape in KEY_SHAPES:
+            if shape.gate is not None and shape.gate not in text:
+                continue
+            for hint in shape.hints:
+                if hint in text:
+                    text = _redact_shape(text, shape, kinds)
+                    break
+        return text
+
+
+def _redact_shape(text: str, shape: KeyShape, kinds: list[str]) -> str:
+    pieces = []
+    position = 0
+    for match in shape.pattern.finditer(text):
+        if not _is_key(text, match, shape):
+            continue
+        token_start = match.start(match.lastindex or 0)
+        # Keep the scheme of a bearer token readable: `Bearer [REDACTED:bearer-token]`.
+        keep_until = token_start if shape.name == "bearer-token" else match.start()
+        pieces.append(text[position:keep_until])
+        pieces.append(f"{REDACTED_PREFIX}{shape.name}]")
+        kinds.append(shape.name)
+        position = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _is_key(text: str, match: re.Match[str], shape: KeyShape) -> bool:
+    if not _starts_token(text, match.start()):
+        return False
+    end = match.end()
+    if shape.fixed_length and end < len(text) and text[end] in _TOKEN_CHARS:
+        return False
+    return shape.looks_like_key(match.group(match.lastindex or 0))
+
+
+def _starts_token(text: str, start: int) -> bool:
+    """Whether a candidate at `start` begins a token rather than continuing a word: `risk-free`
+    holds no `sk-` key. After a JSON escape (`\\n` in a recorded body string) a token begins."""
+    if start == 0 or text[start - 1] not in _TOKEN_CHARS:
+        return True
+    return start >= 2 and text[start - 2] == "\\" and text[start - 1] in _JSON_ESCAPE_LETTERS
+
+
+def _unique_key(key: str, taken: Mapping[str, Any]) -> str:
+    number = 2
+    while f"{key} #{number}" in taken:
+        number += 1
+    return f"{key} #{number}"
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _json_path(path: list[str | int], last_key: str | None = None) -> str:
+    """`$.trace.tool_calls[0].args`; names that are not identifiers as `["content-type"]`."""
+    parts = ["$"]
+    for step in [*path, last_key] if last_key is not None else path:
+        if isinstance(step, int):
+            parts.append(f"[{step}]")
+        elif _PLAIN_NAME.match(step):
+            parts.append(f".{step}")
+        else:
+            parts.append(f"[{json.dumps(step, ensure_ascii=False)}]")
+    return "".join(parts)
+
+
+# The scan command ---------------------------------------------------------------------------
+
+DEFAULT_CASSETTES = "cassettes"
+
+
+class ScanPathError(ValueError):
+    """A path given to the scan does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A secret found in a file (json_path set), or a file that could not be checked (json_path
+    None, kind says why)."""
+
+    file: Path
+    json_path: str | None
+    kind: str
+
+    def line(self) -> str:
+        if self.json_path is None:
+            return f"{self.file}: {self.kind}"
+        return f"{self.file}: {self.json_path}: {self.kind}"
+
+
+def json_files(paths: Iterable[Path | str]) -> Iterator[Path]:
+    """Every `*.json` file under the given folders (sorted), and each file given by name
+    whatever its name ends in; ScanPathError for a path that does not exist."""
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            yield from sorted(child for child in path.rglob("*.json") if child.is_file())
+        elif path.exists():
+            yield path
+        else:
+            raise ScanPathError(f"{path}: no such file or folder")
+
+
+def scan_files(
+    paths: Iterable[Path | str], secrets: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """Findings over `json_files(paths)`: every secret-shaped value and every value of `secrets`
+    ({name: value}, e.g. from secret_values_from_env) found, with its file and JSON path, and
+    every file that is unreadable or not JSON. Raises ScanPathError for a missing path."""
+    secrets = {} if secrets is None else secrets
+    findings: list[Finding] = []
+    for path in json_files(paths):
+        try:
+            doc = json.loads(path.read_bytes().decode("utf-8-sig"))
+        except OSError as exc:
+            findings.append(Finding(path, None, f"cannot read ({exc.strerror or exc})"))
+            continue
+        except UnicodeDecodeError:
+            findings.append(Finding(path, None, "not JSON (not UTF-8 text)"))
+            continue
+        except json.JSONDecodeError as exc:
+            findings.append(Finding(path, None, f"not JSON ({exc.msg} at line {exc.lineno})"))
+            continue
+        _, found = redact(doc, secrets)
+        findings.extend(Finding(path, where, kind) for where, kind in found)
+    return findings
+
+
+def scan_summary(findings: list[Finding], scanned: int) -> str:
+    """The scan's last line: `clean: 12 files scanned`, or what was found where."""
+    if not findings:
+        return f"clean: {_count(scanned, 'file')} scanned"
+    secrets = [finding for finding in findings if finding.json_path is not None]
+    unchecked = {finding.file for finding in findings if finding.json_path is None}
+    parts = []
+    if secrets:
+        files = len({finding.file for finding in secrets})
+        parts.append(f"{_count(len(secrets), 'secret')} in {_count(files, 'file')}")
+    if unchecked:
+        parts.append(f"{_count(len(unchecked), 'file')} not checked")
+    return (f"found {'; '.join(parts)} ({scanned} scanned): re-record with --live (recording "
+            "redacts secrets), or fix the files by hand")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def cassettes_folder_from_ini(directory: Path) -> tuple[Path, str]:
+    """(the cassettes folder, where it was read from) per the pytest configuration file in
+    `directory`, looked up in pytest's order; `cassettes` when no file sets `eval_cassettes`.
+    Only `directory` itself is read: run the scan from the project's root."""
+    for name, read in _INI_READERS:
+        config_file = directory / name
+        if not config_file.is_file():
+            continue
+        try:
+            options = read(config_file)
+        except (OSError, ValueError, configparser.Error):
+            continue  # pytest itself reports a broken configuration file
+        if options is None:
+            continue  # no pytest section: pytest looks at the next file
+        value = options.get("eval_cassettes")
+        if isinstance(value, str) and value.strip():
+            return directory / value.strip(), f"eval_cassettes in {name}"
+        break
+    return directory / DEFAULT_CASSETTES, "the default cassettes folder"
+
+
+def _ini_section(path: Path, section: str) -> dict[str, Any] | None:
+    parser = configparser.RawConfigParser()
+    parser.read(path, encoding="utf-8")
+    return dict(parser[section]) if parser.has_section(section) else None
+
+
+def _toml_table(path: Path, *keys: str) -> dict[str, Any] | None:
+    table: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+    for key in keys:
+        table = table.get(key) if isinstance(table, dict) else None
+    return table if isinstance(table, dict) else None
+
+
+def _pyproject_options(path: Path) -> dict[str, Any] | None:
+    tool_pytest = _toml_table(path, "tool", "pytest")
+    if tool_pytest is None:
+        return None
+    ini_options = tool_pytest.get("ini_options")
+    return ini_options if isinstance(ini_options, dict) else tool_pytest
+
+
+# pytest's own order of configuration files (a file without a pytest section is skipped).
+_INI_READERS = (
+    ("pytest.toml", lambda path: _toml_table(path, "pytest") or {}),
+    (".pytest.toml", lambda path: _toml_table(path, "pytest") or {}),
+    ("pytest.ini", lambda path: _ini_section(path, "pytest") or {}),
+    (".pytest.ini", lambda path: _ini_section(path, "pytest") or {}),
+    ("pyproject.toml", _pyproject_options),
+    ("tox.ini", lambda path: _ini_section(path, "pytest")),
+    ("setup.cfg", lambda path: _ini_section(path, "tool:pytest")),
+)

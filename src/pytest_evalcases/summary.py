@@ -182,10 +182,9 @@ class RunSummary:
             f"{len(orphans)} orphaned{orphan_note}",
         ]
         if self._secrets:
-            lines.append(
-                f"redacted {self._secrets} secret{'s' * (self._secrets != 1)} in "
-                f"{self._redacted_recordings} recording{'s' * (self._redacted_recordings != 1)}"
-            )
+            from .redaction import redaction_summary
+
+            lines.append(redaction_summary(self._secrets, self._redacted_recordings))
         lines += [f"  orphan: {path}" for path in orphans]
         for _, label, note in sorted(self._not_rerecorded, key=lambda kept: kept[0]):
             lines.append(f"  not re-recorded: {label} ({note})")

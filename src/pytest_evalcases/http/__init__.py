@@ -1,4 +1,6 @@
-"""The HTTP layer: each case's HTTP exchanges recorded with vcrpy and replayed by --replay-http.
+"""The HTTP layer: each case's HTTP exchanges recorded with vcrpy, scrubbed, and replayed by
+--replay-http.
 
-Nothing here is imported by a plain replay: vcrpy loads only when a run records or replays HTTP.
+Kept empty on purpose: importing this package must not import vcrpy (a plain replay imports none
+of the live-only dependencies); vcrpy loads only when a run records or replays HTTP.
 """

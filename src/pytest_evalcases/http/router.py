@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from ..redaction import redact, secret_values_from_env
 from .match import closest, describe, parse_json_path, request_view, summarise
 from .scrub import scrub_request, scrub_response
 from .store import playable_response, stored_request, stored_response
@@ -52,6 +54,7 @@ class CaseHttp:
         self._played: set[int] = set()
         self._ready: dict[int, dict[str, Any]] = {}  # id(request) -> response about to play
         self._lock = threading.Lock()
+        self._secrets = secret_values_from_env(os.environ) if self.replaying else {}
 
     # ---- recording ----------------------------------------------------------------------------
     def record(self, request: Any, response: Mapping[str, Any]) -> None:
@@ -72,6 +75,8 @@ class CaseHttp:
     def prepare(self, request: Any) -> None:
         """Find the recorded answer to `request` (played by `play`), or stop the system."""
         live = stored_request(scrub_request(request._to_dict()))
+        # The recording's copy had this process's secrets redacted when it was written.
+        live, _ = redact(live, self._secrets)
         view = request_view(live, self.ignore)
         with self._lock:
             if self._views is None:
