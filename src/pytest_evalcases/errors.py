@@ -39,3 +39,12 @@ class StageFailure(EvalCaseError):
 class JudgeFailure(EvalCaseError):
     """A gating stage has no verdict because its judge failed: the case could not be evaluated,
     which is an error (never absorbed by `xfail`), not a stage failure."""
+
+
+class UserCodeExit(Exception):
+    """User code raised SystemExit (or another BaseException that is not a Ctrl-C): it fails
+    the case it ran for, never the session."""
+
+
+class SystemTimeout(EvalCaseError):
+    """The system did not answer a case within its timeout."""

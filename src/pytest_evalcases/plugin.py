@@ -64,6 +64,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="system runs in flight, and judge requests in flight, when recording (default 8)",
     )
     group.addoption(
+        "--eval-timeout",
+        dest="eval_timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="longest system run of one case when recording or replaying HTTP (default 300); "
+        "past it the case is an error and keeps its old recording",
+    )
+    group.addoption(
         "--eval-report",
         dest="eval_report",
         default=None,
@@ -94,6 +103,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eval_system", default="", help="default system, 'module:attribute'")
     parser.addini("eval_judge", default="", help="default judge for judged stages")
     parser.addini("eval_concurrency", default="8", help="default --eval-concurrency")
+    parser.addini("eval_timeout", default="300", help="default --eval-timeout, in seconds")
     parser.addini(
         "eval_replay", default="trace", help="'http' makes every replay a --replay-http replay"
     )

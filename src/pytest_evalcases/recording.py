@@ -164,12 +164,12 @@ async def record(
         async with system_slots or nullcontext():
             await ctx.system.asetup(ctx.suite)
             if http is None:
-                result = await ctx.system.arun(view)
+                result = await _run_with_timeout(ctx, case, view)
             else:
                 from .http.router import CaseHttp
 
                 with http().case(CaseHttp(_where(ctx, case))) as case_http:
-                    result = await ctx.system.arun(view)
+                    result = await _run_with_timeout(ctx, case, view)
                 exchanges = case_http.interactions
             trace = normalize_trace(result, _where(ctx, case))
         old_verdicts = {}
@@ -233,6 +233,22 @@ def save_recording(
     doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash)
     save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
     return doc, redacted
+
+
+async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
+    """The system's run, bounded: past the timeout the case is an error and keeps its old
+    cassette (a sync system's thread is left behind; it cannot be stopped from outside)."""
+    import asyncio
+
+    from .errors import SystemTimeout
+
+    try:
+        return await asyncio.wait_for(ctx.system.arun(view), ctx.timeout)
+    except TimeoutError:
+        raise SystemTimeout(
+            f"run(case) of {_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
+            "the limit with --eval-timeout (or the suite's \"timeout\") if it is slow"
+        ) from None
 
 
 async def _judge_one(
@@ -358,39 +374,56 @@ def run_offline(
     """Run the system for one case with vcrpy serving its recorded HTTP; a request or a
     connection the recording cannot serve fails the case, whatever the system made of it."""
     import asyncio
+    import contextvars
     import inspect
+    import threading
 
-    from .errors import StaleRecording
+    from .errors import StaleRecording, SystemTimeout, UserCodeExit
     from .http.router import CaseHttp, UnservedRequest
+    from .system import exit_message
 
     where = _where(ctx, case)
     suite = ctx.suite
-    setup_http = CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts)
-    with http.case(setup_http, sole=True):
+    with http.case(CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts), sole=True):
         try:
             ctx.system.setup(suite)
-        except UnservedRequest:
-            pass
-    if setup_http.problem:
-        raise StaleRecording(
-            f"setup(suite) of {ctx.suite.name}: {setup_http.problem.split(' — ')[0]}; "
-            "--replay-http cannot serve requests made in setup (they are not recorded)"
-        )
+        except UnservedRequest as exc:
+            raise StaleRecording(
+                f"setup(suite) of {suite.name}: {str(exc).split(' — ')[0]}; --replay-http "
+                "cannot serve requests made in setup (they are not recorded)"
+            ) from None
     case_http = CaseHttp(where, exchanges, suite.http_ignore, suite.allow_hosts)
-    error: BaseException | None = None
-    result: Any = None
-    with http.case(case_http, sole=True):
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
         try:
             result = ctx.system.call(view)
             if inspect.isawaitable(result):
                 result = asyncio.run(_awaited(result))
-        except (Exception, UnservedRequest) as exc:
-            error = exc
+            outcome["result"] = result
+        except BaseException as exc:  # SystemExit from inside an async system's loop too
+            outcome["error"] = exc
+
+    with http.case(case_http, sole=True):
+        # A daemon thread, so a system that hangs fails its case at the timeout instead of
+        # holding up the gate (the thread is left behind; the interpreter does not wait for it).
+        runner = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+                                  name="evalcases-system", daemon=True)
+        runner.start()
+        runner.join(ctx.timeout)
+    if runner.is_alive():
+        raise SystemTimeout(
+            f"run(case) of {where} did not finish within {ctx.timeout:g} s under --replay-http; "
+            "raise the limit with --eval-timeout (or the suite's \"timeout\") if it is slow"
+        )
     if case_http.problem:
         raise StaleRecording(f"stale recording: {case_http.problem}")
-    if error is not None:
+    error = outcome.get("error")
+    if isinstance(error, KeyboardInterrupt | Exception):
         raise error
-    return normalize_trace(result, where)
+    if error is not None:
+        raise UserCodeExit(exit_message("run(case)", error)) from error
+    return normalize_trace(outcome.get("result"), where)
 
 
 async def _awaited(awaitable: Any) -> Any:

@@ -148,6 +148,7 @@ class Suite(BaseModel):
     strict: bool = False
     accept_partial: bool = False
     correctness_criteria: str | None = None
+    timeout: float | None = Field(None, gt=0)  # seconds a system run may take (live, HTTP replay)
     # The system's source, hashed into the key (None: the module holding `system`; []: none).
     code: list[str] | None = None
     # JSONPaths of request body fields --replay-http ignores when matching (e.g. "$.user").

@@ -38,6 +38,19 @@ def _judge_setting(value: str | None, where: str) -> str | None:
         raise pytest.UsageError(f"{where}: {exc}") from None
 
 
+def _positive(value: Any, where: str) -> Any:
+    """A number of seconds above zero, or None when not given."""
+    if value in (None, ""):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {value!r} is not a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise pytest.UsageError(f"{where}: {value!r} must be a number of seconds above 0")
+    return seconds
+
+
 def get_session(config: pytest.Config) -> EvalSession:
     return config.stash[SESSION_KEY]
 
@@ -83,6 +96,10 @@ class EvalSession:
         )
         if self.concurrency < 1:
             raise pytest.UsageError("--eval-concurrency must be at least 1")
+        self.timeout_override: float | None = _positive(
+            config.getoption("eval_timeout"), "--eval-timeout"
+        )
+        self.default_timeout: float = _positive(config.getini("eval_timeout"), "ini eval_timeout")
         self.report_dir: str | None = config.getoption("eval_report")
         self.systems: dict[str, Any] = {}
         self._suite_files: dict[str, str] = {}

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import CaseFileError, TraceError
+from .errors import CaseFileError, TraceError, UserCodeExit
 from .schema import SYSTEM_HIDDEN_FIELDS, Case, Trace, format_validation_error
 
 
@@ -72,7 +72,9 @@ class System:
             method = getattr(self._target, "fingerprint", None)
             try:
                 value = method() if callable(method) else {}
-            except Exception as exc:  # user code: report it on the suite, not as a crash
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # user code: report it on the suite, not as a crash
                 raise CaseFileError(
                     f"system {self.spec!r}: fingerprint() raised {type(exc).__name__}: {exc}"
                 ) from None
@@ -90,8 +92,17 @@ class System:
                 if callable(method):
                     try:
                         method(suite)
-                    except Exception as exc:
+                    except (KeyboardInterrupt, Exception) as exc:
+                        if isinstance(exc, KeyboardInterrupt):
+                            raise
                         self._setup_error = exc
+                    except BaseException as exc:
+                        # SystemExit & co. would end the session; an unserved --replay-http
+                        # request keeps its own type, so the case reads as stale.
+                        exit_like = type(exc).__name__ != "UnservedRequest"
+                        self._setup_error = (
+                            UserCodeExit(exit_message("setup(suite)", exc)) if exit_like else exc
+                        )
                 self._set_up = True  # only now: `asetup` reads it without the lock
         if self._setup_error is not None:
             raise self._setup_error
@@ -108,18 +119,66 @@ class System:
 
     def call(self, case: CaseInput) -> Any:
         """`run(case)` as written: a value, or an awaitable for an async system."""
-        return self._run(case)
+        try:
+            return self._run(case)
+        except (KeyboardInterrupt, Exception):
+            raise
+        except BaseException as exc:  # SystemExit & co. would end the whole session
+            raise UserCodeExit(exit_message("run(case)", exc)) from exc
 
     async def arun(self, case: CaseInput) -> Any:
-        """Run one case; a sync system runs in a worker thread so cases can overlap."""
-        import asyncio  # live only: replay never pays for importing it
+        """Run one case; a sync system runs in a daemon thread of its own, so cases overlap and
+        a system that hangs past its timeout is left behind without holding up the exit."""
+        try:
+            if self.is_async:
+                return await self._run(case)
+            result = await run_in_daemon_thread(self._run, case)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except (KeyboardInterrupt, Exception):
+            raise
+        except BaseException as exc:
+            if type(exc).__name__ == "CancelledError":  # a timeout or Ctrl-C cancelling us
+                raise
+            raise UserCodeExit(exit_message("run(case)", exc)) from exc
 
-        if self.is_async:
-            return await self._run(case)
-        result = await asyncio.to_thread(self._run, case)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+
+def exit_message(what: str, exc: BaseException) -> str:
+    return (
+        f"{what} raised {type(exc).__name__}({', '.join(map(repr, exc.args))}): a system may "
+        "not end the test session; raise an exception instead"
+    )
+
+
+async def run_in_daemon_thread(function: Callable[[Any], Any], argument: Any) -> Any:
+    """`function(argument)` in a new daemon thread, with this context (so a request it makes
+    belongs to this case). Unlike a thread pool's worker, a thread that never returns does not
+    hold up the end of the run: the interpreter does not wait for daemon threads."""
+    import asyncio
+    import contextvars
+
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():
+            ok, value = outcome
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def target() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, context.run(function, argument))
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the loop is gone: nobody waits for this case any more
+            pass
+
+    threading.Thread(target=target, name="evalcases-system", daemon=True).start()
+    return await future
 
 
 def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System:
@@ -138,7 +197,9 @@ def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System
         target: Any = importlib.import_module(module_name)
         for part in attr_path.split("."):
             target = getattr(target, part)
-    except Exception as exc:  # any import-time failure of user code is reported the same way
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # any import-time failure of user code, SystemExit included
         raise CaseFileError(
             f"cannot import system {spec!r}: {type(exc).__name__}: {exc}; check the module path "
             f"(imported with {root} on sys.path)"
