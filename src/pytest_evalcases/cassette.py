@@ -256,6 +256,38 @@ def save_cassette(path: Path, doc: Mapping[str, Any]) -> None:
             tmp.unlink()
 
 
+def remove_dead_temp_files(root: Path) -> int:
+    """Remove the `<name>.tmp.<pid>` files that processes killed mid-write left in the suites'
+    folders (a live process's own are left alone); return how many were removed."""
+    removed = 0
+    if not root.is_dir():
+        return 0
+    for folder in (entry for entry in os.scandir(root) if entry.is_dir()):
+        for entry in os.scandir(folder.path):
+            name, _, pid = entry.name.rpartition(".tmp.")
+            if name and pid.isdigit() and entry.is_file() and not _process_alive(int(pid)):
+                try:
+                    os.unlink(entry.path)
+                    removed += 1
+                except OSError:  # gone already, or not ours to remove: leave it
+                    pass
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, and someone else's
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
     """Cassettes (and HTTP recordings) whose case (or whole suite) no longer exists, among the
     suites' folders and any folder of a suite that is gone. Temp files of interrupted writes are

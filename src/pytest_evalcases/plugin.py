@@ -117,6 +117,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ResultCollector(config, state), RESULTS_PLUGIN)
     if state.live:
         _dont_rewrite_deepeval()
+        if not state.is_worker:  # before anything is written: temp files of killed runs go
+            from .cassette import remove_dead_temp_files
+
+            state.removed_temp_files = remove_dead_temp_files(state.cassette_root)
     config.stash[SESSION_KEY] = state
 
 
@@ -251,6 +255,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_sep("=", "per-stage summary")
     for line in collector.summary.lines(orphans=[str(p) for p in orphans], orphan_note=note):
         terminalreporter.write_line(line)
+    if state.removed_temp_files:
+        count = state.removed_temp_files
+        terminalreporter.write_line(
+            f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings"
+        )
     report = state.run_report
     if report is not None and report.doc.get("baseline") is not None:
         from .baseline import render_baseline_terminal

@@ -113,6 +113,7 @@ class EvalSession:
         self._recorder: LiveRecorder | None = None
         self._http_layer: HttpLayer | None = None
         self._guard: Any = None
+        self.removed_temp_files = 0  # left by killed live runs, removed when this one starts
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         from .runreport import utc_now

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .errors import CaseFileError, TraceError, UserCodeExit
 from .schema import SYSTEM_HIDDEN_FIELDS, Case, Trace, format_validation_error
@@ -209,10 +210,61 @@ def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System
     return system
 
 
+def json_problem(value: Any, path: str = "$") -> str | None:
+    """Where `value` stops being plain JSON, e.g. `$.tool_outputs[0].content is bytes`, or None.
+    Nothing is converted: a set, a datetime or a Decimal would be stored as something else than
+    what the system returned, so they are refused like any other object."""
+    seen: set[int] = set()
+
+    def walk(item: Any, where: str) -> str | None:
+        if item is None or isinstance(item, str | bool | int):
+            return None
+        if isinstance(item, BaseModel):  # e.g. a ToolCall: declared, so its dump is intended
+            return walk(item.model_dump(mode="json", exclude_none=True), where)
+        if isinstance(item, float):
+            return None if math.isfinite(item) else f"{where} is {item!r} (not a JSON number)"
+        if isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                return f"{where} refers back to itself (a circular structure)"
+            seen.add(id(item))
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        return f"{where} has a key {key!r} that is not a string"
+                    problem = walk(child, f"{where}.{key}")
+                    if problem:
+                        return problem
+            else:
+                for index, child in enumerate(item):
+                    problem = walk(child, f"{where}[{index}]")
+                    if problem:
+                        return problem
+            seen.discard(id(item))
+            return None
+        return f"{where} is a {type(item).__name__} ({_preview(item)})"
+
+    return walk(value, path)
+
+
+def _preview(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ of user code: say what it is instead
+        text = object.__repr__(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def normalize_trace(value: Any, where: str) -> dict[str, Any]:
     """Validate what the system returned; a plain JSON dict comes out (that is what is recorded)."""
     if isinstance(value, Trace):
         value = value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, dict):
+        problem = json_problem(value)
+        if problem:
+            raise TraceError(
+                f"malformed trace for {where}: {problem}, which a recording cannot store as "
+                "JSON; return strings, numbers, booleans, None, lists and dicts"
+            )
     if not isinstance(value, dict):
         raise TraceError(
             f"malformed trace for {where}: run(case) returned {type(value).__name__}, expected a "
