@@ -52,6 +52,13 @@ def trace_for(case):
     if case["id"] in steer.get("interrupt", []):
         os.kill(os.getpid(), signal.SIGINT)  # as if the user pressed Ctrl-C during this case
         time.sleep(1)
+    if case["id"] in steer.get("exit", []):
+        raise SystemExit(3)
+    if case["id"] in steer.get("hang", []):
+        log(f"hang {case['id']}")
+        time.sleep(600)
+    if case["id"] in steer.get("not_json", []):
+        return {"answer": "x", "tool_outputs": [{"tool": "search", "content": b"\\xff"}]}
     if case["id"] in steer.get("malformed", []):
         return {"answer": 42, "tool_calls": [{"args": {}}], "retrieved": "not-a-list"}
     text = case["input"]
