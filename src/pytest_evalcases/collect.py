@@ -43,8 +43,26 @@ class SuiteContext:
     judge_options: dict[str, Any]
 
 
-def _json_error(path: Path, exc: json.JSONDecodeError) -> str:
-    return f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+def _json_error(nodeid: str, exc: json.JSONDecodeError) -> str:
+    return f"{nodeid}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+
+
+def _parse_case_file(nodeid: str, text: str) -> Any:
+    """The file's JSON; anything the parser raises is a CaseFileError naming the file, so one
+    hostile file (100,000 nested arrays, a 5,000-digit number) never aborts collection."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CaseFileError(_json_error(nodeid, exc)) from None
+    except RecursionError:
+        raise CaseFileError(
+            f"{nodeid}: the JSON nests deeper than Python's parser can read; flatten it"
+        ) from None
+    except ValueError as exc:  # an integer longer than sys.get_int_max_str_digits()
+        raise CaseFileError(
+            f"{nodeid}: cannot read the JSON: {str(exc).split(';')[0]}; write numbers this long "
+            "as strings"
+        ) from None
 
 
 def _case_ids(raw_cases: list[Any]) -> list[str]:
@@ -74,9 +92,13 @@ class CaseFile(pytest.File):
         state = get_session(self.config)
         try:
             ctx = self._load_suite(state)
-        except CaseFileError as exc:
+        except Exception as exc:  # whatever a file holds, the other suites still run
+            message = str(exc) if isinstance(exc, CaseFileError) else (
+                f"{self.nodeid}: cannot load the suite ({type(exc).__name__}: {exc}); fix the "
+                "file, or report a bug if it looks right"
+            )
             yield SuiteErrorItem.from_parent(
-                self, name="suite", message=str(exc), suite_name=self.path.stem, index=-1
+                self, name="suite", message=message, suite_name=self.path.stem, index=-1
             )
             return
         # The raw cases are not kept on the suite: each item holds its validated case only.
@@ -93,10 +115,7 @@ class CaseFile(pytest.File):
             raise CaseFileError(
                 f"{self.nodeid}: cannot read the file as UTF-8 text ({exc})"
             ) from None
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaseFileError(_json_error(self.path, exc)) from None
+        raw = _parse_case_file(self.nodeid, text)
         if not isinstance(raw, dict):
             raise CaseFileError(f"{self.nodeid}: a case file holds one JSON object (a suite)")
         try:

@@ -121,7 +121,7 @@ class EvalSession:
 
         suites, unreadable = scan_suites(self.case_dirs, self.cassette_root, self.collected_suites)
         if unreadable:
-            names = ", ".join(str(p) for p in unreadable[:3])
+            names = ", ".join(_shown(p, self.rootdir) for p in unreadable[:3])
             return [], f" (not checked: unreadable case file {names})"
         orphans = [
             p.relative_to(self.rootdir) if p.is_relative_to(self.rootdir) else p
@@ -208,6 +208,11 @@ class EvalSession:
             raise
 
 
+def _shown(path: Path, rootdir: Path) -> str:
+    """A case file as messages name it: relative to the rootdir, as its node id starts."""
+    return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
+
+
 def scan_suites(
     case_dirs: list[Path], cassette_root: Path, known: dict[Path, tuple[str, list[str]]]
 ) -> tuple[dict[str, list[str]], list[Path]]:
@@ -231,7 +236,10 @@ def scan_suites(
                     for c in doc["cases"]
                     if isinstance(c, dict) and isinstance(c.get("id"), str)
                 ]
-                suites.setdefault(str(doc["name"]), []).extend(ids)
-            except (OSError, ValueError, KeyError, TypeError):
+                name = doc["name"]
+                if not isinstance(name, str):
+                    raise TypeError("the suite name is not a string")
+                suites.setdefault(name, []).extend(ids)
+            except Exception:  # anything a hostile file raises (RecursionError, a huge int...)
                 unreadable.append(path)
     return suites, unreadable
