@@ -1,12 +1,15 @@
 """End to end: hostile case files (issue 14) end in a clear error on the item they concern.
 
-A file nested 100,000 deep or holding a 5,000-digit number errors its own item, naming the file
-and the next step; the other suites still run and a replay changes no cassette.
+A file nested 100,000 deep, a 5,000-digit number, thresholds out of range or naming a stage the
+suite does not run, ids too long to name a file and inputs outside the rootdir: each errors its
+own item, naming the file, the case and the next step; the other suites still run, a replay
+changes no cassette and `--live` records nothing for them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,10 +23,16 @@ from evalhelpers import (
     suite_doc,
 )
 
+from pytest_evalcases.collect import MAX_NAME_BYTES, unsafe_id_reason
 from pytest_evalcases.session import scan_suites
 
 DEEP_JSON = '{"name": "deep", "cases": ' + "[" * 100_000 + "]" * 100_000 + "}"
 BIG_NUMBER_JSON = '{"name": "bignumber", "k": ' + "7" * 5_000 + ', "cases": []}'
+LONG_ID = "x" * 300
+ACCENTED_ID = "é" * 101  # 101 characters, 202 bytes in UTF-8
+LONGEST_ID = "b" * MAX_NAME_BYTES
+LONG_SUITE_NAME = "é" * 100 + "s"  # 101 characters, 201 bytes
+NAN, INF = float("nan"), float("inf")
 
 # Every hostile file: its node id and what its error must say.
 FILE_ERRORS = {
@@ -32,12 +41,70 @@ FILE_ERRORS = {
         "cases/bignumber.json: cannot read the JSON: Exceeds the limit (4300 digits)",
         "write numbers this long as strings",
     ],
+    "cases/threshold_values.json::suite": [
+        "cases/threshold_values.json: invalid suite",
+        "threshold: Input should be a finite number",
+        "thresholds.tools: Input should be greater than or equal to 0",
+        "thresholds.retrieval: Input should be a finite number",
+        "thresholds.exact_match: Input should be a finite number",
+    ],
+    "cases/threshold_names.json::suite": [
+        "cases/threshold_names.json: \"thresholds\": unknown stage 'retreival' "
+        "(did you mean 'retrieval'?)",
+        "stage 'faithfulness' is not run by this suite: add it to \"stages\" or \"report_only\", "
+        "or remove its threshold",
+        "this suite runs tools, retrieval, exact_match",
+    ],
+    "cases/longname.json::suite": [
+        f"suite name {LONG_SUITE_NAME[:40]!r}… (101 characters) cannot name a folder: it is 201 "
+        "bytes long in UTF-8, over the limit of 200; rename the suite",
+    ],
+    "cases/input_absolute.json::suite": [
+        "cases/input_absolute.json: input '/etc/hostname' is an absolute path",
+        "must be files inside the rootdir",
+    ],
+    "cases/input_parent.json::suite": [
+        "cases/input_parent.json: input '../{outside}' resolves to {outside_path}, outside the "
+        "rootdir",
+    ],
+    "cases/input_symlink.json::suite": [
+        "cases/input_symlink.json: input 'data/outside-link.txt' resolves to {outside_path}, "
+        "outside the rootdir",
+    ],
+}
+CASE_ERRORS = {
+    "cases/longids.json::cases[1]": [
+        f"case id {LONG_ID[:40]!r}… (300 characters) (cases[1]) cannot name a cassette file: it "
+        "is 300 bytes long in UTF-8, over the limit of 200; rename it (nothing was recorded",
+    ],
+    "cases/longids.json::cases[2]": [
+        f"case id {ACCENTED_ID[:40]!r}… (101 characters) (cases[2]) cannot name a cassette file: "
+        "it is 202 bytes long in UTF-8",
+    ],
 }
 
 
-def _write_hostile_files(project: Project) -> None:
+def _write_hostile_files(project: Project) -> str:
+    """Every hostile file; returns the name of the file outside the project."""
+    root = project.root
     project.write_text("cases/deep.json", DEEP_JSON)
     project.write_text("cases/bignumber.json", BIG_NUMBER_JSON)
+    project.write_suite(suite_doc("threshold_values", threshold=NAN, thresholds={
+        "tools": -1, "retrieval": NAN, "exact_match": INF}))
+    project.write_suite(suite_doc("threshold_names", thresholds={
+        "retreival": 0.5, "faithfulness": 0.7, "tools": 1.0}))
+    project.write_suite(suite_doc("longids", cases=[
+        make_case("short", "short text"), make_case(LONG_ID, "long text"),
+        make_case(ACCENTED_ID, "accented text"), make_case(LONGEST_ID, "longest text")]))
+    project.write_suite(suite_doc(LONG_SUITE_NAME), file="cases/longname.json")
+    # A file outside the project, named after it: the parent folder is shared with other tests.
+    outside = f"{root.name}-outside.txt"
+    (root.parent / outside).write_text("not part of the project\n")
+    os.symlink(root.parent / outside, root / "data" / "outside-link.txt")
+    for name, inputs in (("input_absolute", "/etc/hostname"), ("input_parent", f"../{outside}"),
+                         ("input_symlink", "data/outside-link.txt")):
+        project.write_suite(suite_doc(name, inputs=["data/kb.txt", inputs]))
+    return outside
 
 
 @pytest.fixture(scope="module")
@@ -49,32 +116,35 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
                                                  make_case("g2", "g2 text")]))
     assert_not_aborted(project.run("--live", "-p", "no:cacheprovider"))
     recorded = project.files()
-    _write_hostile_files(project)
+    outside = _write_hostile_files(project)
     runs = SimpleNamespace(replay=project.run("-v", "-p", "no:cacheprovider"))
     after_replay = project.files()
     runs.live = project.run("--live", "-v", "-p", "no:cacheprovider")
     return SimpleNamespace(project=project, runs=runs, recorded=recorded,
-                           after_replay=after_replay, after_live=project.files())
+                           after_replay=after_replay, after_live=project.files(),
+                           outside=outside, outside_path=project.root.parent / outside)
 
 
 def test_hostile_files_never_stop_the_run(hostile: SimpleNamespace) -> None:
     runs = hostile.runs
     for result in vars(runs).values():
         assert_not_aborted(result)
-    refused = len(FILE_ERRORS)
-    runs.replay.assert_outcomes(passed=2, errors=refused)
-    runs.live.assert_outcomes(passed=2, errors=refused)
+    refused = len(FILE_ERRORS) + len(CASE_ERRORS)
+    runs.replay.assert_outcomes(passed=2, errors=refused + 2)  # + 2 missing: short, LONGEST_ID
+    runs.live.assert_outcomes(passed=4, errors=refused)
     for result in (runs.replay, runs.live):
         result.stdout.fnmatch_lines(["cases/good.json::g1 PASSED*", "cases/good.json::g2 PASSED*"])
 
 
-@pytest.mark.parametrize("nodeid", list(FILE_ERRORS))
+@pytest.mark.parametrize("nodeid", list(FILE_ERRORS) + list(CASE_ERRORS))
 def test_each_hostile_file_or_case_errors_alone_and_says_why(hostile: SimpleNamespace,
                                                             nodeid: str) -> None:
+    expected = {**FILE_ERRORS, **CASE_ERRORS}[nodeid]
     for result in (hostile.runs.replay, hostile.runs.live):
         result.stdout.fnmatch_lines([f"ERROR {nodeid.replace('[', '[[]')} - *"])
         block = error_block(result, nodeid)
-        for text in FILE_ERRORS[nodeid]:
+        for text in expected:
+            text = text.format(outside=hostile.outside, outside_path=hostile.outside_path)
             assert text in block, (text, block)
 
 
@@ -83,7 +153,8 @@ def test_replay_changes_no_cassette(hostile: SimpleNamespace) -> None:
 
 
 def test_live_records_nothing_for_what_it_refused(hostile: SimpleNamespace) -> None:
-    assert set(hostile.after_live) == set(hostile.recorded)
+    written = set(hostile.after_live) - set(hostile.recorded)
+    assert written == {f"cassettes/longids/{case_id}.json" for case_id in ("short", LONGEST_ID)}
 
 
 def test_orphan_detection_skips_unreadable_case_files(hostile: SimpleNamespace) -> None:
@@ -114,6 +185,18 @@ def test_unexpected_error_loading_a_suite_is_an_error_item(project: Project) -> 
 
 
 # ------------------------------------------------------------------------------ pure checks
+
+
+@pytest.mark.parametrize(("name", "refused"), [
+    ("a" * 200, False), ("a" * 201, True),
+    ("é" * 100, False), ("é" * 101, True),          # 2 bytes each
+    ("\U0001f600" * 50, False), ("\U0001f600" * 51, True),  # 4 bytes each
+])
+def test_names_are_limited_to_200_utf8_bytes(name: str, refused: bool) -> None:
+    reason = unsafe_id_reason(name)
+    assert (reason is not None) == refused
+    if refused:
+        assert reason == f"it is {len(name.encode())} bytes long in UTF-8, over the limit of 200"
 
 
 def test_scan_suites_survives_hostile_files(tmp_path: Path) -> None:

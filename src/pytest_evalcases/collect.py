@@ -65,6 +65,11 @@ def _parse_case_file(nodeid: str, text: str) -> Any:
         ) from None
 
 
+# Case ids and suite names name files (`<id>.json`, written first as `<id>.json.tmp.<pid>`):
+# 200 bytes leaves room for the suffixes under the usual 255-byte limit of a file name.
+MAX_NAME_BYTES = 200
+
+
 def _case_ids(raw_cases: list[Any]) -> list[str]:
     """The ids a case file names (valid or not): what orphan detection compares cassettes with."""
     return [c["id"] for c in raw_cases if isinstance(c, dict) and isinstance(c.get("id"), str)]
@@ -72,6 +77,13 @@ def _case_ids(raw_cases: list[Any]) -> list[str]:
 
 def unsafe_id_reason(case_id: str) -> str | None:
     """Why an id cannot name a cassette file (and a node id), or None."""
+    if len(case_id) > MAX_NAME_BYTES or not case_id.isascii():  # isascii() is O(1): cheap
+        try:
+            size = len(case_id.encode())
+        except UnicodeEncodeError:
+            return "lone surrogates (invalid Unicode) are not allowed"
+        if size > MAX_NAME_BYTES:
+            return f"it is {size} bytes long in UTF-8, over the limit of {MAX_NAME_BYTES}"
     if case_id in {".", ".."} or "/" in case_id or "\\" in case_id:
         return "path separators and '.'/'..' are not allowed"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in case_id):
@@ -80,6 +92,50 @@ def unsafe_id_reason(case_id: str) -> str | None:
         return "'::' is not allowed (it separates node id parts)"
     if case_id != case_id.strip():
         return "leading or trailing white space is not allowed"
+    return None
+
+
+def _shown_name(name: str) -> str:
+    """A name as a message shows it: a 5,000-character id by its start and its length."""
+    return repr(name) if len(name) <= 60 else f"{name[:40]!r}… ({len(name)} characters)"
+
+
+def _threshold_problems(suite: Suite) -> list[str]:
+    """Per-stage thresholds must name stages the suite runs: a typo would be silently ignored
+    (its values are checked against [0, 1] by the schema)."""
+    runs = suite.stages + suite.report_only
+    problems = []
+    for name in suite.thresholds:
+        if name in runs:
+            continue
+        if name in STAGES:
+            problems.append(
+                f'stage {name!r} is not run by this suite: add it to "stages" or "report_only", '
+                "or remove its threshold"
+            )
+            continue
+        import difflib  # only for a typo: not on every run's import path
+
+        close = difflib.get_close_matches(name, runs, n=1) or difflib.get_close_matches(
+            name, list(STAGES), n=1
+        )
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(f"unknown stage {name!r}{hint}")
+    return problems
+
+
+def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
+    """Why an `inputs` entry is not a file inside the rootdir, or None. Symlinks are followed: the
+    key must depend only on files every checkout of the project has."""
+    if Path(name).is_absolute():
+        return "is an absolute path"
+    try:
+        real = (rootdir / name).resolve()
+        root = rootdir.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+        return f"cannot be resolved ({exc})"
+    if not real.is_relative_to(root):
+        return f"resolves to {real}, outside the rootdir"
     return None
 
 
@@ -130,10 +186,17 @@ class CaseFile(pytest.File):
                 f"{self.nodeid}: unknown stage(s) {', '.join(unknown)}; known stages: "
                 f"{', '.join(STAGES)}"
             )
+        threshold_problems = _threshold_problems(suite)
+        if threshold_problems:
+            raise CaseFileError(
+                f'{self.nodeid}: "thresholds": {"; ".join(threshold_problems)}; this suite runs '
+                f"{', '.join(suite.stages + suite.report_only)}"
+            )
         reason = unsafe_id_reason(suite.name)
         if reason:
             raise CaseFileError(
-                f"{self.nodeid}: suite name {suite.name!r} cannot name a folder: {reason}"
+                f"{self.nodeid}: suite name {_shown_name(suite.name)} cannot name a folder: "
+                f"{reason}; rename the suite"
             )
         other = state.claim_suite_name(suite.name, self.nodeid)
         if other is not None:
@@ -149,6 +212,13 @@ class CaseFile(pytest.File):
             )
         input_hashes = {}
         for name in suite.inputs:
+            outside = _input_outside_rootdir(name, state.rootdir)
+            if outside:
+                raise CaseFileError(
+                    f"{self.nodeid}: input {name!r} {outside}; inputs are hashed into every "
+                    f"recording's key, so they must be files inside the rootdir {state.rootdir} "
+                    "(copy the file into the project and name it relative to the rootdir)"
+                )
             try:
                 input_hashes[name] = state.input_hash(name, file_hash)
             except OSError as exc:
@@ -224,7 +294,7 @@ class CaseFile(pytest.File):
         if unsafe:  # case.id is raw_id, now known to be a valid string
             return error(
                 f"cases[{index}]",
-                f"case id {case.id!r} (cases[{index}]) cannot name a "
+                f"case id {_shown_name(case.id)} (cases[{index}]) cannot name a "
                 f"cassette file: {unsafe}; rename it (nothing was recorded for it)",
             )
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
