@@ -1,9 +1,9 @@
 """End to end: hostile case files (issue 14) end in a clear error on the item they concern.
 
 A file nested 100,000 deep, a 5,000-digit number, thresholds out of range or naming a stage the
-suite does not run, ids too long to name a file and inputs outside the rootdir: each errors its
-own item, naming the file, the case and the next step; the other suites still run, a replay
-changes no cassette and `--live` records nothing for them.
+suite does not run, ids too long to name a file, two files declaring one suite name and inputs
+outside the rootdir: each errors its own item, naming the file, the case and the next step; the
+other suites still run, a replay changes no cassette and `--live` records nothing for them.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ LONGEST_ID = "b" * MAX_NAME_BYTES
 LONG_SUITE_NAME = "é" * 100 + "s"  # 101 characters, 201 bytes
 NAN, INF = float("nan"), float("inf")
 
-# Every hostile file: its node id and what its error must say.
+# Every hostile file but the duplicate suite name: its node id and what its error must say.
 FILE_ERRORS = {
     "cases/deep.json::suite": ["cases/deep.json: the JSON nests deeper", "flatten it"],
     "cases/bignumber.json::suite": [
@@ -82,10 +82,11 @@ CASE_ERRORS = {
         "it is 202 bytes long in UTF-8",
     ],
 }
+TWINS = {"cases/dup_a.json": "t1", "cases/dup_b.json": "t2"}  # both declare the suite `twin`
 
 
 def _write_hostile_files(project: Project) -> str:
-    """Every hostile file; returns the name of the file outside the project."""
+    """Every hostile file but the first of the duplicates; returns the outside file's name."""
     root = project.root
     project.write_text("cases/deep.json", DEEP_JSON)
     project.write_text("cases/bignumber.json", BIG_NUMBER_JSON)
@@ -97,6 +98,8 @@ def _write_hostile_files(project: Project) -> str:
         make_case("short", "short text"), make_case(LONG_ID, "long text"),
         make_case(ACCENTED_ID, "accented text"), make_case(LONGEST_ID, "longest text")]))
     project.write_suite(suite_doc(LONG_SUITE_NAME), file="cases/longname.json")
+    project.write_suite(suite_doc("twin", cases=[make_case("t2", "t2 text")]),
+                        file="cases/dup_b.json")
     # A file outside the project, named after it: the parent folder is shared with other tests.
     outside = f"{root.name}-outside.txt"
     (root.parent / outside).write_text("not part of the project\n")
@@ -109,17 +112,22 @@ def _write_hostile_files(project: Project) -> str:
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
-    """A recorded project (`good`), then every hostile file added and the project run twice:
-    replay and --live."""
+    """A recorded project (`good`, and `twin` in dup_a.json), then every hostile file added and
+    the project run four ways: replay, --live, --live on one node id and --live under xdist."""
     project = Project(tmp_path_factory.mktemp("hostile")).write_base()
     project.write_suite(suite_doc("good", cases=[make_case("g1", "g1 text"),
                                                  make_case("g2", "g2 text")]))
+    project.write_suite(suite_doc("twin", cases=[make_case("t1", "t1 text")]),
+                        file="cases/dup_a.json")
     assert_not_aborted(project.run("--live", "-p", "no:cacheprovider"))
     recorded = project.files()
     outside = _write_hostile_files(project)
     runs = SimpleNamespace(replay=project.run("-v", "-p", "no:cacheprovider"))
     after_replay = project.files()
     runs.live = project.run("--live", "-v", "-p", "no:cacheprovider")
+    runs.one_file = project.run("--live", "-v", "-p", "no:cacheprovider",
+                                "cases/dup_a.json::t1", "cases/good.json")
+    runs.xdist = project.run("--live", "-v", "-p", "no:cacheprovider", "-n", "2", "-k", "t1 or t2")
     return SimpleNamespace(project=project, runs=runs, recorded=recorded,
                            after_replay=after_replay, after_live=project.files(),
                            outside=outside, outside_path=project.root.parent / outside)
@@ -129,10 +137,12 @@ def test_hostile_files_never_stop_the_run(hostile: SimpleNamespace) -> None:
     runs = hostile.runs
     for result in vars(runs).values():
         assert_not_aborted(result)
-    refused = len(FILE_ERRORS) + len(CASE_ERRORS)
+    refused = len(FILE_ERRORS) + len(CASE_ERRORS) + len(TWINS)
     runs.replay.assert_outcomes(passed=2, errors=refused + 2)  # + 2 missing: short, LONGEST_ID
     runs.live.assert_outcomes(passed=4, errors=refused)
-    for result in (runs.replay, runs.live):
+    runs.one_file.assert_outcomes(passed=2, errors=1)
+    runs.xdist.assert_outcomes(errors=2)
+    for result in (runs.replay, runs.live, runs.one_file):
         result.stdout.fnmatch_lines(["cases/good.json::g1 PASSED*", "cases/good.json::g2 PASSED*"])
 
 
@@ -148,6 +158,21 @@ def test_each_hostile_file_or_case_errors_alone_and_says_why(hostile: SimpleName
             assert text in block, (text, block)
 
 
+def test_duplicate_suite_names_error_both_files_under_any_selection(
+        hostile: SimpleNamespace) -> None:
+    runs = hostile.runs
+    # replay, --live and -n 2 collect both files; one node id selected collects only dup_a.json.
+    for result, twins in ((runs.replay, TWINS), (runs.live, TWINS), (runs.xdist, TWINS),
+                          (runs.one_file, {"cases/dup_a.json": "t1"})):
+        for file, case_id in twins.items():
+            result.stdout.fnmatch_lines([f"ERROR {file}::{case_id} - *"])
+            other = next(other for other in TWINS if other != file)
+            block = error_block(result, f"twin::{case_id}")
+            assert (f"{file}: suite name 'twin' is also declared by {other}; suite names name "
+                    "the cassette folders, so rename the suite in one of these files (nothing "
+                    "is recorded for any of them until then)") in block, block
+
+
 def test_replay_changes_no_cassette(hostile: SimpleNamespace) -> None:
     assert hostile.after_replay == hostile.recorded
 
@@ -155,10 +180,13 @@ def test_replay_changes_no_cassette(hostile: SimpleNamespace) -> None:
 def test_live_records_nothing_for_what_it_refused(hostile: SimpleNamespace) -> None:
     written = set(hostile.after_live) - set(hostile.recorded)
     assert written == {f"cassettes/longids/{case_id}.json" for case_id in ("short", LONGEST_ID)}
+    # twin/t1.json predates dup_b.json: no run since (-n 2 and one node id included) touched it.
+    twin = "cassettes/twin/t1.json"
+    assert hostile.after_live[twin] == hostile.recorded[twin]
 
 
 def test_orphan_detection_skips_unreadable_case_files(hostile: SimpleNamespace) -> None:
-    for result in (hostile.runs.replay, hostile.runs.live):
+    for result in (hostile.runs.replay, hostile.runs.live, hostile.runs.one_file):
         assert ("orphaned (not checked: unreadable case file cases/bignumber.json, "
                 "cases/deep.json)") in output(result), output(result)
 
@@ -209,5 +237,5 @@ def test_scan_suites_survives_hostile_files(tmp_path: Path) -> None:
 
     suites, unreadable = scan_suites([cases], tmp_path / "cassettes", {})
 
-    assert suites == {"ok": ["a"]}
+    assert suites == {cases / "ok.json": ("ok", ["a"])}
     assert sorted(p.name for p in unreadable) == ["bignumber.json", "deep.json", "numbername.json"]

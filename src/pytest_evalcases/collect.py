@@ -146,6 +146,7 @@ class CaseFile(pytest.File):
         from .session import get_session
 
         state = get_session(self.config)
+        state.seen_case_files.add(self.path)
         try:
             ctx = self._load_suite(state)
         except Exception as exc:  # whatever a file holds, the other suites still run
@@ -174,6 +175,10 @@ class CaseFile(pytest.File):
         raw = _parse_case_file(self.nodeid, text)
         if not isinstance(raw, dict):
             raise CaseFileError(f"{self.nodeid}: a case file holds one JSON object (a suite)")
+        if isinstance(raw.get("name"), str):
+            # Claimed before validation: a scan of the files this run does not collect reads the
+            # name alone, and both must see the same two files declaring one name.
+            state.claim_suite_name(raw["name"], self.nodeid)
         try:
             suite = Suite.model_validate(raw)
         except ValidationError as exc:
@@ -197,12 +202,6 @@ class CaseFile(pytest.File):
             raise CaseFileError(
                 f"{self.nodeid}: suite name {_shown_name(suite.name)} cannot name a folder: "
                 f"{reason}; rename the suite"
-            )
-        other = state.claim_suite_name(suite.name, self.nodeid)
-        if other is not None:
-            raise CaseFileError(
-                f"{self.nodeid}: suite name {suite.name!r} is already used by {other}; "
-                "suite names must be unique (they name the cassette folders)"
             )
         spec = suite.system or state.default_system
         if not spec:
@@ -347,7 +346,24 @@ class CaseItem(pytest.Item):
     def setup(self) -> None:
         from .session import get_session
 
-        self.recording = get_session(self.config).recording_for(self)
+        state = get_session(self.config)
+        conflict = self.suite_conflict(state)
+        if conflict is not None:
+            raise conflict
+        self.recording = state.recording_for(self)
+
+    def suite_conflict(self, state: EvalSession) -> CaseFileError | None:
+        """The error of a case whose suite name another case file also declares: both files
+        would share one cassette folder, so neither replays nor records until one is renamed."""
+        file = self.parent.nodeid if self.parent is not None else str(self.path)
+        others = state.suite_conflict(self.ctx.suite.name, file)
+        if not others:
+            return None
+        return CaseFileError(
+            f"{file}: suite name {self.ctx.suite.name!r} is also declared by "
+            f"{', '.join(others)}; suite names name the cassette folders, so rename the suite in "
+            "one of these files (nothing is recorded for any of them until then)"
+        )
 
     def runtest(self) -> None:
         from .scoring import failure_message, score_case
