@@ -304,7 +304,7 @@ def test_aggregate_10k_cases_counts() -> None:
 def test_escape_cell() -> None:
     assert escape_cell("a|b") == "a\\|b"
     assert escape_cell("line one\nline two\r\n three") == "line one line two three"
-    assert escape_cell("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert(1)&gt;"
+    assert escape_cell("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert\\(1\\)&gt;"
     assert escape_cell("back\\|slash") == "back&#92;\\|slash"
     assert escape_cell("") == " "
     assert escape_cell("x" * 500).endswith("…") and len(escape_cell("x" * 500)) == 200
@@ -320,8 +320,8 @@ def test_markdown_content(doc: dict) -> None:
     # stage table: header and the tools row with its mean and bootstrap CI
     assert "| stage | gating | passed | failed | skipped | judge errors | mean | 95% CI" in md
     lo, hi = bootstrap_ci([1.0, 1.0, 0.0, 1.0])
-    assert f"| tools | yes | 3 | 1 | 0 | 0 | 0.750 | [{lo:.3f}, {hi:.3f}] |" in md
-    assert "| faithfulness | yes | 1 | 0 | 2 | 1 | 1.000 | [1.000, 1.000] |" in md
+    assert f"| tools | yes | 3 | 1 | 0 | 0 | 0.750 | \\[{lo:.3f}, {hi:.3f}\\] |" in md
+    assert "| faithfulness | yes | 1 | 0 | 2 | 1 | 1.000 | \\[1.000, 1.000\\] |" in md
     assert "retrieval @ k=3: hit 1.000 · recall 0.833" in md
     # categories: passed counts xpassed, failed counts xfailed
     assert "| A | 3 | 1 | 2 | 33.3% | 6.1–79.2% |" in md
@@ -344,6 +344,44 @@ def test_markdown_failing_cases_table_escapes_cells(doc: dict) -> None:
             assert len(re.findall(r"(?<!\\)\|", line)) == 5
 
 
+TRACKING_IMAGE = "![x](http://127.0.0.1:18999/track.png)"
+HIDDEN_LINK = "[text](http://127.0.0.1:18999/phish)"
+
+
+def hostile_markdown_doc() -> dict:
+    """A run whose every user-controlled string that reaches report.md is a link or an image:
+    suite name, case id, failure reason, category, accuracy label, run judge."""
+    hostile = case(HIDDEN_LINK, 0, "failed", {
+        "tools": st(0.0, False, True, reason=f"unexpected: {TRACKING_IMAGE}"),
+        "context_completeness": st(1.0, True, False, "COMPLETE"),
+        "answer_accuracy": st(0.0, False, False, TRACKING_IMAGE),
+    }, category=HIDDEN_LINK, ff={"stage": "tools", "reason": f"unexpected: {TRACKING_IMAGE}"})
+    hostile["suite"] = TRACKING_IMAGE
+    return aggregate([hostile], {**RUN, "judge": HIDDEN_LINK})
+
+
+def test_markdown_cells_cannot_form_links_or_images() -> None:
+    md = render_markdown(hostile_markdown_doc())
+    for text in (TRACKING_IMAGE, HIDDEN_LINK):
+        assert text not in md
+    assert "\\!\\[x\\]\\(http://127.0.0.1:18999/track.png\\)" in md
+    assert "\\[text\\]\\(http://127.0.0.1:18999/phish\\)" in md
+    assert "<" not in md.replace("&lt;", "")
+
+
+def test_markdown_cells_render_as_the_original_text() -> None:
+    # A CommonMark renderer (markdown-it-py, with GFM tables) shows each string as written, and
+    # makes no link and no image of it.
+    markdown_it = pytest.importorskip("markdown_it")
+    md = render_markdown(hostile_markdown_doc())
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(md)
+    assert "<img" not in html and "<a " not in html
+    for text in (TRACKING_IMAGE, HIDDEN_LINK):
+        assert text in html
+    # Every table is still one table (stages, categories, completeness, failing cases).
+    assert html.count("<table>") == md.count("\n| ---") == 4
+
+
 def test_markdown_caps_failing_rows() -> None:
     cases = [case(f"f{i}", i, "failed", {}, ff={"stage": "tools", "reason": "x"})
              for i in range(57)]
@@ -363,7 +401,7 @@ def test_markdown_baseline_section_lists_regressions_first(doc: dict) -> None:
     section = md[md.index("### Regressions vs baseline"):md.index("### Stages")]
     assert "Baseline gate **FAILED**: 1 regression(s), 0 stage drop(s)" in section
     assert "| docs::c1 | passed | failed | retrieval | recall@3 0.50 &lt; 1.00;" in section
-    assert section.index("| docs::c1 |") < section.index("stage (paired cases)")
+    assert section.index("| docs::c1 |") < section.index("stage \\(paired cases\\)")
 
 
 def test_append_step_summary(tmp_path: Path) -> None:
