@@ -8,6 +8,7 @@ import hashlib
 import html as html_lib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -496,6 +497,43 @@ def test_templates_never_mark_data_safe() -> None:
     assert not re.search(r"\|\s*safe", template)
     js = (TEMPLATES / "dashboard.js").read_text(encoding="utf-8")
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js
+
+
+def _dashboard_decoder() -> str:
+    """The dashboard script's decodePart function, as its source text."""
+    js = (TEMPLATES / "dashboard.js").read_text(encoding="utf-8")
+    found = re.search(r"^  function decodePart\(text\) \{\n.*?^  \}\n", js, re.M | re.S)
+    assert found, "dashboard.js has no decodePart function"
+    return found.group(0)
+
+
+def test_dashboard_decodes_the_address_in_one_guarded_place() -> None:
+    # decodeURIComponent throws on "#q=100%": every call must be the guarded one in decodePart.
+    js = (TEMPLATES / "dashboard.js").read_text(encoding="utf-8")
+    decoder = _dashboard_decoder()
+    assert js.count("decodeURIComponent(") == decoder.count("decodeURIComponent(") == 2
+    assert decoder.count("try {") == 2 and decoder.count("catch (e)") == 2
+
+
+# A hand-typed or cut address, and what the filters get from it: what decodes is decoded, a "%"
+# that starts no escape stays text, and broken UTF-8 is left as written.
+MALFORMED_HASH_PARTS = {
+    "100%": "100%", "%": "%", "100%%20sure": "100% sure", "%ZZ": "%ZZ", "a%20b": "a b",
+    "%25": "%", "caf%C3%A9": "caf\u00e9", "caf%C3": "caf%C3", "%FF": "%FF", "%E0%A4%A": "%E0%A4%A",
+    "%C3%A9%": "\u00e9%", "%ED%A0%80": "%ED%A0%80",  # the last: a UTF-8 encoded lone surrogate
+}
+
+
+def test_dashboard_hash_decoding_never_throws() -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node binary (the browser test covers the dashboard where chromium is)")
+    script = (_dashboard_decoder() + "const parts = JSON.parse(process.argv[1]);\n"
+              "console.log(JSON.stringify(parts.map(decodePart)));\n")
+    proc = subprocess.run([node, "-e", script, json.dumps(list(MALFORMED_HASH_PARTS))],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == list(MALFORMED_HASH_PARTS.values())
 
 
 def test_dashboard_baseline_marks_regressed_rows(doc: dict) -> None:
