@@ -77,22 +77,23 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     return SimpleNamespace(project=project, live=live, written=written, replay=replay)
 
 
-FILE_LEVEL = ["broken", "schema", "dup_b", "stages", "nosys", "noattr", "importboom", "noinput",
+FILE_LEVEL = ["broken", "schema", "stages", "nosys", "noattr", "importboom", "noinput",
               "notobject"]
+# Two files declaring the suite `twin`: once the second is there, the case of each errors.
+DUPLICATE_SUITE = ["cases/dup_a.json::t1", "cases/dup_b.json::t1"]
 
 
 def test_bad_files_never_stop_the_run(bad: SimpleNamespace) -> None:
     for result in (bad.live, bad.replay):
         assert_not_aborted(result)
-    good = ["good.json::g1", "good.json::g2", "dup_a.json::t1", "mixed.json::ok1",
-            "mixed.json::ok2"]
+    good = ["good.json::g1", "good.json::g2", "mixed.json::ok1", "mixed.json::ok2"]
     for result in (bad.live, bad.replay):
         passed = {line.split()[0] for line in result.outlines if line.endswith("PASSED") or
                   " PASSED " in line}
         assert {f"cases/{name}" for name in good} <= passed, output(result)
     bad.live.assert_outcomes(passed=5, errors=len(MIXED_ERRORS) + len(UNSAFE_IDS))
-    bad.replay.assert_outcomes(passed=5, errors=len(MIXED_ERRORS) + len(UNSAFE_IDS)
-                               + len(FILE_LEVEL))
+    bad.replay.assert_outcomes(passed=4, errors=len(MIXED_ERRORS) + len(UNSAFE_IDS)
+                               + len(FILE_LEVEL) + len(DUPLICATE_SUITE))
 
 
 def test_malformed_json_names_file_line_and_column(bad: SimpleNamespace) -> None:
@@ -110,10 +111,12 @@ def test_suite_schema_violations_name_field_paths(bad: SimpleNamespace) -> None:
         assert re.search(rf"^E?\s*{re.escape(path)}: ", block, re.MULTILINE), (path, block)
 
 
-def test_duplicate_suite_names_error_the_repeat(bad: SimpleNamespace) -> None:
-    block = error_block(bad.replay, "cases/dup_b.json")
-    assert "'twin'" in block and "dup_a.json" in block
-    bad.replay.stdout.fnmatch_lines(["cases/dup_a.json::t1 PASSED*"])
+def test_duplicate_suite_names_error_both_files(bad: SimpleNamespace) -> None:
+    blocks = error_block(bad.replay, "twin::t1")  # both cases are twin::t1
+    for nodeid, other in zip(DUPLICATE_SUITE, reversed(DUPLICATE_SUITE), strict=True):
+        bad.replay.stdout.fnmatch_lines([f"ERROR {nodeid} - *"])
+        file, other_file = nodeid.split("::")[0], other.split("::")[0]
+        assert f"{file}: suite name 'twin' is also declared by {other_file};" in blocks, blocks
 
 
 def test_unknown_stage_names_list_the_known_ones(bad: SimpleNamespace) -> None:

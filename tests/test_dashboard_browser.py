@@ -65,7 +65,7 @@ def sample_doc() -> dict:
               f"answer {PAYLOAD_SCRIPT} {PAYLOAD_IMG} {CLASSIC}"),
         _case("config", 1, "failed", "storage", "wrong", ff_stage="retrieval"),
         _case("sync", 2, "failed", "sync", "also wrong", ff_stage="retrieval"),
-        _case("export", 3, "passed", HOSTILE_CATEGORY, "fine"),
+        _case("export", 3, "passed", HOSTILE_CATEGORY, "fine, 100% sure"),
         {**_case("theme", 4, "stale", "ui", ""), "stages": {}, "first_failure": None},
     ]
     return aggregate(results, {"mode": "replay", "judge": PAYLOAD_SCRIPT})
@@ -151,6 +151,13 @@ def test_scripts_run_and_payloads_stay_text(dashboard: Path, tmp_path: Path) -> 
         ("q=also%20wrong", ["failed"]),
         ("category=" + urllib.parse.quote(HOSTILE_CATEGORY, safe=""), ["passed"]),
         ("outcome=xpassed", []),
+        # Malformed addresses (decodeURIComponent throws on them) never stop the script: a bare
+        # "%" stays text, a broken escape is kept as written, an unknown key is ignored.
+        ("q=100%", ["passed"]),
+        ("q=100%%20sure", ["passed"]),
+        ("outcome=failed&junk=%E0%A4%A", ["failed", "failed"]),
+        ("%=x&stage=retrieval&q=%FF", []),
+        ("%", ["passed", "failed", "failed", "passed", "stale"]),
     ],
 )
 def test_hash_filters(dashboard: Path, tmp_path: Path, fragment: str,

@@ -39,7 +39,7 @@ CASE_LEVEL_EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
 # Editing these suite settings must never stale the recording either.
 SUITE_EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
     "threshold": lambda s: s.update(threshold=0.9),
-    "thresholds": lambda s: s.update(thresholds={"retrieval": 0.5, "token_f1": 0.2}),
+    "thresholds": lambda s: s.update(thresholds={"retrieval": 0.5, "exact_match": 0.2}),
     "k": lambda s: s.update(k=1),
     "stages": lambda s: s.update(stages=["retrieval", "tools"]),
     "report_only": lambda s: s.update(report_only=["token_f1"]),

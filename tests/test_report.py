@@ -8,6 +8,7 @@ import hashlib
 import html as html_lib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -304,7 +305,7 @@ def test_aggregate_10k_cases_counts() -> None:
 def test_escape_cell() -> None:
     assert escape_cell("a|b") == "a\\|b"
     assert escape_cell("line one\nline two\r\n three") == "line one line two three"
-    assert escape_cell("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert(1)&gt;"
+    assert escape_cell("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert\\(1\\)&gt;"
     assert escape_cell("back\\|slash") == "back&#92;\\|slash"
     assert escape_cell("") == " "
     assert escape_cell("x" * 500).endswith("…") and len(escape_cell("x" * 500)) == 200
@@ -320,8 +321,8 @@ def test_markdown_content(doc: dict) -> None:
     # stage table: header and the tools row with its mean and bootstrap CI
     assert "| stage | gating | passed | failed | skipped | judge errors | mean | 95% CI" in md
     lo, hi = bootstrap_ci([1.0, 1.0, 0.0, 1.0])
-    assert f"| tools | yes | 3 | 1 | 0 | 0 | 0.750 | [{lo:.3f}, {hi:.3f}] |" in md
-    assert "| faithfulness | yes | 1 | 0 | 2 | 1 | 1.000 | [1.000, 1.000] |" in md
+    assert f"| tools | yes | 3 | 1 | 0 | 0 | 0.750 | \\[{lo:.3f}, {hi:.3f}\\] |" in md
+    assert "| faithfulness | yes | 1 | 0 | 2 | 1 | 1.000 | \\[1.000, 1.000\\] |" in md
     assert "retrieval @ k=3: hit 1.000 · recall 0.833" in md
     # categories: passed counts xpassed, failed counts xfailed
     assert "| A | 3 | 1 | 2 | 33.3% | 6.1–79.2% |" in md
@@ -344,6 +345,44 @@ def test_markdown_failing_cases_table_escapes_cells(doc: dict) -> None:
             assert len(re.findall(r"(?<!\\)\|", line)) == 5
 
 
+TRACKING_IMAGE = "![x](http://127.0.0.1:18999/track.png)"
+HIDDEN_LINK = "[text](http://127.0.0.1:18999/phish)"
+
+
+def hostile_markdown_doc() -> dict:
+    """A run whose every user-controlled string that reaches report.md is a link or an image:
+    suite name, case id, failure reason, category, accuracy label, run judge."""
+    hostile = case(HIDDEN_LINK, 0, "failed", {
+        "tools": st(0.0, False, True, reason=f"unexpected: {TRACKING_IMAGE}"),
+        "context_completeness": st(1.0, True, False, "COMPLETE"),
+        "answer_accuracy": st(0.0, False, False, TRACKING_IMAGE),
+    }, category=HIDDEN_LINK, ff={"stage": "tools", "reason": f"unexpected: {TRACKING_IMAGE}"})
+    hostile["suite"] = TRACKING_IMAGE
+    return aggregate([hostile], {**RUN, "judge": HIDDEN_LINK})
+
+
+def test_markdown_cells_cannot_form_links_or_images() -> None:
+    md = render_markdown(hostile_markdown_doc())
+    for text in (TRACKING_IMAGE, HIDDEN_LINK):
+        assert text not in md
+    assert "\\!\\[x\\]\\(http://127.0.0.1:18999/track.png\\)" in md
+    assert "\\[text\\]\\(http://127.0.0.1:18999/phish\\)" in md
+    assert "<" not in md.replace("&lt;", "")
+
+
+def test_markdown_cells_render_as_the_original_text() -> None:
+    # A CommonMark renderer (markdown-it-py, with GFM tables) shows each string as written, and
+    # makes no link and no image of it.
+    markdown_it = pytest.importorskip("markdown_it")
+    md = render_markdown(hostile_markdown_doc())
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(md)
+    assert "<img" not in html and "<a " not in html
+    for text in (TRACKING_IMAGE, HIDDEN_LINK):
+        assert text in html
+    # Every table is still one table (stages, categories, completeness, failing cases).
+    assert html.count("<table>") == md.count("\n| ---") == 4
+
+
 def test_markdown_caps_failing_rows() -> None:
     cases = [case(f"f{i}", i, "failed", {}, ff={"stage": "tools", "reason": "x"})
              for i in range(57)]
@@ -363,7 +402,7 @@ def test_markdown_baseline_section_lists_regressions_first(doc: dict) -> None:
     section = md[md.index("### Regressions vs baseline"):md.index("### Stages")]
     assert "Baseline gate **FAILED**: 1 regression(s), 0 stage drop(s)" in section
     assert "| docs::c1 | passed | failed | retrieval | recall@3 0.50 &lt; 1.00;" in section
-    assert section.index("| docs::c1 |") < section.index("stage (paired cases)")
+    assert section.index("| docs::c1 |") < section.index("stage \\(paired cases\\)")
 
 
 def test_append_step_summary(tmp_path: Path) -> None:
@@ -458,6 +497,43 @@ def test_templates_never_mark_data_safe() -> None:
     assert not re.search(r"\|\s*safe", template)
     js = (TEMPLATES / "dashboard.js").read_text(encoding="utf-8")
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "eval(" not in js
+
+
+def _dashboard_decoder() -> str:
+    """The dashboard script's decodePart function, as its source text."""
+    js = (TEMPLATES / "dashboard.js").read_text(encoding="utf-8")
+    found = re.search(r"^  function decodePart\(text\) \{\n.*?^  \}\n", js, re.M | re.S)
+    assert found, "dashboard.js has no decodePart function"
+    return found.group(0)
+
+
+def test_dashboard_decodes_the_address_in_one_guarded_place() -> None:
+    # decodeURIComponent throws on "#q=100%": every call must be the guarded one in decodePart.
+    js = (TEMPLATES / "dashboard.js").read_text(encoding="utf-8")
+    decoder = _dashboard_decoder()
+    assert js.count("decodeURIComponent(") == decoder.count("decodeURIComponent(") == 2
+    assert decoder.count("try {") == 2 and decoder.count("catch (e)") == 2
+
+
+# A hand-typed or cut address, and what the filters get from it: what decodes is decoded, a "%"
+# that starts no escape stays text, and broken UTF-8 is left as written.
+MALFORMED_HASH_PARTS = {
+    "100%": "100%", "%": "%", "100%%20sure": "100% sure", "%ZZ": "%ZZ", "a%20b": "a b",
+    "%25": "%", "caf%C3%A9": "caf\u00e9", "caf%C3": "caf%C3", "%FF": "%FF", "%E0%A4%A": "%E0%A4%A",
+    "%C3%A9%": "\u00e9%", "%ED%A0%80": "%ED%A0%80",  # the last: a UTF-8 encoded lone surrogate
+}
+
+
+def test_dashboard_hash_decoding_never_throws() -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node binary (the browser test covers the dashboard where chromium is)")
+    script = (_dashboard_decoder() + "const parts = JSON.parse(process.argv[1]);\n"
+              "console.log(JSON.stringify(parts.map(decodePart)));\n")
+    proc = subprocess.run([node, "-e", script, json.dumps(list(MALFORMED_HASH_PARTS))],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == list(MALFORMED_HASH_PARTS.values())
 
 
 def test_dashboard_baseline_marks_regressed_rows(doc: dict) -> None:

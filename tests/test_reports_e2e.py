@@ -421,7 +421,7 @@ def test_report_md_figures(full: Run) -> None:
     assert ("**10 cases**: 2 passed · 2 failed · 1 stale · 1 missing · 1 errors · 1 skipped · "
             "1 xfailed · 1 xpassed") in md
     assert "| tools | yes | 4 | 2 | 0 | 0 | 0.667 |" in md
-    assert "| token_f1 | report | 5 | 0 | 1 | 0 | 1.000 | [1.000, 1.000] |" in md
+    assert "| token_f1 | report | 5 | 0 | 1 | 0 | 1.000 | \\[1.000, 1.000\\] |" in md
     assert ("retrieval @ k=3: hit 0.833 · recall 0.833 · precision 0.278 · MRR 0.833 · "
             "nDCG 0.833 · MAP 0.833") in md
     assert "| sync | 4 | 1 | 2 | 33.3% |" in md
@@ -450,9 +450,31 @@ def test_payload_is_escaped_in_dashboard_and_markdown(full: Run) -> None:
     assert html.count("<script") == 1  # the page's own script only
     # report.md shows no answers; the payload reaches it through the tools reason of `xss`
     assert XSS not in md
-    assert f"| rep::xss | failed | tools | missing: search; unexpected: {XSS_ESCAPED} |" in md
+    md_xss = XSS_ESCAPED.replace("(", "\\(").replace(")", "\\)")  # cells escape links too
+    assert f"| rep::xss | failed | tools | missing: search; unexpected: {md_xss} |" in md
     step_summary = (full.project.root / "step_summary.md").read_text()
-    assert XSS not in step_summary and XSS_ESCAPED in step_summary
+    assert XSS not in step_summary and md_xss in step_summary
+
+
+TRACKING_IMAGE = "![x](http://127.0.0.1:18999/track.png)"
+HIDDEN_LINK = "[text](http://127.0.0.1:18999/phish)"
+
+
+def test_tool_names_in_report_md_cannot_form_images_or_links(
+        template: Project, tmp_path: Path) -> None:
+    project = clone(template, tmp_path)
+    project.steer(tools={"g1": TRACKING_IMAGE, "g2": HIDDEN_LINK})
+
+    done = run(project, "--live", "cases/gate.json", report="out")
+
+    assert_not_aborted(done.result)
+    done.result.assert_outcomes(passed=1, failed=2)
+    md = done.md
+    assert TRACKING_IMAGE not in md and HIDDEN_LINK not in md
+    assert ("| gate::g1 | failed | tools | missing: search; unexpected: "
+            "\\!\\[x\\]\\(http://127.0.0.1:18999/track.png\\) |") in md
+    assert ("| gate::g2 | failed | tools | missing: search; unexpected: "
+            "\\[text\\]\\(http://127.0.0.1:18999/phish\\) |") in md
 
 
 # ---- 6. cost -------------------------------------------------------------------------------
@@ -756,7 +778,7 @@ def test_stale_and_missing_cases_are_regressions_without_a_stage(
     # only g1 was scored in both runs: its means are unchanged
     assert done.doc["baseline"]["stage_deltas"]["token_f1"]["cases"] == 1
     assert ("| gate::g2 | passed | missing | – | no recording for gate::g2; record it with "
-            "--live (cassettes/gate/g2.json) |") in done.md
+            "--live \\(cassettes/gate/g2.json\\) |") in done.md
 
 
 def test_new_and_removed_cases_do_not_fail_the_gate(

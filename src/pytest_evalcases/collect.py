@@ -45,8 +45,31 @@ class SuiteContext:
     timeout: float  # seconds a system run may take when it runs (live, --replay-http)
 
 
-def _json_error(path: Path, exc: json.JSONDecodeError) -> str:
-    return f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+def _json_error(nodeid: str, exc: json.JSONDecodeError) -> str:
+    return f"{nodeid}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+
+
+def _parse_case_file(nodeid: str, text: str) -> Any:
+    """The file's JSON; anything the parser raises is a CaseFileError naming the file, so one
+    hostile file (100,000 nested arrays, a 5,000-digit number) never aborts collection."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CaseFileError(_json_error(nodeid, exc)) from None
+    except RecursionError:
+        raise CaseFileError(
+            f"{nodeid}: the JSON nests deeper than Python's parser can read; flatten it"
+        ) from None
+    except ValueError as exc:  # an integer longer than sys.get_int_max_str_digits()
+        raise CaseFileError(
+            f"{nodeid}: cannot read the JSON: {str(exc).split(';')[0]}; write numbers this long "
+            "as strings"
+        ) from None
+
+
+# Case ids and suite names name files (`<id>.json`, written first as `<id>.json.tmp.<pid>`):
+# 200 bytes leaves room for the suffixes under the usual 255-byte limit of a file name.
+MAX_NAME_BYTES = 200
 
 
 def _case_ids(raw_cases: list[Any]) -> list[str]:
@@ -56,6 +79,13 @@ def _case_ids(raw_cases: list[Any]) -> list[str]:
 
 def unsafe_id_reason(case_id: str) -> str | None:
     """Why an id cannot name a cassette file (and a node id), or None."""
+    if len(case_id) > MAX_NAME_BYTES or not case_id.isascii():  # isascii() is O(1): cheap
+        try:
+            size = len(case_id.encode())
+        except UnicodeEncodeError:
+            return "lone surrogates (invalid Unicode) are not allowed"
+        if size > MAX_NAME_BYTES:
+            return f"it is {size} bytes long in UTF-8, over the limit of {MAX_NAME_BYTES}"
     if case_id in {".", ".."} or "/" in case_id or "\\" in case_id:
         return "path separators and '.'/'..' are not allowed"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in case_id):
@@ -69,6 +99,50 @@ def unsafe_id_reason(case_id: str) -> str | None:
     return None
 
 
+def _shown_name(name: str) -> str:
+    """A name as a message shows it: a 5,000-character id by its start and its length."""
+    return repr(name) if len(name) <= 60 else f"{name[:40]!r}… ({len(name)} characters)"
+
+
+def _threshold_problems(suite: Suite) -> list[str]:
+    """Per-stage thresholds must name stages the suite runs: a typo would be silently ignored
+    (its values are checked against [0, 1] by the schema)."""
+    runs = suite.stages + suite.report_only
+    problems = []
+    for name in suite.thresholds:
+        if name in runs:
+            continue
+        if name in STAGES:
+            problems.append(
+                f'stage {name!r} is not run by this suite: add it to "stages" or "report_only", '
+                "or remove its threshold"
+            )
+            continue
+        import difflib  # only for a typo: not on every run's import path
+
+        close = difflib.get_close_matches(name, runs, n=1) or difflib.get_close_matches(
+            name, list(STAGES), n=1
+        )
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(f"unknown stage {name!r}{hint}")
+    return problems
+
+
+def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
+    """Why an `inputs` entry is not a file inside the rootdir, or None. Symlinks are followed: the
+    key must depend only on files every checkout of the project has."""
+    if Path(name).is_absolute():
+        return "is an absolute path"
+    try:
+        real = (rootdir / name).resolve()
+        root = rootdir.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+        return f"cannot be resolved ({exc})"
+    if not real.is_relative_to(root):
+        return f"resolves to {real}, outside the rootdir"
+    return None
+
+
 class CaseFile(pytest.File):
     """A suite file: `{"name", "system", "stages", "cases": [...]}`."""
 
@@ -76,11 +150,16 @@ class CaseFile(pytest.File):
         from .session import get_session
 
         state = get_session(self.config)
+        state.seen_case_files.add(self.path)
         try:
             ctx = self._load_suite(state)
-        except CaseFileError as exc:
+        except Exception as exc:  # whatever a file holds, the other suites still run
+            message = str(exc) if isinstance(exc, CaseFileError) else (
+                f"{self.nodeid}: cannot load the suite ({type(exc).__name__}: {exc}); fix the "
+                "file, or report a bug if it looks right"
+            )
             yield SuiteErrorItem.from_parent(
-                self, name="suite", message=str(exc), suite_name=self.path.stem, index=-1
+                self, name="suite", message=message, suite_name=self.path.stem, index=-1
             )
             return
         # The raw cases are not kept on the suite: each item holds its validated case only.
@@ -97,12 +176,13 @@ class CaseFile(pytest.File):
             raise CaseFileError(
                 f"{self.nodeid}: cannot read the file as UTF-8 text ({exc})"
             ) from None
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CaseFileError(_json_error(self.path, exc)) from None
+        raw = _parse_case_file(self.nodeid, text)
         if not isinstance(raw, dict):
             raise CaseFileError(f"{self.nodeid}: a case file holds one JSON object (a suite)")
+        if isinstance(raw.get("name"), str):
+            # Claimed before validation: a scan of the files this run does not collect reads the
+            # name alone, and both must see the same two files declaring one name.
+            state.claim_suite_name(raw["name"], self.nodeid)
         try:
             suite = Suite.model_validate(raw)
         except ValidationError as exc:
@@ -115,16 +195,17 @@ class CaseFile(pytest.File):
                 f"{self.nodeid}: unknown stage(s) {', '.join(unknown)}; known stages: "
                 f"{', '.join(STAGES)}"
             )
+        threshold_problems = _threshold_problems(suite)
+        if threshold_problems:
+            raise CaseFileError(
+                f'{self.nodeid}: "thresholds": {"; ".join(threshold_problems)}; this suite runs '
+                f"{', '.join(suite.stages + suite.report_only)}"
+            )
         reason = unsafe_id_reason(suite.name)
         if reason:
             raise CaseFileError(
-                f"{self.nodeid}: suite name {suite.name!r} cannot name a folder: {reason}"
-            )
-        other = state.claim_suite_name(suite.name, self.nodeid)
-        if other is not None:
-            raise CaseFileError(
-                f"{self.nodeid}: suite name {suite.name!r} is already used by {other}; "
-                "suite names must be unique (they name the cassette folders)"
+                f"{self.nodeid}: suite name {_shown_name(suite.name)} cannot name a folder: "
+                f"{reason}; rename the suite"
             )
         spec = suite.system or state.default_system
         if not spec:
@@ -134,6 +215,13 @@ class CaseFile(pytest.File):
             )
         input_hashes = {}
         for name in suite.inputs:
+            outside = _input_outside_rootdir(name, state.rootdir)
+            if outside:
+                raise CaseFileError(
+                    f"{self.nodeid}: input {name!r} {outside}; inputs are hashed into every "
+                    f"recording's key, so they must be files inside the rootdir {state.rootdir} "
+                    "(copy the file into the project and name it relative to the rootdir)"
+                )
             try:
                 input_hashes[name] = state.input_hash(name, file_hash)
             except OSError as exc:
@@ -212,7 +300,7 @@ class CaseFile(pytest.File):
         if unsafe:  # case.id is raw_id, now known to be a valid string
             return error(
                 f"cases[{index}]",
-                f"case id {case.id!r} (cases[{index}]) cannot name a "
+                f"case id {_shown_name(case.id)} (cases[{index}]) cannot name a "
                 f"cassette file: {unsafe}; rename it (nothing was recorded for it)",
             )
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
@@ -293,7 +381,24 @@ class CaseItem(EvalItem):
     def setup(self) -> None:
         from .session import get_session
 
-        self.recording = get_session(self.config).recording_for(self)
+        state = get_session(self.config)
+        conflict = self.suite_conflict(state)
+        if conflict is not None:
+            raise conflict
+        self.recording = state.recording_for(self)
+
+    def suite_conflict(self, state: EvalSession) -> CaseFileError | None:
+        """The error of a case whose suite name another case file also declares: both files
+        would share one cassette folder, so neither replays nor records until one is renamed."""
+        file = self.parent.nodeid if self.parent is not None else str(self.path)
+        others = state.suite_conflict(self.ctx.suite.name, file)
+        if not others:
+            return None
+        return CaseFileError(
+            f"{file}: suite name {self.ctx.suite.name!r} is also declared by "
+            f"{', '.join(others)}; suite names name the cassette folders, so rename the suite in "
+            "one of these files (nothing is recorded for any of them until then)"
+        )
 
     def runtest(self) -> None:
         from .scoring import failure_message, score_case

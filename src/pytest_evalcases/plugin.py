@@ -187,8 +187,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Collected items live until the end of the run: move them out of the cyclic garbage
-    collector's way (its full passes over a large collection cost ~1 s per 10,000 cases)."""
+    """Claim the suite names of the case files this run did not collect (two files declaring
+    one name must be refused whatever the selection). Collected items live until the end of the
+    run: move them out of the cyclic garbage collector's way (its full passes over a large
+    collection cost ~1 s per 10,000 cases)."""
+    get_session(session.config).claim_uncollected_suites()
     if any(getattr(item, "is_eval_item", False) for item in session.items):
         gc.freeze()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -141,8 +141,9 @@ class Suite(BaseModel):
     inputs: list[str] = []
     stages: list[str] = Field(min_length=1)
     report_only: list[str] = []
-    threshold: float = Field(0.5, ge=0, le=1)
-    thresholds: dict[str, float] = {}
+    # NaN and infinities are refused by name ("a finite number"), not by a confusing bound.
+    threshold: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
+    thresholds: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]] = {}
     k: int = Field(3, ge=1)
     judge: str | None = None
     strict: bool = False

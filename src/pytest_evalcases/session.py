@@ -102,9 +102,12 @@ class EvalSession:
         self.default_timeout: float = _positive(config.getini("eval_timeout"), "ini eval_timeout")
         self.report_dir: str | None = config.getoption("eval_report")
         self.systems: dict[str, Any] = {}
-        self._suite_files: dict[str, str] = {}
-        # case file -> (suite name, case ids), filled at collection: orphan detection then
-        # re-reads only the case files this run did not collect (under xdist: all of them).
+        # suite name -> the case files declaring it (node ids); two or more is a conflict.
+        self._suite_files: dict[str, list[str]] = {}
+        self.seen_case_files: set[Path] = set()  # every case file this run collected
+        # case file -> (suite name, case ids), filled at collection (and for the case files
+        # this run does not collect, by `claim_uncollected_suites`): orphan detection then
+        # re-reads only the files not known here (on the xdist controller: all of them).
         self.collected_suites: dict[Path, tuple[str, list[str]]] = {}
         self._input_hashes: dict[str, str] = {}
         self._code_fingerprints: CodeFingerprints | None = None
@@ -167,10 +170,32 @@ class EvalSession:
             and not (path.is_relative_to(self.cassette_root))
         )
 
-    def claim_suite_name(self, name: str, file: str) -> str | None:
-        """Register a suite name; return the file that already has it, if any."""
-        other = self._suite_files.setdefault(name, file)
-        return None if other == file else other
+    def claim_suite_name(self, name: str, file: str) -> None:
+        """Note that `file` declares the suite `name` (see `suite_conflict`)."""
+        files = self._suite_files.setdefault(name, [])
+        if file not in files:
+            files.append(file)
+
+    def suite_conflict(self, name: str, file: str) -> list[str]:
+        """The other case files declaring the suite `name` (none: no conflict). Asked when a
+        case runs, after collection: by then every file of the case folders has been seen, the
+        ones this run does not collect included (`claim_uncollected_suites`)."""
+        files = self._suite_files.get(name)
+        if files is None or len(files) < 2:
+            return []
+        return [other for other in files if other != file]
+
+    def claim_uncollected_suites(self) -> None:
+        """After collection: claim the suite names of the case files this run did not collect
+        (a node id or a folder selected part of them), so that a suite whose name another file
+        also declares is refused whatever the selection. Their case ids are kept for orphan
+        detection, which then need not read them again."""
+        if not self.seen_case_files:  # no eval case in this run: read nothing
+            return
+        suites, _ = scan_suites(self.case_dirs, self.cassette_root, {}, self.seen_case_files)
+        for path, (name, ids) in suites.items():
+            self.claim_suite_name(name, _shown(path, self.rootdir))
+            self.collected_suites[path] = (name, ids)
 
     def input_hash(self, name: str, hasher: Any) -> str:
         """Each input file is hashed once per run, however many suites name it."""
@@ -200,9 +225,14 @@ class EvalSession:
         (every case folder, no -k/-m/node ids/--lf/--deselect) deletes them."""
         from .cassette import find_orphans
 
-        suites, unreadable = scan_suites(self.case_dirs, self.cassette_root, self.collected_suites)
+        per_file, unreadable = scan_suites(
+            self.case_dirs, self.cassette_root, self.collected_suites
+        )
+        suites: dict[str, list[str]] = {}
+        for name, ids in per_file.values():
+            suites.setdefault(name, []).extend(ids)
         if unreadable:
-            names = ", ".join(str(p) for p in unreadable[:3])
+            names = ", ".join(_shown(p, self.rootdir) for p in unreadable[:3])
             return [], f" (not checked: unreadable case file {names})"
         orphans = [
             p.relative_to(self.rootdir) if p.is_relative_to(self.rootdir) else p
@@ -301,21 +331,28 @@ class EvalSession:
             raise
 
 
+def _shown(path: Path, rootdir: Path) -> str:
+    """A case file as messages name it: relative to the rootdir, as its node id starts."""
+    return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
+
+
 def scan_suites(
-    case_dirs: list[Path], cassette_root: Path, known: dict[Path, tuple[str, list[str]]]
-) -> tuple[dict[str, list[str]], list[Path]]:
-    """Suite name -> case ids of every case file under the case folders (`known` ones are not
-    read again), and the files that could not be read (then no cassette can safely be called
-    an orphan)."""
-    suites: dict[str, list[str]] = {}
+    case_dirs: list[Path],
+    cassette_root: Path,
+    known: dict[Path, tuple[str, list[str]]],
+    skip: set[Path] | frozenset[Path] = frozenset(),
+) -> tuple[dict[Path, tuple[str, list[str]]], list[Path]]:
+    """Case file -> (suite name, case ids) for every case file under the case folders (`known`
+    ones are not read again, `skip` ones are left out), and the files that could not be read
+    (then no cassette can safely be called an orphan)."""
+    suites: dict[Path, tuple[str, list[str]]] = {}
     unreadable: list[Path] = []
     for folder in case_dirs:
         for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
-            if path.is_relative_to(cassette_root):
+            if path.is_relative_to(cassette_root) or path in skip:
                 continue
             if path in known:
-                name, ids = known[path]
-                suites.setdefault(name, []).extend(ids)
+                suites[path] = known[path]
                 continue
             try:
                 doc = json.loads(path.read_bytes())
@@ -324,7 +361,10 @@ def scan_suites(
                     for c in doc["cases"]
                     if isinstance(c, dict) and isinstance(c.get("id"), str)
                 ]
-                suites.setdefault(str(doc["name"]), []).extend(ids)
-            except (OSError, ValueError, KeyError, TypeError):
+                name = doc["name"]
+                if not isinstance(name, str):
+                    raise TypeError("the suite name is not a string")
+                suites[path] = (name, ids)
+            except Exception:  # anything a hostile file raises (RecursionError, a huge int...)
                 unreadable.append(path)
     return suites, unreadable

@@ -25,12 +25,17 @@ _CELL_CHARS = 200
 # Entities rather than backslash escapes: GitHub renders a subset of raw HTML in
 # markdown, so "<img ...>" from a model answer must not reach it as a tag, and a
 # backslash in the text must not turn our "\|" into "\\|" (which ends the cell).
+# Brackets, parentheses and "!" are backslash-escaped: a tool name or an answer such as
+# "![x](http://host/track.png)" must not become an image that loads when the PR comment
+# is viewed, nor "[text](url)" a link that hides its target.
 _CELL_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;",
-                               "|": "\\|"})
+                               "|": "\\|", "[": "\\[", "]": "\\]", "!": "\\!",
+                               "(": "\\(", ")": "\\)"})
 
 
 def escape_cell(value: object, limit: int = _CELL_CHARS) -> str:
-    """One table cell: single line, pipes escaped, HTML inert, at most `limit` chars."""
+    """One table cell: single line, pipes escaped, HTML, links and images inert, at most
+    `limit` chars (before escaping)."""
     text = " ".join(str(value if value is not None else "").split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"

@@ -52,25 +52,39 @@
     document.documentElement.setAttribute("data-visible-cases", String(shown));
   }
 
+  // An address is typed, pasted or cut short by hand: "#q=100%" or a broken UTF-8 escape must
+  // not throw (a throw here stopped filters, sorting and details). Decode what can be decoded:
+  // a "%" that starts no escape is kept as text; if the rest still fails, the raw text is used.
+  function decodePart(text) {
+    try { return decodeURIComponent(text); } catch (e) { /* fall through */ }
+    try {
+      return decodeURIComponent(text.replace(/%(?![0-9A-Fa-f]{2})/g, "%25"));
+    } catch (e) {
+      return text;
+    }
+  }
+
   function readHash() {
     var hash = window.location.hash.replace(/^#/, "");
     Object.keys(state).forEach(function (k) { state[k] = ""; });
     hash.split("&").forEach(function (part) {
       if (!part) { return; }
       var i = part.indexOf("=");
-      var key = decodeURIComponent(i < 0 ? part : part.slice(0, i));
-      var value = i < 0 ? "" : decodeURIComponent(part.slice(i + 1).replace(/\+/g, " "));
+      var key = decodePart(i < 0 ? part : part.slice(0, i));
+      var value = i < 0 ? "" : decodePart(part.slice(i + 1).replace(/\+/g, " "));
       if (Object.prototype.hasOwnProperty.call(state, key)) { state[key] = value; }
     });
     Object.keys(controls).forEach(function (k) { if (controls[k]) { controls[k].value = state[k]; } });
   }
 
   function writeHash() {
-    var parts = Object.keys(state).filter(function (k) { return state[k]; }).map(function (k) {
-      return encodeURIComponent(k) + "=" + encodeURIComponent(state[k]);
-    });
-    var url = window.location.pathname + window.location.search + (parts.length ? "#" + parts.join("&") : "");
-    try { window.history.replaceState(null, "", url); } catch (e) { /* file:// quirks */ }
+    try {  // encodeURIComponent throws on a lone surrogate: then the address stays as it was
+      var parts = Object.keys(state).filter(function (k) { return state[k]; }).map(function (k) {
+        return encodeURIComponent(k) + "=" + encodeURIComponent(state[k]);
+      });
+      var url = window.location.pathname + window.location.search + (parts.length ? "#" + parts.join("&") : "");
+      window.history.replaceState(null, "", url);
+    } catch (e) { /* file:// quirks, or text that cannot be encoded */ }
   }
 
   Object.keys(controls).forEach(function (k) {
