@@ -101,3 +101,56 @@ def test_orphans(tmp_path):
     orphans = find_orphans(tmp_path, {"s1": ["a"]})
     assert [p.relative_to(tmp_path).as_posix() for p in orphans] == ["gone/x.json", "s1/b.json"]
     assert find_orphans(tmp_path / "missing", {}) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda doc: doc["verdicts"]["faithfulness"].update(score="high"), "malformed verdict"),
+        (lambda doc: doc["verdicts"]["faithfulness"].update(score=5.0), "malformed verdict"),
+        (lambda doc: doc["verdicts"]["faithfulness"].update(score=True), "malformed verdict"),
+        (lambda doc: doc.update(verdicts={"faithfulness": "pass"}), "malformed verdict"),
+        (lambda doc: doc.update(key="abc"), "'key' that is not an object"),
+        (lambda doc: doc.update(format=99), r"newer pytest-evalcases \(cassette format 99"),
+    ],
+)
+def test_a_cassette_is_checked_on_load(tmp_path, edit, message):
+    doc = build_cassette("s", "c", {}, {"answer": "x"}, {"faithfulness": {"score": 0.5}})
+    edit(doc)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CassetteError, match=message) as error:
+        load_cassette(path)
+    assert "c.json" in str(error.value)
+
+
+def test_a_newer_cassette_is_its_own_error(tmp_path):
+    from pytest_evalcases.errors import NewerCassette
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**build_cassette("s", "c", {}, {"answer": "x"}, {}), "format": 3}))
+    with pytest.raises(NewerCassette, match="upgrade pytest-evalcases"):
+        load_cassette(path)
+
+
+def test_a_folder_in_place_of_a_cassette_names_it(tmp_path):
+    (tmp_path / "c.json").mkdir()
+    with pytest.raises(CassetteError, match="cannot read cassette .*c.json"):
+        load_cassette(tmp_path / "c.json")
+
+
+def test_content_hashes_refuse_a_hand_edit():
+    from pytest_evalcases.cassette import check_integrity, edited_verdicts
+
+    doc = build_cassette("s", "c", {}, {"answer": "x", "tool_calls": []},
+                         {"faithfulness": {"score": 0.5}, "answer_relevancy": {"score": 1.0}})
+    check_integrity(doc, "c.json")  # as written: accepted
+    doc["trace"]["tool_calls"] = "search"
+    with pytest.raises(CassetteError, match=r"edited by hand: trace changed \(c.json\)"):
+        check_integrity(doc, "c.json")
+    doc["trace"]["tool_calls"] = []
+    doc["verdicts"]["faithfulness"]["score"] = 1.0
+    assert edited_verdicts(doc) == ["faithfulness"]
+    with pytest.raises(CassetteError, match="verdict faithfulness changed"):
+        check_integrity(doc, "c.json")
+    check_integrity(doc, "c.json", verdicts=False)  # --live-judges needs only the trace
