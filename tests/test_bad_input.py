@@ -136,8 +136,12 @@ def test_unknown_stage_names_list_the_known_ones(bad: SimpleNamespace) -> None:
 def test_unimportable_system_is_named(bad: SimpleNamespace, suite: str, named: str) -> None:
     block = error_block(bad.replay, f"cases/{suite}.json")
     assert named in block
-    if suite == "importboom":
+    if suite == "importboom":  # it ran and raised: the advice is to build clients lazily
         assert "needs a config file at import" in block
+        assert "raised while being imported" in block and "lazily" in block
+        assert "check the module path" not in block
+    else:  # not found: the advice is the path
+        assert "check the module path" in block
 
 
 def test_missing_input_file_is_named(bad: SimpleNamespace) -> None:

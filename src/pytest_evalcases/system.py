@@ -201,9 +201,16 @@ def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # any import-time failure of user code, SystemExit included
+        if isinstance(exc, ImportError | AttributeError):
+            hint = f"check the module path (imported with {root} on sys.path)"
+        else:  # the module was found and raised while it ran
+            hint = (
+                f"the module raised while being imported; a replay imports {module_name!r} to "
+                "read its fingerprint but never runs it, so build clients and read keys "
+                "lazily (in setup(suite) or on the first run(case)): see docs/system.md"
+            )
         raise CaseFileError(
-            f"cannot import system {spec!r}: {type(exc).__name__}: {exc}; check the module path "
-            f"(imported with {root} on sys.path)"
+            f"cannot import system {spec!r}: {type(exc).__name__}: {exc}; {hint}"
         ) from None
     system = System(spec, target)
     cache[spec] = system
