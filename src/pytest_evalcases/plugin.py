@@ -58,6 +58,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="system runs in flight, and judge requests in flight, when recording (default 8)",
     )
     group.addoption(
+        "--eval-rpm",
+        dest="eval_rpm",
+        type=float,
+        default=None,
+        metavar="N",
+        help="judge requests per minute at most, per judge endpoint (env EVALCASES_RPM)",
+    )
+    group.addoption(
+        "--eval-tpm",
+        dest="eval_tpm",
+        type=float,
+        default=None,
+        metavar="N",
+        help="judge tokens per minute at most, per judge endpoint (env EVALCASES_TPM)",
+    )
+    group.addoption(
         "--eval-report",
         dest="eval_report",
         default=None,
@@ -88,6 +104,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eval_system", default="", help="default system, 'module:attribute'")
     parser.addini("eval_judge", default="", help="default judge for judged stages")
     parser.addini("eval_concurrency", default="8", help="default --eval-concurrency")
+    parser.addini("eval_rpm", default="", help="default --eval-rpm")
+    parser.addini("eval_tpm", default="", help="default --eval-tpm")
 
 
 def pytest_configure(config: pytest.Config) -> None:

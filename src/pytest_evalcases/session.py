@@ -7,6 +7,7 @@ validation, hashing, judges and live recording are imported when first needed.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,24 @@ def _judge_setting(value: str | None, where: str) -> str | None:
         return canonical_judge(value)
     except JudgeConfigError as exc:
         raise pytest.UsageError(f"{where}: {exc}") from None
+
+
+def _rate_setting(config: pytest.Config, name: str, env_name: str) -> float | None:
+    """--eval-rpm / --eval-tpm, else EVALCASES_RPM / EVALCASES_TPM, else the ini option."""
+    sources = ((config.getoption(name), f"--{name.replace('_', '-')}"),
+               (os.environ.get(env_name, "").strip(), env_name),
+               (config.getini(name).strip(), f"ini option {name}"))
+    raw, where = next(((raw, where) for raw, where in sources if raw not in (None, "")),
+                      (None, ""))
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {raw!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise pytest.UsageError(f"{where} must be a positive number, not {raw!r}")
+    return value
 
 
 def get_session(config: pytest.Config) -> EvalSession:
@@ -67,6 +86,9 @@ class EvalSession:
         )
         if self.concurrency < 1:
             raise pytest.UsageError("--eval-concurrency must be at least 1")
+        # client-side judge limits, per judge endpoint (requests / tokens per minute)
+        self.judge_rpm = _rate_setting(config, "eval_rpm", "EVALCASES_RPM")
+        self.judge_tpm = _rate_setting(config, "eval_tpm", "EVALCASES_TPM")
         self.report_dir: str | None = config.getoption("eval_report")
         self.systems: dict[str, Any] = {}
         self._suite_files: dict[str, str] = {}
@@ -162,10 +184,12 @@ class EvalSession:
             binding = JudgeBinding(spec, version)
             self._judges[spec] = binding
         if live and binding.live is None and spec is not None:
-            from .judges import JudgeConfigError, make_judge
+            from .judges import JudgeConfigError, RateLimits, make_judge
 
+            limits = RateLimits(self.judge_rpm, self.judge_tpm)
             try:
-                binding.live = make_judge(spec, max_concurrency=self.concurrency)
+                binding.live = make_judge(spec, max_concurrency=self.concurrency,
+                                          rate_limits=limits)
             except JudgeConfigError as exc:  # a missing key or package: the message says it all
                 raise EvalCaseError(str(exc)) from None
         return binding

@@ -33,6 +33,7 @@ from .base import (
     StageOptions,
 )
 from .chat import ChatClient, LoopBound
+from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits
 from .errors import JudgeConfigError, JudgeError
 from .prompts import (
     PROMPTS_REVISION,
@@ -188,12 +189,16 @@ class DeepEvalJudge(Judge):
         retry: RetryPolicy,
         timeout: float,
         max_concurrency: int | None,
+        rate_limits: RateLimits | None = None,
+        breaker_after: int = DEFAULT_BREAKER_AFTER,
     ) -> None:
         super().__init__(spec.id)
         self._spec = spec
         self._retry = retry
         self._timeout = timeout
         self._max_concurrency = max_concurrency
+        self._rate_limits = rate_limits
+        self._breaker_after = breaker_after
         self._model: Any = None  # the deepeval model object, made once deepeval is loaded
         self._chat: ChatClient | None = None
         # Metrics in progress at once: enough to keep every request slot busy, few enough that
@@ -232,6 +237,8 @@ class DeepEvalJudge(Judge):
                 key_env=spec.key_env or "OPENAI_API_KEY",
                 max_concurrency=self._max_concurrency,
                 extra_headers=openai_headers(spec),
+                rate_limits=self._rate_limits,
+                breaker_after=self._breaker_after,
             )
         return self._chat
 
@@ -262,6 +269,13 @@ class DeepEvalJudge(Judge):
             if spec.provider == "openai":
                 self._model = llm.OpenAIJudgeModel(self._chat_client())
             else:
+                endpoint = Endpoint(
+                    f"{self.id} ({spec.base_url})" if spec.base_url else self.id,
+                    max_concurrency=self._max_concurrency, stats=self.stats,
+                    backoff=self._retry.backoff, max_pause=self._retry.max_delay,
+                    limits=self._rate_limits, breaker_after=self._breaker_after,
+                    sleep=self._retry.sleep,
+                )
                 self._model = llm.NativeJudgeModel(
                     spec.model,
                     lambda: self._build_native(spec),
@@ -269,7 +283,7 @@ class DeepEvalJudge(Judge):
                     retry=self._retry,
                     stats=self.stats,
                     key_env=spec.key_env,
-                    max_concurrency=self._max_concurrency,
+                    endpoint=endpoint,
                 )
         return self._model
 
