@@ -364,3 +364,12 @@ def run_pytest_env(
         proc.stderr.splitlines(), time.perf_counter() - started,
     )
     return result, [name for name in heavy if name != "-"]
+
+
+def run_live_openai(project: Project, base_url: str, *args: str, **env: str) -> pytest.RunResult:
+    """`pytest --live --eval-judge openai:gpt-4o-mini` in a subprocess, against the
+    OpenAI-compatible server at `base_url` with a test key (see `run_pytest_env`)."""
+    result, _ = run_pytest_env(
+        project.root, "-p", "no:cacheprovider", "--live", "--eval-judge", "openai:gpt-4o-mini",
+        *args, env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env})
+    return result

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evalhelpers import Project, assert_not_aborted, error_block, output, run_pytest_env
+from evalhelpers import Project, assert_not_aborted, error_block, output, run_live_openai
 from judge_server import (
     Fault,
     JudgeServer,
@@ -144,13 +144,6 @@ def judged_project(root: Path, stages: list[str], cases: list[dict[str, Any]]) -
     return project
 
 
-def live(project: Project, base_url: str, *args: str, **env: str) -> Any:
-    result, _ = run_pytest_env(
-        project.root, "-p", "no:cacheprovider", "--live", "--eval-judge", "openai:gpt-4o-mini",
-        *args, env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env})
-    return result
-
-
 def test_empty_and_out_of_scale_replies_are_recorded_as_judge_errors(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:
@@ -160,7 +153,7 @@ def test_empty_and_out_of_scale_replies_are_recorded_as_judge_errors(
               "reference": f"{city} is a city."} for city in ("Paris", "Rome", "Berlin")]
     project = judged_project(tmp_path, ["faithfulness", "correctness"], cases)
 
-    result = live(project, judge_server.base_url)
+    result = run_live_openai(project, judge_server.base_url)
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=1, failed=2)
@@ -241,7 +234,7 @@ def test_a_suite_of_100_cases_against_a_refused_port_ends_in_under_30_s(
               "reference": "Paris is a city."} for i in range(100)]
     project = judged_project(tmp_path, ["faithfulness", "answer_accuracy"], cases)
 
-    result = live(project, f"http://127.0.0.1:{refused_port}/v1")
+    result = run_live_openai(project, f"http://127.0.0.1:{refused_port}/v1")
 
     assert_not_aborted(result)
     result.assert_outcomes(failed=100)

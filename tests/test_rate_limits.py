@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evalhelpers import INI, Project, assert_not_aborted, error_block, output, run_pytest_env
+from evalhelpers import INI, Project, assert_not_aborted, error_block, output, run_live_openai
 from judge_server import (
     Fault,
     JudgeServer,
@@ -344,14 +344,6 @@ def limited_project(root: Path, n: int) -> Project:
     return project
 
 
-def live(project: Project, server: JudgeServer, *args: str, **env: str
-         ) -> Any:
-    result, _ = run_pytest_env(
-        project.root, "-p", "no:cacheprovider", "--live", "--eval-judge", "openai:gpt-4o-mini",
-        *args, env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url, **env})
-    return result
-
-
 def test_a_live_run_under_a_rate_limit_records_every_case_and_says_what_it_cost(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:
@@ -359,7 +351,7 @@ def test_a_live_run_under_a_rate_limit_records_every_case_and_says_what_it_cost(
                                         retry_after="0.2")
     project = limited_project(tmp_path, 10)
 
-    result = live(project, judge_server, "--eval-concurrency", "4")
+    result = run_live_openai(project, judge_server.base_url, "--eval-concurrency", "4")
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=10)
@@ -379,7 +371,7 @@ def test_a_limit_that_never_lifts_fails_each_case_with_a_judge_error(
     judge_server.rate_limit = RateLimit(0, retry_after="0.2")
     project = limited_project(tmp_path, 3)
 
-    result = live(project, judge_server, EVALCASES_JUDGE_RATE_LIMIT_WAIT="1")
+    result = run_live_openai(project, judge_server.base_url, EVALCASES_JUDGE_RATE_LIMIT_WAIT="1")
 
     assert_not_aborted(result)
     result.assert_outcomes(failed=3)

@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits, Ticket
+from .endpoint import Endpoint, Ticket
 from .errors import JudgeReplyError
 from .retry import Failure, RetryPolicy, status_of
 from .usage import JudgeStats, UsageMeter, count_call, count_cost, count_usage, current_meter
@@ -141,6 +141,10 @@ def _rejects(exc: Exception, parameter: str) -> bool:
     return status_of(exc) == 400 and parameter in str(exc).lower()
 
 
+def completions_url(base_url: str | None) -> str:
+    return (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+
+
 def endpoint_name(url: str) -> str:
     """A URL fit for a message: no user name or password."""
     from urllib.parse import urlsplit
@@ -172,13 +176,12 @@ class ChatClient:
         stats: JudgeStats,
         key_env: str,
         max_concurrency: int | None,
+        endpoint: Endpoint,
         extra_headers: Mapping[str, str] | None = None,
-        rate_limits: RateLimits | None = None,
-        breaker_after: int = DEFAULT_BREAKER_AFTER,
     ) -> None:
         self.model = model
         self.judge_id = judge_id
-        self._url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+        self._url = completions_url(base_url)
         self._proxy = env_proxy(self._url)
         self._headers = {"Authorization": f"Bearer {api_key}", **(extra_headers or {})}
         self._timeout = timeout
@@ -193,11 +196,7 @@ class ChatClient:
         self._send_temperature = True
         self._max_concurrency = max_concurrency
         self._bound = LoopBound(None)  # the session per event loop; the endpoint gates requests
-        self.endpoint = Endpoint(
-            endpoint_name(self._url), max_concurrency=max_concurrency, stats=stats,
-            backoff=retry.backoff, max_pause=retry.max_delay, limits=rate_limits,
-            breaker_after=breaker_after, sleep=retry.sleep,
-        )
+        self.endpoint = endpoint
         self._tls: Any = None  # one SSL context for every session (loading CAs costs ~25 ms)
 
     def _make_session(self) -> Any:

@@ -32,7 +32,7 @@ from .base import (
     JudgeInput,
     StageOptions,
 )
-from .chat import ChatClient, LoopBound
+from .chat import ChatClient, LoopBound, completions_url, endpoint_name
 from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits
 from .errors import JudgeConfigError, JudgeError
 from .lexical import is_abstention
@@ -237,11 +237,18 @@ class DeepEvalJudge(Judge):
                 stats=self.stats,
                 key_env=spec.key_env or "OPENAI_API_KEY",
                 max_concurrency=self._max_concurrency,
+                endpoint=self._new_endpoint(endpoint_name(completions_url(spec.base_url))),
                 extra_headers=openai_headers(spec),
-                rate_limits=self._rate_limits,
-                breaker_after=self._breaker_after,
             )
         return self._chat
+
+    def _new_endpoint(self, name: str) -> Endpoint:
+        """The gate of this judge's model requests: its rate limits and its breaker."""
+        return Endpoint(
+            name, max_concurrency=self._max_concurrency, stats=self.stats,
+            backoff=self._retry.backoff, max_pause=self._retry.max_delay,
+            limits=self._rate_limits, breaker_after=self._breaker_after, sleep=self._retry.sleep,
+        )
 
     async def _deepeval_loaded(self) -> None:
         """Wait for the background import of deepeval; then price the openai judge's tokens."""
@@ -270,12 +277,8 @@ class DeepEvalJudge(Judge):
             if spec.provider == "openai":
                 self._model = llm.OpenAIJudgeModel(self._chat_client())
             else:
-                endpoint = Endpoint(
-                    f"{self.id} ({spec.base_url})" if spec.base_url else self.id,
-                    max_concurrency=self._max_concurrency, stats=self.stats,
-                    backoff=self._retry.backoff, max_pause=self._retry.max_delay,
-                    limits=self._rate_limits, breaker_after=self._breaker_after,
-                    sleep=self._retry.sleep,
+                endpoint = self._new_endpoint(
+                    f"{self.id} ({spec.base_url})" if spec.base_url else self.id
                 )
                 self._model = llm.NativeJudgeModel(
                     spec.model,
