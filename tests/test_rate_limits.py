@@ -230,17 +230,15 @@ async def test_rate_limited_replies_do_not_use_up_the_error_retries(
 async def test_retry_after_pauses_every_request_to_the_endpoint(
     server: JudgeServer, judges: Any
 ) -> None:
-    server.latency = 0.02
     server.fail_next(Fault("429", retry_after="0.3"))
-    judge = judges(max_concurrency=2)
+    judge = judges(max_concurrency=1)
     verdicts = await asyncio.gather(*(judge.evaluate("answer_accuracy", ACCURATE, {})
                                       for _ in range(6)))
     assert [v["label"] for v in verdicts] == ["CORRECT"] * 6
-    refused = next(r for r in server.requests if r.status == 429)
-    # the other request in flight was sent before the refusal; nothing else until it ends
-    later = [r.received for r in server.requests if r.received > refused.answered + 0.05]
-    assert later and min(later) >= refused.answered + 0.28, (refused.answered, later)
-    assert len(server.requests) == 7
+    refused, *later = server.requests
+    assert refused.status == 429 and len(later) == 6
+    # not only its own retry: the other verdicts' first requests waited out the pause too
+    assert min(r.received for r in later) >= refused.answered + 0.29
 
 
 @pytest.mark.asyncio
@@ -257,23 +255,39 @@ async def test_reset_headers_pause_the_endpoint_when_there_is_no_retry_after(
 
 @pytest.mark.asyncio
 async def test_nothing_is_lost_and_back_pressure_is_honoured_under_a_server_limit(
-    server: JudgeServer, judges: Any
+    server: JudgeServer, judges: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A provider that announces nothing: 429s with Retry-After are all the client learns."""
     server.latency = 0.01
     server.rate_limit = RateLimit(1200, burst_seconds=0.25, announce=False, retry_after="0.3")
+    # When requests leave the endpoint's gate, and the pauses refusals set (client-side times:
+    # the server's own clock also counts requests that were on their way)
+    sent: list[float] = []
+    pauses: list[tuple[float, float]] = []
+    admit, limited = Endpoint._admit, Endpoint._rate_limited
+
+    async def admit_noted(self: Endpoint, prompt_chars: int) -> Any:
+        ticket = await admit(self, prompt_chars)
+        sent.append(time.monotonic())
+        return ticket
+
+    def limited_noted(self: Endpoint, ticket: Any, failure: Any) -> None:
+        limited(self, ticket, failure)
+        pauses.append((time.monotonic(), self._paused_until))
+
+    monkeypatch.setattr(Endpoint, "_admit", admit_noted)
+    monkeypatch.setattr(Endpoint, "_rate_limited", limited_noted)
     judge = judges(max_concurrency=8)
     verdicts = await asyncio.gather(
         *(judge.evaluate(stage, FAITHFUL, {}) for stage in ["faithfulness", "answer_accuracy"] * 6)
     )
     assert all(v["score"] == 1.0 for v in verdicts)  # every verdict, none lost
     refused = [r for r in server.requests if r.status == 429]
-    assert refused and judge.stats.rate_limited == len(refused)
+    assert refused and judge.stats.rate_limited == len(refused) == len(pauses)
     assert judge.stats.concurrency < 8  # halved on the refusals (and not all the way back)
-    for refusal in refused:  # nothing was sent into a pause the server asked for (0.3 s)
-        early = [r for r in server.requests
-                 if refusal.answered + 0.08 < r.received < refusal.answered + 0.28]
-        assert not early, (refusal.answered, [r.received for r in early])
+    assert all(until - at >= 0.29 for at, until in pauses)  # each paused for its Retry-After
+    into_a_pause = [t for t in sent if any(at < t < until for at, until in pauses)]
+    assert not into_a_pause, (pauses, sent)
     summary = judge.stats.rate_limit_summary()
     assert summary is not None and summary.startswith(f"judge rate-limited: {len(refused)} replies")
 
@@ -288,7 +302,7 @@ async def test_announced_limits_pace_the_requests_so_few_are_refused(
                                       for _ in range(40)))
     assert [v["label"] for v in verdicts] == ["CORRECT"] * 40
     refused = sum(r.status == 429 for r in server.requests)
-    assert refused <= 2, refused
+    assert refused <= 8, refused  # at most the first round, sent before the limit was known
     served = sorted(r.received for r in server.requests if r.status == 200)
     assert served[-1] - served[0] >= (40 - 20) / 20 * 0.9  # paced at the limit, not faster
 
@@ -320,7 +334,7 @@ async def test_a_limit_that_never_lifts_ends_within_the_wait_budget(
         "budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT sets it)" in message, message
     assert "limits in force: --eval-rpm 6000" in message
     assert "HTTP 429: Rate limit reached for requests (rate_limit_exceeded)" in message
-    assert time.monotonic() - started < 0.5 + 0.5
+    assert time.monotonic() - started < 0.5 + 1.0  # the budget, not 600 s
     assert judge.stats.failures == 1 and judge.stats.rate_limited >= 4
 
 
