@@ -58,7 +58,7 @@ def run(case):
 """
 
 
-def write_project(folder: Path, n: int) -> None:
+def write_project(folder: Path, n: int, stages: list[str] = STAGES) -> None:
     (folder / "cases").mkdir()
     (folder / "benchsys.py").write_text(SYSTEM)
     (folder / "pytest.ini").write_text(
@@ -77,7 +77,7 @@ def write_project(folder: Path, n: int) -> None:
     suite = {
         "name": "bench",
         "system": "benchsys:run",
-        "stages": STAGES,
+        "stages": stages,
         "threshold": 0.0,
         "accept_partial": True,
         "cases": cases,

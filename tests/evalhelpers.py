@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from judge_server import JUDGE_SETTINGS
 
 INI = "[pytest]\naddopts = -p no:deepeval\nasyncio_default_fixture_loop_scope = function\n"
 
@@ -330,8 +331,7 @@ def record_template(root: Path, *suites: dict[str, Any]) -> Project:
 # exactly which key and endpoint (if any) the subprocess sees.
 JUDGE_ENV_VARS = (
     "OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "OLLAMA_HOST",
-    "EVALCASES_JUDGE_TIMEOUT", "EVALCASES_JUDGE_CONCURRENCY", "DEEPEVAL_EVAL_MODE",
-    "OPENAI_COST_PER_INPUT_TOKEN", "OPENAI_COST_PER_OUTPUT_TOKEN",
+    "OPENAI_COST_PER_INPUT_TOKEN", "OPENAI_COST_PER_OUTPUT_TOKEN", *JUDGE_SETTINGS,
 )
 
 # Runs pytest in a fresh interpreter, then prints which heavy top-level modules it imported.
@@ -373,3 +373,12 @@ def run_pytest_env(
         proc.stderr.splitlines(), time.perf_counter() - started,
     )
     return result, [name for name in heavy if name != "-"]
+
+
+def run_live_openai(project: Project, base_url: str, *args: str, **env: str) -> pytest.RunResult:
+    """`pytest --live --eval-judge openai:gpt-4o-mini` in a subprocess, against the
+    OpenAI-compatible server at `base_url` with a test key (see `run_pytest_env`)."""
+    result, _ = run_pytest_env(
+        project.root, "-p", "no:cacheprovider", "--live", "--eval-judge", "openai:gpt-4o-mini",
+        *args, env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env})
+    return result

@@ -14,39 +14,95 @@ vocabulary allows it (PARTIAL context, GEval 5/10); everything else is good (GEv
 Faults are scripted per request (`fail_next`), latency is configurable, and every request is
 recorded together with the client's port (one port = one reused connection) and the highest
 number of requests in flight at once.
+
+A `RateLimit` makes it a rate-limited provider: a token bucket of requests per minute; the excess
+is refused at once (no latency) with 429 and a Retry-After in whole seconds, and every reply
+announces the limit in OpenAI's x-ratelimit-* headers (unless told not to).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 import pytest
+import pytest_asyncio
 
 POISON = "zzz"
 BORDERLINE = "yyy"
 
 FaultKind = Literal[
-    "429", "500", "401", "hang", "garbage", "reset", "malformed", "reject_json_mode",
-    "reject_temperature",
+    "429", "503", "500", "401", "hang", "garbage", "reset", "malformed", "reject_json_mode",
+    "reject_temperature", "empty", "out_of_scale",
 ]
 
 
 @dataclass(frozen=True)
 class Fault:
-    """One scripted misbehaviour, used for the next request that arrives."""
+    """One scripted misbehaviour, used for the next request that arrives.
+
+    "empty": the canned reply with every list emptied (claims, truths, statements, verdicts);
+    "out_of_scale": GEval's score request answered with score 1000.
+    """
 
     kind: FaultKind
-    retry_after: str | None = None  # Retry-After header value for 429
+    retry_after: str | None = None  # Retry-After header value for 429 / 503
     seconds: float = 5.0  # how long "hang" holds the request
+    headers: tuple[tuple[str, str], ...] = ()  # more reply headers (429 / 503)
+
+
+@dataclass
+class RateLimit:
+    """The server's requests-per-minute limit: a token bucket refilled at rpm/60 a second that
+    holds `burst_seconds` of them (rpm 0: a limit that never lifts)."""
+
+    rpm: float
+    burst_seconds: float = 1.0
+    announce: bool = True  # x-ratelimit-limit/-remaining/-reset-requests on every reply
+    retry_after: str | None = None  # a fixed Retry-After; else whole seconds until a token
+
+    def __post_init__(self) -> None:
+        self.capacity = max(1.0, self.rpm / 60 * self.burst_seconds) if self.rpm else 0.0
+        self.level = self.capacity
+        self.updated = time.monotonic()
+
+    def take(self) -> tuple[bool, dict[str, str]]:
+        """(admitted, headers for the reply); call under the server's lock."""
+        now, rate = time.monotonic(), self.rpm / 60
+        self.level = min(self.capacity, self.level + (now - self.updated) * rate)
+        self.updated = now
+        admitted = self.level >= 1.0
+        if admitted:
+            self.level -= 1.0
+        headers: dict[str, str] = {}
+        if self.announce:
+            full = (self.capacity - self.level) / rate if rate else 60.0
+            headers = {
+                "x-ratelimit-limit-requests": f"{self.rpm:g}",
+                "x-ratelimit-remaining-requests": str(int(self.level)),
+                "x-ratelimit-reset-requests": _duration(full),
+            }
+        if not admitted:
+            wait = (1.0 - self.level) / rate if rate else 60.0
+            headers["Retry-After"] = self.retry_after or str(max(1, math.ceil(wait)))
+        return admitted, headers
+
+
+def _duration(seconds: float) -> str:
+    """OpenAI's form of a reset time: "20ms", "1.5s", "1m0s"."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}m{rest:.3g}s" if minutes else f"{rest:.3g}s"
 
 
 @dataclass
@@ -61,6 +117,8 @@ class RecordedRequest:
     answered: float = 0.0  # time.monotonic() once the reply is sent (or the request dropped)
     headers: dict[str, str] | None = None
     fault: str | None = None
+    limit_headers: dict[str, str] | None = None  # the rate limit's headers for this reply
+    refused: bool = False  # refused by the rate limit (429)
 
 
 # ---- prompt recognition -----------------------------------------------------------------------
@@ -196,12 +254,26 @@ def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
     raise ValueError(f"no canned reply for {kind!r}")
 
 
+def emptied(reply: dict[str, Any]) -> dict[str, Any]:
+    """A canned reply with every list emptied: schema-valid, and says nothing."""
+    return {key: [] if isinstance(value, list) else value for key, value in reply.items()}
+
+
 # ---- the server -------------------------------------------------------------------------------
 class JudgeServer:
     """Start with `start()` (or use the fixture); `base_url` ends in /v1."""
 
-    def __init__(self, latency: float = 0.0) -> None:
+    def __init__(
+        self,
+        latency: float = 0.0,
+        rate_limit: RateLimit | None = None,
+        rules: list[tuple[set[str], str, Fault]] | None = None,
+    ) -> None:
         self.latency = latency
+        self.rate_limit = rate_limit
+        # Faults for every request a rule matches: (prompt kinds, a phrase of the prompt, the
+        # fault). Faults scripted with `fail_next` come first.
+        self.rules = rules or []
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -256,7 +328,17 @@ class JudgeServer:
             self.requests.append(request)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            return self._faults.popleft() if self._faults else None
+            if self.rate_limit is not None:
+                admitted, request.limit_headers = self.rate_limit.take()
+                if not admitted:  # refused before any scripted fault is used
+                    request.refused = True
+                    return None
+            if self._faults:
+                return self._faults.popleft()
+            for kinds, phrase, fault in self.rules:
+                if request.kind in kinds and phrase in request.prompt:
+                    return fault
+            return None
 
     def _leave(self) -> None:
         with self._lock:
@@ -307,13 +389,15 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             self, status: int, payload: Any, headers: dict[str, str] | None = None
         ) -> None:
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            limit_headers = {}
             if self.current is not None:  # before the reply leaves: a client may look at once
                 self.current.status = status
+                limit_headers = self.current.limit_headers or {}
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
+                for name, value in {**limit_headers, **(headers or {})}.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
@@ -336,6 +420,12 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             self.current = record
             fault = server._enter(record)
             try:
+                if record.refused:  # a provider refuses at once: no latency
+                    record.fault = "rate_limit"
+                    self._send(429, _error("Rate limit reached for requests", "requests",
+                                           "rate_limit_exceeded"))
+                    record.status = 429
+                    return
                 server._wait(server.latency)
                 record.fault = fault.kind if fault else None
                 record.status = self._respond(record, body, fault)
@@ -350,11 +440,17 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, _error(f"no route {self.path}", "invalid_request_error", None))
                 return 404
             if fault is not None:
+                headers = dict(fault.headers)
+                if fault.retry_after:
+                    headers["Retry-After"] = fault.retry_after
                 if fault.kind == "429":
-                    headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
                     self._send(429, _error("Rate limit reached", "requests", "rate_limit_exceeded"),
                                headers)
                     return 429
+                if fault.kind == "503":
+                    self._send(503, _error("The server is overloaded", "server_error", None),
+                               headers)
+                    return 503
                 if fault.kind == "500":
                     self._send(500, _error("The server had an error", "server_error", None))
                     return 500
@@ -390,11 +486,62 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 self._send(400, _error("judge_server: unrecognised prompt", "invalid_request_error",
                                        None))
                 return 400
-            reply = json.dumps(canned_reply(record.kind, record.prompt))
+            canned = canned_reply(record.kind, record.prompt)
+            if fault is not None and fault.kind == "empty":
+                canned = emptied(canned)
+            if fault is not None and fault.kind == "out_of_scale" and "score" in canned:
+                canned["score"] = 1000
+            reply = json.dumps(canned)
             self._send(200, _completion(body.get("model", ""), reply, record.prompt))
             return 200
 
     return Handler
+
+
+# The environment settings a judge reads besides its key and endpoint.
+JUDGE_SETTINGS = (
+    "EVALCASES_JUDGE_TIMEOUT", "EVALCASES_JUDGE_CONCURRENCY", "EVALCASES_JUDGE_RETRIES",
+    "EVALCASES_JUDGE_BACKOFF", "EVALCASES_JUDGE_RATE_LIMIT_WAIT", "EVALCASES_JUDGE_BREAKER",
+    "EVALCASES_RPM", "EVALCASES_TPM", "PYTEST_XDIST_WORKER_COUNT", "DEEPEVAL_EVAL_MODE",
+)
+
+
+def clear_judge_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge made in this test reads none of the runner's own settings (xdist sets
+    PYTEST_XDIST_WORKER_COUNT, which divides client-side rate limits)."""
+    for name in JUDGE_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def use_judge_server(monkeypatch: pytest.MonkeyPatch, server: JudgeServer) -> JudgeServer:
+    """Point `openai:` judges made in this test at `server`, with a test key."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    clear_judge_settings(monkeypatch)
+    return server
+
+
+def judge_maker_fixture(name: str = "judges") -> Callable[..., Any]:
+    """A pytest fixture (named `name`) yielding `make(**make_judge_kwargs)`: an openai: judge
+    with a 1 ms error backoff unless a `retry` is given. The judges are closed at teardown, on
+    the test's event loop (their connection pools belong to it)."""
+
+    @pytest_asyncio.fixture(name=name)
+    async def _judges() -> AsyncIterator[Callable[..., Any]]:
+        from pytest_evalcases.judges import RetryPolicy, make_judge
+
+        made = []
+
+        def make(**kwargs: Any) -> Any:
+            retry = kwargs.pop("retry", None) or RetryPolicy(base_delay=0.001, max_delay=0.5)
+            made.append(make_judge("openai:gpt-4o-mini", retry=retry, **kwargs))
+            return made[-1]
+
+        yield make
+        for judge in made:
+            await judge.aclose()
+
+    return _judges
 
 
 def judge_server_fixture(name: str = "judge_server") -> Callable[..., Any]:
@@ -416,8 +563,13 @@ __all__ = [
     "POISON",
     "Fault",
     "JudgeServer",
+    "RateLimit",
     "RecordedRequest",
     "canned_reply",
+    "clear_judge_settings",
+    "emptied",
+    "judge_maker_fixture",
     "judge_server_fixture",
     "recognise",
+    "use_judge_server",
 ]

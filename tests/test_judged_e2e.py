@@ -236,23 +236,6 @@ def progress_lines(result: pytest.RunResult) -> list[re.Match[str]]:
 
 
 # ---- servers ------------------------------------------------------------------------------------
-class RuleServer(JudgeServer):
-    """A JudgeServer that also fails, every time, the requests a rule matches: (prompt kinds,
-    a phrase of the prompt, the fault). Faults scripted with `fail_next` come first.
-    (Hooks JudgeServer._enter, where the server picks the fault for each request.)"""
-
-    def __init__(self, rules: list[tuple[set[str], str, Fault]], latency: float = 0.0) -> None:
-        super().__init__(latency)
-        self.rules = rules
-
-    def _enter(self, request: RecordedRequest) -> Fault | None:
-        fault = super()._enter(request)
-        for kinds, phrase, rule_fault in self.rules:
-            if fault is None and request.kind in kinds and phrase in request.prompt:
-                return rule_fault
-        return fault
-
-
 def matching(server: JudgeServer, kinds: set[str], phrase: str) -> list[RecordedRequest]:
     return [r for r in server.requests if r.kind in kinds and phrase in r.prompt]
 
@@ -665,15 +648,16 @@ def test_lexical_live_needs_no_key_and_no_network(tmp_path: Path) -> None:
 def test_judge_errors_are_never_a_pass_and_keep_the_previous_cassette(
     recorded: Project,
 ) -> None:
-    # tokyo's accuracy verdict: 429s (Retry-After: 0, so retries are instant) until the judge
-    # gives up after 6 attempts; rome's faithfulness: 401, which fails at once.
-    judge_server = RuleServer([
-        (KINDS["answer_accuracy"], "Japan", Fault("429", retry_after="0")),
+    # tokyo's accuracy verdict: 500s until the judge gives up after 6 attempts (a 1 ms
+    # backoff, so retries are instant); rome's faithfulness: 401, which fails at once.
+    judge_server = JudgeServer(rules=[
+        (KINDS["answer_accuracy"], "Japan", Fault("500")),
         ({"faithfulness_claims"}, "Italy", Fault("401")),
     ]).start()
     before = cassette_bytes(recorded)
     try:
-        result, _ = run(recorded, "--live", "--eval-judge", OPENAI, env=openai_env(judge_server))
+        result, _ = run(recorded, "--live", "--eval-judge", OPENAI,
+                        env={**openai_env(judge_server), "EVALCASES_JUDGE_BACKOFF": "0.001"})
     finally:
         judge_server.stop()
 

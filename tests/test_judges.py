@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from judge_server import POISON, Fault, JudgeServer, judge_server_fixture
+from judge_server import POISON, Fault, JudgeServer, judge_server_fixture, use_judge_server
 
 from pytest_evalcases.judges import (
     JUDGED_STAGES,
@@ -61,11 +61,7 @@ def sleeper() -> RecordingSleep:
 
 @pytest.fixture
 def openai_env(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> JudgeServer:
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url)
-    for name in ("EVALCASES_JUDGE_TIMEOUT", "EVALCASES_JUDGE_CONCURRENCY", "DEEPEVAL_EVAL_MODE"):
-        monkeypatch.delenv(name, raising=False)
-    return judge_server
+    return use_judge_server(monkeypatch, judge_server)
 
 
 def llm_judge(sleeper: RecordingSleep, **kwargs: Any) -> Judge:
@@ -253,7 +249,8 @@ async def test_429_honours_retry_after(openai_env: JudgeServer, sleeper: Recordi
     judge = llm_judge(sleeper)
     verdict = await judge.evaluate("answer_accuracy", ACCURATE, {})
     assert verdict["label"] == "CORRECT" and verdict["calls"] == 2
-    assert sleeper.delays == [0.05]  # the header, not the 1 ms backoff
+    # the header, not the 1 ms backoff (the endpoint's pause, from the reply to its end)
+    assert sleeper.delays == [pytest.approx(0.05, abs=0.01)]
     first, second = openai_env.requests
     assert second.received - first.received >= 0.05
     assert (judge.stats.calls, judge.stats.retries) == (2, 1)
@@ -538,7 +535,8 @@ def test_http_errors_read_the_openai_envelope(
 ) -> None:
     error = error_from_reply(status, {"Retry-After": "3"}, body)
     assert (str(error), error.code, error.status_code) == (message, code, status)
-    assert classify(error).kind == ("transient" if status >= 429 else "fatal")
+    kind = "rate_limited" if status == 429 else "transient" if status > 429 else "fatal"
+    assert classify(error).kind == kind
 
 
 def test_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -564,7 +562,8 @@ class _FakeError(Exception):
 @pytest.mark.parametrize(
     ("exc", "kind"),
     [
-        (_FakeError(429), "transient"),
+        (_FakeError(429), "rate_limited"),
+        (_FakeError(503, {"retry-after": "2"}), "rate_limited"),
         (_FakeError(503), "transient"),
         (_FakeError(408), "transient"),
         (_FakeError(401), "auth"),

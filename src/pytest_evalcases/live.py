@@ -154,3 +154,8 @@ class Progress:
 
     def finish(self, bindings: Any) -> None:
         self._write(("\r" if self._tty else "") + self._line(bindings) + "\n")
+        judges = [b.live for b in bindings if getattr(b.live, "stats", None) is not None]
+        for judge in judges:  # how the judges' rate limits held the run back, if they did
+            summary = judge.stats.rate_limit_summary()
+            if summary:
+                self._write(summary + (f" ({judge.id})" if len(judges) > 1 else "") + "\n")

@@ -73,6 +73,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "past it the case is an error and keeps its old recording",
     )
     group.addoption(
+        "--eval-rpm",
+        dest="eval_rpm",
+        type=float,
+        default=None,
+        metavar="N",
+        help="judge requests per minute at most, per judge endpoint (env EVALCASES_RPM)",
+    )
+    group.addoption(
+        "--eval-tpm",
+        dest="eval_tpm",
+        type=float,
+        default=None,
+        metavar="N",
+        help="judge tokens per minute at most, per judge endpoint (env EVALCASES_TPM)",
+    )
+    group.addoption(
         "--eval-report",
         dest="eval_report",
         default=None,
@@ -107,6 +123,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "eval_replay", default="trace", help="'http' makes every replay a --replay-http replay"
     )
+    parser.addini("eval_rpm", default="", help="default --eval-rpm")
+    parser.addini("eval_tpm", default="", help="default --eval-tpm")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,6 +7,7 @@ validation, hashing, judges and live recording are imported when first needed.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,24 @@ def _positive(value: Any, where: str) -> Any:
     if not seconds > 0 or seconds == float("inf"):
         raise pytest.UsageError(f"{where}: {value!r} must be a number of seconds above 0")
     return seconds
+
+
+def _rate_setting(config: pytest.Config, name: str, env_name: str) -> float | None:
+    """--eval-rpm / --eval-tpm, else EVALCASES_RPM / EVALCASES_TPM, else the ini option."""
+    sources = ((config.getoption(name), f"--{name.replace('_', '-')}"),
+               (os.environ.get(env_name, "").strip(), env_name),
+               (config.getini(name).strip(), f"ini option {name}"))
+    raw, where = next(((raw, where) for raw, where in sources if raw not in (None, "")),
+                      (None, ""))
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {raw!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise pytest.UsageError(f"{where} must be a positive number, not {raw!r}")
+    return value
 
 
 def get_session(config: pytest.Config) -> EvalSession:
@@ -100,6 +119,9 @@ class EvalSession:
             config.getoption("eval_timeout"), "--eval-timeout"
         )
         self.default_timeout: float = _positive(config.getini("eval_timeout"), "ini eval_timeout")
+        # client-side judge limits, per judge endpoint (requests / tokens per minute)
+        self.judge_rpm = _rate_setting(config, "eval_rpm", "EVALCASES_RPM")
+        self.judge_tpm = _rate_setting(config, "eval_tpm", "EVALCASES_TPM")
         self.report_dir: str | None = config.getoption("eval_report")
         self.systems: dict[str, Any] = {}
         # suite name -> the case files declaring it (node ids); two or more is a conflict.
@@ -273,10 +295,12 @@ class EvalSession:
             binding = JudgeBinding(spec, version)
             self._judges[spec] = binding
         if live and binding.live is None and spec is not None:
-            from .judges import JudgeConfigError, make_judge
+            from .judges import JudgeConfigError, RateLimits, make_judge
 
+            limits = RateLimits(self.judge_rpm, self.judge_tpm)
             try:
-                binding.live = make_judge(spec, max_concurrency=self.concurrency)
+                binding.live = make_judge(spec, max_concurrency=self.concurrency,
+                                          rate_limits=limits)
             except JudgeConfigError as exc:  # a missing key or package: the message says it all
                 raise EvalCaseError(str(exc)) from None
         return binding

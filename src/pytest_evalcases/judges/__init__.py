@@ -21,8 +21,9 @@ from .base import (
     StageOptions,
     Verdict,
 )
+from .endpoint import BREAKER_ENV, DEFAULT_BREAKER_AFTER, RateLimits
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeInputError
-from .retry import RetryPolicy
+from .retry import RetryPolicy, env_number
 from .spec import ACCEPTED_FORMS, parse_spec, resolve_spec
 from .usage import JudgeStats
 
@@ -37,6 +38,7 @@ __all__ = [
     "JudgeInput",
     "JudgeInputError",
     "JudgeStats",
+    "RateLimits",
     "RetryPolicy",
     "StageOptions",
     "Verdict",
@@ -54,6 +56,7 @@ def make_judge(
     retry: RetryPolicy | None = None,
     timeout: float | None = None,
     max_concurrency: int | None = None,
+    rate_limits: RateLimits | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Judge:
     """Build the judge an `--eval-judge` value names.
@@ -61,7 +64,12 @@ def make_judge(
     Checks the spec, the key and the packages now (JudgeConfigError), so a bad configuration
     fails before any case runs; the model client itself is made on the first verdict.
     `timeout` and `max_concurrency` default to EVALCASES_JUDGE_TIMEOUT and
-    EVALCASES_JUDGE_CONCURRENCY (0 = unbounded), else 60 s and 16.
+    EVALCASES_JUDGE_CONCURRENCY (0 = unbounded), else 60 s and 16; `retry` to the policy of
+    EVALCASES_JUDGE_RETRIES, EVALCASES_JUDGE_BACKOFF and EVALCASES_JUDGE_RATE_LIMIT_WAIT.
+    `rate_limits`: client-side requests / tokens per minute (the plugin passes --eval-rpm and
+    --eval-tpm); under xdist each worker takes its share (PYTEST_XDIST_WORKER_COUNT).
+    EVALCASES_JUDGE_BREAKER: connection failures or timeouts in a row that end the judge's run
+    (default 5, 0 never).
     """
     env = os.environ if environ is None else environ
     parsed = resolve_spec(spec, env)
@@ -73,18 +81,26 @@ def make_judge(
 
     check_dependencies(parsed)
     if timeout is None:
-        timeout = _env_number(env, "EVALCASES_JUDGE_TIMEOUT", DEFAULT_TIMEOUT)
+        timeout = env_number(env, "EVALCASES_JUDGE_TIMEOUT", DEFAULT_TIMEOUT)
     if timeout <= 0:
-        raise JudgeConfigError(f"the judge timeout must be positive seconds, not {timeout}")
+        raise JudgeConfigError(
+            f"the judge timeout (EVALCASES_JUDGE_TIMEOUT) must be positive seconds, not {timeout}"
+        )
     if max_concurrency is None:
         max_concurrency = int(
-            _env_number(env, "EVALCASES_JUDGE_CONCURRENCY", DEFAULT_MAX_CONCURRENCY)
+            env_number(env, "EVALCASES_JUDGE_CONCURRENCY", DEFAULT_MAX_CONCURRENCY)
         )
+    rate_limits = rate_limits or RateLimits()
+    workers = env.get("PYTEST_XDIST_WORKER_COUNT", "").strip()
+    if workers.isdigit() and int(workers) > 1:  # every worker has its own client
+        rate_limits = RateLimits(rate_limits.rpm, rate_limits.tpm, shares=int(workers))
     return DeepEvalJudge(
         parsed,
-        retry=retry or RetryPolicy(),
+        retry=retry or RetryPolicy.from_env(env),
         timeout=timeout,
         max_concurrency=max_concurrency or None,
+        rate_limits=rate_limits,
+        breaker_after=int(env_number(env, BREAKER_ENV, DEFAULT_BREAKER_AFTER)),
     )
 
 
@@ -101,16 +117,3 @@ def judge_version(spec: str) -> str:
     from .deepeval_judge import llm_judge_version
 
     return llm_judge_version()
-
-
-def _env_number(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise JudgeConfigError(f"{name}={raw!r} is not a number") from None
-    if value < 0:
-        raise JudgeConfigError(f"{name}={raw!r} must not be negative")
-    return value

@@ -123,11 +123,17 @@ class Judge(ABC):
                     grade = Grade(0.0, "the answer is empty", _empty_answer_label(stage))
                 else:
                     grade = await self._grade(stage, data, opts)
+                score = float(grade.score)
+                if not 0.0 <= score <= 1.0:  # NaN included; never clamped into a pass
+                    raise JudgeError(
+                        f"{self.id}: the judge's score for {stage} is {score:g}, outside [0, 1]; "
+                        "a score out of its scale is a judge error, never clamped"
+                    )
             except JudgeError:
                 self.stats.failures += 1
                 raise
         return {
-            "score": round(min(1.0, max(0.0, float(grade.score))), 6),  # stable in JSON diffs
+            "score": round(score, 6),  # stable in JSON diffs
             "label": grade.label,
             "reason": grade.reason or "",
             "details": grade.details,

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .endpoint import Endpoint, Ticket
 from .errors import JudgeReplyError
 from .retry import Failure, RetryPolicy, status_of
 from .usage import JudgeStats, UsageMeter, count_call, count_cost, count_usage, current_meter
@@ -140,8 +141,23 @@ def _rejects(exc: Exception, parameter: str) -> bool:
     return status_of(exc) == 400 and parameter in str(exc).lower()
 
 
+def completions_url(base_url: str | None) -> str:
+    return (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+
+
+def endpoint_name(url: str) -> str:
+    """A URL fit for a message: no user name or password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl() if parts.netloc else url
+
+
 class ChatClient:
-    """Chat completions for one judge: retries, request gate, usage metering, JSON replies.
+    """Chat completions for one judge: retries, its endpoint's limits, usage metering, JSON
+    replies.
 
     Token prices come later, through `set_prices`: the price table lives in deepeval, which may
     still be loading when the first requests go out. Until then usage is counted and its cost is
@@ -160,11 +176,12 @@ class ChatClient:
         stats: JudgeStats,
         key_env: str,
         max_concurrency: int | None,
+        endpoint: Endpoint,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
         self.judge_id = judge_id
-        self._url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/chat/completions"
+        self._url = completions_url(base_url)
         self._proxy = env_proxy(self._url)
         self._headers = {"Authorization": f"Bearer {api_key}", **(extra_headers or {})}
         self._timeout = timeout
@@ -178,7 +195,8 @@ class ChatClient:
         self._json_mode = True
         self._send_temperature = True
         self._max_concurrency = max_concurrency
-        self._bound = LoopBound(max_concurrency)
+        self._bound = LoopBound(None)  # the session per event loop; the endpoint gates requests
+        self.endpoint = endpoint
         self._tls: Any = None  # one SSL context for every session (loading CAs costs ~25 ms)
 
     def _make_session(self) -> Any:
@@ -204,7 +222,8 @@ class ChatClient:
             return content if schema is None else parse_reply(content, schema)
 
         return await self._retry.run(
-            attempt, what=what, key_env=self._key_env, on_retry=log_retry(what)
+            attempt, what=what, key_env=self._key_env, on_retry=log_retry(what),
+            endpoint=self.endpoint,
         )
 
     async def _request(self, prompt: str, wants_json: bool, *, retry: bool) -> str | None:
@@ -219,7 +238,7 @@ class ChatClient:
             if wants_json and self._json_mode:
                 payload["response_format"] = {"type": "json_object"}
             try:
-                reply = await self._post(payload, retry)
+                reply = await self._post(payload, len(prompt), retry)
                 break
             except ChatHTTPError as exc:  # a fallback, not a retry: same attempt, fewer options
                 if "response_format" in payload and _rejects(exc, "response_format"):
@@ -236,10 +255,11 @@ class ChatClient:
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         return message.get("content") if isinstance(message, dict) else None
 
-    async def _post(self, payload: dict[str, Any], retry: bool) -> dict[str, Any]:
+    async def _post(self, payload: dict[str, Any], prompt_chars: int, retry: bool
+                    ) -> dict[str, Any]:
         import aiohttp
 
-        async with self._bound.slot():
+        async with self.endpoint.request(prompt_chars) as ticket:
             count_call(self._stats, retry=retry)
             self._stats.in_flight += 1
             try:
@@ -261,21 +281,16 @@ class ChatClient:
                 raise ConnectionError(f"malformed HTTP reply: {exc.message}") from exc
             finally:
                 self._stats.in_flight -= 1
-        if status >= 400:
-            raise error_from_reply(status, headers, body)
-        try:
-            reply = json.loads(body)
-        except ValueError as exc:
-            raise JudgeReplyError(f"the server's reply is not JSON: {body[:120]!r}") from exc
-        if not isinstance(reply, dict):
-            raise JudgeReplyError(f"the server's reply is not a JSON object: {body[:120]!r}")
-        return reply
+            ticket.headers = headers  # the provider's announced limits, 429s included
+            if status >= 400:
+                raise error_from_reply(status, headers, body)
+            return _json_reply(body, ticket)
 
     def _meter(self, usage: Any) -> None:
-        if not isinstance(usage, dict):
+        counts = usage_counts(usage)
+        if counts is None:
             return
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
+        prompt_tokens, completion_tokens = counts
         count_usage(self._stats, prompt_tokens, completion_tokens, 0.0)
         if self._priced:
             self._book(current_meter(), prompt_tokens, completion_tokens)
@@ -302,6 +317,33 @@ class ChatClient:
         if self._bound.client is not None and self._bound.on_running_loop():
             await self._bound.client.close()
         self._bound.forget()  # the next call (on any loop) makes a fresh session
+
+
+def _json_reply(body: bytes, ticket: Ticket) -> dict[str, Any]:
+    """The reply as a JSON object; its usage noted on the ticket (the endpoint's token count)."""
+    try:
+        reply = json.loads(body)
+    except ValueError as exc:
+        raise JudgeReplyError(f"the server's reply is not JSON: {body[:120]!r}") from exc
+    if not isinstance(reply, dict):
+        raise JudgeReplyError(f"the server's reply is not a JSON object: {body[:120]!r}")
+    counts = usage_counts(reply.get("usage"))
+    if counts is not None:
+        ticket.used(*counts)
+    return reply
+
+
+def usage_counts(usage: Any) -> tuple[int, int] | None:
+    """(prompt tokens, completion tokens) of a reply's `usage`; None when it has none."""
+    if not isinstance(usage, dict):
+        return None
+    counts = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        try:
+            counts.append(int(usage.get(name) or 0))
+        except (TypeError, ValueError):
+            counts.append(0)
+    return counts[0], counts[1]
 
 
 def env_proxy(url: str) -> str | None:

@@ -32,8 +32,10 @@ from .base import (
     JudgeInput,
     StageOptions,
 )
-from .chat import ChatClient, LoopBound
+from .chat import ChatClient, LoopBound, completions_url, endpoint_name
+from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits
 from .errors import JudgeConfigError, JudgeError
+from .lexical import is_abstention
 from .prompts import (
     PROMPTS_REVISION,
     AnswerAccuracyGrade,
@@ -188,12 +190,16 @@ class DeepEvalJudge(Judge):
         retry: RetryPolicy,
         timeout: float,
         max_concurrency: int | None,
+        rate_limits: RateLimits | None = None,
+        breaker_after: int = DEFAULT_BREAKER_AFTER,
     ) -> None:
         super().__init__(spec.id)
         self._spec = spec
         self._retry = retry
         self._timeout = timeout
         self._max_concurrency = max_concurrency
+        self._rate_limits = rate_limits
+        self._breaker_after = breaker_after
         self._model: Any = None  # the deepeval model object, made once deepeval is loaded
         self._chat: ChatClient | None = None
         # Metrics in progress at once: enough to keep every request slot busy, few enough that
@@ -231,9 +237,18 @@ class DeepEvalJudge(Judge):
                 stats=self.stats,
                 key_env=spec.key_env or "OPENAI_API_KEY",
                 max_concurrency=self._max_concurrency,
+                endpoint=self._new_endpoint(endpoint_name(completions_url(spec.base_url))),
                 extra_headers=openai_headers(spec),
             )
         return self._chat
+
+    def _new_endpoint(self, name: str) -> Endpoint:
+        """The gate of this judge's model requests: its rate limits and its breaker."""
+        return Endpoint(
+            name, max_concurrency=self._max_concurrency, stats=self.stats,
+            backoff=self._retry.backoff, max_pause=self._retry.max_delay,
+            limits=self._rate_limits, breaker_after=self._breaker_after, sleep=self._retry.sleep,
+        )
 
     async def _deepeval_loaded(self) -> None:
         """Wait for the background import of deepeval; then price the openai judge's tokens."""
@@ -262,6 +277,9 @@ class DeepEvalJudge(Judge):
             if spec.provider == "openai":
                 self._model = llm.OpenAIJudgeModel(self._chat_client())
             else:
+                endpoint = self._new_endpoint(
+                    f"{self.id} ({spec.base_url})" if spec.base_url else self.id
+                )
                 self._model = llm.NativeJudgeModel(
                     spec.model,
                     lambda: self._build_native(spec),
@@ -269,7 +287,7 @@ class DeepEvalJudge(Judge):
                     retry=self._retry,
                     stats=self.stats,
                     key_env=spec.key_env,
-                    max_concurrency=self._max_concurrency,
+                    endpoint=endpoint,
                 )
         return self._model
 
@@ -354,12 +372,13 @@ class DeepEvalJudge(Judge):
             raise JudgeError(
                 f"{self.id}: deepeval failed for {stage!r}: {type(exc).__name__}: {exc}"
             ) from exc
+        check_extractions(self.id, stage, metric, data)
+        score = metric_score(self.id, stage, metric)
         if stage == "correctness" and metric.evaluation_steps:
             self._correctness_steps.setdefault(
                 options.correctness_criteria, list(metric.evaluation_steps)
             )
-        return Grade(float(metric.score or 0.0), metric.reason or "", None,
-                     metric_details(stage, metric))
+        return Grade(score, metric.reason or "", None, metric_details(stage, metric))
 
     async def aclose(self) -> None:
         if self._chat is not None:
@@ -420,6 +439,70 @@ def build_metric(
             verbose_mode=False,
         )
     raise JudgeError(f"stage {stage!r} is not a deepeval metric")
+
+
+def _filled(text: str | None) -> bool:
+    return bool(text and text.strip())
+
+
+def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) -> None:
+    """JudgeError when the judge extracted nothing from text that holds something: deepeval
+    scores an empty list of claims or statements as 1.0 (and empty verdicts as 1.0 or 0.0), so
+    a schema-valid but empty reply would otherwise be recorded as a verdict.
+
+    One exception: an answer that abstains ("the documents do not say") may hold no claim, and
+    is then faithful."""
+    def empty(what: str, source: str) -> JudgeError:
+        return JudgeError(f"{judge_id}: the judge returned no {what} for a non-empty {source} "
+                          f"({stage}); an empty extraction is a judge error, never a score")
+
+    def verdicts_for(items: list[Any], name: str) -> None:
+        if items and not getattr(metric, "verdicts", None):
+            raise empty("verdicts", f"list of {len(items)} {name}")
+
+    context = any(_filled(passage) for passage in data.context)
+    if stage == "faithfulness":
+        claims = list(getattr(metric, "claims", None) or [])
+        if context and not getattr(metric, "truths", None):
+            raise empty("truths", "context")
+        if not claims and _filled(data.answer) and not is_abstention(data.answer):
+            raise empty("claims", "answer")
+        verdicts_for(claims, "claims")
+    elif stage == "answer_relevancy":
+        statements = list(getattr(metric, "statements", None) or [])
+        if not statements and _filled(data.answer):
+            raise empty("statements", "answer")
+        verdicts_for(statements, "statements")
+    elif stage == "contextual_recall":
+        if _filled(data.reference) and not getattr(metric, "verdicts", None):
+            raise empty("verdicts", "reference")
+    elif stage == "contextual_precision":
+        if context and not getattr(metric, "verdicts", None):
+            raise empty("verdicts", "context")
+    elif stage == "contextual_relevancy":
+        groups = list(getattr(metric, "verdicts_list", None) or [])
+        for number, passage in enumerate(data.context, start=1):
+            group = groups[number - 1] if number <= len(groups) else None
+            if _filled(passage) and not getattr(group, "verdicts", None):
+                raise empty("verdicts", f"passage ({number} of {len(data.context)})")
+
+
+def metric_score(judge_id: str, stage: str, metric: Any) -> float:
+    """The metric's score; JudgeError when there is none or it is outside its scale (a score
+    is never clamped: a judge that answers 1000 on a 0-10 scale is broken, not enthusiastic)."""
+    score = metric.score
+    if score is None:
+        raise JudgeError(f"{judge_id}: the judge returned no score ({stage})")
+    score = float(score)
+    if stage == "correctness" and hasattr(metric, "score_range"):
+        low, high = metric.score_range
+        raw = score * (high - low) + low
+        if not low <= raw <= high:
+            raise JudgeError(
+                f"{judge_id}: the judge returned score {raw:g} for correctness, outside GEval's "
+                f"{low}-{high} scale; a score out of its scale is a judge error, never clamped"
+            )
+    return score
 
 
 def _clip(text: Any) -> str:

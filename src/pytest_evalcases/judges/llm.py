@@ -8,7 +8,8 @@ only after `deepeval_judge.prepare_deepeval_env()`.
   client, with a new TLS context, for every call). JSON mode instead of structured outputs, so
   unknown model names on local servers work; the reply is parsed into the schema there.
 - NativeJudgeModel: wraps deepeval's own GeminiModel / OllamaModel / LiteLLMModel so their
-  requests run under the same RetryPolicy and are counted the same way.
+  requests run under the same RetryPolicy, through an Endpoint (rate limits, breaker), and are
+  counted the same way.
 
 Both are "custom" models to deepeval (not in its `is_native_model` list): metrics then take
 whatever a_generate returns (a schema instance here) and leave cost accounting to us. Neither
@@ -24,7 +25,8 @@ from typing import Any
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel
 
-from .chat import ChatClient, LoopBound, log_retry, parse_reply
+from .chat import ChatClient, log_retry, parse_reply
+from .endpoint import Endpoint
 from .retry import RetryPolicy
 from .usage import JudgeStats, count_call, count_usage
 
@@ -67,7 +69,7 @@ class NativeJudgeModel(_AsyncOnlyModel):
         retry: RetryPolicy,
         stats: JudgeStats,
         key_env: str | None,
-        max_concurrency: int | None,
+        endpoint: Endpoint,
     ) -> None:
         self._build = build
         self._inner: DeepEvalBaseLLM | None = None
@@ -75,7 +77,7 @@ class NativeJudgeModel(_AsyncOnlyModel):
         self._retry = retry
         self._stats = stats
         self._key_env = key_env
-        self._bound = LoopBound(max_concurrency)
+        self._endpoint = endpoint
         super().__init__(model)
 
     def get_model_name(self, *args: Any, **kwargs: Any) -> str:
@@ -91,10 +93,9 @@ class NativeJudgeModel(_AsyncOnlyModel):
     ) -> Any:
         what = f"{self._judge_id} ({schema.__name__ if schema else 'text'} request)"
         inner = self.inner()
-        self._bound.current(None)
 
         async def request(attempt: int) -> Any:
-            async with self._bound.slot():
+            async with self._endpoint.request(len(prompt)) as ticket:
                 count_call(self._stats, retry=attempt > 1)
                 self._stats.in_flight += 1
                 try:
@@ -104,17 +105,20 @@ class NativeJudgeModel(_AsyncOnlyModel):
                         out = await inner.a_generate(prompt, schema=schema)
                 finally:
                     self._stats.in_flight -= 1
-            # deepeval's provider models return (output, cost); cost may carry token counts
-            result, cost = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
+                # deepeval's provider models return (output, cost); cost may carry token counts
+                result, cost = out if isinstance(out, tuple) and len(out) == 2 else (out, None)
+                prompt_tokens = int(getattr(cost, "input_tokens", 0) or 0)
+                completion_tokens = int(getattr(cost, "output_tokens", 0) or 0)
+                if prompt_tokens or completion_tokens:
+                    ticket.used(prompt_tokens, completion_tokens)
             value = getattr(cost, "value", cost)
             count_usage(
-                self._stats,
-                int(getattr(cost, "input_tokens", 0) or 0),
-                int(getattr(cost, "output_tokens", 0) or 0),
+                self._stats, prompt_tokens, completion_tokens,
                 float(value) if isinstance(value, (int, float)) else 0.0,
             )
             return result if schema is None else parse_reply(result, schema)
 
         return await self._retry.run(
-            request, what=what, key_env=self._key_env, on_retry=log_retry(what)
+            request, what=what, key_env=self._key_env, on_retry=log_retry(what),
+            endpoint=self._endpoint,
         )

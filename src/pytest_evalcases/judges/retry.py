@@ -9,7 +9,11 @@ Classification is by duck typing (status codes, headers, exception class names) 
 imports no SDK and works for aiohttp (our openai transport), openai, google-genai, ollama
 and litellm errors alike:
 
-- transient, retried with exponential backoff and jitter: HTTP 408/409/425/429/5xx, timeouts,
+- rate-limited (HTTP 429, or 503 with a Retry-After): back-pressure, not an error. The request
+  waits (the judge's Endpoint pauses every request to that endpoint) and tries again without
+  using up an attempt, until `rate_limit_wait` seconds have passed since its first rate-limited
+  reply; then a JudgeError that names the limit.
+- transient, retried with exponential backoff and jitter: HTTP 408/409/425/5xx, timeouts,
   connection errors and resets. A Retry-After (or retry-after-ms) header sets the delay instead.
 - authentication (HTTP 401/403): fails at once with JudgeAuthError naming the key variable.
 - other 4xx, quota exhausted (429 insufficient_quota), a TLS certificate that does not verify
@@ -23,19 +27,23 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .errors import JudgeAuthError, JudgeError, JudgeReplyError
+from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeReplyError
+
+if TYPE_CHECKING:
+    from .endpoint import Endpoint
 
 T = TypeVar("T")
 
-FailureKind = Literal["transient", "reply", "auth", "fatal"]
+FailureKind = Literal["rate_limited", "transient", "reply", "auth", "fatal"]
 
-_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+_TRANSIENT_STATUS = frozenset({408, 409, 425})
 # Exception class names (anywhere in the MRO) that mean "the request never got a proper answer".
 _TRANSIENT_NAMES = frozenset(
     {
@@ -78,11 +86,16 @@ def status_of(exc: BaseException) -> int | None:
     return None
 
 
-def retry_after_of(exc: BaseException, now: float | None = None) -> float | None:
-    """Seconds the server asked us to wait: retry-after-ms, then Retry-After (seconds or date)."""
+def headers_of(exc: BaseException) -> Mapping[str, str] | None:
     headers = getattr(exc, "headers", None)  # chat.ChatHTTPError, aiohttp.ClientResponseError
     if headers is None:
         headers = getattr(getattr(exc, "response", None), "headers", None)  # SDK errors
+    return headers if hasattr(headers, "get") else None
+
+
+def retry_after_of(exc: BaseException, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait: retry-after-ms, then Retry-After (seconds or date)."""
+    headers = headers_of(exc)
     if headers is None:
         return None
     try:
@@ -105,6 +118,47 @@ def retry_after_of(exc: BaseException, now: float | None = None) -> float | None
     return max(0.0, when - (time.time() if now is None else now))
 
 
+_DURATION = re.compile(
+    r"(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?(?:(?P<s>\d+(?:\.\d+)?)s)?"
+    r"(?:(?P<ms>\d+(?:\.\d+)?)ms)?"
+)
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds in OpenAI's x-ratelimit-reset-* form ("20ms", "1s", "6m0s", "1m30.5s"), or a
+    plain number of seconds; None when it is neither."""
+    text = text.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    match = _DURATION.fullmatch(text)
+    if not text or match is None:
+        return None
+    parts = match.groupdict()
+    return (
+        float(parts["h"] or 0) * 3600 + float(parts["m"] or 0) * 60 + float(parts["s"] or 0)
+        + float(parts["ms"] or 0) / 1000
+    )
+
+
+def rate_limit_reset_of(exc: BaseException) -> float | None:
+    """When a rate-limited reply says nothing else: its x-ratelimit-reset-requests /
+    x-ratelimit-reset-tokens, for the limit it exhausted (remaining 0), else the later one."""
+    headers = headers_of(exc)
+    if headers is None:
+        return None
+    waits = {}
+    for kind in ("requests", "tokens"):
+        raw = headers.get(f"x-ratelimit-reset-{kind}")
+        wait = parse_duration(str(raw)) if raw is not None else None
+        if wait is not None:
+            waits[kind] = wait
+    exhausted = [w for k, w in waits.items() if headers.get(f"x-ratelimit-remaining-{k}") == "0"]
+    candidates = exhausted or list(waits.values())
+    return max(candidates) if candidates else None
+
+
 def classify(exc: BaseException) -> Failure:
     """Decide whether a failed request is worth another try."""
     text = _short(exc)
@@ -122,8 +176,12 @@ def classify(exc: BaseException) -> Failure:
             return Failure("auth", text, status)
         if status == 429 and "insufficient_quota" in f"{getattr(exc, 'code', '')} {exc}":
             return Failure("fatal", f"quota exhausted: {text}", status)
+        retry_after = retry_after_of(exc)
+        if status == 429 or (status == 503 and retry_after is not None):
+            wait = retry_after if retry_after is not None else rate_limit_reset_of(exc)
+            return Failure("rate_limited", text, status, wait)
         if status in _TRANSIENT_STATUS or status >= 500:
-            return Failure("transient", text, status, retry_after_of(exc))
+            return Failure("transient", text, status, retry_after)
         return Failure("fatal", text, status)
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return Failure("transient", text)
@@ -156,17 +214,39 @@ def _short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# Environment settings of the policy (documented in docs/judges.md).
+RETRIES_ENV = "EVALCASES_JUDGE_RETRIES"
+BACKOFF_ENV = "EVALCASES_JUDGE_BACKOFF"
+RATE_LIMIT_WAIT_ENV = "EVALCASES_JUDGE_RATE_LIMIT_WAIT"
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """How often and how patiently to retry. `sleep` is injectable so tests never wait long."""
 
-    max_attempts: int = 6  # requests in total, the first one included
+    max_attempts: int = 6  # requests in total, the first one included (rate-limited ones aside)
     base_delay: float = 0.5  # seconds before the first retry
     max_delay: float = 60.0  # cap on any single wait, Retry-After included
     jitter: float = 0.1  # each wait is stretched by up to this fraction, at random
     reply_attempts: int = 3  # attempts when the reply is unparseable (same prompt, same model)
+    rate_limit_wait: float = 600.0  # seconds a request keeps trying after its first rate limit
     sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, compare=False)
     rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> RetryPolicy:
+        """The default policy, with EVALCASES_JUDGE_RETRIES (retries after the first attempt),
+        EVALCASES_JUDGE_BACKOFF (seconds before the first retry) and
+        EVALCASES_JUDGE_RATE_LIMIT_WAIT (seconds) applied when set."""
+        policy = cls()
+        retries = env_number(env, RETRIES_ENV, policy.max_attempts - 1)
+        if retries != int(retries):
+            raise JudgeConfigError(f"{RETRIES_ENV}={env[RETRIES_ENV]!r} must be a whole number")
+        return cls(
+            max_attempts=int(retries) + 1,
+            base_delay=env_number(env, BACKOFF_ENV, policy.base_delay),
+            rate_limit_wait=env_number(env, RATE_LIMIT_WAIT_ENV, policy.rate_limit_wait),
+        )
 
     def backoff(self, retry_number: int) -> float:
         """Wait before retry `retry_number` (1 = first retry): base * 2^(n-1), capped, jittered."""
@@ -185,12 +265,17 @@ class RetryPolicy:
         what: str,
         key_env: str | None = None,
         on_retry: Callable[[Failure, float], None] | None = None,
+        endpoint: Endpoint | None = None,
     ) -> T:
         """Call `request(attempt)` (attempt counts from 1) until it succeeds or we give up.
 
-        Raises JudgeAuthError on 401/403, JudgeError otherwise; the last exception is chained.
+        With an `endpoint`, a rate-limited reply waits in the endpoint's pause (every request to
+        it waits); without one, here. Raises JudgeAuthError on 401/403, JudgeError otherwise;
+        the last exception is chained.
         """
         reply_failures = 0
+        failed_attempts = 0  # rate-limited replies are not counted: they are not errors
+        limited_since: float | None = None
         attempt = 0
         while True:
             attempt += 1
@@ -208,19 +293,62 @@ class RetryPolicy:
                     ) from exc
                 if failure.kind == "fatal":
                     raise JudgeError(f"{what}: {failure.message}; not retried") from exc
+                if failure.kind == "rate_limited":
+                    now = time.monotonic()
+                    limited_since = now if limited_since is None else limited_since
+                    wait = (endpoint.pause_left() if endpoint is not None
+                            else self.delay_for(failure, 1))
+                    if now + wait - limited_since > self.rate_limit_wait:
+                        raise JudgeError(
+                            self._rate_limit_message(what, now - limited_since, failure, endpoint)
+                        ) from exc
+                    if on_retry is not None:
+                        on_retry(failure, wait)
+                    if endpoint is None:
+                        await self.sleep(wait)
+                    continue  # the endpoint's pause holds the next attempt, like every other
+                failed_attempts += 1
                 if failure.kind == "reply":
                     reply_failures += 1
-                    if reply_failures >= self.reply_attempts or attempt >= self.max_attempts:
+                    last = failed_attempts >= self.max_attempts
+                    if last or reply_failures >= self.reply_attempts:
                         raise JudgeError(
                             f"{what}: the judge model's reply was not usable JSON after "
-                            f"{attempt} attempts ({failure.message})"
+                            f"{failed_attempts} attempts ({failure.message})"
                         ) from exc
-                elif attempt >= self.max_attempts:
+                elif failed_attempts >= self.max_attempts:
                     raise JudgeError(
-                        f"{what}: judge request failed after {attempt} attempts "
+                        f"{what}: judge request failed after {failed_attempts} attempts "
                         f"(last error: {failure.message})"
                     ) from exc
-                delay = self.delay_for(failure, attempt)
+                if endpoint is not None:
+                    endpoint.raise_if_broken()  # a tripped breaker: no wait, no retry
+                delay = self.delay_for(failure, failed_attempts)
                 if on_retry is not None:
                     on_retry(failure, delay)
                 await self.sleep(delay)
+
+    def _rate_limit_message(
+        self, what: str, waited: float, failure: Failure, endpoint: Endpoint | None
+    ) -> str:
+        limits = endpoint.describe_limits() if endpoint is not None else ""
+        return (
+            f"{what}: still rate-limited after {waited:.1f} s, and the next wait would pass the "
+            f"{self.rate_limit_wait:g} s budget ({RATE_LIMIT_WAIT_ENV} sets it)"
+            + (f"; limits in force: {limits}" if limits else "")
+            + f"; last reply: {failure.message}"
+        )
+
+
+def env_number(env: Mapping[str, str], name: str, default: float) -> float:
+    """A non-negative number from the environment, else `default`; JudgeConfigError if bad."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise JudgeConfigError(f"{name}={raw!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise JudgeConfigError(f"{name}={raw!r} must be a non-negative number")
+    return value

@@ -24,9 +24,23 @@ class JudgeStats:
     cost_usd: float = 0.0  # 0.0 when the model's price is unknown
     failures: int = 0  # evaluate() calls that ended in a JudgeError
     in_flight: int = 0  # model requests awaiting a reply right now
+    rate_limited: int = 0  # rate-limited replies (429, or 503 with Retry-After)
+    rate_limit_wait: float = 0.0  # seconds (wall clock) requests were held back by a rate limit
+    concurrency_start: int = 0  # the cap on requests in flight at the start (0: none)
+    concurrency: int = 0  # the cap now: lowered on rate limits, raised again on successes
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
+
+    def rate_limit_summary(self) -> str | None:
+        """`judge rate-limited: 212 replies, waited 31 s, concurrency 16 -> 5`, or None when
+        no rate limit held anything back."""
+        if not self.rate_limited and not self.rate_limit_wait:
+            return None
+        start, now = (str(n) if n else "unbounded" for n in (self.concurrency_start,
+                                                             self.concurrency))
+        return (f"judge rate-limited: {self.rate_limited} replies, waited "
+                f"{self.rate_limit_wait:.0f} s, concurrency {start} -> {now}")
 
 
 @dataclass
