@@ -369,7 +369,8 @@ def test_a_live_run_under_a_rate_limit_records_every_case_and_says_what_it_cost(
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=10)
-    assert len(list((project.root / "cassettes" / "limited").glob("*.json"))) == 10
+    cassettes = (project.root / "cassettes" / "limited").glob("*.json")
+    assert len([path for path in cassettes if not path.name.endswith(".http.json")]) == 10
     refused = sum(r.status == 429 for r in judge_server.requests)
     match = next(filter(None, map(SUMMARY.search, result.outlines)), None)
     assert match is not None, output(result)
