@@ -104,7 +104,10 @@ def resolve_code_entry(entry: str, rootdir: Path) -> list[tuple[str, Path]]:
             "name a module of your project, or a path relative to the rootdir"
         )
     if location.is_dir():
-        return _package_modules(location, entry)
+        modules = _package_modules(location, entry)
+        if modules:
+            return modules
+        raise CaseFileError(f'"code": module {entry!r} is a folder that holds no .py file')
     return [(entry, location)]
 
 
