@@ -35,8 +35,8 @@ def source_hash(path: Path) -> str:
 
 
 def _dotted(relative: Path) -> str:
-    """`pkg/mod.py` -> `pkg.mod`, `pkg/__init__.py` -> `pkg`."""
-    parts = list(relative.with_suffix("").parts)
+    """`pkg/mod.py` -> `pkg.mod`, `pkg/__init__.py` -> `pkg`, the rootdir itself -> ``."""
+    parts = list(relative.with_suffix("").parts) if relative.parts else []
     if parts and parts[-1] == "__init__" and len(parts) > 1:
         parts.pop()
     return ".".join(parts)
@@ -51,7 +51,10 @@ def _package_modules(folder: Path, name: str) -> list[tuple[str, Path]]:
             if filename.endswith(".py"):
                 path = Path(dirpath, filename)
                 inner = _dotted(path.relative_to(folder))
-                module = name if inner == "__init__" else f"{name}.{inner}" if name else inner
+                if inner == "__init__":
+                    module = name or inner
+                else:
+                    module = f"{name}.{inner}" if name else inner
                 found.append((module, path))
     return found
 
