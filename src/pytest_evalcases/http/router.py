@@ -13,9 +13,10 @@ import functools
 import inspect
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
+from unittest import mock
 
 from .match import closest, describe, parse_json_path, request_view, summarise
 from .scrub import scrub_request, scrub_response
@@ -170,12 +171,20 @@ class HttpLayer:
     def start(self) -> None:
         if self._patches is not None:
             return
+        import vcr.patch
         from vcr.patch import CassettePatcherBuilder
 
         stack = ExitStack()
         for patcher in CassettePatcherBuilder(_Router(self)).build():
             self._bypass_outside_cases(patcher)
             stack.enter_context(patcher)
+        # vcrpy's http.client/urllib3 stubs call `force_reset()` while they build and send a
+        # real request: it puts every client's real classes back, process-wide, for that
+        # moment. With cases overlapping in threads, another case's request made then (requests,
+        # httpx, urllib...) bypassed the patches: sent, yet neither recorded nor served. The
+        # stubs' real connections are the classes vcrpy saved at import, so the run's patches
+        # can stay in place for everyone.
+        stack.enter_context(mock.patch.object(vcr.patch, "force_reset", nullcontext))
         self._patches = stack
 
     def stop(self) -> None:
