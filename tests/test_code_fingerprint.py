@@ -39,9 +39,12 @@ SAME_AST = {
     "comment": SOURCE.replace("LIMIT = 3", "LIMIT = 3  # three is enough"),
     "comment line": SOURCE.replace("def search", "# the one tool\ndef search"),
     "blank lines": SOURCE.replace("\n\n\ndef", "\n\n\n\n\ndef"),
-    "quotes": SOURCE.replace('"""Search the knowledge base."""', "'''Search the knowledge base.'''"),
-    "line breaks": SOURCE.replace("[w for w in words if len(w) > 2][:k]",
-                                  "[\n        w\n        for w in words\n        if len(w) > 2\n    ][:k]"),
+    "quotes": SOURCE.replace('"""Search the knowledge base."""',
+                             "'''Search the knowledge base.'''"),
+    "line breaks": SOURCE.replace(
+        "[w for w in words if len(w) > 2][:k]",
+        "[\n        w\n        for w in words\n        if len(w) > 2\n    ][:k]",
+    ),
     "parentheses": SOURCE.replace("LIMIT = 3", "LIMIT = (3)"),
 }
 
