@@ -132,6 +132,19 @@ async def run_aiohttp(case):
     return trace(case, answers, steer)
 
 
+async def run_in_executor(case):
+    import asyncio
+
+    return await asyncio.get_running_loop().run_in_executor(None, run_requests, case)
+
+
+def run_in_pool(case):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        return pool.submit(run_httpx, case).result()
+
+
 def run_openai(case):
     from openai import OpenAI
 
@@ -324,6 +337,26 @@ def test_request_overlapping_a_vcrpy_send_in_another_thread_is_recorded(
         "requests", "httpx", "urllib"]
 
 
+@pytest.mark.parametrize("client", ["in_executor", "in_pool"])
+def test_requests_made_in_the_systems_thread_pool_belong_to_its_case(
+    project: Project, echo_server: EchoServer, client: str
+) -> None:
+    """`loop.run_in_executor` and a pool of the system's own start threads with no context."""
+    ids = ["c1", "c2", "c3"]
+    cases = [http_case(case_id, f"question {case_id}", delay=0.1) for case_id in ids]
+    http_project(project, echo_server, http_suite("pooled", client, cases))
+
+    project.run("--live", "--eval-concurrency", "3", "-p", "no:cacheprovider").assert_outcomes(
+        passed=3)
+
+    assert echo_server.count() == 3
+    for case_id in ids:
+        interactions = http_doc(project, "pooled", case_id)["interactions"]
+        assert [i["request"]["body"]["json"]["case"] for i in interactions] == [case_id]
+    echo_server.stop()
+    project.run("--replay-http", "-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
 # ---- the judge's own requests ------------------------------------------------------------------
 def test_judge_requests_are_not_recorded(
     project: Project, echo_server: EchoServer, judge_server: JudgeServer,
@@ -346,6 +379,22 @@ def test_judge_requests_are_not_recorded(
     judge_port = judge_server.base_url.split(":")[2].split("/")[0]
     assert not [p for p in (project.root / "cassettes").rglob("*.http.json")
                 if judge_port in p.read_text() or "/chat/completions" in p.read_text()]
+
+    # Judging today's offline trace: the network guard is up, yet the judge reaches its server.
+    http_files = project.files(http=True)
+    echo_server.stop()
+    project.steer(suffix=" Indeed.")
+    rejudged = project.run("--replay-http", "--live-judges", "--eval-judge", "openai:gpt-4o-mini",
+                           "-p", "no:cacheprovider")
+
+    rejudged.assert_outcomes(passed=2)
+    assert judge_server.kinds() == ["accuracy"] * 4
+    assert all("you asked: alpha beta Indeed." in request.prompt
+               for request in judge_server.requests[2:] if "alpha" in request.prompt)
+    assert project.cassette("judged", "alpha")["trace"]["answer"] == "you asked: alpha beta Indeed."
+    assert {name: content for name, (content, _) in project.files(http=True).items()
+            if name.endswith(".http.json")} == {
+        name: content for name, (content, _) in http_files.items() if name.endswith(".http.json")}
 
 
 # ---- one recorded project, copied by each test -------------------------------------------------
