@@ -16,13 +16,10 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
-
-import pytest
 
 
 @dataclass
@@ -49,6 +46,12 @@ class EchoServer:
         )
         self._thread.start()
         return self
+
+    def __enter__(self) -> EchoServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         """Stop serving and close the port (idempotent): a request now is refused."""
@@ -135,18 +138,4 @@ def _make_handler(server: EchoServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def echo_server_fixture(name: str = "echo_server") -> Callable[..., Any]:
-    """A pytest fixture (named `name`) yielding a started EchoServer, stopped afterwards."""
-
-    @pytest.fixture(name=name)
-    def _serve() -> Iterator[EchoServer]:
-        server = EchoServer().start()
-        try:
-            yield server
-        finally:
-            server.stop()
-
-    return _serve
-
-
-__all__ = ["EchoServer", "SeenRequest", "echo_server_fixture"]
+__all__ = ["EchoServer", "SeenRequest"]

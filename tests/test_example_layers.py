@@ -139,36 +139,17 @@ def test_comment_only_edit_is_caught_by_neither_layer(example: Path) -> None:
 
 def test_pure_refactor_passes_replay_http_while_trace_replay_says_stale(example: Path) -> None:
     """A local renamed and the scoring extracted into a helper: same requests, same trace."""
-    edit(example, "support_agent/tools.py", '''    wanted = terms(query)
-    scored = []
-    for position, article in enumerate(load_kb()["articles"]):
-        title, text = terms(article["title"]), terms(article["text"])
-        score = sum(2 * (word in title) + (word in text) for word in wanted)
-        if score > 0:
-            scored.append((-score, position, article))
-    scored.sort(key=lambda row: row[:2])
-    hits = [
-        {"id": article["id"], "title": article["title"], "text": article["text"]}
-        for _, _, article in scored[: max(1, int(k))]
-    ]''', '''    wanted = terms(query)
-    ranked = []
-    for position, article in enumerate(load_kb()["articles"]):
-        score = _shared_words(wanted, article)
-        if score > 0:
-            ranked.append((-score, position, article))
-    ranked.sort(key=lambda row: row[:2])
-    hits = [
-        {"id": article["id"], "title": article["title"], "text": article["text"]}
-        for _, _, article in ranked[: max(1, int(k))]
-    ]''')
-    edit(example, "support_agent/tools.py", "\n\ndef search_kb(", '''
-
-def _shared_words(wanted: set[str], article: dict[str, Any]) -> int:
-    title, text = terms(article["title"]), terms(article["text"])
-    return sum(2 * (word in title) + (word in text) for word in wanted)
-
-
-def search_kb(''')
+    tools = example / "support_agent" / "tools.py"
+    tools.write_text(tools.read_text().replace("scored", "ranked"))
+    edit(example, "support_agent/tools.py",
+         '        title, text = terms(article["title"]), terms(article["text"])\n'
+         "        score = sum(2 * (word in title) + (word in text) for word in wanted)\n",
+         "        score = _shared_words(wanted, article)\n")
+    edit(example, "support_agent/tools.py", "\n\ndef search_kb(", (
+        "\n\ndef _shared_words(wanted: set[str], article: dict[str, Any]) -> int:\n"
+        '    title, text = terms(article["title"]), terms(article["text"])\n'
+        "    return sum(2 * (word in title) + (word in text) for word in wanted)\n"
+        "\n\ndef search_kb("))
 
     replayed = run_example(example)
 

@@ -14,11 +14,12 @@ import json
 import re
 import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from echo_server import EchoServer, echo_server_fixture
+from echo_server import EchoServer
 from evalhelpers import (
     Project,
     assert_not_aborted,
@@ -78,58 +79,61 @@ def trace(case, answers, steer):
     }
 
 
-def run_httpx(case):
-    import httpx
-
+def ask(case, post):
+    """Ask `requests` times (default once) with `post(url, body) -> reply JSON`."""
     steer = settings()
     if case.get("raw_socket"):
         knock(steer)
-    answers = []
-    with httpx.Client(timeout=5) as client:
-        for _ in range(case.get("requests", 1)):
-            reply = client.post(endpoint(case, steer), json=request_body(case, steer))
-            reply.raise_for_status()
-            answers.append(reply.json()["answer"])
+    answers = [post(endpoint(case, steer), request_body(case, steer))["answer"]
+               for _ in range(case.get("requests", 1))]
     return trace(case, answers, steer)
+
+
+async def ask_async(case, post):
+    steer = settings()
+    answers = [(await post(endpoint(case, steer), request_body(case, steer)))["answer"]
+               for _ in range(case.get("requests", 1))]
+    return trace(case, answers, steer)
+
+
+def run_httpx(case):
+    import httpx
+
+    with httpx.Client(timeout=5) as client:
+        return ask(case, lambda url, body: client.post(url, json=body).raise_for_status().json())
 
 
 async def run_httpx_async(case):
     import httpx
 
-    steer = settings()
-    answers = []
     async with httpx.AsyncClient(timeout=5) as client:
-        for _ in range(case.get("requests", 1)):
-            reply = await client.post(endpoint(case, steer), json=request_body(case, steer))
-            reply.raise_for_status()
-            answers.append(reply.json()["answer"])
-    return trace(case, answers, steer)
+        async def post(url, body):
+            return (await client.post(url, json=body)).raise_for_status().json()
+
+        return await ask_async(case, post)
 
 
 def run_requests(case):
     import requests
 
-    steer = settings()
-    answers = []
+    def post(url, body):
+        reply = session.post(url, json=body, timeout=5)
+        reply.raise_for_status()
+        return reply.json()
+
     with requests.Session() as session:
-        for _ in range(case.get("requests", 1)):
-            reply = session.post(endpoint(case, steer), json=request_body(case, steer), timeout=5)
-            reply.raise_for_status()
-            answers.append(reply.json()["answer"])
-    return trace(case, answers, steer)
+        return ask(case, post)
 
 
 async def run_aiohttp(case):
     import aiohttp
 
-    steer = settings()
-    answers = []
-    async with aiohttp.ClientSession() as session:
-        for _ in range(case.get("requests", 1)):
-            async with session.post(endpoint(case, steer), json=request_body(case, steer)) as reply:
-                reply.raise_for_status()
-                answers.append((await reply.json())["answer"])
-    return trace(case, answers, steer)
+    async with aiohttp.ClientSession(raise_for_status=True) as session:
+        async def post(url, body):
+            async with session.post(url, json=body) as reply:
+                return await reply.json()
+
+        return await ask_async(case, post)
 
 
 async def run_in_executor(case):
@@ -217,8 +221,13 @@ def recordings_line(result: pytest.RunResult) -> str:
     return next(line for line in summary_section(result) if line.startswith("recordings:"))
 
 
-echo_server = echo_server_fixture()
 judge_server = judge_server_fixture()
+
+
+@pytest.fixture
+def echo_server() -> Iterator[EchoServer]:
+    with EchoServer() as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)
@@ -414,11 +423,10 @@ TEMPLATE_SUITES = [
 
 
 @pytest.fixture(scope="module")
-def template_server() -> Any:
+def template_server() -> Iterator[EchoServer]:
     """Up for the whole module: a test proves its replay sent nothing by the request count."""
-    server = EchoServer().start()
-    yield server
-    server.stop()
+    with EchoServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -539,9 +547,7 @@ def test_live_stale_after_a_refactor_refreshes_keys_without_a_request(
     recorded: Project, template_server: EchoServer
 ) -> None:
     source = (recorded.root / "httpsys.py").read_text()
-    refactored = source.replace("answers = []", "replies = []").replace(
-        "answers.append(", "replies.append(").replace(
-        "return trace(case, answers, steer)", "return trace(case, replies, steer)")
+    refactored = source.replace("answers", "replies")  # a local name, in every function
     assert refactored.count("replies") > 10
     recorded.write_text("httpsys.py", refactored)
     old_key = recorded.cassette("http", "alpha")["key"]
