@@ -567,6 +567,33 @@ def test_live_stale_after_a_refactor_refreshes_keys_without_a_request(
     recorded.run("cases/http.json", "-p", "no:cacheprovider").assert_outcomes(passed=3)
 
 
+def test_ini_eval_replay_http_sets_how_to_replay_not_how_to_record(
+    recorded: Project, template_server: EchoServer
+) -> None:
+    ini = recorded.root / "pytest.ini"
+    ini.write_text(ini.read_text() + "eval_replay = http\n")
+
+    replayed = recorded.run("cases/http.json", "-p", "no:cacheprovider")
+
+    replayed.assert_outcomes(passed=3)
+    assert "3 replayed (3 ran today's code over recorded HTTP)" in recordings_line(replayed)
+    assert sent_since_copy(recorded, template_server) == 0
+
+    # Re-recording needs no edit of the ini.
+    live = recorded.run("--live", "cases/http.json", "-p", "no:cacheprovider")
+
+    live.assert_outcomes(passed=3)
+    assert recordings_line(live).startswith("recordings: 3 recorded")
+    assert sent_since_copy(recorded, template_server) == 2  # alpha and gamma; quiet asks nobody
+
+    recorded.cassette_path("http", "alpha").unlink()
+    stale = recorded.run("--live-stale", "cases/http.json", "-p", "no:cacheprovider")
+
+    stale.assert_outcomes(passed=3)
+    assert recordings_line(stale).startswith("recordings: 1 recorded, 2 replayed")
+    assert sent_since_copy(recorded, template_server) == 3
+
+
 def test_replay_http_with_live_is_a_usage_error(recorded: Project) -> None:
     result = recorded.run("--replay-http", "--live", "-p", "no:cacheprovider")
 
