@@ -230,11 +230,14 @@ def echo_server() -> Iterator[EchoServer]:
         yield server
 
 
+# The subprocesses inherit this process's environment: no key, endpoint or proxy leaks in.
+LEAKY_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+             "http_proxy", "https_proxy", "all_proxy")
+
+
 @pytest.fixture(autouse=True)
-def _no_judge_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The subprocesses inherit this process's environment: no key or endpoint leaks in."""
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-                 "http_proxy", "https_proxy", "all_proxy"):
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
 
 
@@ -433,7 +436,10 @@ def template_server() -> Iterator[EchoServer]:
 def template(tmp_path_factory: pytest.TempPathFactory, template_server: EchoServer) -> Path:
     root = tmp_path_factory.mktemp("http-template")
     project = http_project(Project(root).write_base(), template_server, *TEMPLATE_SUITES)
-    result = project.run("--live", "-p", "no:cacheprovider")
+    with pytest.MonkeyPatch.context() as env:  # module scope: before _clean_env
+        for name in LEAKY_ENV:
+            env.delenv(name, raising=False)
+        result = project.run("--live", "-p", "no:cacheprovider")
     assert_not_aborted(result)
     result.assert_outcomes(passed=6)
     return root
