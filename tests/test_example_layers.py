@@ -41,9 +41,10 @@ def example(tmp_path: Path) -> Path:
 
 
 def run_example(root: Path, *args: str, env: dict[str, str] | None = None) -> pytest.RunResult:
-    """`python -m pytest` in the copy, with no key and no model URL unless `env` gives them."""
+    """`python -m pytest` in the copy, with no key, model URL or proxy unless `env` gives them."""
     base = {name: value for name, value in os.environ.items()
-            if not name.startswith(("PYTEST_", "OPENAI_", "SUPPORT_AGENT_"))}
+            if not name.startswith(("PYTEST_", "OPENAI_", "SUPPORT_AGENT_"))
+            and not name.lower().endswith("_proxy")}
     base.update(PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     started = time.perf_counter()
     proc = subprocess.run(
