@@ -1,7 +1,7 @@
 """Code fingerprints: the system's own source, hashed into the key so a code change stales replay.
 
 A suite names its code with `"code": [...]`: module names, `.py` files or folders of them. Each
-module becomes a key field `code.<module>` = hash of its normalised source, the dump of its AST:
+module becomes a key field `code.<module>` = hash of its normalised source, its AST as text:
 comments and formatting never stale anything, while a docstring (a tool's description), a string,
 a constant or any statement does. The source is read and parsed, never imported.
 """
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .errors import CaseFileError
 
@@ -21,8 +23,43 @@ CODE_PREFIX = "code."
 HASH_CHARS = 16
 
 
+_encode_string = json.JSONEncoder(ensure_ascii=True).encode
+
+
+def _portable(node: Any, out: list[str]) -> None:
+    """Append a text form of an AST to `out` that every Python >= 3.11 builds alike from the
+    same source, unlike `ast.dump`: fields that are None or empty are left out (3.12 added
+    `type_params` to every function and class; 3.13's dump omits empty fields), so are the empty
+    string parts 3.12 puts in some f-strings, and strings are written as JSON, not as `repr`
+    (which follows the interpreter's Unicode tables). Faster than `ast.dump`, too."""
+    if isinstance(node, ast.AST):
+        out.append(type(node).__name__ + "(")
+        joined = isinstance(node, ast.JoinedStr)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            if joined and name == "values":
+                value = [v for v in value if not (isinstance(v, ast.Constant) and v.value == "")]
+            out.append(name + "=")
+            _portable(value, out)
+            out.append(",")
+        out.append(")")
+    elif isinstance(node, list):
+        out.append("[")
+        for value in node:
+            _portable(value, out)
+            out.append(",")
+        out.append("]")
+    elif isinstance(node, str):
+        out.append(_encode_string(node))
+    else:  # numbers, bytes, True/False, Ellipsis
+        out.append(type(node).__name__ + ":" + repr(node))
+
+
 def source_hash(path: Path) -> str:
-    """Hash of a Python file's AST (no line numbers, no comments); CaseFileError if unparsable."""
+    """Hash of a Python file's AST (no line numbers, no comments), the same on every Python;
+    CaseFileError if unparsable."""
     try:
         source = path.read_bytes()
         tree = ast.parse(source, filename=str(path))
@@ -31,12 +68,14 @@ def source_hash(path: Path) -> str:
             f'"code": cannot read {path} as Python ({type(exc).__name__}: {exc}); fix the file '
             'or leave it out of "code"'
         ) from None
-    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:HASH_CHARS]
+    out: list[str] = []
+    _portable(tree, out)
+    return hashlib.sha256("".join(out).encode()).hexdigest()[:HASH_CHARS]
 
 
 def _dotted(relative: Path) -> str:
-    """`pkg/mod.py` -> `pkg.mod`, `pkg/__init__.py` -> `pkg`."""
-    parts = list(relative.with_suffix("").parts)
+    """`pkg/mod.py` -> `pkg.mod`, `pkg/__init__.py` -> `pkg`, the rootdir itself -> ``."""
+    parts = list(relative.with_suffix("").parts) if relative.parts else []
     if parts and parts[-1] == "__init__" and len(parts) > 1:
         parts.pop()
     return ".".join(parts)
@@ -51,7 +90,10 @@ def _package_modules(folder: Path, name: str) -> list[tuple[str, Path]]:
             if filename.endswith(".py"):
                 path = Path(dirpath, filename)
                 inner = _dotted(path.relative_to(folder))
-                module = name if inner == "__init__" else f"{name}.{inner}" if name else inner
+                if inner == "__init__":
+                    module = name or inner
+                else:
+                    module = f"{name}.{inner}" if name else inner
                 found.append((module, path))
     return found
 
@@ -104,7 +146,10 @@ def resolve_code_entry(entry: str, rootdir: Path) -> list[tuple[str, Path]]:
             "name a module of your project, or a path relative to the rootdir"
         )
     if location.is_dir():
-        return _package_modules(location, entry)
+        modules = _package_modules(location, entry)
+        if modules:
+            return modules
+        raise CaseFileError(f'"code": module {entry!r} is a folder that holds no .py file')
     return [(entry, location)]
 
 

@@ -89,13 +89,15 @@ def _replay_http(config: pytest.Config, mode: str) -> bool:
     ini = (config.getini("eval_replay") or "trace").strip()
     if ini not in ("trace", "http"):
         raise pytest.UsageError(f"ini option eval_replay: {ini!r} is not 'trace' or 'http'")
-    on = bool(config.getoption("eval_replay_http")) or ini == "http"
-    if on and mode == LIVE:
+    flag = bool(config.getoption("eval_replay_http"))
+    if flag and mode == LIVE:
         raise pytest.UsageError(
             "--live runs the system against the real network; --replay-http serves it the "
             "recorded answers: pick one (--replay-http --live-stale refreshes what replays clean)"
         )
-    return on
+    # The ini says how to replay; it never turns --live, --live-stale or --live-judges into
+    # their offline variants (those take the --replay-http flag).
+    return flag or (ini == "http" and mode == REPLAY)
 
 
 class EvalSession:

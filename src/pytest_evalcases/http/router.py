@@ -3,20 +3,25 @@
 vcrpy patches process-wide, while cases overlap under `--eval-concurrency`: one set of patches is
 installed for the run, with a router in place of vcrpy's cassette that hands every request to the
 case it belongs to. A request belongs to the case whose `run(case)` made it: a `contextvars`
-variable set around the system run follows asyncio tasks and `asyncio.to_thread`. A request made
-outside any case (the judge's own) goes to the network untouched.
+variable set around the system run follows asyncio tasks and `asyncio.to_thread`, and (while the
+layer is on) work a case hands to a thread pool (`loop.run_in_executor`, its own
+ThreadPoolExecutor). A request made outside any case (the judge's own) goes to the network
+untouched.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import os
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
+from unittest import mock
 
 from ..redaction import redact, secret_values_from_env
 from .match import closest, describe, parse_json_path, request_view, summarise
@@ -160,6 +165,19 @@ class _Router:
         return []
 
 
+def _submit_in_case_context(submit: Any) -> Any:
+    """`ThreadPoolExecutor.submit` that runs work submitted inside a case in a copy of the
+    submitter's context, as `asyncio.to_thread` does."""
+
+    @functools.wraps(submit)
+    def submit_in_case_context(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if _CURRENT.get() is None:
+            return submit(self, fn, *args, **kwargs)
+        return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    return submit_in_case_context
+
+
 class HttpLayer:
     """vcrpy's patches for the run, and which case a request belongs to."""
 
@@ -175,12 +193,27 @@ class HttpLayer:
     def start(self) -> None:
         if self._patches is not None:
             return
+        import vcr.patch
         from vcr.patch import CassettePatcherBuilder
 
         stack = ExitStack()
         for patcher in CassettePatcherBuilder(_Router(self)).build():
             self._bypass_outside_cases(patcher)
             stack.enter_context(patcher)
+        # vcrpy's http.client/urllib3 stubs call `force_reset()` while they build and send a
+        # real request: it puts every client's real classes back, process-wide, for that
+        # moment. With cases overlapping in threads, another case's request made then (requests,
+        # httpx, urllib...) bypassed the patches: sent, yet neither recorded nor served. The
+        # stubs' real connections are the classes vcrpy saved at import, so the run's patches
+        # can stay in place for everyone.
+        stack.enter_context(mock.patch.object(vcr.patch, "force_reset", nullcontext))
+        # A thread pool's worker starts with an empty context: a request the system made there
+        # (run_in_executor, its own pool) belonged to no case, so --live sent it unrecorded and
+        # --replay-http (which serves such threads) then found it missing, every time.
+        submit = ThreadPoolExecutor.submit
+        stack.enter_context(
+            mock.patch.object(ThreadPoolExecutor, "submit", _submit_in_case_context(submit))
+        )
         self._patches = stack
 
     def stop(self) -> None:
