@@ -874,9 +874,11 @@ def test_unknown_spec_lists_forms(value: str) -> None:
 def test_missing_keys_name_the_variable() -> None:
     with pytest.raises(JudgeConfigError) as openai_error:
         make_judge("openai:gpt-4o-mini", environ={"OPENAI_BASE_URL": "http://x/v1"})
-    assert "needs OPENAI_API_KEY" in str(openai_error.value)
+    assert "needs EVALCASES_JUDGE_API_KEY or OPENAI_API_KEY" in str(openai_error.value)
+    assert "EVALCASES_JUDGE_BASE_URL=http://host:port/v1" in str(openai_error.value)
     assert "--eval-judge lexical" in str(openai_error.value)
-    with pytest.raises(JudgeConfigError, match="GOOGLE_API_KEY \\(or GEMINI_API_KEY\\)"):
+    with pytest.raises(JudgeConfigError,
+                       match="EVALCASES_JUDGE_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY"):
         make_judge("gemini:gemini-2.0-flash", environ={})
 
 
@@ -891,6 +893,42 @@ def test_credentials_and_endpoints_from_env() -> None:
     assert resolve_spec("ollama:m", {}).base_url == "http://localhost:11434"
     assert resolve_spec("ollama:m", {"OLLAMA_HOST": "box:1234"}).base_url == "http://box:1234"
     assert resolve_spec("litellm:x/y", {}).model == "x/y"  # litellm finds its own keys
+
+
+# What an openai-SDK agent reads, set to somewhere else than the judge's own endpoint.
+AGENT_ENV = {"OPENAI_API_KEY": "sk-agent", "OPENAI_BASE_URL": "http://agent:1/v1",
+             "OPENAI_ORG_ID": "org-agent", "GOOGLE_API_KEY": "g-agent", "OLLAMA_HOST": "agent:2"}
+JUDGE_ENV = {"EVALCASES_JUDGE_API_KEY": "sk-judge", "EVALCASES_JUDGE_BASE_URL": "http://judge:3/v1"}
+
+
+def test_the_judges_own_endpoint_and_key_come_before_the_providers_variables() -> None:
+    env = {**AGENT_ENV, **JUDGE_ENV}
+    openai = resolve_spec("openai:m", env)
+    assert (openai.base_url, openai.api_key, openai.key_env) == (
+        "http://judge:3/v1", "sk-judge", "EVALCASES_JUDGE_API_KEY")
+    assert openai.organization is None  # OPENAI_ORG_ID belongs to OPENAI_API_KEY
+    ollama = resolve_spec("ollama:m", {**AGENT_ENV, "EVALCASES_JUDGE_BASE_URL": "judge:4"})
+    assert ollama.base_url == "http://judge:4"
+    litellm = resolve_spec("litellm:x/y", env)
+    assert (litellm.api_key, litellm.base_url) == ("sk-judge", "http://judge:3/v1")
+    gemini = resolve_spec("gemini:g", {**AGENT_ENV, "EVALCASES_JUDGE_API_KEY": "g-judge"})
+    assert (gemini.api_key, gemini.key_env) == ("g-judge", "EVALCASES_JUDGE_API_KEY")
+
+
+def test_each_judge_variable_falls_back_on_its_own() -> None:
+    only_url = resolve_spec("openai:m", {**AGENT_ENV, "EVALCASES_JUDGE_BASE_URL": "http://j/v1"})
+    assert (only_url.base_url, only_url.api_key, only_url.organization) == (
+        "http://j/v1", "sk-agent", "org-agent")
+    only_key = resolve_spec("openai:m", {**AGENT_ENV, "EVALCASES_JUDGE_API_KEY": "sk-judge"})
+    assert (only_key.base_url, only_key.api_key) == ("http://agent:1/v1", "sk-judge")
+    assert resolve_spec("ollama:m", AGENT_ENV).base_url == "http://agent:2"
+    litellm = resolve_spec("litellm:x/y", AGENT_ENV)  # litellm reads the provider's variables
+    assert (litellm.api_key, litellm.base_url) == (None, None)
+
+
+def test_a_judge_base_url_for_gemini_is_refused_by_name() -> None:
+    with pytest.raises(JudgeConfigError, match="EVALCASES_JUDGE_BASE_URL is set, but"):
+        resolve_spec("gemini:g", {"GOOGLE_API_KEY": "g", "EVALCASES_JUDGE_BASE_URL": "http://x"})
 
 
 def test_missing_package_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -312,7 +312,11 @@ class DeepEvalJudge(Judge):
                 return models.GeminiModel(model=spec.model, api_key=spec.api_key)
             if spec.provider == "ollama":
                 return models.OllamaModel(model=spec.model, base_url=spec.base_url)
-            return models.LiteLLMModel(model=spec.model)
+            # EVALCASES_JUDGE_API_KEY / _BASE_URL when set; else litellm's own variables
+            endpoint = {"api_key": spec.api_key, "base_url": spec.base_url}
+            return models.LiteLLMModel(
+                model=spec.model, **{k: v for k, v in endpoint.items() if v is not None}
+            )
         except Exception as exc:  # deepeval raises its own errors for missing SDKs and settings
             raise JudgeConfigError(f"cannot build the {spec.id!r} judge model: {exc}") from exc
 
