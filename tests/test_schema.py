@@ -65,3 +65,11 @@ def test_invalid_case_raises_as_the_model_does() -> None:
         "cases[0].input: Input should be a valid string",
         "cases[0].marks: Value error, 'xfail' is a pytest marker with its own meaning; rename it",
     ]
+
+
+def test_a_case_s_inputs_are_kept_apart_from_what_the_system_sees() -> None:
+    case = validate_case({"id": "c1", "input": "q", "inputs": ["data/a.txt"], "tone": "dry"})
+    assert case.inputs == ("data/a.txt",) and case.extra == {"tone": "dry"}
+    assert system_view(case) == {"id": "c1", "input": "q", "tone": "dry"}
+    assert validate_case({"id": "c2", "input": "q", "inputs": []}).inputs == ()
+    assert validate_case({"id": "c3", "input": "q"}).inputs is None  # the suite's inputs

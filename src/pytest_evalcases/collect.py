@@ -6,8 +6,9 @@ becomes one item that errors in setup, a case-level problem errors only that cas
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ class SuiteContext:
     cassette_dir: str  # this suite's folder of cassettes
     rootdir: Path  # messages name files relative to it, the same on every machine and shard
     key_fields: dict[str, str]
+    input_fields: dict[str, str]  # the suite's `inputs` among key_fields (a case may replace them)
     gating: list[str]
     report_only: list[str]
     judged: list[Stage]
@@ -143,6 +145,30 @@ def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
     return None
 
 
+def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[str, str]:
+    """Key fields of `inputs` entries: path -> hash of the file's bytes (each file hashed once
+    per run). CaseFileError, starting with `where`, for an entry outside the rootdir or
+    unreadable."""
+    hashes = {}
+    for name in names:
+        outside = _input_outside_rootdir(name, state.rootdir)
+        if outside:
+            raise CaseFileError(
+                f"{where}input {name!r} {outside}; inputs are hashed into every "
+                f"recording's key, so they must be files inside the rootdir {state.rootdir} "
+                "(copy the file into the project and name it relative to the rootdir)"
+            )
+        try:
+            hashes[name] = state.input_hash(name, file_hash)
+        except OSError as exc:
+            raise CaseFileError(
+                f"{where}input file {name!r} cannot be read ({exc.strerror}); "
+                f"inputs are paths relative to the rootdir {state.rootdir}: fix the path or "
+                "add the file"
+            ) from None
+    return hashes
+
+
 class CaseFile(pytest.File):
     """A suite file: `{"name", "system", "stages", "cases": [...]}`."""
 
@@ -165,6 +191,8 @@ class CaseFile(pytest.File):
         # The raw cases are not kept on the suite: each item holds its validated case only.
         raw_cases, ctx.suite.cases = ctx.suite.cases, []
         state.collected_suites[self.path] = (ctx.suite.name, _case_ids(raw_cases))
+        # One context per distinct per-case `inputs` list, shared by the cases naming it.
+        self._input_variants: dict[tuple[str, ...], SuiteContext] = {}
         seen: dict[str, int] = {}
         for index, raw in enumerate(raw_cases):
             yield self._case_item(ctx, state, index, raw, seen)
@@ -213,22 +241,7 @@ class CaseFile(pytest.File):
                 f'{self.nodeid}: no system: set "system": "module:attribute" in the suite or '
                 "eval_system in the pytest ini"
             )
-        input_hashes = {}
-        for name in suite.inputs:
-            outside = _input_outside_rootdir(name, state.rootdir)
-            if outside:
-                raise CaseFileError(
-                    f"{self.nodeid}: input {name!r} {outside}; inputs are hashed into every "
-                    f"recording's key, so they must be files inside the rootdir {state.rootdir} "
-                    "(copy the file into the project and name it relative to the rootdir)"
-                )
-            try:
-                input_hashes[name] = state.input_hash(name, file_hash)
-            except OSError as exc:
-                raise CaseFileError(
-                    f"{self.nodeid}: input file {name!r} cannot be read ({exc.strerror}); "
-                    f"inputs are paths relative to {state.rootdir}"
-                ) from None
+        input_hashes = hash_inputs(suite.inputs, state, f"{self.nodeid}: ")
         try:
             system = resolve_system(spec, state.rootdir, state.systems)
             key_fields = suite_key_fields(spec, input_hashes, system.fingerprint())
@@ -253,6 +266,7 @@ class CaseFile(pytest.File):
             cassette_dir=str(state.cassette_root / suite.name),
             rootdir=state.rootdir,
             key_fields=key_fields,
+            input_fields=input_hashes,
             gating=list(suite.stages),
             report_only=report_only,
             judged=judged_stages(suite.stages + report_only),
@@ -303,6 +317,11 @@ class CaseFile(pytest.File):
                 f"case id {_shown_name(case.id)} (cases[{index}]) cannot name a "
                 f"cassette file: {unsafe}; rename it (nothing was recorded for it)",
             )
+        if case.inputs is not None:
+            try:
+                ctx = self._with_inputs(ctx, state, case.inputs)
+            except CaseFileError as exc:
+                return error(case.id, f"case {_shown_name(case.id)} (cases[{index}]): {exc}")
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
         for marker in filter(None, (case.category, *case.marks)):
             item.add_marker(state.marker(marker))
@@ -312,6 +331,20 @@ class CaseFile(pytest.File):
             # raises=StageFailure: a stale, missing or crashing case stays an error under xfail.
             item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=StageFailure))
         return item
+
+
+    def _with_inputs(
+        self, ctx: SuiteContext, state: EvalSession, inputs: tuple[str, ...]
+    ) -> SuiteContext:
+        """The suite's context with a case's own `inputs` in place of the suite's."""
+        variant = self._input_variants.get(inputs)
+        if variant is None:
+            own = hash_inputs(inputs, state, "")  # before any change: an error leaves no variant
+            fields = {k: v for k, v in ctx.key_fields.items() if k not in ctx.input_fields}
+            fields.update(own)
+            variant = dataclasses.replace(ctx, key_fields=fields, input_fields=own)
+            self._input_variants[inputs] = variant
+        return variant
 
 
 # Frames of these packages are dropped from a user-code failure: the system's own frames say

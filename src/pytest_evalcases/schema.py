@@ -69,6 +69,9 @@ class CaseModel(BaseModel):
     expected_docs: list[str] | None = None
     reference: str | None = None
     unanswerable: bool = False
+    # Data files this case's system run reads, replacing the suite's `inputs` for this case
+    # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
+    inputs: list[str] | None = None
 
     @field_validator("category", "marks")
     @classmethod
@@ -98,6 +101,7 @@ class Case:
     expected_docs: list[str] | None = None
     reference: str | None = None
     unanswerable: bool = False
+    inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
     extra: dict[str, Any] | None = None  # the case file's other fields, for the system
 
 
@@ -106,6 +110,8 @@ def validate_case(raw: Any) -> Case:
     model = CaseModel.model_validate(raw)
     fields = dict(model.__dict__)  # the declared fields (pydantic keeps extras apart)
     fields["marks"] = tuple(model.marks)
+    if model.inputs is not None:
+        fields["inputs"] = tuple(model.inputs)
     if model.category:  # a marker name shared by many cases: one string object for all of them
         fields["category"] = sys.intern(model.category)
     return Case(**fields, extra=model.model_extra or None)
@@ -126,6 +132,7 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "expected_docs",
         "reference",
         "unanswerable",
+        "inputs",  # keyed by the files' contents, not by their names
     }
 )
 
