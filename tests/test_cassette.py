@@ -16,7 +16,10 @@ from pytest_evalcases.cassette import (
     load_cassette,
     recording_key,
     save_cassette,
+    stored_labels,
     suite_key_fields,
+    suite_key_labels,
+    value_label,
 )
 from pytest_evalcases.errors import CassetteError, StaleRecording
 
@@ -56,6 +59,63 @@ def test_changed_fields_message_names_old_and_new():
     ):
         check_key(old, new, "", "--live")
     check_key(new, new, "", "--live")  # no raise
+
+
+def test_labels_replace_hashes_where_they_read_differently():
+    old = {"fingerprint.model": "aaaaaa11", "data/kb.txt": "bbbbbb11", "gone": "cccccc11",
+           "judge": "dddddd11", "judge_version": "eeeeee11", "long": "ffffff11"}
+    new = {"fingerprint.model": "aaaaaa22", "data/kb.txt": "bbbbbb22", "added": "111111aa",
+           "judge": "dddddd22", "judge_version": "eeeeee22", "long": "ffffff22"}
+    old_labels = {"fingerprint.model": '"echo-1"', "data/kb.txt": "data/kb.txt",
+                  "gone": '"x"', "judge": "lexical", "judge_version": "lexical-1"}
+    new_labels = {"fingerprint.model": '"echo-2"', "data/kb.txt": "data/kb.txt",
+                  "added": "0.2", "judge": "openai:m", "judge_version": "deepeval==1",
+                  "long": '"short now"'}
+    assert changed_fields(old, new, old_labels, new_labels) == [
+        "added added (- -> 0.2)",
+        "data/kb.txt changed (bbbbbb -> bbbbbb)",  # the same path on both sides: the hashes
+        "fingerprint.model changed (\"echo-1\" -> \"echo-2\")",
+        "gone removed (\"x\" -> -)",
+        "judge changed (lexical -> openai:m)",  # judge_version follows the judge: not repeated
+        "long changed (ffffff -> \"short now\")",  # no recorded label: its hash
+    ]
+    # A cassette recorded before labels (None) reads as it always did, judge_version included.
+    assert "judge_version changed (eeeeee -> eeeeee)" in changed_fields(old, new, None, new_labels)
+
+
+def test_check_key_asks_for_labels_only_when_the_key_differs():
+    asked = []
+
+    def labels():
+        asked.append(1)
+        return {"system": "a:b"}, {"system": "a:c"}
+
+    check_key({"system": "1"}, {"system": "1"}, "", "--live", labels=labels)
+    assert asked == []
+    with pytest.raises(StaleRecording, match=r"system changed \(a:b -> a:c\); told you"):
+        check_key({"system": "1"}, {"system": "2"}, "", "--live", labels=labels,
+                  advice=lambda names: "told you" if names == {"system"} else None)
+    assert asked == [1]
+    # Fields under `ignore_prefix` never make a key stale, labels or not.
+    check_key({"code.x": "1", "a": "2"}, {"code.x": "9", "a": "2"}, "", "--live",
+              ignore_prefix="code.", labels=labels)
+    assert asked == [1]
+
+
+def test_value_and_suite_labels():
+    assert value_label("gpt-4o") == '"gpt-4o"' and value_label(0.2) == "0.2"
+    assert value_label(True) == "true" and value_label("x" * 80) == '"' + "x" * 80 + '"'
+    assert value_label("x" * 81) is None and value_label(["a"]) is None
+    assert value_label(None) is None
+    labels = suite_key_labels("demo.assistant:system", ["demo/docs.json"],
+                              {"prompt": "p" * 200, "model": "m", "tools": ["a"]},
+                              {"code.demo.assistant": "demo/assistant.py"})
+    assert labels == {"system": "demo.assistant:system", "demo/docs.json": "demo/docs.json",
+                      "fingerprint.model": '"m"', "code.demo.assistant": "demo/assistant.py"}
+    doc = {"labels": {"key": {"system": "a:b", "bad": 3}, "verdicts": {"x": {"judge": "j"}}}}
+    assert stored_labels(doc, "key") == {"system": "a:b"}  # a hand-edited non-string is skipped
+    assert stored_labels(doc, "verdicts", "x") == {"judge": "j"}
+    assert stored_labels({}, "key") is None and stored_labels(doc, "verdicts", "y") is None
 
 
 def test_save_is_atomic_sorted_and_loads_back(tmp_path):

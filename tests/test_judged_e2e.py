@@ -714,7 +714,7 @@ def test_missing_key_in_live_mode_fails_before_any_case(recorded: Project) -> No
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     errors = "\n".join(result.errlines)
-    assert f"judge '{OPENAI}' needs OPENAI_API_KEY" in errors, errors
+    assert f"judge '{OPENAI}' needs EVALCASES_JUDGE_API_KEY or OPENAI_API_KEY" in errors, errors
     assert recorded.calls() == []  # not even setup()
     assert cassette_bytes(recorded) == before  # nothing written, tokyo still missing
     assert "deepeval" not in heavy

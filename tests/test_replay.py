@@ -1,6 +1,6 @@
 """End to end: replaying cassettes. A missing recording errors in setup, a stale one names each
-changed key field with old -> new short hashes, editing expectations never stales, an unreadable
-cassette errors naming its file, and replay never writes anything."""
+changed key field with old -> new labels (or short hashes), editing expectations never stales,
+an unreadable cassette errors naming its file, and replay never writes anything."""
 
 from __future__ import annotations
 
@@ -127,28 +127,38 @@ def test_missing_recording_error_is_the_message_not_a_pytest_traceback(
         f"the error shows a {len(block.splitlines())}-line traceback through pytest internals")
 
 
-# scenario -> (suite, case, key field named in the message, verb)
-STALENESS = {
-    "case-input": ("suite", "alpha", "case", "changed"),
-    "case-extra-field-added": ("suite", "epsilon", "case", "changed"),
-    "case-extra-field-edited": ("suite", "gamma", "case", "changed"),
-    "input-file": ("st-input-file", "c1", "data/one.txt", "changed"),
-    "input-file-added": ("st-input-added", "c1", "data/two.txt", "added"),
-    "fingerprint-prompt": ("st-fp-prompt", "c1", "fingerprint.prompt", "changed"),
-    "fingerprint-model": ("st-fp-model", "c1", "fingerprint.model", "changed"),
-    "fingerprint-entry-added": ("st-fp-added", "c1", "fingerprint.temperature", "added"),
-    "system-spec": ("st-system", "c1", "system", "changed"),
+# scenario -> (suite, case, key field named in the message, verb, the labels the message shows
+# (None: the short hashes; an input file's path reads the same before and after))
+STALENESS: dict[str, tuple[str, str, str, str, tuple[str, str] | None]] = {
+    "case-input": ("suite", "alpha", "case", "changed", ('"alpha beta"', '"alpha beta?"')),
+    "case-extra-field-added": ("suite", "epsilon", "case", "changed",
+                               ('"epsilon zeta"', '{"input":"epsilon zeta","persona":"pirate"}')),
+    "case-extra-field-edited": ("suite", "gamma", "case", "changed",
+                                ('{"input":"gamma delta","persona":"pirate"}',
+                                 '{"input":"gamma delta","persona":"robot"}')),
+    "input-file": ("st-input-file", "c1", "data/one.txt", "changed", None),
+    "input-file-added": ("st-input-added", "c1", "data/two.txt", "added", ("-", "data/two.txt")),
+    "fingerprint-prompt": ("st-fp-prompt", "c1", "fingerprint.prompt", "changed",
+                           ('"answer briefly"', '"answer at length"')),
+    "fingerprint-model": ("st-fp-model", "c1", "fingerprint.model", "changed",
+                          ('"echo-1"', '"echo-2"')),
+    "fingerprint-entry-added": ("st-fp-added", "c1", "fingerprint.temperature", "added",
+                                ("-", "0.2")),
+    "system-spec": ("st-system", "c1", "system", "changed",
+                    ("mysys:system", "mysys:other_system")),
 }
 
 
-@pytest.fixture(scope="module")
-def stale_run(tmp_path_factory: pytest.TempPathFactory, template: Path) -> SimpleNamespace:
-    """One replay after editing one key field per scenario, each in its own suite or case."""
-    project = Project(tmp_path_factory.mktemp("stale"))
-    project.copy_from(template)
-    old_keys = {(suite, case): project.cassette(suite, case)["key"]
-                for suite, case, _, _ in STALENESS.values()}
+def drop_labels(project: Project) -> None:
+    """Make every cassette look recorded before labels existed."""
+    for path in (project.root / "cassettes").rglob("*.json"):
+        doc = json.loads(path.read_text())
+        if doc.pop("labels", None) is not None:
+            path.write_text(json.dumps(doc))
 
+
+def stale_replay(project: Project) -> pytest.RunResult:
+    """One replay after editing one key field per scenario, each in its own suite or case."""
     def edit_main(doc: dict[str, Any]) -> None:
         doc["cases"][0]["input"] = "alpha beta?"
         doc["cases"][2]["persona"] = "pirate"
@@ -166,24 +176,69 @@ def stale_run(tmp_path_factory: pytest.TempPathFactory, template: Path) -> Simpl
         "fp_added": {**base, "temperature": 0.2},
     })
     project.edit_suite("cases/st-system.json", lambda doc: doc.update(system="mysys:other_system"))
-    result = project.run("-v", "-p", "no:cacheprovider")
-    return SimpleNamespace(project=project, result=result, old_keys=old_keys)
+    return project.run("-v", "-p", "no:cacheprovider")
 
 
-@pytest.mark.parametrize("scenario", list(STALENESS))
-def test_stale_recording_names_the_changed_field(stale_run: SimpleNamespace, scenario: str) -> None:
-    suite, case_id, field, verb = STALENESS[scenario]
-    block = error_block(stale_run.result, f"{suite}::{case_id}")
-    message = next((line for line in block.splitlines() if "stale recording: " in line), block)
+@pytest.fixture(scope="module")
+def stale_run(tmp_path_factory: pytest.TempPathFactory, template: Path) -> SimpleNamespace:
+    project = Project(tmp_path_factory.mktemp("stale"))
+    project.copy_from(template)
+    old_keys = {(suite, case): project.cassette(suite, case)["key"]
+                for suite, case, _, _, _ in STALENESS.values()}
+    return SimpleNamespace(project=project, result=stale_replay(project), old_keys=old_keys)
+
+
+@pytest.fixture(scope="module")
+def unlabelled_stale_run(
+    tmp_path_factory: pytest.TempPathFactory, template: Path
+) -> SimpleNamespace:
+    """The same edits over cassettes recorded before labels: messages show hashes as before."""
+    project = Project(tmp_path_factory.mktemp("stale-unlabelled"))
+    project.copy_from(template)
+    drop_labels(project)
+    old_keys = {(suite, case): project.cassette(suite, case)["key"]
+                for suite, case, _, _, _ in STALENESS.values()}
+    return SimpleNamespace(project=project, result=stale_replay(project), old_keys=old_keys)
+
+
+def stale_message(run: SimpleNamespace, suite: str, case_id: str) -> str:
+    block = error_block(run.result, f"{suite}::{case_id}")
+    return next((line for line in block.splitlines() if "stale recording: " in line), block)
+
+
+def assert_hash_message(run: SimpleNamespace, scenario: str, message: str) -> None:
+    suite, case_id, field, verb, _ = STALENESS[scenario]
     named = re.findall(rf"([\w./-]+) (?:changed|added|removed) \((-|{SHORT}) -> (-|{SHORT})\)",
                        message)
     assert [name for name, _, _ in named] == [field], message
     _, old, new = named[0]
     if verb == "changed":
-        assert old == stale_run.old_keys[suite, case_id][field][:6] != new, message
+        assert old == run.old_keys[suite, case_id][field][:6] != new, message
     else:
         assert old == "-" and re.fullmatch(SHORT, new), message
+
+
+@pytest.mark.parametrize("scenario", list(STALENESS))
+def test_stale_recording_names_the_changed_field(stale_run: SimpleNamespace, scenario: str) -> None:
+    suite, case_id, field, verb, shown = STALENESS[scenario]
+    message = stale_message(stale_run, suite, case_id)
+    if shown is None:
+        assert_hash_message(stale_run, scenario, message)
+    else:
+        old, new = shown
+        assert f"stale recording: {field} {verb} ({old} -> {new}); re-record with --live" in (
+            message), message
     assert "re-record with --live" in message
+
+
+@pytest.mark.parametrize("scenario", list(STALENESS))
+def test_cassettes_without_labels_still_name_the_change_by_hashes(
+    unlabelled_stale_run: SimpleNamespace, scenario: str
+) -> None:
+    suite, case_id, _, _, _ = STALENESS[scenario]
+    message = stale_message(unlabelled_stale_run, suite, case_id)
+    assert_hash_message(unlabelled_stale_run, scenario, message)
+    assert message.endswith("re-record with --live"), message
 
 
 def test_only_the_edited_cases_and_suites_go_stale(stale_run: SimpleNamespace) -> None:
@@ -193,7 +248,7 @@ def test_only_the_edited_cases_and_suites_go_stale(stale_run: SimpleNamespace) -
     rows = {line.split()[0]: line.split()[2] for line in summary_section(result)
             if "::" in line.split(" ", 1)[0]}
     assert sorted(case for case, outcome in rows.items() if outcome == "stale") == sorted(
-        f"{suite}::{case_id}" for suite, case_id, _, _ in STALENESS.values())
+        f"{suite}::{case_id}" for suite, case_id, _, _, _ in STALENESS.values())
     recordings = next(line for line in summary_section(result) if line.startswith("recordings:"))
     assert f"{len(STALENESS)} stale" in recordings
 

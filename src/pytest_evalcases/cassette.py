@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,11 @@ from .errors import CaseFileError, CassetteError, NewerCassette, StaleRecording
 CASSETTE_FORMAT = 2
 HASH_CHARS = 16  # stored; messages show the first 6
 SHOW_CHARS = 6
+LABEL_CHARS = 80  # a label longer than this would not help a message: the hash is shown instead
+
+# A cassette's `labels`: beside each key hash, what a person can read (a judge spec, a model
+# name, a path). Never compared: only read to word a stale message, once a key differs.
+Labels = Mapping[str, str]
 
 
 def content_hash(value: Any) -> str:
@@ -63,19 +68,98 @@ def recording_key(
     return key
 
 
-def changed_fields(recorded: Mapping[str, str], current: Mapping[str, str]) -> list[str]:
-    """`name changed (old -> new)` for every differing field, in a stable order."""
+def value_label(value: Any) -> str | None:
+    """A hashed value as a label: the JSON of a string, number or bool of at most LABEL_CHARS
+    characters (quoted, so `"1"` and `1` read apart), else None."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False) if len(value) <= LABEL_CHARS else None
+    if isinstance(value, bool | int | float):
+        text = json.dumps(value)
+        return text if len(text) <= LABEL_CHARS else None
+    return None
+
+
+def name_label(name: str) -> str | None:
+    """A spec, a path or a module name as its own label, when short enough."""
+    return name if len(name) <= LABEL_CHARS else None
+
+
+def suite_key_labels(
+    system_spec: str,
+    inputs: Iterable[str],
+    fingerprint: Mapping[str, Any],
+    code_paths: Mapping[str, str],
+) -> dict[str, str]:
+    """Labels of the key fields a suite shares (the `case` label is per case: `case_label`)."""
+    found = {"system": name_label(system_spec)}
+    found.update((name, name_label(name)) for name in inputs)
+    found.update((f"fingerprint.{name}", value_label(v)) for name, v in fingerprint.items())
+    found.update((name, name_label(path)) for name, path in code_paths.items())
+    return {name: label for name, label in found.items() if label is not None}
+
+
+def case_label(key_view: Mapping[str, Any]) -> str | None:
+    """The `case` field's label: the input alone when the system gets nothing else, else the
+    fields as compact JSON, when short enough."""
+    if key_view.keys() == {"input"}:
+        return value_label(key_view["input"])
+    try:
+        text = json.dumps(key_view, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) <= LABEL_CHARS else None
+
+
+def stored_labels(doc: Mapping[str, Any], *path: str) -> dict[str, str] | None:
+    """The labels a cassette holds at `path` (e.g. "key", or "verdicts", stage), or None for a
+    cassette recorded before labels (its messages then show hashes, as they always did)."""
+    found: Any = doc.get("labels")
+    for part in path:
+        found = found.get(part) if isinstance(found, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return {name: label for name, label in found.items() if isinstance(label, str)}
+
+
+def changed_fields(
+    recorded: Mapping[str, str],
+    current: Mapping[str, str],
+    recorded_labels: Labels | None = None,
+    current_labels: Labels | None = None,
+) -> list[str]:
+    """`name changed (old -> new)` for every differing field, in a stable order. With the
+    recorded cassette's labels, a side with a label shows it (`judge changed (lexical ->
+    openai:gpt-4o-mini)`); without them (an older cassette), or when both labels read the
+    same (an input file's path), the short hashes."""
     changes = []
-    for name in sorted(recorded.keys() | current.keys()):
+    names = sorted(recorded.keys() | current.keys())
+    labelled = recorded_labels is not None
+    if labelled and _differs("judge", recorded, current):
+        names = [name for name in names if name != "judge_version"]  # it follows the judge
+    for name in names:
         old, new = recorded.get(name), current.get(name)
         if old != new:
             verb = "added" if old is None else "removed" if new is None else "changed"
-            changes.append(f"{name} {verb} ({_short(old)} -> {_short(new)})")
+            shown_old, shown_new = _short(old), _short(new)
+            if labelled:
+                label_old = (recorded_labels or {}).get(name) if old is not None else None
+                label_new = (current_labels or {}).get(name) if new is not None else None
+                if (label_old or shown_old) != (label_new or shown_new):
+                    shown_old, shown_new = label_old or shown_old, label_new or shown_new
+            changes.append(f"{name} {verb} ({shown_old} -> {shown_new})")
     return changes
+
+
+def _differs(name: str, recorded: Mapping[str, str], current: Mapping[str, str]) -> bool:
+    return recorded.get(name) != current.get(name)
 
 
 def _short(value: str | None) -> str:
     return "-" if value is None else str(value)[:SHOW_CHARS]
+
+
+# The labels of both sides, asked for only once a key differs (never on the passing path).
+LabelSource = Callable[[], tuple[Labels | None, Labels | None]]
 
 
 def check_key(
@@ -84,20 +168,32 @@ def check_key(
     what: str,
     rerecord: str,
     ignore_prefix: str | None = None,
+    labels: LabelSource | None = None,
+    advice: Callable[[set[str]], str | None] | None = None,
 ) -> None:
     """Raise StaleRecording naming every changed field, or return when the key matches. Fields
-    starting with `ignore_prefix` are not compared (e.g. code hashes, when the code runs)."""
+    starting with `ignore_prefix` are not compared (e.g. code hashes, when the code runs).
+    `labels` gives the recorded and current labels for the message; `advice`, given the names
+    of the changed fields, may replace the closing `re-record with ...`."""
     if not isinstance(recorded, dict):
         recorded = {}
-    changes = changed_fields(recorded, current)
+    if recorded == current:  # the passing path: one dict comparison
+        return
     if ignore_prefix is not None:
-        changes = [change for change in changes if not change.startswith(ignore_prefix)]
-    if changes:
-        if rerecord == "--live" and any(c.startswith("code.") for c in changes):
+        recorded = {k: v for k, v in recorded.items() if not k.startswith(ignore_prefix)}
+        current = {k: v for k, v in current.items() if not k.startswith(ignore_prefix)}
+        if recorded == current:
+            return
+    recorded_labels, current_labels = labels() if labels is not None else (None, None)
+    changes = changed_fields(recorded, current, recorded_labels, current_labels)
+    names = {name for name in recorded.keys() | current.keys()
+             if recorded.get(name) != current.get(name)}
+    closing = advice(names) if advice is not None else None
+    if closing is None:
+        if rerecord == "--live" and any(name.startswith("code.") for name in names):
             rerecord = "--live, or check it offline with --replay-http"
-        raise StaleRecording(
-            f"stale recording{what}: {'; '.join(changes)}; re-record with {rerecord}"
-        )
+        closing = f"re-record with {rerecord}"
+    raise StaleRecording(f"stale recording{what}: {'; '.join(changes)}; {closing}")
 
 
 def cassette_path(root: Path, suite: str, case_id: str) -> Path:
@@ -225,9 +321,11 @@ def build_cassette(
     trace: Mapping[str, Any],
     verdicts: Mapping[str, Any],
     http: str | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A cassette document; `http` is the content hash of the case's HTTP recording, if any."""
-    return {
+    """A cassette document; `http` is the content hash of the case's HTTP recording, if any;
+    `labels` what a person reads beside the key hashes (see `Labels`)."""
+    doc: dict[str, Any] = {
         "format": CASSETTE_FORMAT,
         "plugin_version": __version__,
         "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -238,6 +336,9 @@ def build_cassette(
         "verdicts": dict(verdicts),
         "integrity": integrity_of(trace, verdicts, http),
     }
+    if labels:
+        doc["labels"] = dict(labels)
+    return doc
 
 
 def save_cassette(path: Path, doc: Mapping[str, Any]) -> None:

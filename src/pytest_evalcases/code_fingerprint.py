@@ -167,7 +167,11 @@ class CodeFingerprints:
         self.rootdir = rootdir
         self._hashes: dict[Path, str] = {}
 
-    def key_fields(self, entries: Iterable[str]) -> dict[str, str]:
+    def key_fields(
+        self, entries: Iterable[str], paths: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """`code.<module>` -> hash of each module's source; `paths`, when given, receives each
+        field's file, relative to the rootdir (the field's label)."""
         fields: dict[str, str] = {}
         for entry in entries:
             for module, path in resolve_code_entry(entry, self.rootdir):
@@ -175,6 +179,8 @@ class CodeFingerprints:
                 if digest is None:
                     digest = self._hashes[path] = source_hash(path)
                 fields[CODE_PREFIX + module] = digest
+                if paths is not None:
+                    paths[CODE_PREFIX + module] = _relative_to(path, self.rootdir).as_posix()
         return fields
 
 

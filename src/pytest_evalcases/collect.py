@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import ValidationError
 
-from .cassette import file_hash, suite_key_fields
+from .cassette import LABEL_CHARS, file_hash, suite_key_fields, suite_key_labels
 from .code_fingerprint import default_code
 from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .schema import Case, Suite, format_validation_error, validate_case
@@ -39,10 +39,12 @@ class SuiteContext:
     rootdir: Path  # messages name files relative to it, the same on every machine and shard
     key_fields: dict[str, str]
     input_fields: dict[str, str]  # the suite's `inputs` among key_fields (a case may replace them)
+    key_labels: dict[str, str]  # readable labels of key_fields, for stale messages and cassettes
     gating: list[str]
     report_only: list[str]
     judged: list[Stage]
     judge_spec: str | None
+    judge_from: str | None  # where judge_spec came from: --eval-judge, ini eval_judge or suite
     judge_options: dict[str, Any]
     timeout: float  # seconds a system run may take when it runs (live, --replay-http)
 
@@ -244,19 +246,35 @@ class CaseFile(pytest.File):
         input_hashes = hash_inputs(suite.inputs, state, f"{self.nodeid}: ")
         try:
             system = resolve_system(spec, state.rootdir, state.systems)
-            key_fields = suite_key_fields(spec, input_hashes, system.fingerprint())
+            fingerprint = system.fingerprint()
+            key_fields = suite_key_fields(spec, input_hashes, fingerprint)
             code = suite.code if suite.code is not None else default_code(spec)
-            key_fields.update(state.code_fingerprints.key_fields(code))
+            code_paths: dict[str, str] = {}
+            key_fields.update(state.code_fingerprints.key_fields(code, code_paths))
+            key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
         except CaseFileError as exc:
             raise CaseFileError(f"{self.nodeid}: {exc}") from None
         report_only = [name for name in suite.report_only if name not in suite.stages]
         from .judges import JudgeConfigError
-        from .judging import canonical_judge, judge_options, judged_stages
+        from .judging import (
+            JUDGE_INI,
+            JUDGE_OPTION,
+            JUDGE_SUITE,
+            canonical_judge,
+            judge_options,
+            judged_stages,
+        )
 
         try:
             suite_judge = canonical_judge(suite.judge) if suite.judge else None
         except JudgeConfigError as exc:
             raise CaseFileError(f"{self.nodeid}: \"judge\": {exc}") from None
+        judge_from = (
+            JUDGE_OPTION if state.judge_override
+            else JUDGE_SUITE if suite_judge
+            else JUDGE_INI if state.default_judge
+            else None
+        )
 
         return SuiteContext(
             path=self.path,
@@ -267,10 +285,12 @@ class CaseFile(pytest.File):
             rootdir=state.rootdir,
             key_fields=key_fields,
             input_fields=input_hashes,
+            key_labels=key_labels,
             gating=list(suite.stages),
             report_only=report_only,
             judged=judged_stages(suite.stages + report_only),
             judge_spec=state.judge_override or suite_judge or state.default_judge,
+            judge_from=judge_from,
             judge_options=judge_options(suite),
             timeout=state.timeout_override or suite.timeout or state.default_timeout,
         )
@@ -342,7 +362,11 @@ class CaseFile(pytest.File):
             own = hash_inputs(inputs, state, "")  # before any change: an error leaves no variant
             fields = {k: v for k, v in ctx.key_fields.items() if k not in ctx.input_fields}
             fields.update(own)
-            variant = dataclasses.replace(ctx, key_fields=fields, input_fields=own)
+            labels = {k: v for k, v in ctx.key_labels.items() if k not in ctx.input_fields}
+            labels.update((name, name) for name in own if len(name) <= LABEL_CHARS)
+            variant = dataclasses.replace(
+                ctx, key_fields=fields, input_fields=own, key_labels=labels
+            )
             self._input_variants[inputs] = variant
         return variant
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cassette import content_hash
+from .cassette import content_hash, name_label, value_label
 from .schema import Case, Suite
 from .stages import STAGES, Stage
 from .stages.judged import judged_skip_reason
@@ -59,6 +59,64 @@ def verdict_key(
         if field in stage.reads:
             key[field] = content_hash(getattr(case, field))
     return key
+
+
+def verdict_labels(
+    stage: Stage,
+    case: Case,
+    options: dict[str, Any],
+    judge_id: str | None,
+    judge_version: str | None,
+) -> dict[str, str]:
+    """Labels of `verdict_key`'s fields, where a person can read one (see cassette.Labels)."""
+    found: dict[str, str | None] = {}
+    if stage.name == "faithfulness":
+        found["params"] = f"strict={'true' if options['strict'] else 'false'}"
+    elif stage.name == "correctness":
+        found["params"] = value_label(options["correctness_criteria"])
+    if judge_id is not None:
+        found["judge"] = name_label(judge_id)
+        found["judge_version"] = name_label(judge_version or "")
+    for field in ("reference", "unanswerable"):
+        if field in stage.reads:
+            found[field] = value_label(getattr(case, field))
+    return {name: label for name, label in found.items() if label is not None}
+
+
+# Where a suite's judge came from; the two overrides are named in stale-verdict advice.
+JUDGE_OPTION, JUDGE_INI, JUDGE_SUITE = "--eval-judge", "ini eval_judge", "suite"
+
+
+def judge_source_advice(
+    changed: set[str],
+    recorded: dict[str, str] | None,
+    recorded_from: str | None,
+    current_judge: str | None,
+    current_from: str | None,
+) -> str | None:
+    """When a verdict is stale only because the judge differs and an override explains it, the
+    advice that says so (else None: the usual `re-record with --live-judges`). `recorded` are
+    the verdict's recorded labels; `*_from` where each judge came from."""
+    if "judge" not in changed or not changed <= {"judge", "judge_version"}:
+        return None
+    recorded_judge = (recorded or {}).get("judge")
+    if recorded_judge and recorded_from == JUDGE_OPTION:
+        return (
+            f"recorded with --eval-judge {recorded_judge}; pass the same option, set \"judge\" "
+            "in the suite, or re-judge with --live-judges"
+        )
+    if recorded_judge and recorded_from == JUDGE_INI:
+        return (
+            f"recorded with ini eval_judge = {recorded_judge}; pass --eval-judge "
+            f'{recorded_judge}, set "judge" in the suite, or re-judge with --live-judges'
+        )
+    if recorded_judge and recorded_from == JUDGE_SUITE and current_from == JUDGE_OPTION:
+        return (
+            f"recorded with the suite's judge {recorded_judge}, while this run's "
+            f"{current_judge} comes from --eval-judge; run without the option, or re-judge with "
+            "--live-judges"
+        )
+    return None
 
 
 def judged_stages(names: list[str]) -> list[Stage]:

@@ -6,6 +6,7 @@ replaced only when the system run and every judge call of that case succeeded.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cassette import (
+    LabelSource,
     build_cassette,
+    case_label,
     cassette_path,
     changed_fields,
     check_integrity,
@@ -26,9 +29,10 @@ from .cassette import (
     recording_key,
     save_cassette,
     shown_path,
+    stored_labels,
 )
 from .errors import CassetteError, MissingRecording, NewerCassette
-from .judging import applicable, verdict_key
+from .judging import applicable, judge_source_advice, verdict_key, verdict_labels
 from .session import LIVE, LIVE_JUDGES, LIVE_STALE
 from .system import key_view, normalize_trace, system_view
 
@@ -71,10 +75,10 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
             f"({shown_path(path, ctx.rootdir)})"
         )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
-    check_key(doc.get("key"), key, "", "--live")
+    check_key(doc.get("key"), key, "", "--live", labels=_key_labels(doc, ctx, case))
     check_integrity(doc, shown_path(path, ctx.rootdir))
     verdicts = doc.get("verdicts") or {}
-    check_verdicts(ctx, case, judge, doc["trace"], verdicts)
+    check_verdicts(ctx, case, judge, doc["trace"], verdicts, doc)
     return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
 
 
@@ -84,8 +88,10 @@ def check_verdicts(
     judge: JudgeBinding,
     trace: dict[str, Any],
     verdicts: dict[str, Any],
+    doc: dict[str, Any] | None = None,
 ) -> None:
-    """Every verdict the trace needs is recorded, under the key it would be made with today."""
+    """Every verdict the trace needs is recorded, under the key it would be made with today.
+    `doc`, the cassette, holds the labels a stale message shows."""
     for stage in applicable(ctx.judged, case, trace):
         recorded = verdicts.get(stage.name)
         if not isinstance(recorded, dict):
@@ -98,7 +104,64 @@ def check_verdicts(
         old = dict(recorded.get("key") or {})
         if judge.id is None:  # no judge configured: accept whichever judge recorded it
             old.pop("judge", None), old.pop("judge_version", None)
-        check_key(old, expected, f" (verdict {stage.name})", "--live-judges")
+        recorded_labels = stored_labels(doc or {}, "verdicts", stage.name)
+
+        def labels(stage: Any = stage, recorded: Any = recorded_labels) -> Any:
+            return recorded, verdict_labels(
+                stage, case, ctx.judge_options, judge.id, judge.version
+            )
+
+        def advice(changed: set[str], recorded: Any = recorded_labels) -> str | None:
+            recorded_from = (doc or {}).get("labels", {}).get("judge_from")
+            return judge_source_advice(
+                changed, recorded, recorded_from, judge.id, ctx.judge_from
+            )
+
+        check_key(old, expected, f" (verdict {stage.name})", "--live-judges",
+                  labels=labels, advice=advice)
+
+
+def _key_labels(doc: dict[str, Any], ctx: SuiteContext, case: Case) -> LabelSource:
+    """The recorded and current labels of the trace's key, computed only if asked (a stale
+    message), never on the passing path."""
+    return lambda: (stored_labels(doc, "key"), trace_labels(ctx, case))
+
+
+def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:
+    """Labels of the trace key's fields today: the suite's and this case's."""
+    labels = dict(ctx.key_labels)
+    label = case_label(key_view(system_view(case)))
+    if label is not None:
+        labels["case"] = label
+    return labels
+
+
+def recording_labels(
+    ctx: SuiteContext, case: Case, verdicts: dict[str, Any]
+) -> dict[str, Any]:
+    """What a cassette keeps beside its key hashes: the trace key's labels, each verdict's, and
+    where the judge came from (named when only an override explains a changed judge)."""
+    from .stages import STAGES
+
+    labels: dict[str, Any] = {"key": trace_labels(ctx, case)}
+    version = _judge_version(ctx.judge_spec) if ctx.judge_spec else None
+    per_stage = {
+        name: verdict_labels(STAGES[name], case, ctx.judge_options, ctx.judge_spec, version)
+        for name in sorted(verdicts) if name in STAGES
+    }
+    if per_stage:
+        labels["verdicts"] = per_stage
+    if ctx.judge_spec and ctx.judge_from:
+        labels["judge_from"] = ctx.judge_from
+    return labels
+
+
+@functools.cache
+def _judge_version(spec: str) -> str:
+    """The judge's version for labels, read once per run (it asks importlib.metadata)."""
+    from .judges import judge_version
+
+    return judge_version(spec)
 
 
 def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any] | None:
@@ -154,7 +217,8 @@ async def record(
             raise MissingRecording(
                 f"no recording for {_where(ctx, case)} to re-judge; record it with --live"
             )
-        check_key(existing.get("key"), key, "", "--live (--live-judges re-judges a current trace)")
+        check_key(existing.get("key"), key, "", "--live (--live-judges re-judges a current trace)",
+                  labels=_key_labels(existing, ctx, case))
     exchanges: list[dict[str, Any]] | None = None  # None: keep the HTTP recording there is
     if trace_ok:
         trace, old_verdicts = existing["trace"], existing.get("verdicts") or {}
@@ -224,13 +288,16 @@ def save_recording(
     pair that lies. Secrets are redacted from both first. Returns the cassette and the count."""
     from .redaction import redact_secrets
 
-    (trace, verdicts, exchanges), redacted = redact_secrets([trace, verdicts, exchanges])
+    labels = recording_labels(ctx, case, verdicts)
+    (trace, verdicts, exchanges, labels), redacted = redact_secrets(
+        [trace, verdicts, exchanges, labels]
+    )
     if exchanges is not None:
         from .http.store import http_document, save_http
 
         http_doc = http_document(ctx.suite.name, case.id, exchanges)
         http_hash = save_http(http_path(ctx.cassette_root, ctx.suite.name, case.id), http_doc)
-    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash)
+    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels)
     save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
     return doc, redacted
 
@@ -285,7 +352,7 @@ def replay_http(
     call."""
     doc, key, trace = run_recorded(ctx, case, http)
     recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
-    check_verdicts(ctx, case, judge, trace, verdicts)
+    check_verdicts(ctx, case, judge, trace, verdicts, doc)
     rejudge = False
     for stage in applicable(ctx.judged, case, trace):
         changed = [
@@ -324,7 +391,8 @@ def run_recorded(
         )
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
-    check_key(doc.get("key"), key, "", "--live", ignore_prefix="code.")
+    check_key(doc.get("key"), key, "", "--live", ignore_prefix="code.",
+              labels=_key_labels(doc, ctx, case))
     check_integrity(doc, shown_path(path, ctx.rootdir))
     exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
