@@ -44,6 +44,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="re-judge the recorded traces without running the system again",
     )
     group.addoption(
+        "--live-prune",
+        action="store_true",
+        dest="eval_live_prune",
+        help="delete every orphaned recording (its case or suite is gone), list them, and run "
+        "nothing else",
+    )
+    group.addoption(
         "--replay-http",
         action="store_true",
         dest="eval_replay_http",
@@ -125,6 +132,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("eval_rpm", default="", help="default --eval-rpm")
     parser.addini("eval_tpm", default="", help="default --eval-tpm")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """--live-prune is a command of its own: no collection, no session."""
+    if config.getoption("eval_live_prune", False):
+        from .session import prune_orphans
+
+        return prune_orphans(config)
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -209,8 +226,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     one name must be refused whatever the selection). Collected items live until the end of the
     run: move them out of the cyclic garbage collector's way (its full passes over a large
     collection cost ~1 s per 10,000 cases)."""
-    get_session(session.config).claim_uncollected_suites()
-    if any(getattr(item, "is_eval_item", False) for item in session.items):
+    state = get_session(session.config)
+    state.claim_uncollected_suites()
+    selected = [item.nodeid for item in session.items if getattr(item, "is_eval_item", False)]
+    state.note_selected(selected)
+    if selected:
         gc.freeze()
 
 
@@ -220,10 +240,17 @@ class ResultCollector:
     arrive; the result dicts are kept only for --eval-report and --eval-baseline."""
 
     def __init__(self, config: pytest.Config, state: EvalSession) -> None:
+        self.state = state
         self.verbose = config.option.verbose > 0
         self.summary: RunSummary | None = None  # from the first eval case on
         keep = state.report_dir is not None or state.baseline is not None
         self.results: list[dict[str, Any]] | None = [] if keep else None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """The xdist controller collects nothing: each worker's selection tells which cases this
+        run selected (for the orphans of the suites it selected whole)."""
+        self.state.note_selected(ids)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -274,7 +301,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = get_session(config)
     orphans, note = state.orphans()
     terminalreporter.write_sep("=", "per-stage summary")
-    for line in collector.summary.lines(orphans=[str(p) for p in orphans], orphan_note=note):
+    for line in collector.summary.lines(orphans=orphans, orphan_note=note):
         terminalreporter.write_line(line)
     if state.removed_temp_files:
         count = state.removed_temp_files

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +134,10 @@ class EvalSession:
         # this run does not collect, by `claim_uncollected_suites`): orphan detection then
         # re-reads only the files not known here (on the xdist controller: all of them).
         self.collected_suites: dict[Path, tuple[str, list[str]]] = {}
+        # Node ids of the eval items this run selected (after -k, -m, --lf, --deselect): from
+        # the collection, or on the xdist controller from the workers' collections. A --live
+        # run deletes the orphans of each suite whose every case is in it.
+        self.selected: set[str] = set()
         self._input_hashes: dict[str, str] = {}
         self._code_fingerprints: CodeFingerprints | None = None
         self._markers: dict[str, pytest.MarkDecorator] = {}
@@ -244,43 +249,71 @@ class EvalSession:
         return self._markers[name]
 
     # ---- orphans ------------------------------------------------------------------------------
-    def orphans(self) -> tuple[list[Path], str]:
-        """Cassettes with no case, and a note on what was done with them. A full `--live` run
-        (every case folder, no -k/-m/node ids/--lf/--deselect) deletes them."""
+    def note_selected(self, nodeids: Iterable[str]) -> None:
+        self.selected.update(nodeids)
+
+    def orphans(self) -> tuple[list[str], str]:
+        """Recordings with no case (as shown: relative paths, `(deleted)` when this run deleted
+        them), and a note on what was done with them. A `--live` run deletes the orphans of each
+        suite it selected every case of, whatever selected them; those of a suite that is gone
+        when it selected every case of every suite."""
         from .cassette import find_orphans
 
         per_file, unreadable = scan_suites(
             self.case_dirs, self.cassette_root, self.collected_suites
         )
-        suites: dict[str, list[str]] = {}
-        for name, ids in per_file.values():
-            suites.setdefault(name, []).extend(ids)
         if unreadable:
             names = ", ".join(_shown(p, self.rootdir) for p in unreadable[:3])
             return [], f" (not checked: unreadable case file {names})"
-        orphans = [
-            p.relative_to(self.rootdir) if p.is_relative_to(self.rootdir) else p
-            for p in find_orphans(self.cassette_root, suites)
+        orphans = find_orphans(self.cassette_root, _ids_by_suite(per_file))
+        if not orphans:
+            return [], ""
+        deletable = set(self._deletable(orphans, per_file)) if self.mode == LIVE else set()
+        remove_orphans(sorted(deletable))
+        shown = [
+            _shown(path, self.rootdir) + (" (deleted)" if path in deletable else "")
+            for path in orphans
         ]
-        if orphans and self.mode == LIVE and self._full_selection():
-            for path in orphans:
-                (self.rootdir / path).unlink(missing_ok=True)
-            return orphans, " (deleted by this full --live run)"
-        if orphans:
-            return orphans, " (a full --live run over the case folders deletes them)"
-        return orphans, ""
+        kept = len(orphans) - len(deletable)
+        if not kept:
+            return shown, " (deleted: this --live run selected every case of their suites)"
+        if deletable:
+            return shown, (
+                f" ({len(deletable)} deleted: this --live run selected every case of their "
+                "suites; --live-prune deletes the rest)"
+            )
+        return shown, (
+            " (--live-prune deletes them, as does a --live run that selects every case of their "
+            "suite)"
+        )
 
-    def _full_selection(self) -> bool:
-        option = self.config.option
-        if option.keyword or option.markexpr or getattr(option, "deselect", None):
-            return False
-        if getattr(option, "lf", False) or getattr(option, "last_failed", False):
-            return False
-        args = self.config.args
-        if any("::" in arg for arg in args):
-            return False
-        paths = [(Path(self.config.invocation_params.dir) / a).resolve() for a in args]
-        return all(any(d.is_relative_to(p) for p in paths) for d in self.case_dirs)
+    def _deletable(
+        self, orphans: list[Path], per_file: dict[Path, tuple[str, list[str]]]
+    ) -> list[Path]:
+        """The orphans this --live run may delete: those of the suites whose every case it
+        selected (a suite two files declare never: nothing of it is recorded either)."""
+        files_of: dict[str, list[Path]] = {}
+        for path, (name, _) in per_file.items():
+            files_of.setdefault(name, []).append(path)
+        complete_files = {path for path, (_, ids) in per_file.items() if self._selects(path, ids)}
+        complete = {
+            name for name, files in files_of.items()
+            if len(files) == 1 and files[0] in complete_files
+        }
+        # A gone suite's folder: when every case of every suite was selected (a full run), as
+        # long as it selected any case at all.
+        everything = bool(self.selected) and all(
+            path in complete_files or not ids for path, (_, ids) in per_file.items()
+        )
+        return [
+            path for path in orphans
+            if path.parent.name in complete or (path.parent.name not in files_of and everything)
+        ]
+
+    def _selects(self, path: Path, ids: list[str]) -> bool:
+        """Whether every case of the case file at `path` was selected (an empty file: no)."""
+        prefix = _shown(path, self.rootdir) + "::"
+        return bool(ids) and all(prefix + case_id in self.selected for case_id in ids)
 
     # ---- judges -------------------------------------------------------------------------------
     def judge_binding(self, spec: str | None, live: bool) -> JudgeBinding:
@@ -355,6 +388,58 @@ class EvalSession:
         except Exception as exc:  # the summary says this case was not re-recorded, and why
             item.live_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise
+
+
+def _ids_by_suite(per_file: dict[Path, tuple[str, list[str]]]) -> dict[str, list[str]]:
+    suites: dict[str, list[str]] = {}
+    for name, ids in per_file.values():
+        suites.setdefault(name, []).extend(ids)
+    return suites
+
+
+def remove_orphans(paths: list[Path]) -> None:
+    """Delete orphaned recordings, and the folder of a gone suite once it is empty."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+    for folder in sorted({path.parent for path in paths}):
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            pass
+
+
+def prune_orphans(config: pytest.Config) -> int:
+    """--live-prune: delete every recording whose case (or suite) no longer exists, list what was
+    deleted, and run nothing else. Refuses while a case file cannot be read (its cassettes would
+    look orphaned)."""
+    from .cassette import find_orphans
+
+    flags = [flag for flag, dest in (("--live", "eval_live"), ("--live-stale", "eval_live_stale"),
+                                     ("--live-judges", "eval_live_judges"))
+             if config.getoption(dest)]
+    if flags:
+        raise pytest.UsageError(
+            f"--live-prune deletes orphaned recordings and runs nothing; it cannot be combined "
+            f"with {', '.join(flags)}: run them one after the other"
+        )
+    rootdir = Path(config.rootpath)
+    case_dirs = [(rootdir / p).resolve() for p in config.getini("eval_cases")]
+    cassette_root = (rootdir / config.getini("eval_cassettes")).resolve()
+    per_file, unreadable = scan_suites(case_dirs, cassette_root, {})
+    if unreadable:
+        names = ", ".join(_shown(p, rootdir) for p in unreadable)
+        raise pytest.UsageError(
+            f"--live-prune deleted nothing: cannot read the case file(s) {names}, whose "
+            "recordings would look orphaned; fix or remove them, then prune again"
+        )
+    orphans = find_orphans(cassette_root, _ids_by_suite(per_file))
+    remove_orphans(orphans)
+    count = len(orphans)
+    print(f"--live-prune: deleted {count} orphaned recording{'s' * (count != 1)}"
+          + (":" if orphans else f" (none under {_shown(cassette_root, rootdir)})"))
+    for path in orphans:
+        print(f"  {_shown(path, rootdir)}")
+    return int(pytest.ExitCode.OK)
 
 
 def _shown(path: Path, rootdir: Path) -> str:
