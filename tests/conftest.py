@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from evalhelpers import Project
+from evalhelpers import TEST_COLUMNS, Project
 
 
 @pytest.fixture
@@ -11,4 +11,5 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Proje
     """An empty eval project (ini, system module, input file) in pytester's directory; its runs
     are pytest subprocesses, so each run imports the system afresh."""
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
     return Project(pytester.path, pytester.runpytest_subprocess).write_base()

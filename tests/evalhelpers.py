@@ -24,6 +24,11 @@ from judge_server import JUDGE_SETTINGS
 
 INI = "[pytest]\naddopts = -p no:deepeval\nasyncio_default_fixture_loop_scope = function\n"
 
+# The terminal width of every pytest subprocess the tests start (the summary's per-case table
+# fits it): wide enough that the tables which parse it find one line a case with full stage
+# names; tests of the layout set their own.
+TEST_COLUMNS = "200"
+
 SYSTEM_SOURCE = '''\
 """Test system: deterministic, steered by behaviour.json, logging every call to calls.log."""
 import asyncio
@@ -164,6 +169,7 @@ def suite_doc(name: str = "suite", cases: list[Any] | None = None, **fields: Any
 def run_pytest(root: Path, *args: str) -> pytest.RunResult:
     """pytest in a subprocess with `root` as working directory (for module-scoped projects)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env["COLUMNS"] = TEST_COLUMNS
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
     started = time.perf_counter()
@@ -357,6 +363,7 @@ def run_pytest_env(
     base = {name: value for name, value in os.environ.items()
             if not name.startswith(("PYTEST_", "COV_")) and name not in JUDGE_ENV_VARS}
     base["PYTHONDONTWRITEBYTECODE"] = "1"
+    base["COLUMNS"] = TEST_COLUMNS
     base.update(env or {})
     started = time.perf_counter()
     proc = subprocess.run(

@@ -1,15 +1,27 @@
 """The terminal summary's counting as it was before it streamed (commit 222ef7e): all results in
 hand, sorted into collection order, then counted. The streaming summary must print the same text.
 The tests' oracle, not used by the plugin. The cell and table formatting it shares with the
-plugin (unchanged by the streaming rewrite) is imported, not copied."""
+plugin (unchanged by the streaming rewrite) is imported, not copied.
+
+Updated with issue 9 (point 11), deliberately: the per-case table lists the cases that did not
+pass (every case with `verbose`), whatever the run's size (it was every case up to 50, then the
+problems only), laid out to a width by the plugin's `case_table`; per-group rows when any case
+has a group."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_evalcases.outcomes import DECIDED, FAILING, PASS_LIKE
-from pytest_evalcases.summary import FULL_TABLE_LIMIT, _table, first_failure_cell, stage_cell
+from pytest_evalcases.outcomes import DECIDED, PASS_LIKE
+from pytest_evalcases.summary import (
+    GROUP_ROWS,
+    QUIET_OUTCOMES,
+    _table,
+    case_table,
+    first_failure_cell,
+    stage_cell,
+)
 
 
 def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
@@ -22,12 +34,12 @@ def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
     return list(gating) + [name for name in report_only if name not in gating]
 
 
-def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool) -> list[str]:
+def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool,
+              width: int | None = None) -> list[str]:
     shown = results
-    if len(results) > FULL_TABLE_LIMIT and not verbose:
-        shown = [r for r in results if r["outcome"] in FAILING or r["first_failure"]]
-    header = ["case", "category", "outcome", *stages, "first failure"]
-    rows = [header]
+    if not verbose:
+        shown = [r for r in results if r["outcome"] not in QUIET_OUTCOMES]
+    rows = []
     for result in shown:
         cells = [stage_cell(result["stages"].get(name)) for name in stages]
         rows.append(
@@ -39,10 +51,13 @@ def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: boo
                 first_failure_cell(result),
             ]
         )
-    lines = _table(rows)
+    lines = case_table(stages, rows, width) if rows else []
     hidden = len(results) - len(shown)
     if hidden:
-        lines.append(f"({hidden} passing or skipped cases not shown; -v shows every case)")
+        lines.append(
+            f"({hidden} passed or skipped case{'s' * (hidden != 1)} not shown; "
+            "-v shows every case)"
+        )
     return lines
 
 
@@ -73,20 +88,43 @@ def stage_totals(results: Sequence[dict[str, Any]], stages: list[str]) -> list[s
     return _table(rows)
 
 
+def rate_rows(results: Sequence[dict[str, Any]], key: str) -> dict[str, list[int]]:
+    counts: dict[str, list[int]] = {}
+    for result in results:
+        value = result.get(key)
+        tally = counts.setdefault("-" if value in (None, "") else str(value), [0, 0])
+        tally[0] += result["outcome"] in PASS_LIKE
+        tally[1] += result["outcome"] in DECIDED
+    return counts
+
+
+def rate_table(title: str, counts: dict[str, list[int]], names: list[str]) -> list[str]:
+    rows = [[title, "passed", "scored", "pass rate"]]
+    for name in names:
+        passed, scored = counts[name]
+        rate = f"{passed / scored:.0%}" if scored else "-"
+        rows.append([name, str(passed), str(scored), rate])
+    return _table(rows)
+
+
 def category_rates(results: Sequence[dict[str, Any]]) -> list[str]:
     """Pass rate per category, counted as in results.json: passes over the cases whose answer
     was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere)."""
-    counts: dict[str, list[int]] = {}
-    for result in results:
-        tally = counts.setdefault(result.get("category") or "-", [0, 0])
-        tally[0] += result["outcome"] in PASS_LIKE
-        tally[1] += result["outcome"] in DECIDED
-    rows = [["category", "passed", "scored", "pass rate"]]
-    for category in sorted(counts):
-        passed, scored = counts[category]
-        rate = f"{passed / scored:.0%}" if scored else "-"
-        rows.append([category, str(passed), str(scored), rate])
-    return _table(rows)
+    counts = rate_rows(results, "category")
+    return rate_table("category", counts, sorted(counts))
+
+
+def group_rates(results: Sequence[dict[str, Any]], verbose: bool) -> list[str]:
+    """Per group, as per category; without `verbose`, the GROUP_ROWS lowest pass rates."""
+    counts = rate_rows(results, "group")
+    names = sorted(counts)
+    if verbose or len(names) <= GROUP_ROWS:
+        return rate_table("group", counts, names)
+    rates = {name: (p / s if s else 2.0) for name, (p, s) in counts.items()}
+    worst = sorted(names, key=lambda name: (rates[name], name))[:GROUP_ROWS]
+    return [*rate_table("group", counts, sorted(worst)),
+            f"({len(names) - GROUP_ROWS} more groups with higher pass rates; -v shows every "
+            "group)"]
 
 
 def render_summary(
@@ -95,16 +133,23 @@ def render_summary(
     verbose: bool,
     orphans: Sequence[str],
     orphan_note: str = "",
+    width: int | None = None,
 ) -> list[str]:
     """Everything under the `per-stage summary` heading, in a fixed order (same text under -n)."""
     stages = stage_names(results)
-    lines = case_rows(results, stages, verbose) if results else ["no eval cases ran"]
+    sections = [case_rows(results, stages, verbose, width) if results else ["no eval cases ran"]]
     if results and stages:
-        lines += ["", *stage_totals(results, stages)]
+        totals = stage_totals(results, stages)
         if any(not any(r["stages"].get(n, {}).get("gating") for r in results) for n in stages):
-            lines.append("* report only: never fails a case")
+            totals.append("* report only: never fails a case")
+        sections.append(totals)
     if results:
-        lines += ["", *category_rates(results)]
+        sections.append(category_rates(results))
+    if any(r.get("group") not in (None, "") for r in results):
+        sections.append(group_rates(results, verbose))
+    lines: list[str] = []
+    for section in filter(None, sections):
+        lines += [*([""] if lines else []), *section]
     outcomes = [r["outcome"] for r in results]
     statuses = [r.get("recording", {}).get("status") for r in results]
     lines += [

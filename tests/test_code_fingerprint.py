@@ -273,5 +273,5 @@ def test_code_edits_stale_replay_and_comments_do_not(project: Project) -> None:
     assert "lib/missing/" in error_block(result, "typo.json")
     rows = {line.split()[0]: line.split()[2] for line in summary_section(result)
             if "::" in line.split(" ", 1)[0]}
-    assert rows == {"default::alpha": "stale", "optout::alpha": "passed",
-                    "listed::alpha": "stale", "typo::suite": "error"}
+    # The cases that did not pass (optout::alpha passed: not listed).
+    assert rows == {"default::alpha": "stale", "listed::alpha": "stale", "typo::suite": "error"}

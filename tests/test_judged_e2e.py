@@ -161,8 +161,10 @@ def rag_project(root: Path, ini_extra: str = "", **suite_fields: Any) -> Project
 
 def run(project: Project, *args: str, env: dict[str, str] | None = None
         ) -> tuple[pytest.RunResult, list[str]]:
-    """pytest in a subprocess with no judge key / endpoint unless `env` gives them."""
-    return run_pytest_env(project.root, "-p", "no:cacheprovider", *args, env=env)
+    """pytest in a subprocess with no judge key / endpoint unless `env` gives them, on a terminal
+    wide enough for the per-case table of every stage with its full name (`case_table`)."""
+    return run_pytest_env(project.root, "-p", "no:cacheprovider", *args,
+                          env={"COLUMNS": "400", **(env or {})})
 
 
 def openai_env(server: JudgeServer) -> dict[str, str]:
@@ -431,7 +433,8 @@ def test_replay_needs_no_key_and_imports_no_deepeval(
 ) -> None:
     before = cassette_bytes(recorded)
 
-    result, heavy = run(recorded, *judge_args)  # no OPENAI_API_KEY, no OPENAI_BASE_URL
+    # no OPENAI_API_KEY, no OPENAI_BASE_URL; every case in the summary table (all pass)
+    result, heavy = run(recorded, *judge_args, "--eval-summary=all")
 
     result.assert_outcomes(passed=9)
     assert recordings_line(result).startswith("recordings: 0 recorded, 9 replayed, 0 stale")
@@ -500,7 +503,7 @@ def test_a_stage_option_stales_only_that_stage(
 ) -> None:
     check_last(recorded, stage, **option)
 
-    result, _ = run(recorded)
+    result, _ = run(recorded, "--eval-summary=all")
 
     assert_not_aborted(result)
     affected = [c for c in CASE_IDS if stage in APPLICABLE[c]]
@@ -616,7 +619,7 @@ def test_live_judges_with_another_judge_and_a_missing_cassette(recorded: Project
 def test_lexical_live_needs_no_key_and_no_network(tmp_path: Path) -> None:
     project = rag_project(tmp_path, judge="lexical")
 
-    result, heavy = run(project, "--live")  # no key, no endpoint
+    result, heavy = run(project, "--live", "--eval-summary=all")  # no key, no endpoint
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=9)

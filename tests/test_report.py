@@ -749,3 +749,27 @@ def test_run_judge_is_the_judge_that_scored() -> None:
     )
     assert judges_used([result(), {"recording": {}}], "lexical") == "lexical"  # nothing judged
     assert judges_used([], None) is None
+
+
+def test_markdown_group_rows_join_when_a_case_has_a_group() -> None:
+    cases = [case(f"g{i}", i, outcome, {}) for i, outcome in
+             enumerate(["passed", "failed", "passed", "xfailed", "passed"])]
+    assert "### Groups" not in render_markdown(aggregate(cases, {}))
+    for item, group in zip(cases, ["u1", "u1", "u2", "u2", None], strict=True):
+        item["group"] = group
+    md = render_markdown(aggregate(cases, {}))
+    header = "| group | cases | passed | failed | pass rate | 95% CI \\(Wilson\\) |"
+    assert f"### Groups\n\n{header}" in md
+    assert "| u1 | 2 | 1 | 1 | 50.0% |" in md and "| u2 | 2 | 1 | 1 | 50.0% |" in md
+
+
+def test_markdown_caps_group_rows_at_the_lowest_pass_rates() -> None:
+    cases = []
+    for n in range(53):  # group u<n>: n passes, then one failure
+        for outcome in ["passed"] * n + ["failed"]:
+            cases.append(case(f"c{len(cases)}", len(cases), outcome, {}))
+            cases[-1]["group"] = f"u{n:02d}"
+    md = render_markdown(aggregate(cases, {}))
+    groups = re.findall(r"^\| (u\d\d) \|", md, flags=re.MULTILINE)
+    assert groups == [f"u{n:02d}" for n in range(50)]  # u50..u52 pass most often
+    assert "_…and 3 more groups with higher pass rates (see dashboard.html)_" in md

@@ -1,5 +1,7 @@
-"""End to end: the `per-stage summary` terminal section, and the pytest options that must keep
-working with eval items (-x, --lf, --junitxml, -n 2, -p no:cacheprovider)."""
+"""End to end: the `per-stage summary` terminal section (its per-case table lists the cases that
+did not pass, every case with -v, none with -q -q; it fits the terminal's width), and the pytest
+options that must keep working with eval items (-x, --lf, --junitxml, -n 2,
+-p no:cacheprovider)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ CASES = [
     {"id": "bad-two", "input": "x", "expected_docs": 5},
 ]
 CASE_IDS = [case["id"] for case in CASES]
+PASSING = ["pass1", "pass2"]
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +73,12 @@ def test_summary_section_is_printed_with_q(quiet_run: pytest.RunResult) -> None:
     assert header[3:7] == ["tools", "retrieval", "exact_match", "token_f1"]
 
 
-def test_summary_has_a_row_per_case(quiet_run: pytest.RunResult) -> None:
-    rows = case_rows(summary_section(quiet_run))
-    assert sorted(name.split("::")[1] for name in rows) == sorted(CASE_IDS), rows
-    assert rows["gate::pass1"][:6] == ["storage", "passed", "1.00", "1.00", "1.00", "1.00"]
+def test_summary_has_a_row_per_case_that_did_not_pass(quiet_run: pytest.RunResult) -> None:
+    section = summary_section(quiet_run)
+    rows = case_rows(section)
+    assert sorted(name.split("::")[1] for name in rows) == sorted(
+        set(CASE_IDS) - set(PASSING)), rows
+    assert "(2 passed or skipped cases not shown; -v shows every case)" in section
     fail = " ".join(rows["gate::fail-tools"])
     assert fail.startswith("sync failed FAIL 0.00 1.00 1.00 1.00")
     assert "tools: missing: lookup; unexpected: search" in fail
@@ -81,6 +86,37 @@ def test_summary_has_a_row_per_case(quiet_run: pytest.RunResult) -> None:
     assert rows["gate::xf"][:2] == ["chitchat", "xfailed"]
     assert rows["gate::stale-me"][:2] == ["sync", "stale"]
     assert rows["gate::missing-me"][:2] == ["billing", "missing"]
+
+
+def test_verbose_lists_every_case(template: Project) -> None:
+    section = summary_section(template.run("-v"))
+    rows = case_rows(section)
+    assert sorted(name.split("::")[1] for name in rows) == sorted(CASE_IDS), rows
+    assert rows["gate::pass1"][:6] == ["storage", "passed", "1.00", "1.00", "1.00", "1.00"]
+    assert not any("not shown" in line for line in section)
+
+
+@pytest.mark.parametrize("args", [["-q", "-q"], ["--eval-summary=none"], ["-v", "-v",
+                                                                          "--eval-summary=none"]])
+def test_no_case_rows_with_qq_or_summary_none(template: Project, args: list[str]) -> None:
+    section = summary_section(template.run(*args))
+    assert case_rows(section) == {}
+    assert section[0].split()[:2] == ["stage", "passed"]  # the per-stage totals come first
+    assert any(line.split()[:2] == ["category", "passed"] for line in section)
+    assert any(line.startswith("recordings:") for line in section)
+
+
+def test_ini_eval_summary_and_the_option_over_it(copied: Project) -> None:
+    copied.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval\n"
+                      "asyncio_default_fixture_loop_scope = function\neval_summary = all\n")
+    assert len(case_rows(summary_section(copied.run("-q")))) == len(CASE_IDS)
+    only_failed = case_rows(summary_section(copied.run("-q", "--eval-summary=failed")))
+    assert len(only_failed) == len(CASE_IDS) - len(PASSING)
+    copied.write_text("pytest.ini", "[pytest]\neval_summary = some\n")
+    bad = copied.run()
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "ini option eval_summary: 'some' is not one of failed, all, none" in "\n".join(
+        bad.errlines)
 
 
 def test_summary_rows_name_the_suite_for_cases_that_cannot_load(
@@ -118,7 +154,7 @@ def test_summary_counts_stale_missing_and_orphans(quiet_run: pytest.RunResult) -
     assert "  orphan: cassettes/gate/gone.json" in section
 
 
-def test_large_runs_show_only_problem_rows_unless_verbose(project: Project) -> None:
+def test_a_large_run_lists_the_cases_that_did_not_pass_unless_verbose(project: Project) -> None:
     cases = [make_case(f"c{n:02d}", f"c{n:02d} text", category="bulk") for n in range(55)]
     cases[7]["expected_tools"] = ["lookup"]
     cases[41]["expected_docs"] = ["nowhere"]
@@ -136,6 +172,7 @@ def test_large_runs_show_only_problem_rows_unless_verbose(project: Project) -> N
 
     assert sorted(case_rows(summary_section(quiet))) == ["big::c07", "big::c10", "big::c20",
                                                          "big::c41"]
+    assert "(51 passed or skipped cases not shown; -v shows every case)" in summary_section(quiet)
 
     verbose = project.run("-v")
 
@@ -146,8 +183,9 @@ def test_exitfirst_stops_at_the_first_failure(copied: Project) -> None:
     result = copied.run("-x", "-q", "cases/checks.json")
 
     result.assert_outcomes(passed=2, failed=1)
-    assert sorted(case_rows(summary_section(result))) == ["gate::fail-tools", "gate::pass1",
-                                                          "gate::pass2"]
+    assert sorted(case_rows(summary_section(result))) == ["gate::fail-tools"]
+    assert "(2 passed or skipped cases not shown; -v shows every case)" in (
+        summary_section(result))
 
 
 def test_last_failed_reruns_only_failures_and_errors(copied: Project) -> None:
@@ -222,3 +260,60 @@ def test_other_plugins_still_read_the_result_on_the_report(
     outcomes = dict(pair.split("=") for pair in seen.split(": ", 1)[1].split())
     assert sorted(outcomes) == sorted(CASE_IDS)
     assert outcomes["fail-tools"] == "failed" and outcomes["stale-me"] == "stale"
+
+
+def case_table_lines(section: list[str]) -> list[str]:
+    """The per-case table's lines (with its legend and the hidden-rows note): up to the
+    per-stage totals."""
+    end = next(i for i, line in enumerate(section) if line.split()[:2] == ["stage", "passed"])
+    return section[:end]
+
+
+@pytest.mark.parametrize("columns", ["60", "80"])
+def test_the_case_table_fits_a_narrow_terminal_and_xdist_prints_the_same(
+    copied: Project, monkeypatch: pytest.MonkeyPatch, columns: str
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+
+    serial = copied.run("-q")
+    parallel = copied.run("-q", "-n", "2")
+
+    table = case_table_lines(summary_section(serial))
+    assert max(len(line) for line in table) <= int(columns), "\n".join(table)
+    assert any(line.startswith("stages: ") for line in table)  # abbreviated, with a legend
+    assert sum(line.startswith("gate::fail-tools ") for line in table) >= 1
+    assert summary_section(parallel) == summary_section(serial)
+
+
+def test_the_case_table_keeps_full_stage_names_where_they_fit(quiet_run: pytest.RunResult
+                                                              ) -> None:
+    table = case_table_lines(summary_section(quiet_run))
+    assert not any(line.startswith("stages: ") for line in table)
+    assert "tools: missing: lookup; unexpected: search" in "\n".join(table)
+
+
+def test_group_rows_join_the_terminal_and_report_md(project: Project) -> None:
+    cases = [make_case("a1", "a1 text", group="user-7"),
+             make_case("a2", "a2 text", group="user-7", expected_tools=["lookup"]),
+             make_case("b1", "b1 text", group="user-9"),
+             make_case("c1", "c1 text")]
+    project.write_suite(suite_doc("grouped", cases=cases))
+
+    result = project.run("--live", "-q", "--eval-report", "out")
+
+    result.assert_outcomes(passed=3, failed=1)
+    section = summary_section(result)
+    start = section.index("group   passed  scored  pass rate")
+    assert section[start + 1:start + 4] == ["-       1       1       100%",
+                                            "user-7  1       2       50%",
+                                            "user-9  1       1       100%"]
+    report = (project.root / "out" / "report.md").read_text()
+    assert "### Groups" in report
+    assert "| user-7 | 2 | 1 | 1 | 50.0% |" in report
+
+    project.edit_suite("cases/grouped.json",  # a group is in no key: nothing goes stale
+                       lambda doc: [case.pop("group", None) for case in doc["cases"]])
+    plain = project.run("-q", "--eval-report", "out")
+    plain.assert_outcomes(passed=3, failed=1)
+    assert not any(line.startswith("group ") for line in summary_section(plain))
+    assert "### Groups" not in (project.root / "out" / "report.md").read_text()

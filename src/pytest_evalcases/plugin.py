@@ -96,6 +96,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="judge tokens per minute at most, per judge endpoint (env EVALCASES_TPM)",
     )
     group.addoption(
+        "--eval-summary",
+        dest="eval_summary",
+        default=None,
+        choices=("failed", "all", "none"),
+        help="rows of the per-case summary table: cases that did not pass (default), all "
+        "(as with -v) or none (as with -q -q); the per-stage tables are always shown",
+    )
+    group.addoption(
         "--eval-report",
         dest="eval_report",
         default=None,
@@ -130,6 +138,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "eval_replay", default="trace", help="'http' makes every replay a --replay-http replay"
     )
+    parser.addini("eval_summary", default="", help="default --eval-summary (failed, all, none)")
     parser.addini("eval_rpm", default="", help="default --eval-rpm")
     parser.addini("eval_tpm", default="", help="default --eval-tpm")
 
@@ -241,7 +250,7 @@ class ResultCollector:
 
     def __init__(self, config: pytest.Config, state: EvalSession) -> None:
         self.state = state
-        self.verbose = config.option.verbose > 0
+        self.rows = summary_rows(config)
         self.summary: RunSummary | None = None  # from the first eval case on
         keep = state.report_dir is not None or state.baseline is not None
         self.results: list[dict[str, Any]] | None = [] if keep else None
@@ -262,10 +271,29 @@ class ResultCollector:
         if self.summary is None:
             from .summary import RunSummary
 
-            self.summary = RunSummary(verbose=self.verbose)
+            self.summary = RunSummary(rows=self.rows)
         self.summary.add(result)
         if self.results is not None:
             self.results.append(result)
+
+
+def summary_rows(config: pytest.Config) -> str:
+    """Which cases the per-case table lists: --eval-summary, else -v (all) or -q -q (none),
+    else ini eval_summary, else those that did not pass."""
+    chosen = config.getoption("eval_summary")
+    if chosen:
+        return str(chosen)
+    verbosity = config.option.verbose
+    if verbosity > 0:
+        return "all"
+    if verbosity < -1:
+        return "none"
+    ini = (config.getini("eval_summary") or "").strip()
+    if ini and ini not in ("failed", "all", "none"):
+        raise pytest.UsageError(
+            f"ini option eval_summary: {ini!r} is not one of failed, all, none"
+        )
+    return ini or "failed"
 
 
 def _collector(config: pytest.Config) -> ResultCollector | None:
@@ -301,7 +329,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = get_session(config)
     orphans, note = state.orphans()
     terminalreporter.write_sep("=", "per-stage summary")
-    for line in collector.summary.lines(orphans=orphans, orphan_note=note):
+    width = terminalreporter._tw.fullwidth  # the same on the xdist controller as in serial
+    for line in collector.summary.lines(orphans=orphans, orphan_note=note, width=width):
         terminalreporter.write_line(line)
     if state.removed_temp_files:
         count = state.removed_temp_files

@@ -2,7 +2,8 @@
 
 A run holds counts, sums and only the rows it may show, never the results themselves: 10,000
 result dicts kept to the end of a replay cost ~20 MB. Results may arrive in any order (xdist);
-the text depends only on the set of results, in collection order (file, index, id).
+the text depends only on the set of results, in collection order (file, index, id), and on the
+terminal's width (the per-case table is laid out to fit it).
 """
 
 from __future__ import annotations
@@ -13,11 +14,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .outcomes import DECIDED, FAILING, PASS_LIKE
+from .outcomes import DECIDED, PASS_LIKE
 
-# Beyond this many cases only the interesting ones get a row (unless -v).
-FULL_TABLE_LIMIT = 50
+# Which cases get a row of the per-case table: those that did not pass (the default), every
+# case (-v, --eval-summary=all) or none (-q -q, --eval-summary=none).
+ROWS_FAILED, ROWS_ALL, ROWS_NONE = "failed", "all", "none"
+SUMMARY_ROWS = (ROWS_FAILED, ROWS_ALL, ROWS_NONE)
+# Outcomes that passed, or were not meant to run: no row by default.
+QUIET_OUTCOMES = frozenset({"passed", "skipped"})
 FAILURE_CELL_CHARS = 120
+MIN_FAILURE_CHARS = 24  # a narrower first-failure column moves to a block of its own
+GROUP_ROWS = 20  # groups (e.g. user ids) shown without -v: those with the lowest pass rates
+
+# Short stage headers for a table that does not fit with the full names (with a legend).
+STAGE_ABBREVIATIONS = {
+    "retrieval": "retr",
+    "exact_match": "em",
+    "token_f1": "f1",
+    "faithfulness": "faith",
+    "contextual_recall": "c_rec",
+    "contextual_precision": "c_prec",
+    "contextual_relevancy": "c_rel",
+    "answer_relevancy": "a_rel",
+    "correctness": "corr",
+    "context_completeness": "compl",
+    "answer_accuracy": "acc",
+}
 
 # Collection order, then arrival order for equal keys (as a stable sort of the arrivals).
 Order = tuple[str, int, str, int]
@@ -64,7 +86,6 @@ class _Row:
     outcome: str
     cells: dict[str, str]
     failure: str
-    problem: bool  # shown even in a large run
 
 
 @dataclass(slots=True)
@@ -96,16 +117,23 @@ class _StageTally:
 
 
 class RunSummary:
-    """The `per-stage summary` section: `add` every case's result dict, then `lines`."""
+    """The `per-stage summary` section: `add` every case's result dict, then `lines`.
 
-    def __init__(self, *, verbose: bool) -> None:
-        self.verbose = verbose
+    `rows`: which cases get a row (ROWS_FAILED, ROWS_ALL, ROWS_NONE; default: every case with
+    `verbose`, else those that did not pass)."""
+
+    def __init__(self, *, verbose: bool = False, rows: str | None = None) -> None:
+        self.rows = rows or (ROWS_ALL if verbose else ROWS_FAILED)
+        self.verbose = self.rows == ROWS_ALL
         self.count = 0
-        self._rows: list[_Row] = []  # every row while the run is small (or -v), else problems
+        self._rows: list[_Row] = []  # only the rows that will be shown
+        self._hidden = 0  # cases that did not get a row
         # Where each (stage, gating) pair first appears: the columns follow the suites' order.
         self._first_seen: dict[tuple[str, bool], tuple[Order, int]] = {}
         self._stages: dict[str, _StageTally] = {}
         self._categories: dict[str, list[int]] = {}  # category -> [passed, scored]
+        self._groups: dict[str, list[int]] = {}  # group -> [passed, scored], all cases
+        self._grouped = False  # any case has a group: the per-group table is shown
         self._recorded = self._replayed = self._stale = self._missing = 0
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
@@ -124,6 +152,11 @@ class RunSummary:
         tally = self._categories.setdefault(result.get("category") or "-", [0, 0])
         tally[0] += outcome in PASS_LIKE
         tally[1] += outcome in DECIDED
+        group = result.get("group")
+        self._grouped = self._grouped or group not in (None, "")
+        tally = self._groups.setdefault("-" if group in (None, "") else str(group), [0, 0])
+        tally[0] += outcome in PASS_LIKE
+        tally[1] += outcome in DECIDED
         recording = result.get("recording") or {}
         status = recording.get("status")
         self._recorded += status == "recorded"
@@ -137,8 +170,7 @@ class RunSummary:
         if status == "not_rerecorded":
             note = recording.get("note") or "the live run failed"
             self._not_rerecorded.append((order, label, note))
-        problem = outcome in FAILING or bool(result.get("first_failure"))
-        if problem or self.verbose or self.count <= FULL_TABLE_LIMIT:
+        if self.rows == ROWS_ALL or (self.rows == ROWS_FAILED and outcome not in QUIET_OUTCOMES):
             cells = {name: stage_cell(stage) for name, stage in result["stages"].items()}
             row = _Row(
                 order,
@@ -147,11 +179,10 @@ class RunSummary:
                 outcome,
                 cells,
                 first_failure_cell(result),
-                problem,
             )
             self._rows.append(row)
-        if self.count == FULL_TABLE_LIMIT + 1 and not self.verbose:
-            self._rows = [row for row in self._rows if row.problem]  # a large run: problems only
+        else:
+            self._hidden += 1
 
     def stage_names(self) -> list[str]:
         """Stage columns in the order suites list them, gating stages before report-only ones."""
@@ -160,16 +191,25 @@ class RunSummary:
         report_only = [name for (name, is_gating), _ in first if not is_gating]
         return gating + [name for name in report_only if name not in gating]
 
-    def lines(self, *, orphans: Sequence[str], orphan_note: str = "") -> list[str]:
-        """Everything under the `per-stage summary` heading, in a fixed order."""
+    def lines(
+        self, *, orphans: Sequence[str], orphan_note: str = "", width: int | None = None
+    ) -> list[str]:
+        """Everything under the `per-stage summary` heading, in a fixed order; the per-case
+        table fits in `width` columns (None: as wide as it takes)."""
         stages = self.stage_names()
-        lines = self._case_rows(stages) if self.count else ["no eval cases ran"]
+        sections = [self._case_rows(stages, width) if self.count else ["no eval cases ran"]]
         if self.count and stages:
-            lines += ["", *self._stage_totals(stages)]
+            totals = self._stage_totals(stages)
             if any(not self._stages[name].gating for name in stages):
-                lines.append("* report only: never fails a case")
+                totals.append("* report only: never fails a case")
+            sections.append(totals)
         if self.count:
-            lines += ["", *self._category_rates()]
+            sections.append(self._category_rates())
+        if self._grouped:
+            sections.append(self._group_rates())
+        lines: list[str] = []
+        for section in filter(None, sections):  # --eval-summary=none: no case table at all
+            lines += [*([""] if lines else []), *section]
         offline = (
             f" ({self._replayed_http} ran today's code over recorded HTTP)"
             if self._replayed_http
@@ -190,16 +230,21 @@ class RunSummary:
             lines.append(f"  not re-recorded: {label} ({note})")
         return lines
 
-    def _case_rows(self, stages: list[str]) -> list[str]:
-        header = ["case", "category", "outcome", *stages, "first failure"]
-        rows = [header]
-        for row in sorted(self._rows, key=lambda row: row.order):
-            cells = [row.cells.get(name, "-") for name in stages]
-            rows.append([row.label, row.category, row.outcome, *cells, row.failure])
-        lines = _table(rows)
-        hidden = self.count - len(self._rows)
-        if hidden:
-            lines.append(f"({hidden} passing or skipped cases not shown; -v shows every case)")
+    def _case_rows(self, stages: list[str], width: int | None) -> list[str]:
+        if self.rows == ROWS_NONE:
+            return []
+        lines: list[str] = []
+        if self._rows:
+            rows = []
+            for row in sorted(self._rows, key=lambda row: row.order):
+                cells = [row.cells.get(name, "-") for name in stages]
+                rows.append([row.label, row.category, row.outcome, *cells, row.failure])
+            lines = case_table(stages, rows, width)
+        if self._hidden:
+            lines.append(
+                f"({self._hidden} passed or skipped case{'s' * (self._hidden != 1)} not shown; "
+                "-v shows every case)"
+            )
         return lines
 
     def _stage_totals(self, stages: list[str]) -> list[str]:
@@ -214,9 +259,128 @@ class RunSummary:
     def _category_rates(self) -> list[str]:
         """Pass rate per category, counted as in results.json: passes over the cases whose answer
         was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere)."""
-        rows = [["category", "passed", "scored", "pass rate"]]
-        for category in sorted(self._categories):
-            passed, scored = self._categories[category]
-            rate = f"{passed / scored:.0%}" if scored else "-"
-            rows.append([category, str(passed), str(scored), rate])
-        return _table(rows)
+        return _rate_table("category", self._categories, sorted(self._categories))
+
+    def _group_rates(self) -> list[str]:
+        """Pass rate per group (e.g. a user id), as for categories. Without -v, at most
+        GROUP_ROWS groups: those with the lowest pass rates (a run may have thousands)."""
+        names = sorted(self._groups)
+        hidden = 0
+        if not self.verbose and len(names) > GROUP_ROWS:
+            def rank(name: str) -> tuple[float, str]:
+                passed, scored = self._groups[name]
+                return (passed / scored if scored else 2.0, name)  # unscored last
+
+            names = sorted(sorted(names, key=rank)[:GROUP_ROWS])
+            hidden = len(self._groups) - GROUP_ROWS
+        lines = _rate_table("group", self._groups, names)
+        if hidden:
+            lines.append(f"({hidden} more groups with higher pass rates; -v shows every group)")
+        return lines
+
+
+def _rate_table(title: str, tallies: Mapping[str, list[int]], names: list[str]) -> list[str]:
+    rows = [[title, "passed", "scored", "pass rate"]]
+    for name in names:
+        passed, scored = tallies[name]
+        rate = f"{passed / scored:.0%}" if scored else "-"
+        rows.append([name, str(passed), str(scored), rate])
+    return _table(rows)
+
+
+# ---- the per-case table, fitted to the terminal ---------------------------------------------
+def stage_headers(stages: Sequence[str]) -> list[str]:
+    """Short, distinct headers for the stage columns (see STAGE_ABBREVIATIONS)."""
+    headers: list[str] = []
+    for name in stages:
+        short = STAGE_ABBREVIATIONS.get(name, name[:5])
+        candidate, n = short, 2
+        while candidate in headers:
+            candidate, n = f"{short}{n}", n + 1
+        headers.append(candidate)
+    return headers
+
+
+def case_table(stages: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
+               ) -> list[str]:
+    """The per-case table: `rows` are [case, category, outcome, *stage cells, first failure].
+
+    Within `width`: the full stage names if the table fits on one line a case (the first
+    failure cut to the room left, at least MIN_FAILURE_CHARS); else abbreviated stage headers
+    with a legend, the columns wrapped into blocks that each repeat the case column when even
+    those do not fit (the first failure last)."""
+    full = ["case", "category", "outcome", *stages, "first failure"]
+    if width is None:
+        return _table([full, *rows])
+    blocks = _blocks(full, rows, width)
+    if len(blocks) == 1 or not stages:
+        return _render_blocks(full, rows, blocks, width)
+    short = stage_headers(stages)
+    headers = ["case", "category", "outcome", *short, "first failure"]
+    lines = _render_blocks(headers, rows, _blocks(headers, rows, width), width)
+    return lines + _legend([f"{a} = {n}" for a, n in zip(short, stages, strict=True) if a != n],
+                           width)
+
+
+def _legend(entries: list[str], width: int) -> list[str]:
+    """`stages: retr = retrieval, ...`, wrapped to `width` between entries, never inside one."""
+    lines: list[str] = []
+    line = "stages:"
+    for number, entry in enumerate(entries):
+        piece = entry + ("," if number < len(entries) - 1 else "")
+        if len(line) + 1 + len(piece) > width and line.strip() not in ("", "stages:"):
+            lines.append(line)
+            line = " "
+        line += " " + piece
+    if entries:
+        lines.append(line)
+    return lines
+
+
+def _label_width(rows: Sequence[Sequence[str]], width: int) -> int:
+    """The case column: as wide as its longest label, but never more than half the width."""
+    return min(max(len("case"), *(len(row[0]) for row in rows)), max(20, width // 2))
+
+
+def _blocks(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int
+            ) -> list[list[tuple[int, int]]]:
+    """Columns packed greedily into blocks of at most `width` characters: (column, width)
+    pairs, each block starting with the case column; the last column (the first failure) is
+    cut to the room left, or starts a block of its own when that is under MIN_FAILURE_CHARS."""
+    widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) for i in range(len(headers))]
+    widths[0] = _label_width(rows, width)
+    last = len(headers) - 1
+    blocks: list[list[tuple[int, int]]] = []
+    block, used = [(0, widths[0])], widths[0]
+    for column in range(1, last):
+        if len(block) > 1 and used + 2 + widths[column] > width:
+            blocks.append(block)
+            block, used = [(0, widths[0])], widths[0]
+        block.append((column, widths[column]))
+        used += 2 + widths[column]
+    room = width - used - 2
+    if room < min(widths[last], MIN_FAILURE_CHARS) and len(block) > 1:
+        blocks.append(block)
+        block, used = [(0, widths[0])], widths[0]
+        room = width - used - 2
+    block.append((last, max(min(widths[last], room), len(headers[last]))))
+    blocks.append(block)
+    return blocks
+
+
+def _render_blocks(headers: Sequence[str], rows: Sequence[Sequence[str]],
+                   blocks: list[list[tuple[int, int]]], width: int) -> list[str]:
+    lines: list[str] = []
+    for number, block in enumerate(blocks):
+        if number:
+            lines.append("")
+        for row in [headers, *rows]:
+            cells = [_fit(row[column], size) for column, size in block]
+            lines.append("  ".join(c.ljust(size) for c, (_, size) in zip(cells, block,
+                                                                          strict=True)).rstrip())
+    return lines
+
+
+def _fit(text: str, size: int) -> str:
+    """`text` cut to `size` characters, with `...` where it was cut."""
+    return text if len(text) <= size else text[: max(size - 3, 0)] + "..."

@@ -20,6 +20,7 @@ from .formatting import (
 
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
+GROUP_ROWS_CAP = 50  # groups may be user ids: thousands; the lowest pass rates are shown
 _CELL_CHARS = 200
 
 # Entities rather than backslash escapes: GitHub renders a subset of raw HTML in
@@ -60,6 +61,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         out += _baseline(doc["baseline"])
     out += _stages(doc)
     out += _categories(doc)
+    out += _groups(doc)
     out += _completeness(doc.get("completeness_vs_accuracy"))
     out += _failing(doc["cases"])
     return "\n".join(out).rstrip() + "\n"
@@ -197,6 +199,32 @@ def _categories(doc: Mapping[str, Any]) -> list[str]:
     lines = ["### Categories", ""]
     lines += _table(["category", "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"],
                     rows, ["l", "r", "r", "r", "r", "l"])
+    lines.append("")
+    return lines
+
+
+def _groups(doc: Mapping[str, Any]) -> list[str]:
+    """Per-group rows (a case's `group`, e.g. a user id), when any case has one. Beyond
+    GROUP_ROWS_CAP groups, those with the lowest pass rates, in name order."""
+    groups = doc.get("groups") or {}
+    if not groups:
+        return []
+    names = sorted(groups)
+    if len(names) > GROUP_ROWS_CAP:
+        def rank(name: str) -> tuple[float, str]:
+            rate = groups[name]["pass_rate"]
+            return (2.0 if rate is None else rate, name)
+
+        names = sorted(sorted(names, key=rank)[:GROUP_ROWS_CAP])
+    rows = [(name, g["cases"], g["passed"] + g["xpassed"], g["failed"] + g["xfailed"],
+             fmt_pct(g["pass_rate"]), fmt_pct_ci(g["pass_rate_ci95"]))
+            for name in names for g in [groups[name]]]
+    lines = ["### Groups", ""]
+    lines += _table(["group", "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"],
+                    rows, ["l", "r", "r", "r", "r", "l"])
+    if len(groups) > GROUP_ROWS_CAP:
+        lines += ["", f"_…and {len(groups) - GROUP_ROWS_CAP} more groups with higher pass rates "
+                  "(see dashboard.html)_"]
     lines.append("")
     return lines
 
