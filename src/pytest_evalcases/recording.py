@@ -104,21 +104,33 @@ def check_verdicts(
         old = dict(recorded.get("key") or {})
         if judge.id is None:  # no judge configured: accept whichever judge recorded it
             old.pop("judge", None), old.pop("judge_version", None)
-        recorded_labels = stored_labels(doc or {}, "verdicts", stage.name)
+        if old != expected:  # labels are read only for the message of a stale verdict
+            _stale_verdict(ctx, case, judge, stage, old, expected, doc or {})
 
-        def labels(stage: Any = stage, recorded: Any = recorded_labels) -> Any:
-            return recorded, verdict_labels(
-                stage, case, ctx.judge_options, judge.id, judge.version
-            )
 
-        def advice(changed: set[str], recorded: Any = recorded_labels) -> str | None:
-            recorded_from = (doc or {}).get("labels", {}).get("judge_from")
-            return judge_source_advice(
-                changed, recorded, recorded_from, judge.id, ctx.judge_from
-            )
+def _stale_verdict(
+    ctx: SuiteContext,
+    case: Case,
+    judge: JudgeBinding,
+    stage: Any,
+    old: dict[str, Any],
+    expected: dict[str, str],
+    doc: dict[str, Any],
+) -> None:
+    """Raise StaleRecording for a verdict whose key differs, worded with the labels, and naming
+    the override the verdict was recorded with when only that explains a changed judge."""
+    recorded = stored_labels(doc, "verdicts", stage.name)
+    labels = doc.get("labels")
+    recorded_from = labels.get("judge_from") if isinstance(labels, dict) else None
 
-        check_key(old, expected, f" (verdict {stage.name})", "--live-judges",
-                  labels=labels, advice=advice)
+    def both_labels() -> Any:
+        return recorded, verdict_labels(stage, case, ctx.judge_options, judge.id, judge.version)
+
+    def advice(changed: set[str]) -> str | None:
+        return judge_source_advice(changed, recorded, recorded_from, judge.id, ctx.judge_from)
+
+    check_key(old, expected, f" (verdict {stage.name})", "--live-judges",
+              labels=both_labels, advice=advice)
 
 
 def _key_labels(doc: dict[str, Any], ctx: SuiteContext, case: Case) -> LabelSource:
