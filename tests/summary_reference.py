@@ -17,6 +17,7 @@ from pytest_evalcases.outcomes import DECIDED, PASS_LIKE
 from pytest_evalcases.summary import (
     GROUP_ROWS,
     QUIET_OUTCOMES,
+    _rate_table,
     _table,
     case_table,
     first_failure_cell,
@@ -98,20 +99,11 @@ def rate_rows(results: Sequence[dict[str, Any]], key: str) -> dict[str, list[int
     return counts
 
 
-def rate_table(title: str, counts: dict[str, list[int]], names: list[str]) -> list[str]:
-    rows = [[title, "passed", "scored", "pass rate"]]
-    for name in names:
-        passed, scored = counts[name]
-        rate = f"{passed / scored:.0%}" if scored else "-"
-        rows.append([name, str(passed), str(scored), rate])
-    return _table(rows)
-
-
 def category_rates(results: Sequence[dict[str, Any]]) -> list[str]:
     """Pass rate per category, counted as in results.json: passes over the cases whose answer
     was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere)."""
     counts = rate_rows(results, "category")
-    return rate_table("category", counts, sorted(counts))
+    return _rate_table("category", counts, sorted(counts))
 
 
 def group_rates(results: Sequence[dict[str, Any]], verbose: bool) -> list[str]:
@@ -119,10 +111,10 @@ def group_rates(results: Sequence[dict[str, Any]], verbose: bool) -> list[str]:
     counts = rate_rows(results, "group")
     names = sorted(counts)
     if verbose or len(names) <= GROUP_ROWS:
-        return rate_table("group", counts, names)
+        return _rate_table("group", counts, names)
     rates = {name: (p / s if s else 2.0) for name, (p, s) in counts.items()}
     worst = sorted(names, key=lambda name: (rates[name], name))[:GROUP_ROWS]
-    return [*rate_table("group", counts, sorted(worst)),
+    return [*_rate_table("group", counts, sorted(worst)),
             f"({len(names) - GROUP_ROWS} more groups with higher pass rates; -v shows every "
             "group)"]
 
