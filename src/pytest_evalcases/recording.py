@@ -84,6 +84,7 @@ def check_verdicts(
     judge: JudgeBinding,
     trace: dict[str, Any],
     verdicts: dict[str, Any],
+    rejudge: str = "--live-judges (re-judges the recorded trace)",
 ) -> None:
     """Every verdict the trace needs is recorded, under the key it would be made with today."""
     for stage in applicable(ctx.judged, case, trace):
@@ -91,8 +92,7 @@ def check_verdicts(
         if not isinstance(recorded, dict):
             raise MissingRecording(
                 f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; "
-                "record it with "
-                "--live-judges (re-judges the recorded trace) or --live"
+                f"record it with {rejudge} or --live"
             )
         expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
         old = dict(recorded.get("key") or {})
@@ -285,7 +285,10 @@ def replay_http(
     call."""
     doc, key, trace = run_recorded(ctx, case, http)
     recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
-    check_verdicts(ctx, case, judge, trace, verdicts)
+    # Today's trace may need a verdict the recorded one did not (e.g. it now has a context).
+    check_verdicts(
+        ctx, case, judge, trace, verdicts, "--replay-http --live-judges (judges today's trace)"
+    )
     rejudge = False
     for stage in applicable(ctx.judged, case, trace):
         changed = [
