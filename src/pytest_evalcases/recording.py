@@ -72,7 +72,7 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
         )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
     check_key(doc.get("key"), key, "", "--live")
-    check_integrity(doc, shown_path(path, ctx.rootdir))
+    check_integrity(doc, path, ctx.rootdir)
     verdicts = doc.get("verdicts") or {}
     check_verdicts(ctx, case, judge, doc["trace"], verdicts)
     return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
@@ -107,7 +107,7 @@ def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any]
     try:
         doc = load_cassette(path, ctx.rootdir)
         if doc is not None and mode != LIVE:  # every verdict is judged again or checked below
-            check_integrity(doc, shown_path(path, ctx.rootdir), verdicts=False)
+            check_integrity(doc, path, ctx.rootdir, verdicts=False)
     except NewerCassette:
         raise
     except CassetteError:
@@ -328,7 +328,7 @@ def run_recorded(
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
     check_key(doc.get("key"), key, "", "--live", ignore_prefix="code.")
-    check_integrity(doc, shown_path(path, ctx.rootdir))
+    check_integrity(doc, path, ctx.rootdir)
     exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
     if exchanges is None or "http" not in doc["integrity"]:
