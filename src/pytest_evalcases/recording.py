@@ -76,9 +76,9 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
         )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
     check_key(doc.get("key"), key, "", "--live", labels=_key_labels(doc, ctx, case))
-    check_integrity(doc, shown_path(path, ctx.rootdir))
+    check_integrity(doc, path, ctx.rootdir)
     verdicts = doc.get("verdicts") or {}
-    check_verdicts(ctx, case, judge, doc["trace"], verdicts, doc)
+    check_verdicts(ctx, case, judge, doc["trace"], verdicts, doc=doc)
     return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
 
 
@@ -88,6 +88,7 @@ def check_verdicts(
     judge: JudgeBinding,
     trace: dict[str, Any],
     verdicts: dict[str, Any],
+    rejudge: str = "--live-judges (re-judges the recorded trace)",
     doc: dict[str, Any] | None = None,
 ) -> None:
     """Every verdict the trace needs is recorded, under the key it would be made with today.
@@ -97,8 +98,7 @@ def check_verdicts(
         if not isinstance(recorded, dict):
             raise MissingRecording(
                 f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; "
-                "record it with "
-                "--live-judges (re-judges the recorded trace) or --live"
+                f"record it with {rejudge} or --live"
             )
         expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
         old = dict(recorded.get("key") or {})
@@ -182,7 +182,7 @@ def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any]
     try:
         doc = load_cassette(path, ctx.rootdir)
         if doc is not None and mode != LIVE:  # every verdict is judged again or checked below
-            check_integrity(doc, shown_path(path, ctx.rootdir), verdicts=False)
+            check_integrity(doc, path, ctx.rootdir, verdicts=False)
     except NewerCassette:
         raise
     except CassetteError:
@@ -364,7 +364,11 @@ def replay_http(
     call."""
     doc, key, trace = run_recorded(ctx, case, http)
     recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
-    check_verdicts(ctx, case, judge, trace, verdicts, doc)
+    # Today's trace may need a verdict the recorded one did not (e.g. it now has a context).
+    check_verdicts(
+        ctx, case, judge, trace, verdicts, "--replay-http --live-judges (judges today's trace)",
+        doc=doc,
+    )
     rejudge = False
     for stage in applicable(ctx.judged, case, trace):
         changed = [
@@ -405,7 +409,7 @@ def run_recorded(
     key = recording_key(ctx.key_fields, key_view(view))
     check_key(doc.get("key"), key, "", "--live", ignore_prefix="code.",
               labels=_key_labels(doc, ctx, case))
-    check_integrity(doc, shown_path(path, ctx.rootdir))
+    check_integrity(doc, path, ctx.rootdir)
     exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
     if exchanges is None or "http" not in doc["integrity"]:
