@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import gc
+import importlib
 import importlib.metadata
 import importlib.util
 import os
@@ -93,6 +95,12 @@ def start_loading_deepeval() -> concurrent.futures.Future[None]:
             # Running: a waiter that is cancelled (a timeout, Ctrl-C) cannot cancel the import,
             # which every other waiter shares (asyncio.wrap_future passes cancellation on).
             _loading.set_running_or_notify_cancel()
+            # The HTTP clients both deepeval and vcrpy's patches import, imported here first: the
+            # main thread starting vcrpy while this thread imports deepeval met a half-imported
+            # urllib3 (KeyError: 'urllib3', seen about once in five busy runs).
+            for name in ("urllib3", "requests"):
+                with contextlib.suppress(ImportError):
+                    importlib.import_module(name)
             threading.Thread(
                 target=_load_deepeval, args=(_loading,), name="evalcases-deepeval-import",
                 daemon=True,
