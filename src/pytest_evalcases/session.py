@@ -82,7 +82,18 @@ def _mode(config: pytest.Config) -> str:
         raise pytest.UsageError(
             "--live, --live-stale and --live-judges cannot be combined: pick one"
         )
+    # --live-dry-run alone is a dry --live; with --live-stale or --live-judges, a dry one of those
+    live = live or (config.getoption("eval_live_dry_run") and not (stale or judges))
     return LIVE if live else LIVE_STALE if stale else LIVE_JUDGES if judges else REPLAY
+
+
+def _budget(value: float | None) -> float | None:
+    """--eval-budget USD: a cost above 0, or None when not given."""
+    if value is None:
+        return None
+    if not 0 < value < float("inf"):
+        raise pytest.UsageError(f"--eval-budget must be an amount of USD above 0, not {value!r}")
+    return float(value)
 
 
 def _replay_http(config: pytest.Config, mode: str) -> bool:
@@ -105,6 +116,8 @@ class EvalSession:
         self.config = config
         self.rootdir = Path(config.rootpath)
         self.mode = _mode(config)
+        self.dry_run = bool(config.getoption("eval_live_dry_run"))  # run and judge, write nothing
+        self.budget = _budget(config.getoption("eval_budget"))
         self.replay_http = _replay_http(config, self.mode)
         self.is_worker = hasattr(config, "workerinput")
         self.case_dirs = [(self.rootdir / p).resolve() for p in config.getini("eval_cases")]
@@ -141,6 +154,7 @@ class EvalSession:
         self._http_layer: HttpLayer | None = None
         self._guard: Any = None
         self.removed_temp_files = 0  # left by killed live runs, removed when this one starts
+        self.stopped: str | None = None  # why a live run stopped starting cases, if it did
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         from .runreport import utc_now
@@ -262,7 +276,7 @@ class EvalSession:
             p.relative_to(self.rootdir) if p.is_relative_to(self.rootdir) else p
             for p in find_orphans(self.cassette_root, suites)
         ]
-        if orphans and self.mode == LIVE and self._full_selection():
+        if orphans and self.mode == LIVE and not self.dry_run and self._full_selection():
             for path in orphans:
                 (self.rootdir / path).unlink(missing_ok=True)
             return orphans, " (deleted by this full --live run)"
@@ -334,14 +348,14 @@ class EvalSession:
             from .recording import replay_http
 
             binding = self.judge_binding(item.ctx.judge_spec, False)
-            return replay_http(
-                item.ctx, item.case, binding, self.http_layer, refresh=self.mode == LIVE_STALE
-            )
+            return replay_http(item.ctx, item.case, binding, self.http_layer,
+                               refresh=self.mode == LIVE_STALE, dry_run=self.dry_run)
         if not self.live:
             from .recording import replay
 
             return replay(item.ctx, item.case, self.binding_for(item))
         from .errors import MissingRecording, StaleRecording
+        from .rerecording.stop import NotRun
 
         try:
             if self.replay_http:  # --live-judges: judge what today's code answers, offline
@@ -350,6 +364,9 @@ class EvalSession:
                 doc, _, trace = run_recorded(item.ctx, item.case, self.http_layer)
                 return self.recorder.recording_for(item, offline=(doc, trace))
             return self.recorder.recording_for(item)
+        except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
+            item.not_run = str(exc)
+            pytest.skip(str(exc))
         except (StaleRecording, MissingRecording):
             raise
         except Exception as exc:  # the summary says this case was not re-recorded, and why
