@@ -291,7 +291,7 @@ def changes_section(result: pytest.RunResult) -> list[str]:
     assert len(starts) == 1, "expected one 'recording changes' section:\n" + "\n".join(lines)
     section = []
     for line in lines[starts[0] + 1:]:
-        if line.startswith("=") or _FINAL_LINE.match(line):
+        if line.startswith(("=", "eval reports: ")) or _FINAL_LINE.match(line):
             break
         section.append(line)
     return section

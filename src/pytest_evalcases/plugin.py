@@ -415,16 +415,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_sep("=", "per-stage summary")
     for line in collector.summary.lines(orphans=[str(p) for p in orphans], orphan_note=note):
         terminalreporter.write_line(line)
-    if collector.changes is not None:
-        title = "recording changes" + (" (dry run)" if state.dry_run else "")
-        terminalreporter.write_sep("=", title)
-        for line in collector.changes.lines():
-            terminalreporter.write_line(line)
     if state.removed_temp_files:
         count = state.removed_temp_files
         terminalreporter.write_line(
             f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings"
         )
+    if collector.changes is not None:
+        title = "recording changes" + (" (dry run)" if state.dry_run else "")
+        terminalreporter.write_sep("=", title)
+        for line in collector.changes.lines():
+            terminalreporter.write_line(line)
     report = state.run_report
     if report is not None and report.doc.get("baseline") is not None:
         from .baseline import render_baseline_terminal

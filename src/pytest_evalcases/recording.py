@@ -176,6 +176,7 @@ class CaseSlots:
 
         self._slots = asyncio.Semaphore(concurrency)
         self.rule = rule  # a rerecording.stop.StopRule, or None
+        self.counted: set[str] = set()  # cases whose failure the rule has counted already
 
     @asynccontextmanager
     async def system(self) -> AsyncIterator[None]:
@@ -190,6 +191,20 @@ class CaseSlots:
     def spend(self, usd: float) -> None:
         if self.rule is not None and usd:
             self.rule.spend(usd)
+
+    def system_ran(self, ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> None:
+        """Before the slot is free: the run's cost, and (under -x / --maxfail) a failure of a
+        stage that needs no judge, so the next case already sees them. A judged stage's failure
+        is known, and counted, only once its verdict is in."""
+        rule = self.rule
+        if rule is None:
+            return
+        cost = _cost_of(trace)
+        if cost:
+            rule.spend(cost)
+        if rule.maxfail and not case.xfail and _fails_without_judge(ctx, case, trace):
+            self.counted.add(_where(ctx, case))
+            rule.count(True)
 
 
 async def record(
@@ -253,8 +268,8 @@ async def record(
                 exchanges = case_http.interactions
             trace = normalize_trace(result, _where(ctx, case))
             spent += _cost_of(trace)
-            if slots is not None:  # before the slot is free: the next case sees the cost
-                slots.spend(spent)
+            if slots is not None:
+                slots.system_ran(ctx, case, trace)
         old_verdicts = {}
 
     verdicts: dict[str, Any] = {}
@@ -390,6 +405,15 @@ def _ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
         except ValueError:  # the suite's own check reports it
             continue
     return paths
+
+
+def _fails_without_judge(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> bool:
+    """Whether a gating stage that needs no verdict fails on this trace."""
+    from .scoring import score_case
+    from .stages import STAGES
+
+    plain = [name for name in ctx.gating if not STAGES[name].judged]
+    return score_case(ctx.suite, case, trace, {}, plain, []).first_failure is not None
 
 
 def _stage_scores(

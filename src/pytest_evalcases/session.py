@@ -366,7 +366,8 @@ class EvalSession:
             return self.recorder.recording_for(item)
         except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
             item.not_run = str(exc)
-            pytest.skip(str(exc))
+            # Shown at the case (as a skip marker is), not at this line of the plugin.
+            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
         except (StaleRecording, MissingRecording):
             raise
         except Exception as exc:  # the summary says this case was not re-recorded, and why
