@@ -577,7 +577,7 @@ def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
 
 
 def test_the_recording_changes_markdown_cannot_form_links() -> None:
-    from pytest_evalcases.report.changes import RecordingChanges
+    from pytest_evalcases.rerecording.changes import RecordingChanges
 
     changes = RecordingChanges()
     changes.add({"suite": "s", "id": "a", "file": "f", "index": 0, "outcome": "passed",

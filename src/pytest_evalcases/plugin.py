@@ -18,7 +18,7 @@ from .runreport import check_report_options, load_baseline
 from .session import SESSION_KEY, EvalSession, get_session
 
 if TYPE_CHECKING:
-    from .report.changes import RecordingChanges
+    from .rerecording.changes import RecordingChanges
     from .summary import RunSummary
 
 RESULTS_PLUGIN = "evalcases-results"
@@ -285,7 +285,7 @@ class ResultCollector:
         self.budget_stop: str | None = None
         self.session: pytest.Session | None = None
         if state.live:
-            from .report.changes import RecordingChanges
+            from .rerecording.changes import RecordingChanges
 
             self.changes = RecordingChanges(dry_run=state.dry_run, verbose=self.verbose)
 
@@ -374,7 +374,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     tolerance = session.config.getoption("eval_tolerance")
     extra = None
     if changes is not None:
-        from .report.changes import RECORDING_CHANGES_MD
+        from .rerecording.changes import RECORDING_CHANGES_MD
 
         extra = {RECORDING_CHANGES_MD: changes.markdown()}
     state.run_report = build_run_report(
