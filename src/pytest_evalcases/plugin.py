@@ -150,6 +150,8 @@ def pytest_configure(config: pytest.Config) -> None:
         check_report_options(config)
         state.baseline = load_baseline(config)
         config.pluginmanager.register(ResultCollector(config, state), RESULTS_PLUGIN)
+    if state.live or state.replay_http:  # (xdist workers too: they print with -n and -v)
+        config.pluginmanager.register(ErrorStatus(), "evalcases-error-status")
     if state.live:
         _dont_rewrite_deepeval()
         if not state.is_worker and not state.dry_run:  # temp files of killed runs go first
@@ -218,13 +220,17 @@ def _batch(config: pytest.Config) -> bool:
     return get_session(config).records_in_batch and not config.pluginmanager.has_plugin("dsession")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+class ErrorStatus:
     """A case that could not be evaluated (a judge error on a gating stage) reads ERROR, as it
-    does in the per-stage summary: it is not a failure of the system under test."""
-    if getattr(report, "evalcase_error", False) and report.when == "call" and report.failed:
-        return "error", "E", "ERROR"
-    return None
+    does in the per-stage summary: it is not a failure of the system under test. Registered only
+    where a judge can fail while a case is scored (live modes, --replay-http): a plain replay
+    raises its errors in setup, and pays nothing for this hook on each of its reports."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        if getattr(report, "evalcase_error", False) and report.when == "call" and report.failed:
+            return "error", "E", "ERROR"
+        return None
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
