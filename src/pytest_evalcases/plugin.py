@@ -30,7 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--live",
         action="store_true",
         dest="eval_live",
-        help="run the real system and judges for every selected case and re-record",
+        help="run the real system and judges for every selected case and re-record (only "
+        "the cassettes that changed are written)",
     )
     group.addoption(
         "--live-stale",
@@ -42,7 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--live-judges",
         action="store_true",
         dest="eval_live_judges",
-        help="re-judge the recorded traces without running the system again",
+        help="judge what the recorded traces lack (pending, missing or stale verdicts) "
+        "without running the system again",
     )
     group.addoption(
         "--live-dry-run",

@@ -370,7 +370,7 @@ class EvalSession:
             raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
         except (StaleRecording, MissingRecording):
             raise
-        except Exception as exc:  # the summary says this case was not re-recorded, and why
+        except Exception as exc:  # the summary says this case was not recorded, and why
             item.live_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise
 
