@@ -102,8 +102,9 @@ def _replay_http(config: pytest.Config, mode: str) -> bool:
         raise pytest.UsageError(f"ini option eval_replay: {ini!r} is not 'trace' or 'http'")
     flag = bool(config.getoption("eval_replay_http"))
     if flag and mode == LIVE:
+        live = "--live" if config.getoption("eval_live") else "--live-dry-run (a dry --live)"
         raise pytest.UsageError(
-            "--live runs the system against the real network; --replay-http serves it the "
+            f"{live} runs the system against the real network; --replay-http serves it the "
             "recorded answers: pick one (--replay-http --live-stale refreshes what replays clean)"
         )
     # The ini says how to replay; it never turns --live, --live-stale or --live-judges into
