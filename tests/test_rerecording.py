@@ -35,26 +35,14 @@ from judge_server import Fault, JudgeServer, judge_server_fixture
 
 STEERED_SYSTEM = '''\
 """Answers as behaviour.json says; timings and token counts differ on every run."""
-import json
 import random
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-
-
-def steer():
-    path = ROOT / "behaviour.json"
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def log(line):
-    with open(ROOT / "calls.log", "a") as handle:
-        handle.write(line + "\\n")
+from mysys import behaviour, log  # the shared test system's steering file and call log
 
 
 def run(case):
-    s = steer()
+    s = behaviour()
     log(f"run {case['id']}")
     time.sleep(s.get("sleep", {}).get(case["id"], 0))
     if case["id"] in s.get("raise", []):
