@@ -194,3 +194,57 @@ def test_replay_leaves_temp_files_alone(project: Project) -> None:
 
     assert leftover.exists()  # replay writes nothing, so it removes nothing either
 
+
+
+def test_a_secret_in_a_trace_is_redacted_before_it_is_written_and_counted(
+    project: Project,
+) -> None:
+    from evalhelpers import run_pytest_env
+
+    secret = "s3cr3t-value-of-the-service-0042"
+    project.write_suite(suite_doc(stages=["tools", "retrieval"]))
+    project.steer(suffix=f" (token {secret})")
+
+    result, _ = run_pytest_env(project.root, "--live", env={"MY_SERVICE_TOKEN": secret})
+
+    result.assert_outcomes(passed=3)
+    assert "redacted 3 secrets in 3 recordings" in output(result)
+    files = project.files(http=True)
+    leaking = [path for path, (content, _) in files.items() if secret.encode() in content]
+    assert files and leaking == []
+    answer = project.cassette("suite", "alpha")["trace"]["answer"]
+    assert answer.endswith("(token [REDACTED:MY_SERVICE_TOKEN])")
+    replay, _ = run_pytest_env(project.root)  # what was written replays (its hashes hold)
+    replay.assert_outcomes(passed=3)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda doc: doc["trace"].update(tool_calls="search"),
+        lambda doc: doc.update(key="abc"),
+        lambda doc: doc["verdicts"].update(faithfulness={"score": "high"}),
+    ],
+    ids=["trace", "key", "verdict"],
+)
+def test_live_stale_re_records_a_cassette_edited_by_hand(project: Project, edit) -> None:
+    import json
+
+    project.write_suite(suite_doc())
+    project.run("--live").assert_outcomes(passed=3)
+    path = project.cassette_path("suite", "gamma")
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    project.clear_calls()
+
+    refused = project.run()
+    refused.assert_outcomes(passed=2, errors=1)
+    assert "cassettes/suite/gamma.json" in error_block(refused, "suite::gamma")
+
+    result = project.run("--live-stale")
+
+    assert_not_aborted(result)
+    result.assert_outcomes(passed=3)
+    assert [line for line in project.calls() if line.startswith("run")] == ["run gamma"]
+    project.run().assert_outcomes(passed=3)

@@ -83,7 +83,7 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
         )
     key = recording_key(ctx.key_fields, key_view(system_view(case)))
     check_key(doc.get("key"), key, "", "--live")
-    check_integrity(doc, shown_path(path, ctx.rootdir))
+    check_integrity(doc, path, ctx.rootdir)
     verdicts = doc.get("verdicts") or {}
     check_verdicts(ctx, case, judge, doc["trace"], verdicts)
     return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
@@ -95,6 +95,7 @@ def check_verdicts(
     judge: JudgeBinding,
     trace: dict[str, Any],
     verdicts: dict[str, Any],
+    rejudge: str = "--live-judges (re-judges the recorded trace)",
 ) -> None:
     """Every verdict the trace needs is recorded, under the key it would be made with today."""
     for stage in applicable(ctx.judged, case, trace):
@@ -102,8 +103,7 @@ def check_verdicts(
         if not isinstance(recorded, dict):
             raise MissingRecording(
                 f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; "
-                "record it with "
-                "--live-judges (re-judges the recorded trace) or --live"
+                f"record it with {rejudge} or --live"
             )
         if recorded.get("pending"):
             raise PendingVerdict(
@@ -140,7 +140,7 @@ def _existing(
     if doc is None or mode == LIVE:
         return doc, None
     try:  # every verdict is judged again or checked below
-        check_integrity(doc, shown_path(path, ctx.rootdir), verdicts=False)
+        check_integrity(doc, path, ctx.rootdir, verdicts=False)
     except CassetteError:
         if mode == LIVE_JUDGES:
             raise
@@ -483,7 +483,10 @@ def replay_http(
     call (`dry_run`: said, not written)."""
     doc, key, trace = run_recorded(ctx, case, http)
     recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
-    check_verdicts(ctx, case, judge, trace, verdicts)
+    # Today's trace may need a verdict the recorded one did not (e.g. it now has a context).
+    check_verdicts(
+        ctx, case, judge, trace, verdicts, "--replay-http --live-judges (judges today's trace)"
+    )
     rejudge = False
     for stage in applicable(ctx.judged, case, trace):
         changed = [
@@ -523,7 +526,7 @@ def run_recorded(
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
     check_key(doc.get("key"), key, "", "--live", ignore_prefix="code.")
-    check_integrity(doc, shown_path(path, ctx.rootdir))
+    check_integrity(doc, path, ctx.rootdir)
     exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
     if exchanges is None or "http" not in doc["integrity"]:
