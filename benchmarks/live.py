@@ -20,6 +20,10 @@ Bytecode: as in replay.py, PYTHONDONTWRITEBYTECODE is dropped for the child and 
 cached in the temporary project (PYTHONPYCACHEPREFIX), as a normal install would cache it;
 `--no-bytecode-cache` keeps the environment's setting.
 
+`--changed`: every run changes every answer (a run number in it), so each case is compared with
+its old recording, described and written. Without it the timed runs re-record unchanged cases,
+which (since issue 9) are compared and left unwritten.
+
 Target (issue 3, at N = 200, L = 50 ms, C = 16): wall within 1.3x of the ideal.
 """
 
@@ -51,9 +55,15 @@ STAGES = [
 TARGET = 1.3
 
 SYSTEM = """
+from pathlib import Path
+
+RUN = Path(__file__).with_name("run.txt")
+
+
 def run(case):
     topic = case["input"].rstrip("?")
-    return {"answer": f"{topic} is answered in chapter {case['n']}.",
+    stamp = RUN.read_text() if RUN.exists() else ""
+    return {"answer": f"{topic} is answered in chapter {case['n']}.{stamp}",
             "retrieved": ["d1"], "context": [f"{topic} is answered in chapter {case['n']}."]}
 """
 
@@ -113,8 +123,11 @@ def child_env(server: JudgeServer, pycache: Path | None) -> dict[str, str]:
     return env
 
 
-def record(folder: Path, server: JudgeServer, concurrency: int, env: dict[str, str]) -> Run:
-    """One timed `pytest --live` run; the server's request log is cleared first."""
+def record(folder: Path, server: JudgeServer, concurrency: int, env: dict[str, str],
+           stamp: str = "") -> Run:
+    """One timed `pytest --live` run; the server's request log is cleared first. `stamp` is
+    appended to every answer (a new one makes every recording change)."""
+    (folder / "run.txt").write_text(stamp)
     server.requests.clear()
     server.max_in_flight = 0
     command = [
@@ -161,6 +174,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("-r", "--repeats", type=int, default=3)
     parser.add_argument("--no-bytecode-cache", action="store_true")
+    parser.add_argument("--changed", action="store_true",
+                        help="change every answer in every run (each case is written)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -171,10 +186,13 @@ def main() -> None:
             env = child_env(server, None if args.no_bytecode_cache else folder / "pycache")
             record(folder, server, args.concurrency, env)  # warm-up, untimed
             timed: dict[float, list[Run]] = {args.latency: [], 0.0: []}
+            runs = 0
             for _ in range(args.repeats):
                 for latency in timed:
                     server.latency = latency
-                    timed[latency].append(record(folder, server, args.concurrency, env))
+                    runs += 1
+                    stamp = f" Run {runs}." if args.changed else ""
+                    timed[latency].append(record(folder, server, args.concurrency, env, stamp))
         finally:
             server.stop()
 
@@ -185,7 +203,8 @@ def main() -> None:
     print(
         f"N={args.n} cases x {len(STAGES)} judged stages, latency {args.latency * 1000:.0f} ms, "
         f"concurrency {args.concurrency}, best of {args.repeats} "
-        f"(bytecode {'as in the environment' if args.no_bytecode_cache else 'cached'})"
+        f"(bytecode {'as in the environment' if args.no_bytecode_cache else 'cached'}"
+        f"{'; every answer changed in every run' if args.changed else ''})"
     )
     print(f"  pytest said:          {run.tail}")
     print(f"  judge requests:       {run.requests} (max in flight {run.peak_in_flight}, "

@@ -289,6 +289,20 @@ def summary_section(result: pytest.RunResult) -> list[str]:
     return section
 
 
+def changes_section(result: pytest.RunResult) -> list[str]:
+    """The lines of a live run's `recording changes` section (without its title line)."""
+    lines = result.outlines
+    starts = [i for i, line in enumerate(lines)
+              if re.fullmatch(r"=+ recording changes( \(dry run\))? =+", line)]
+    assert len(starts) == 1, "expected one 'recording changes' section:\n" + "\n".join(lines)
+    section = []
+    for line in lines[starts[0] + 1:]:
+        if line.startswith(("=", "eval reports: ")) or _FINAL_LINE.match(line):
+            break
+        section.append(line)
+    return section
+
+
 def output(result: pytest.RunResult) -> str:
     return "\n".join(result.outlines + result.errlines)
 
@@ -302,9 +316,10 @@ def assert_not_aborted(result: pytest.RunResult) -> None:
 
 
 def error_block(result: pytest.RunResult, nodeid_part: str) -> str:
-    """The text of the `ERROR at setup of ...` / `FAILED` block whose title names `nodeid_part`."""
+    """The text of the `ERROR at setup of ...` / `FAILED` block whose title names `nodeid_part`
+    (`ERROR at call of ...`: a case that could not be evaluated, e.g. a judge error)."""
     lines = result.outlines
-    title = re.compile(r"^_{3,} (ERROR at setup of |ERROR at teardown of )?(.*?) _{3,}$")
+    title = re.compile(r"^_{3,} (ERROR at (?:setup|call|teardown) of )?(.*?) _{3,}$")
     blocks: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in lines:

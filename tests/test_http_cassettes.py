@@ -530,8 +530,8 @@ def test_changed_answer_needs_rejudging_then_live_judges_judges_it(
 
     result = recorded.run("--replay-http", "cases/judged.json", "-p", "no:cacheprovider")
 
-    # Not evaluated: an error in the summary; pytest counts what its call phase raised a failure.
-    result.assert_outcomes(failed=1)
+    # Not evaluated: an error, in the summary and in pytest's terms.
+    result.assert_outcomes(errors=1)
     assert outcomes(result) == {"judged::alpha": "error"}
     block = error_block(result, "judged::alpha")
     assert "faithfulness" in block and "needs re-judging: answer changed" in block

@@ -11,6 +11,7 @@ import pytest
 from evalhelpers import (
     Project,
     assert_not_aborted,
+    changes_section,
     error_block,
     make_case,
     output,
@@ -171,10 +172,12 @@ def test_system_that_raises_errors_with_its_traceback(failed_live: SimpleNamespa
 
 
 def test_summary_says_the_failed_cases_were_not_re_recorded(failed_live: SimpleNamespace) -> None:
-    summary = "\n".join(summary_section(failed_live.live))
-    assert "not re-recorded: suite::gamma" in summary, summary
-    assert "not re-recorded: suite::epsilon" in summary, summary
-    assert "not re-recorded: suite::alpha" not in summary
+    section = "\n".join(changes_section(failed_live.live))
+    assert ("  not recorded: suite::gamma (RuntimeError: system exploded on gamma; the previous "
+            "recording was kept)") in section, section
+    assert "  not recorded: suite::epsilon (TraceError: malformed trace" in section, section
+    assert "not recorded: suite::alpha" not in section
+    assert "1 unchanged, 0 changed, 0 new; 2 not recorded" in section
 
 
 def test_interrupted_live_run_leaves_every_cassette_whole(project: Project) -> None:

@@ -20,6 +20,10 @@ class StaleRecording(EvalCaseError):
     """The recording was made under a different key."""
 
 
+class PendingVerdict(EvalCaseError):
+    """A recording whose judge failed when it was made: the trace is saved, a verdict is not."""
+
+
 class CassetteError(EvalCaseError):
     """A cassette exists but cannot be read as a recording."""
 

@@ -4,6 +4,11 @@ each worker records its items one at a time.
 `--eval-concurrency C` bounds the system runs in flight (C) and, separately, the judge's model
 requests in flight (C, the judge's own gate). A case does not hold a system slot while it waits
 for its judge, so the next systems run meanwhile, and the judge always has work queued.
+
+-x / --maxfail and --eval-budget are applied here, to the batch: once reached, no further case
+starts (the ones running finish and are saved) and every case still reports, the ones not
+started as skipped ("not run"). Under xdist and --replay-http, cases record one at a time in
+their own items, and pytest (or xdist) stops the run between items.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .recording import JudgeBinding, Recording, record
+from .recording import CaseSlots, JudgeBinding, Recording, record
+from .rerecording.stop import NotRun, StopRule
 from .session import LIVE_STALE
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in
@@ -31,6 +37,8 @@ class LiveRecorder:
         self.state = state
         self.concurrency = state.concurrency
         self.mode = state.mode
+        self.dry_run = state.dry_run
+        self.rule = StopRule()  # set by record_batch; without limits it never stops anything
         self._prepared: dict[str, Recording | BaseException] = {}
 
     def recording_for(self, item: CaseItem, offline: Any = None) -> Recording:
@@ -44,7 +52,7 @@ class LiveRecorder:
     async def _record_single(self, item: CaseItem, offline: Any = None) -> Recording:
         try:
             self._warm_up([self.state.binding_for(item)])
-            return await self._record_one(item, _Limits(self.concurrency), offline)
+            return await self._record_one(item, _Limits(self.concurrency, None), offline)
         finally:
             await self._close_judges()
 
@@ -73,14 +81,19 @@ class LiveRecorder:
                 item.case,
                 binding,
                 self.mode,
-                limits.systems,
+                limits.slots,
                 None if offline is not None else self._http_layer,
                 offline,
+                self.dry_run,
             )
 
-    def record_batch(self, items: list[CaseItem], progress: Any) -> None:
+    def record_batch(
+        self, items: list[CaseItem], progress: Any, rule: StopRule | None = None
+    ) -> None:
         """Live mode without xdist: record every selected case in one event loop, at most
-        `concurrency` system runs at a time, before the items report in their usual order."""
+        `concurrency` system runs at a time, before the items report in their usual order.
+        `rule` (-x / --maxfail, --eval-budget) stops new cases from starting."""
+        self.rule = rule or StopRule()
         # A case of a suite whose name two files declare errors in setup: never record it.
         items = [i for i in items if not i.case.skip and i.suite_conflict(self.state) is None]
         bindings = []
@@ -95,30 +108,60 @@ class LiveRecorder:
             asyncio.run(self._record_all(items, progress))
 
     async def _record_all(self, items: list[CaseItem], progress: Any) -> None:
-        limits = _Limits(self.concurrency)
+        limits = _Limits(self.concurrency, self.rule)
+        not_run = 0
 
         async def one(item: CaseItem) -> None:
+            nonlocal not_run
             try:
-                self._prepared[item.nodeid] = await self._record_one(item, limits)
+                recording = await self._record_one(item, limits)
+                self._prepared[item.nodeid] = recording
+                counted = limits.slots.counted
+                if self.rule.maxfail and f"{item.ctx.suite.name}::{item.case.id}" not in counted:
+                    self.rule.count(_failed(item, recording))
+            except NotRun as exc:
+                self._prepared[item.nodeid] = exc
+                not_run += 1
             except Exception as exc:  # shown by that item; the others go on
                 self._prepared[item.nodeid] = exc
+                # Counted before the next case can take the slot: the exception reached here
+                # without a pause from the system run that raised it.
+                self.rule.count(True)
             progress.case_done(self.state.judge_bindings())
 
         try:
             await asyncio.gather(*(one(item) for item in items))
         finally:
             progress.finish(self.state.judge_bindings())
+            if self.rule.reason is not None:
+                progress.stopped(self.rule.reason, not_run)
             await self._close_judges()
 
 
-class _Limits:
-    """The limits of the running event loop: cases in progress, system runs in flight, and
-    worker threads for that many sync systems plus cassette writes. (asyncio's default pool has
-    min(32, CPUs + 4) threads: on a 2-core machine, sync systems would run 6 at a time.)"""
+def _failed(item: CaseItem, recording: Recording) -> bool:
+    """Whether a recorded case counts against -x / --maxfail as pytest will count it: a judge
+    error, or a gating stage failure of a case not marked xfail."""
+    if getattr(recording, "pending", None):
+        return True
+    if item.case.xfail or recording.status == "replayed":
+        return False
+    from .scoring import score_case
 
-    def __init__(self, concurrency: int) -> None:
+    ctx = item.ctx
+    scores = score_case(ctx.suite, item.case, recording.trace, recording.verdicts, ctx.gating,
+                        ctx.report_only)
+    return scores.first_failure is not None
+
+
+class _Limits:
+    """The limits of the running event loop: cases in progress, system runs in flight (and the
+    stop rule), and worker threads for that many sync systems plus cassette writes. (asyncio's
+    default pool has min(32, CPUs + 4) threads: on a 2-core machine, sync systems would run 6 at
+    a time.)"""
+
+    def __init__(self, concurrency: int, rule: StopRule | None) -> None:
         self.cases = asyncio.Semaphore(max(CASES_IN_PROGRESS, concurrency))
-        self.systems = asyncio.Semaphore(concurrency)
+        self.slots = CaseSlots(concurrency, rule)
         workers = ThreadPoolExecutor(concurrency + 4, thread_name_prefix="evalcases-worker")
         asyncio.get_running_loop().set_default_executor(workers)  # asyncio.run shuts it down
 
@@ -151,6 +194,9 @@ class Progress:
             self._write("\r" + self._line(bindings))
         elif self.done % step == 0 and self.done != self.total:
             self._write(self._line(bindings) + "\n")
+
+    def stopped(self, reason: str, not_run: int) -> None:
+        self._write(f"stopped starting cases: {reason}; {not_run} not run\n")
 
     def finish(self, bindings: Any) -> None:
         self._write(("\r" if self._tty else "") + self._line(bindings) + "\n")

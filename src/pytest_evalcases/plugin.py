@@ -18,6 +18,7 @@ from .runreport import check_report_options, load_baseline
 from .session import SESSION_KEY, EvalSession, get_session
 
 if TYPE_CHECKING:
+    from .rerecording.changes import RecordingChanges
     from .summary import RunSummary
 
 RESULTS_PLUGIN = "evalcases-results"
@@ -29,7 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--live",
         action="store_true",
         dest="eval_live",
-        help="run the real system and judges for every selected case and re-record",
+        help="run the real system and judges for every selected case and re-record (only "
+        "the cassettes that changed are written)",
     )
     group.addoption(
         "--live-stale",
@@ -41,7 +43,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--live-judges",
         action="store_true",
         dest="eval_live_judges",
-        help="re-judge the recorded traces without running the system again",
+        help="judge what the recorded traces lack (pending, missing or stale verdicts) "
+        "without running the system again",
+    )
+    group.addoption(
+        "--live-dry-run",
+        action="store_true",
+        dest="eval_live_dry_run",
+        help="run the system and judges as --live would (or --live-stale, --live-judges with "
+        "them), show the recording changes, and write no recording",
+    )
+    group.addoption(
+        "--eval-budget",
+        dest="eval_budget",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="in live modes, start no further case once the recorded cost of the run (system + "
+        "judge) reaches USD; the cases not started are reported as not run",
     )
     group.addoption(
         "--live-prune",
@@ -159,9 +178,11 @@ def pytest_configure(config: pytest.Config) -> None:
         check_report_options(config)
         state.baseline = load_baseline(config)
         config.pluginmanager.register(ResultCollector(config, state), RESULTS_PLUGIN)
+    if state.live or state.replay_http:  # (xdist workers too: they print with -n and -v)
+        config.pluginmanager.register(ErrorStatus(), "evalcases-error-status")
     if state.live:
         _dont_rewrite_deepeval()
-        if not state.is_worker:  # before anything is written: temp files of killed runs go
+        if not state.is_worker and not state.dry_run:  # temp files of killed runs go first
             from .cassette import remove_dead_temp_files
 
             state.removed_temp_files = remove_dead_temp_files(state.cassette_root)
@@ -194,15 +215,50 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
-    if state.records_in_batch and not session.config.option.collectonly:
-        from .live import Progress
+    if not _batch(session.config) or session.config.option.collectonly:
+        return (yield)
+    from .live import Progress
+    from .rerecording.stop import StopRule
 
-        items = [item for item in session.items if getattr(item, "is_eval_case", False)]
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        write = reporter.write if reporter else (lambda text: None)
-        tty = bool(reporter and reporter.isatty)
-        state.recorder.record_batch(items, Progress(len(items), write, tty))
-    return (yield)
+    items = [item for item in session.items if getattr(item, "is_eval_case", False)]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = reporter.write if reporter else (lambda text: None)
+    tty = bool(reporter and reporter.isatty)
+    option = session.config.option
+    rule = StopRule(option.maxfail or 0, state.budget)
+    state.recorder.record_batch(items, Progress(len(items), write, tty), rule)
+    state.stopped = rule.reason
+    if rule.reason is not None and rule.budget is not None:
+        from .rerecording.stop import budget_text
+
+        # the cases already running finished and were paid for: say what the run cost in all
+        state.stopped += f"; the run's recorded cost came to {budget_text(rule.spent)}"
+    # The batch applied -x / --maxfail to the system runs: every case it ran reports (and is
+    # recorded), the ones it did not start report as not run. pytest's own count would hide them.
+    option.maxfail = 0
+    try:
+        return (yield)
+    finally:
+        option.maxfail = rule.maxfail
+
+
+def _batch(config: pytest.Config) -> bool:
+    """Whether this process records the selected cases in one batch (not an xdist controller,
+    whose workers record each case in its own item)."""
+    return get_session(config).records_in_batch and not config.pluginmanager.has_plugin("dsession")
+
+
+class ErrorStatus:
+    """A case that could not be evaluated (a judge error on a gating stage) reads ERROR, as it
+    does in the per-stage summary: it is not a failure of the system under test. Registered only
+    where a judge can fail while a case is scored (live modes, --replay-http): a plain replay
+    raises its errors in setup, and pays nothing for this hook on each of its reports."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> Any:
+        if getattr(report, "evalcase_error", False) and report.when == "call" and report.failed:
+            return "error", "E", "ERROR"
+        return None
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -216,6 +272,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.longrepr = str(exc)  # the message says it all; pytest's traceback would not
         outcome = outcome_of(item, call.when, report, exc)
         if outcome is not None:
+            if outcome == "error" and call.when == "call" and report.failed:
+                report.evalcase_error = True  # a small flag: xdist carries it with the report
             state = get_session(item.config)
             # A plain JSON-able dict: xdist carries it to the controller with the report.
             report.evalcase = case_result(item, outcome, bool(state.report_dir), exc)
@@ -246,19 +304,39 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 class ResultCollector:
     """Controller only: gathers the per-case results from the reports (the same path with and
     without xdist, and a crashed worker's other cases still arrive). The summary is built as they
-    arrive; the result dicts are kept only for --eval-report and --eval-baseline."""
+    arrive; the result dicts are kept only for --eval-report and --eval-baseline. In live modes
+    it also gathers the recording changes, and applies --eval-budget when cases record one at a
+    time in their own items (xdist, --replay-http)."""
 
     def __init__(self, config: pytest.Config, state: EvalSession) -> None:
+        self.config = config
         self.state = state
+        self.verbose = config.option.verbose > 0
         self.rows = summary_rows(config)
         self.summary: RunSummary | None = None  # from the first eval case on
         keep = state.report_dir is not None or state.baseline is not None
         self.results: list[dict[str, Any]] | None = [] if keep else None
+        self.changes: RecordingChanges | None = None
+        self.reported: set[str] = set()  # live modes: which selected cases reported
+        self.selected: list[str] | None = None  # xdist: the cases the workers collected
+        self.spent = 0.0
+        self.budget_stop: str | None = None
+        self.session: pytest.Session | None = None
+        if state.live:
+            from .rerecording.changes import RecordingChanges
+
+            self.changes = RecordingChanges(dry_run=state.dry_run, verbose=self.verbose)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """The xdist controller collects nothing: each worker's selection tells which cases this
-        run selected (for the orphans of the suites it selected whole)."""
+        run selected (for the recording exit code, and the orphans of the suites it selected
+        whole)."""
+        if self.selected is None:  # every worker collects the same cases
+            self.selected = list(ids)
         self.state.note_selected(ids)
 
     @pytest.hookimpl(trylast=True)
@@ -275,6 +353,40 @@ class ResultCollector:
         self.summary.add(result)
         if self.results is not None:
             self.results.append(result)
+        if self.changes is not None:
+            self.changes.add(result)
+            self.reported.add(report.nodeid)
+            if self.state.budget is not None and not _batch(self.config):
+                self._apply_budget(result)
+
+    def _apply_budget(self, result: dict[str, Any]) -> None:
+        """Cases record in their own items: stop the run between items once the budget is
+        reached (under xdist, the items already handed to a worker still run)."""
+        from .rerecording.stop import budget_text
+
+        self.spent += float((result.get("recording") or {}).get("spent_usd") or 0.0)
+        budget = self.state.budget
+        if self.budget_stop is not None or budget is None or self.spent < budget:
+            return
+        self.budget_stop = (f"--eval-budget {budget_text(budget)} reached (recorded cost "
+                            f"{budget_text(self.spent)})")
+        self.state.stopped = self.budget_stop
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        if dsession is not None and hasattr(dsession, "shouldstop"):
+            dsession.shouldstop = dsession.shouldstop or self.budget_stop
+        elif self.session is not None:
+            self.session.shouldfail = self.budget_stop
+
+    def unreported(self, session: pytest.Session) -> list[str]:
+        """Selected eval items that never reported: the run stopped (or was stopped) first."""
+        if self.selected is not None:
+            state = self.state
+            ids = [nodeid for nodeid in self.selected
+                   if state.is_case_file(state.rootdir / nodeid.split("::", 1)[0])]
+        else:
+            ids = [item.nodeid for item in session.items
+                   if getattr(item, "is_eval_item", False)]
+        return [nodeid for nodeid in ids if nodeid not in self.reported]
 
 
 def summary_rows(config: pytest.Config) -> str:
@@ -302,23 +414,56 @@ def _collector(config: pytest.Config) -> ResultCollector | None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Controller only: aggregate, write the report files, apply the baseline gate."""
+    """Controller only: the live run's completeness (its exit code), then aggregate, write the
+    report files, apply the baseline gate."""
     collector = _collector(session.config)
-    if collector is None or not collector.results:  # no eval case, or no report asked for
+    if collector is None:
+        return
+    state = get_session(session.config)
+    changes = collector.changes
+    if changes is not None and not session.config.option.collectonly:
+        _check_live_run_complete(session, collector, changes, state)
+    if not collector.results:  # no eval case, or no report asked for
         return
     from .runreport import build_run_report, judges_used, run_info
 
-    state = get_session(session.config)
     judge = judges_used(collector.results, state.judge_override or state.default_judge)
     run = run_info(session.config, state.mode, judge, state.started)
     report_dir = (
         Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
     )
     tolerance = session.config.getoption("eval_tolerance")
+    extra = None
+    if changes is not None:
+        from .rerecording.changes import RECORDING_CHANGES_MD
+
+        extra = {RECORDING_CHANGES_MD: changes.markdown()}
     state.run_report = build_run_report(
-        collector.results, run, state.baseline, tolerance, report_dir
+        collector.results, run, state.baseline, tolerance, report_dir, extra
     )
     if state.run_report.gate_failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _check_live_run_complete(
+    session: pytest.Session, collector: ResultCollector, changes: RecordingChanges,
+    state: EvalSession,
+) -> None:
+    """A live run that did not record every selected case fails: a green recording job must not
+    commit a red gate. Skipped and deselected cases were not asked for, so they do not count."""
+    unreported = collector.unreported(session)
+    if unreported:
+        stopped = state.stopped or session.shouldfail or session.shouldstop
+        if not stopped and session.config.option.maxfail:
+            stopped = f"the run stopped after --maxfail {session.config.option.maxfail}"
+        changes.add_unreported(unreported, str(stopped or "the run ended before it"))
+    changes.stopped = state.stopped
+    if not changes.incomplete:
+        return
+    ours = collector.budget_stop is not None  # xdist ends a stopped run as interrupted
+    if session.exitstatus == pytest.ExitCode.OK or (
+        ours and session.exitstatus == pytest.ExitCode.INTERRUPTED
+    ):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -337,6 +482,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(
             f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings"
         )
+    if collector.changes is not None:
+        title = "recording changes" + (" (dry run)" if state.dry_run else "")
+        terminalreporter.write_sep("=", title)
+        for line in collector.changes.lines():
+            terminalreporter.write_line(line)
     report = state.run_report
     if report is not None and report.doc.get("baseline") is not None:
         from .baseline import render_baseline_terminal

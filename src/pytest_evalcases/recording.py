@@ -1,7 +1,9 @@
 """Getting a case's recording: replayed from its cassette, or recorded live and saved.
 
-Replay never records and never calls anything; live never loses a good recording: a cassette is
-replaced only when the system run and every judge call of that case succeeded.
+Replay never records and never calls anything. Live never loses what it paid for, nor a good
+recording for nothing: a failed system run keeps the old cassette; a failed judge call saves the
+new trace with that verdict pending (replay then asks for --live-judges); and a recording equal
+to the old one but for timings and usage is not written at all.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,9 +33,9 @@ from .cassette import (
     shown_path,
     stored_labels,
 )
-from .errors import CassetteError, MissingRecording, NewerCassette
+from .errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
 from .judging import applicable, judge_source_advice, verdict_key, verdict_labels
-from .session import LIVE, LIVE_JUDGES, LIVE_STALE
+from .session import LIVE, LIVE_JUDGES
 from .system import key_view, normalize_trace, system_view
 
 if TYPE_CHECKING:
@@ -50,6 +52,15 @@ class Recording:
     recorded_at: str | None = None
     note: str = ""  # why a live run did not re-record
     redacted: int = 0  # secrets replaced in what this run wrote
+
+
+@dataclass(slots=True)
+class LiveRecording(Recording):
+    """What a live run made of a case (replay builds the plain, smaller Recording)."""
+
+    change: dict[str, Any] | None = None  # {"kind": unchanged | changed | new, "details": [...]}
+    pending: list[str] | None = None  # stages whose judge failed: saved as pending verdicts
+    spent_usd: float = 0.0  # recorded cost of what this run did for the case (system + judge)
 
 
 @dataclass(slots=True)
@@ -99,6 +110,12 @@ def check_verdicts(
             raise MissingRecording(
                 f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; "
                 f"record it with {rejudge} or --live"
+            )
+        if recorded.get("pending"):
+            raise PendingVerdict(
+                f"judge verdict pending for {stage.name}; complete it with --live-judges (the "
+                f"judge failed when {_where(ctx, case)} was recorded: "
+                f"{_clip(str(recorded.get('error') or 'no reason recorded'))})"
             )
         expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
         old = dict(recorded.get("key") or {})
@@ -176,24 +193,93 @@ def _judge_version(spec: str) -> str:
     return judge_version(spec)
 
 
-def _usable_existing(ctx: SuiteContext, path: Path, mode: str) -> dict[str, Any] | None:
-    """The cassette a --live-stale / --live-judges run may build on (None: record from scratch).
-    A cassette of a newer format is never overwritten, whatever the mode."""
+def _clip(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _existing(
+    ctx: SuiteContext, path: Path, mode: str
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the cassette there is, as a new recording is compared with it; the cassette a
+    --live-stale / --live-judges run may build on, None: record from scratch). A cassette of a
+    newer format is never overwritten, whatever the mode."""
     try:
         doc = load_cassette(path, ctx.rootdir)
-        if doc is not None and mode != LIVE:  # every verdict is judged again or checked below
-            check_integrity(doc, path, ctx.rootdir, verdicts=False)
     except NewerCassette:
         raise
     except CassetteError:
         if mode == LIVE_JUDGES:
             raise
-        return None
+        return None, None
     if doc is None or mode == LIVE:
-        return None
-    for name in edited_verdicts(doc):  # --live-stale judges a hand-edited verdict again
-        (doc.get("verdicts") or {}).pop(name, None)
-    return doc
+        return doc, None
+    try:  # every verdict is judged again or checked below
+        check_integrity(doc, path, ctx.rootdir, verdicts=False)
+    except CassetteError:
+        if mode == LIVE_JUDGES:
+            raise
+        return doc, None
+    usable = {**doc, "verdicts": dict(doc.get("verdicts") or {})}
+    for name in edited_verdicts(doc):  # judged again: a hand-edited verdict is worth nothing
+        usable["verdicts"].pop(name, None)
+    return doc, usable
+
+
+def _still_valid(
+    stage: Any, old: Any, expected: dict[str, str], judged: dict[str, Any], trace: dict[str, Any]
+) -> bool:
+    """A recorded verdict holds for `trace`: made under today's key, not pending, and what its
+    judge read is what it would read now (`judged` is the trace it was made on)."""
+    return (
+        isinstance(old, dict)
+        and not old.get("pending")
+        and old.get("key") == expected
+        and all(trace.get(name) == judged.get(name) for name in ("answer", "context")
+                if name in stage.reads)
+    )
+
+
+class CaseSlots:
+    """How a case waits for its turn: a system slot before its system runs (`system`), and,
+    when a stop rule (-x / --maxfail, --eval-budget) is set, the same slot while a case that
+    needs no system run is judged (`judging`), so that cases start one after another and stop
+    starting once the rule fires. Without a rule, such a case is judged at once, as before."""
+
+    def __init__(self, concurrency: int, rule: Any = None) -> None:
+        import asyncio
+
+        self._slots = asyncio.Semaphore(concurrency)
+        self.rule = rule  # a rerecording.stop.StopRule, or None
+        self.counted: set[str] = set()  # cases whose failure the rule has counted already
+
+    @asynccontextmanager
+    async def system(self) -> AsyncIterator[None]:
+        async with self._slots:
+            if self.rule is not None and self.rule.reason is not None:
+                raise self.rule.not_run()
+            yield
+
+    def judging(self) -> AbstractAsyncContextManager[None]:
+        return self.system() if self.rule is not None and self.rule.active else nullcontext()
+
+    def spend(self, usd: float) -> None:
+        if self.rule is not None and usd:
+            self.rule.spend(usd)
+
+    def system_ran(self, ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> None:
+        """Before the slot is free: the run's cost, and (under -x / --maxfail) a failure of a
+        stage that needs no judge, so the next case already sees them. A judged stage's failure
+        is known, and counted, only once its verdict is in."""
+        rule = self.rule
+        if rule is None:
+            return
+        cost = _cost_of(trace)
+        if cost:
+            rule.spend(cost)
+        if rule.maxfail and not case.xfail and _fails_without_judge(ctx, case, trace):
+            self.counted.add(_where(ctx, case))
+            rule.count(True)
 
 
 async def record(
@@ -201,16 +287,21 @@ async def record(
     case: Case,
     judge: JudgeBinding,
     mode: str,
-    system_slots: AbstractAsyncContextManager[Any] | None = None,
+    slots: CaseSlots | None = None,
     http: Callable[[], HttpLayer] | None = None,
     offline: tuple[dict[str, Any], dict[str, Any]] | None = None,
+    dry_run: bool = False,
 ) -> Recording:
-    """Run what this mode needs for one case, and save the cassette if all of it succeeded.
+    """Run what this mode needs for one case, and save the cassette if the system run succeeded
+    and anything changed (`dry_run`: save nothing, say what would change).
 
-    `system_slots` bounds the system runs in flight; the judge bounds its own requests. With
-    `http` (the run's HTTP layer, started on first use), the system's HTTP exchanges are
-    recorded into the case's `.http.json`. `offline`
-    (--replay-http --live-judges) is the checked cassette and today's trace from an offline run.
+    `slots` bounds the system runs in flight (and applies the run's stop rule); the judge bounds
+    its own requests. With `http` (the run's HTTP layer, started on first use), the system's HTTP
+    exchanges are recorded into the case's `.http.json`. `offline` (--replay-http --live-judges)
+    is the checked cassette and today's trace from an offline run.
+
+    --live-stale and --live-judges judge only what the trace lacks: verdicts that are pending,
+    missing, edited by hand, made under another key or on another answer or context.
     """
     import asyncio  # live only: replay never pays for importing it
 
@@ -218,11 +309,13 @@ async def record(
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
     if offline is not None:
-        existing, offline_trace = offline
-        existing = {**existing, "trace": offline_trace}
+        old_doc, offline_trace = offline
+        existing: dict[str, Any] | None = {**old_doc, "trace": offline_trace}
+        judged_on = old_doc["trace"]  # the trace the recorded verdicts were made on
         trace_ok = True
     else:
-        existing = _usable_existing(ctx, path, mode)
+        old_doc, existing = _existing(ctx, path, mode)
+        judged_on = existing["trace"] if existing is not None else {}
         trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
     if mode == LIVE_JUDGES and not trace_ok:
         if existing is None:
@@ -232,12 +325,14 @@ async def record(
         check_key(existing.get("key"), key, "", "--live (--live-judges re-judges a current trace)",
                   labels=_key_labels(existing, ctx, case))
     exchanges: list[dict[str, Any]] | None = None  # None: keep the HTTP recording there is
+    spent = 0.0
     if trace_ok:
+        assert existing is not None
         trace, old_verdicts = existing["trace"], existing.get("verdicts") or {}
     else:
         # Set up only when a case really runs the system (not for --live-judges, nor when
         # --live-stale finds every recording current).
-        async with system_slots or nullcontext():
+        async with slots.system() if slots is not None else nullcontext():
             await ctx.system.asetup(ctx.suite)
             if http is None:
                 result = await _run_with_timeout(ctx, case, view)
@@ -248,42 +343,72 @@ async def record(
                     result = await _run_with_timeout(ctx, case, view)
                 exchanges = case_http.interactions
             trace = normalize_trace(result, _where(ctx, case))
+            spent += _cost_of(trace)
+            if slots is not None:
+                slots.system_ran(ctx, case, trace)
         old_verdicts = {}
 
     verdicts: dict[str, Any] = {}
-    pending = []
+    due = []
     for stage in applicable(ctx.judged, case, trace):
         expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
         old = old_verdicts.get(stage.name)
-        if mode == LIVE_STALE and isinstance(old, dict) and old.get("key") == expected:
+        if mode != LIVE and _still_valid(stage, old, expected, judged_on, trace):
             verdicts[stage.name] = old
         else:
-            pending.append((stage, expected))
+            due.append((stage, expected))
 
-    if trace_ok and not pending and mode == LIVE_STALE:
+    if trace_ok and not due and offline is None:
+        assert existing is not None
         return Recording(trace, verdicts, "replayed", existing.get("recorded_at"))
 
-    failures = []
-    if pending:
-        outcomes = await asyncio.gather(
-            *(_judge_one(judge, stage.name, case, trace, ctx.judge_options) for stage, _ in pending)
-        )
-        for (stage, expected), verdict in zip(pending, outcomes, strict=True):
+    failed: list[str] = []
+    if due:
+        async with slots.judging() if slots is not None and trace_ok else nullcontext():
+            outcomes = await asyncio.gather(
+                *(_judge_one(judge, stage.name, case, trace, ctx.judge_options)
+                  for stage, _ in due)
+            )
+        for (stage, expected), verdict in zip(due, outcomes, strict=True):
             verdict["key"] = expected
+            if verdict.get("error"):  # saved as pending: the trace and the other verdicts stay
+                verdict["pending"] = True
+                verdict.setdefault("score", None)
+                failed.append(f"{stage.name}: {verdict['error']}")
             verdicts[stage.name] = verdict
-            if verdict.get("error"):
-                failures.append(f"{stage.name}: {verdict['error']}")
-    if failures:
-        note = "judge error (" + "; ".join(failures) + "); the previous recording was kept"
-        return Recording(trace, verdicts, "not_rerecorded", note=note)
+            spent += _cost_of(verdict)
+            if slots is not None:
+                slots.spend(_cost_of(verdict))
     http_hash = ((existing or {}).get("integrity") or {}).get("http") if trace_ok else None
     # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
-    doc, redacted = await asyncio.to_thread(
-        save_recording, ctx, case, key, trace, verdicts, exchanges, http_hash
+    doc, redacted, change = await asyncio.to_thread(
+        save_recording, ctx, case, key, trace, verdicts, exchanges, http_hash, old_doc, dry_run
     )
-    return Recording(
-        doc["trace"], doc["verdicts"], "recorded", doc["recorded_at"], redacted=redacted
+    note = ""
+    if failed:
+        note = (
+            "judge error (" + "; ".join(_clip(f, 160) for f in failed) + "); the new trace "
+            "was saved with the verdict pending: complete it with --live-judges"
+        )
+        if dry_run:
+            note = "judge error (" + "; ".join(_clip(f, 160) for f in failed) + ")"
+    return LiveRecording(
+        doc["trace"],
+        doc["verdicts"],
+        "dry_run" if dry_run else "recorded",
+        doc["recorded_at"],
+        note,
+        redacted,
+        change=change,
+        pending=[entry.split(":", 1)[0] for entry in failed],
+        spent_usd=spent,
     )
+
+
+def _cost_of(part: dict[str, Any]) -> float:
+    from .rerecording.stop import recorded_cost
+
+    return recorded_cost(part, ())
 
 
 def save_recording(
@@ -294,24 +419,92 @@ def save_recording(
     verdicts: dict[str, Any],
     exchanges: list[dict[str, Any]] | None,
     http_hash: str | None,
-) -> tuple[dict[str, Any], int]:
+    old: dict[str, Any] | None = None,
+    dry_run: bool = False,
+) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
     holds the HTTP file's hash: a crash between the two leaves a pair replay refuses, never a
-    pair that lies. Secrets are redacted from both first. Returns the cassette and the count."""
+    pair that lies. Secrets are redacted from both first. Nothing is written when the recording
+    equals `old` (the cassette there was) but for timings and usage, nor in a dry run.
+    Returns the cassette, the count of secrets redacted and what changed."""
     from .redaction import redact_secrets
+    from .rerecording.diff import describe_changes, same_exchanges, same_recording
 
     labels = recording_labels(ctx, case, verdicts)
     (trace, verdicts, exchanges, labels), redacted = redact_secrets(
         [trace, verdicts, exchanges, labels]
     )
+    old_http = ((old or {}).get("integrity") or {}).get("http") if old else None
+    http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
+    http_counts: tuple[int | None, int] | None = None  # (old, new) when the exchanges changed
     if exchanges is not None:
-        from .http.store import http_document, save_http
+        from .http.store import interactions_hash, load_http
 
-        http_doc = http_document(ctx.suite.name, case.id, exchanges)
-        http_hash = save_http(http_path(ctx.cassette_root, ctx.suite.name, case.id), http_doc)
+        http_hash = interactions_hash(exchanges)
+        if old is not None and http_hash != old_http:
+            try:
+                before = load_http(http_file, shown_path(http_file, ctx.rootdir))
+            except CassetteError:
+                before = None
+            ignore = _ignored_paths(ctx)
+            if before is not None and old_http is not None and same_exchanges(
+                before, exchanges, ignore
+            ):
+                http_hash = old_http  # the same requests and answers: keep the file there is
+            else:
+                http_counts = (None if before is None else len(before), len(exchanges))
     doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels)
-    save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
-    return doc, redacted
+    if old is None:
+        change: dict[str, Any] = {"kind": "new"}
+    elif http_counts is None and http_hash == old_http and same_recording(old, doc):
+        # The file stays byte for byte: what is returned is what it holds, bar the timings.
+        return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
+    else:
+        def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
+            return _stage_scores(ctx, case, recording)
+
+        change = {"kind": "changed",
+                  "details": describe_changes(old, doc, scores, http_counts)}
+    if not dry_run:
+        if exchanges is not None and http_hash != old_http:
+            from .http.store import http_document, save_http
+
+            save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))
+        save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
+    return doc, redacted, change
+
+
+def _ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
+    from .http.match import parse_json_path
+
+    paths = []
+    for path in ctx.suite.http_ignore:
+        try:
+            paths.append(parse_json_path(path))
+        except ValueError:  # the suite's own check reports it
+            continue
+    return paths
+
+
+def _fails_without_judge(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> bool:
+    """Whether a gating stage that needs no verdict fails on this trace."""
+    from .scoring import score_case
+    from .stages import STAGES
+
+    plain = [name for name in ctx.gating if not STAGES[name].judged]
+    return score_case(ctx.suite, case, trace, {}, plain, []).first_failure is not None
+
+
+def _stage_scores(
+    ctx: SuiteContext, case: Case, recording: Any
+) -> dict[str, tuple[bool | None, float | None]]:
+    """How the suite scores a recording, stage by stage: (passed, score)."""
+    from .scoring import score_case
+
+    trace, verdicts = dict(recording.get("trace") or {}), recording.get("verdicts") or {}
+    scores = score_case(ctx.suite, case, trace, verdicts, ctx.gating, ctx.report_only)
+    return {name: (None if result.judge_error else result.passed, result.score)
+            for name, result, _ in scores.results}
 
 
 async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
@@ -355,13 +548,18 @@ async def _judge_one(
 
 
 def replay_http(
-    ctx: SuiteContext, case: Case, judge: JudgeBinding, http: HttpLayer, refresh: bool = False
+    ctx: SuiteContext,
+    case: Case,
+    judge: JudgeBinding,
+    http: HttpLayer,
+    refresh: bool = False,
+    dry_run: bool = False,
 ) -> Recording:
     """--replay-http: run today's system with its recorded HTTP answers, score the fresh trace.
 
     Recorded verdicts are reused while what their judge read is unchanged. With `refresh`
     (--live-stale), a case that ran clean gets its key (and trace) rewritten, with no model
-    call."""
+    call (`dry_run`: said, not written)."""
     doc, key, trace = run_recorded(ctx, case, http)
     recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
     # Today's trace may need a verdict the recorded one did not (e.g. it now has a context).
@@ -385,7 +583,7 @@ def replay_http(
                 "score": None,
             }
     if refresh and not rejudge:
-        return _refresh(ctx, case, doc, key, trace, verdicts)
+        return _refresh(ctx, case, doc, key, trace, verdicts, dry_run)
     return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
 
 
@@ -436,16 +634,19 @@ def _refresh(
     key: dict[str, str],
     trace: dict[str, Any],
     verdicts: dict[str, Any],
+    dry_run: bool = False,
 ) -> Recording:
     """--replay-http --live-stale: today's code gave a recording whose verdicts all still hold:
     write its key (and its trace, when it changed) without a model call."""
     if doc.get("key") == key and _same_trace(doc["trace"], trace):
         return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
     kept = doc["trace"] if _same_trace(doc["trace"], trace) else trace
-    new_doc, redacted = save_recording(
-        ctx, case, key, kept, doc.get("verdicts") or {}, None, doc["integrity"]["http"]
+    new_doc, redacted, change = save_recording(
+        ctx, case, key, kept, doc.get("verdicts") or {}, None, doc["integrity"]["http"], doc,
+        dry_run,
     )
-    return Recording(trace, verdicts, "recorded", new_doc["recorded_at"], redacted=redacted)
+    return LiveRecording(trace, verdicts, "dry_run" if dry_run else "recorded",
+                         new_doc["recorded_at"], redacted=redacted, change=change)
 
 
 def run_offline(

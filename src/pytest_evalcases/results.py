@@ -88,7 +88,8 @@ def case_result(
         "outcome": outcome,
         "first_failure": first,
         "stages": result_stages(scores) if scores is not None else {},
-        "recording": _recording_info(recording, outcome, getattr(item, "live_error", None)),
+        "recording": _recording_info(recording, outcome, getattr(item, "live_error", None),
+                                     getattr(item, "not_run", None)),
     }
     if with_detail and recording is not None:
         trace = recording.trace
@@ -108,9 +109,11 @@ def _relpath(item: Any) -> str:
 
 
 def _recording_info(
-    recording: Recording | None, outcome: str, live_error: str | None
+    recording: Recording | None, outcome: str, live_error: str | None, not_run: str | None = None
 ) -> dict[str, Any]:
     if recording is None:
+        if not_run:
+            return {"status": "not_run", "note": not_run}
         if live_error:
             return {
                 "status": "not_rerecorded",
@@ -120,7 +123,7 @@ def _recording_info(
     verdicts = [v for v in recording.verdicts.values() if isinstance(v, dict)]
     judge_usage = _sum_usage(v.get("usage") for v in verdicts)
     latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
-    return {
+    info = {
         "status": recording.status,
         "recorded_at": recording.recorded_at,
         "note": recording.note,
@@ -131,6 +134,11 @@ def _recording_info(
         "judges": sorted({str(v["judge"]) for v in verdicts if v.get("judge")}),
         "redacted": recording.redacted,
     }
+    if recording.status in ("recorded", "dry_run"):  # what a live run changed, for the reviewer
+        info["change"] = getattr(recording, "change", None)
+        info["pending"] = getattr(recording, "pending", None) or []
+        info["spent_usd"] = getattr(recording, "spent_usd", 0.0)
+    return info
 
 
 def _sum_usage(usages: Any) -> dict[str, float] | None:

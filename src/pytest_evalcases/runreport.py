@@ -82,7 +82,9 @@ def build_run_report(
     baseline: dict[str, Any] | None,
     tolerance: float,
     report_dir: Path | None,
+    extra: dict[str, str] | None = None,
 ) -> RunReport:
+    """`extra`: more files for the report folder (name -> text), e.g. recording-changes.md."""
     from .report import aggregate, append_step_summary, render_markdown, write_reports
 
     doc = aggregate(results, run)
@@ -94,6 +96,6 @@ def build_run_report(
         gate_failed = bool(doc["baseline"]["failed"])
     written: list[Path] = []
     if report_dir is not None:
-        written = write_reports(doc, report_dir)
+        written = write_reports(doc, report_dir, extra)
         append_step_summary(render_markdown(doc), os.environ)
     return RunReport(doc, written, gate_failed)

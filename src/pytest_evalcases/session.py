@@ -83,7 +83,18 @@ def _mode(config: pytest.Config) -> str:
         raise pytest.UsageError(
             "--live, --live-stale and --live-judges cannot be combined: pick one"
         )
+    # --live-dry-run alone is a dry --live; with --live-stale or --live-judges, a dry one of those
+    live = live or (config.getoption("eval_live_dry_run") and not (stale or judges))
     return LIVE if live else LIVE_STALE if stale else LIVE_JUDGES if judges else REPLAY
+
+
+def _budget(value: float | None) -> float | None:
+    """--eval-budget USD: a cost above 0, or None when not given."""
+    if value is None:
+        return None
+    if not 0 < value < float("inf"):
+        raise pytest.UsageError(f"--eval-budget must be an amount of USD above 0, not {value!r}")
+    return float(value)
 
 
 def _replay_http(config: pytest.Config, mode: str) -> bool:
@@ -92,8 +103,9 @@ def _replay_http(config: pytest.Config, mode: str) -> bool:
         raise pytest.UsageError(f"ini option eval_replay: {ini!r} is not 'trace' or 'http'")
     flag = bool(config.getoption("eval_replay_http"))
     if flag and mode == LIVE:
+        live = "--live" if config.getoption("eval_live") else "--live-dry-run (a dry --live)"
         raise pytest.UsageError(
-            "--live runs the system against the real network; --replay-http serves it the "
+            f"{live} runs the system against the real network; --replay-http serves it the "
             "recorded answers: pick one (--replay-http --live-stale refreshes what replays clean)"
         )
     # The ini says how to replay; it never turns --live, --live-stale or --live-judges into
@@ -106,6 +118,8 @@ class EvalSession:
         self.config = config
         self.rootdir = Path(config.rootpath)
         self.mode = _mode(config)
+        self.dry_run = bool(config.getoption("eval_live_dry_run"))  # run and judge, write nothing
+        self.budget = _budget(config.getoption("eval_budget"))
         self.replay_http = _replay_http(config, self.mode)
         self.is_worker = hasattr(config, "workerinput")
         self.case_dirs = [(self.rootdir / p).resolve() for p in config.getini("eval_cases")]
@@ -146,6 +160,7 @@ class EvalSession:
         self._http_layer: HttpLayer | None = None
         self._guard: Any = None
         self.removed_temp_files = 0  # left by killed live runs, removed when this one starts
+        self.stopped: str | None = None  # why a live run stopped starting cases, if it did
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         from .runreport import utc_now
@@ -268,7 +283,8 @@ class EvalSession:
         orphans = find_orphans(self.cassette_root, _ids_by_suite(per_file))
         if not orphans:
             return [], ""
-        deletable = set(self._deletable(orphans, per_file)) if self.mode == LIVE else set()
+        live = self.mode == LIVE and not self.dry_run  # a dry run writes and deletes nothing
+        deletable = set(self._deletable(orphans, per_file)) if live else set()
         remove_orphans(sorted(deletable))
         shown = [
             _shown(path, self.rootdir) + (" (deleted)" if path in deletable else "")
@@ -367,14 +383,14 @@ class EvalSession:
             from .recording import replay_http
 
             binding = self.judge_binding(item.ctx.judge_spec, False)
-            return replay_http(
-                item.ctx, item.case, binding, self.http_layer, refresh=self.mode == LIVE_STALE
-            )
+            return replay_http(item.ctx, item.case, binding, self.http_layer,
+                               refresh=self.mode == LIVE_STALE, dry_run=self.dry_run)
         if not self.live:
             from .recording import replay
 
             return replay(item.ctx, item.case, self.binding_for(item))
         from .errors import MissingRecording, StaleRecording
+        from .rerecording.stop import NotRun
 
         try:
             if self.replay_http:  # --live-judges: judge what today's code answers, offline
@@ -383,9 +399,13 @@ class EvalSession:
                 doc, _, trace = run_recorded(item.ctx, item.case, self.http_layer)
                 return self.recorder.recording_for(item, offline=(doc, trace))
             return self.recorder.recording_for(item)
+        except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
+            item.not_run = str(exc)
+            # Shown at the case (as a skip marker is), not at this line of the plugin.
+            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
         except (StaleRecording, MissingRecording):
             raise
-        except Exception as exc:  # the summary says this case was not re-recorded, and why
+        except Exception as exc:  # the summary says this case was not recorded, and why
             item.live_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise
 

@@ -137,7 +137,7 @@ class RunSummary:
         self._recorded = self._replayed = self._stale = self._missing = 0
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
-        self._not_rerecorded: list[tuple[Order, str, str]] = []
+        self._dry_run = 0  # run and judged by --live-dry-run, not written
 
     def add(self, result: Mapping[str, Any]) -> None:
         order = (result["file"], result["index"], result["id"], self.count)
@@ -160,6 +160,7 @@ class RunSummary:
         recording = result.get("recording") or {}
         status = recording.get("status")
         self._recorded += status == "recorded"
+        self._dry_run += status == "dry_run"
         self._replayed += status in ("replayed", "replayed_http")
         self._replayed_http += status == "replayed_http"
         secrets = recording.get("redacted") or 0
@@ -167,9 +168,6 @@ class RunSummary:
         self._redacted_recordings += bool(secrets)
         self._stale += outcome == "stale"
         self._missing += outcome == "missing"
-        if status == "not_rerecorded":
-            note = recording.get("note") or "the live run failed"
-            self._not_rerecorded.append((order, label, note))
         if self.rows == ROWS_ALL or (self.rows == ROWS_FAILED and outcome not in QUIET_OUTCOMES):
             cells = {name: stage_cell(stage) for name, stage in result["stages"].items()}
             row = _Row(
@@ -215,9 +213,10 @@ class RunSummary:
             if self._replayed_http
             else ""
         )
+        dry = f", {self._dry_run} dry run (not written)" if self._dry_run else ""
         lines += [
             "",
-            f"recordings: {self._recorded} recorded, {self._replayed} replayed{offline}, "
+            f"recordings: {self._recorded} recorded{dry}, {self._replayed} replayed{offline}, "
             f"{self._stale} stale, {self._missing} missing, "
             f"{len(orphans)} orphaned{orphan_note}",
         ]
@@ -226,8 +225,8 @@ class RunSummary:
 
             lines.append(redaction_summary(self._secrets, self._redacted_recordings))
         lines += [f"  orphan: {path}" for path in orphans]
-        for _, label, note in sorted(self._not_rerecorded, key=lambda kept: kept[0]):
-            lines.append(f"  not re-recorded: {label} ({note})")
+        # A live run's cases that were not (fully) recorded are listed, with the reason, in the
+        # `recording changes` section that follows.
         return lines
 
     def _case_rows(self, stages: list[str], width: int | None) -> list[str]:

@@ -21,14 +21,18 @@ def dumps_results(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def write_reports(doc: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
-    """Write results.json, report.md and dashboard.html into out_dir (created if needed)."""
+def write_reports(
+    doc: Mapping[str, Any], out_dir: str | Path, extra: Mapping[str, str] | None = None
+) -> list[Path]:
+    """Write results.json, report.md and dashboard.html into out_dir (created if needed), and
+    the `extra` files (name -> text) a run adds, such as a live run's recording-changes.md."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {
         RESULTS_JSON: dumps_results(doc),
         REPORT_MD: render_markdown(doc),
         DASHBOARD_HTML: render_dashboard(doc),
+        **(extra or {}),
     }
     written = []
     for name, text in files.items():
