@@ -259,7 +259,7 @@ def test_a_dry_run_runs_and_judges_everything_and_writes_nothing(steered: Projec
     assert "= recording changes (dry run) =" in output(result)
     assert recordings_line(result).startswith(
         "recordings: 0 recorded, 4 dry run (not written), 0 replayed")
-    assert "(a full --live run over the case folders deletes them)" in recordings_line(result)
+    assert "1 orphaned (--live-prune deletes them" in recordings_line(result)  # not deleted
     markdown = (steered.root / "out" / "recording-changes.md").read_text()
     assert "Dry run (`--live-dry-run`)" in markdown and "| s::gamma | changed |" in markdown
 
