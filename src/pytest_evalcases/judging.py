@@ -5,6 +5,7 @@ Kept free of deepeval and of any network client, so replay can check verdict key
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .cassette import content_hash, name_label, value_label
@@ -43,6 +44,19 @@ def stage_params(stage: str, options: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+@functools.lru_cache(maxsize=256)
+def _suite_part(
+    stage: str, strict: bool, criteria: str, judge_id: str | None, judge_version: str | None
+) -> tuple[tuple[str, str], ...]:
+    """The fields of a verdict key that every case of a suite shares, hashed once per run (a
+    replay checks every verdict of every case against them)."""
+    options = {"strict": strict, "correctness_criteria": criteria}
+    key = [("params", content_hash(stage_params(stage, options)))]
+    if judge_id is not None:
+        key += [("judge", content_hash(judge_id)), ("judge_version", content_hash(judge_version))]
+    return tuple(key)
+
+
 def verdict_key(
     stage: Stage,
     case: Case,
@@ -51,10 +65,10 @@ def verdict_key(
     judge_version: str | None,
 ) -> dict[str, str]:
     """What the judge saw, besides the trace (a new trace always brings new verdicts)."""
-    key = {"params": content_hash(stage_params(stage.name, options))}
-    if judge_id is not None:
-        key["judge"] = content_hash(judge_id)
-        key["judge_version"] = content_hash(judge_version)
+    key = dict(
+        _suite_part(stage.name, bool(options["strict"]), options["correctness_criteria"],
+                    judge_id, judge_version)
+    )
     for field in ("reference", "unanswerable"):
         if field in stage.reads:
             key[field] = content_hash(getattr(case, field))

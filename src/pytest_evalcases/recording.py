@@ -36,7 +36,7 @@ from .cassette import (
 from .errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
 from .judging import applicable, judge_source_advice, verdict_key, verdict_labels
 from .session import LIVE, LIVE_JUDGES
-from .system import key_view, normalize_trace, system_view
+from .system import CaseInput, key_view, normalize_trace, system_view
 
 if TYPE_CHECKING:
     from .collect import SuiteContext
@@ -78,6 +78,18 @@ def _where(ctx: SuiteContext, case: Case) -> str:
 
 def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
     """Load and check a cassette; raises MissingRecording, StaleRecording, CassetteError."""
+    doc, _, _ = checked_cassette(ctx, case)
+    verdicts = doc.get("verdicts") or {}
+    check_verdicts(ctx, case, judge, doc["trace"], verdicts, doc=doc)
+    return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
+
+
+def checked_cassette(
+    ctx: SuiteContext, case: Case, ignore_prefix: str | None = None
+) -> tuple[dict[str, Any], dict[str, str], CaseInput]:
+    """The case's cassette, its key checked against today's (less the fields starting with
+    `ignore_prefix`) and its content against its hashes; with today's key and the system's view
+    of the case. Replay calls this once per case: keep it lean."""
     path = f"{ctx.cassette_dir}{os.sep}{case.id}.json"  # a str: pathlib is slow per case
     doc = load_cassette(path, ctx.rootdir)
     if doc is None:
@@ -85,12 +97,12 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
             f"no recording for {_where(ctx, case)}; record it with --live "
             f"({shown_path(path, ctx.rootdir)})"
         )
-    key = recording_key(ctx.key_fields, key_view(system_view(case)))
-    check_key(doc.get("key"), key, "", "--live", labels=_key_labels(doc, ctx, case))
+    view = system_view(case)
+    key = recording_key(ctx.key_fields, key_view(view))
+    check_key(doc.get("key"), key, "", "--live", ignore_prefix=ignore_prefix,
+              labels=_key_labels(doc, ctx, case))
     check_integrity(doc, path, ctx.rootdir)
-    verdicts = doc.get("verdicts") or {}
-    check_verdicts(ctx, case, judge, doc["trace"], verdicts, doc=doc)
-    return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
+    return doc, key, view
 
 
 def check_verdicts(
@@ -596,18 +608,8 @@ def run_recorded(
     recording cannot serve is."""
     from .http.store import interactions_hash, load_http
 
-    path = f"{ctx.cassette_dir}{os.sep}{case.id}.json"
-    doc = load_cassette(path, ctx.rootdir)
+    doc, key, view = checked_cassette(ctx, case, ignore_prefix="code.")
     where = _where(ctx, case)
-    if doc is None:
-        raise MissingRecording(
-            f"no recording for {where}; record it with --live ({shown_path(path, ctx.rootdir)})"
-        )
-    view = system_view(case)
-    key = recording_key(ctx.key_fields, key_view(view))
-    check_key(doc.get("key"), key, "", "--live", ignore_prefix="code.",
-              labels=_key_labels(doc, ctx, case))
-    check_integrity(doc, path, ctx.rootdir)
     exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
     if exchanges is None or "http" not in doc["integrity"]:
