@@ -371,6 +371,15 @@ class CaseFile(pytest.File):
         return variant
 
 
+def load_suite_context(session: pytest.Session, path: Path) -> SuiteContext:
+    """A case file's suite context outside collection, exactly as collection builds it (the run
+    manifest describes every suite of the case folders, collected or not). Its raw cases stay on
+    `suite.cases`. Raises what loading raises (CaseFileError for a bad file)."""
+    from .session import get_session
+
+    return CaseFile.from_parent(session, path=path)._load_suite(get_session(session.config))
+
+
 # Frames of these packages are dropped from a user-code failure: the system's own frames say
 # what went wrong, pytest's, pluggy's, asyncio's and ours do not.
 _INTERNAL_FRAMES = tuple(

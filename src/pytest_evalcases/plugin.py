@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import EvalCaseError
-from .runreport import check_report_options, load_baseline
+from .runreport import check_report_options, load_baseline, load_locked_manifest
 from .session import SESSION_KEY, EvalSession, get_session
 
 if TYPE_CHECKING:
@@ -127,7 +127,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="eval_report",
         default=None,
         metavar="DIR",
-        help="write results.json, report.md and dashboard.html to DIR",
+        help="write results.json, report.md, dashboard.html and manifest.json to DIR",
+    )
+    group.addoption(
+        "--eval-manifest",
+        dest="eval_manifest",
+        default=None,
+        metavar="FILE",
+        help="refuse to run, listing each difference, unless this run's configuration (suites, "
+        "inputs, fingerprints, judges, versions) equals the locked manifest.json",
     )
     group.addoption(
         "--eval-baseline",
@@ -177,6 +185,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not state.is_worker:
         check_report_options(config)
         state.baseline = load_baseline(config)
+        state.locked_manifest = load_locked_manifest(config)
         config.pluginmanager.register(ResultCollector(config, state), RESULTS_PLUGIN)
     if state.live or state.replay_http:  # (xdist workers too: they print with -n and -v)
         config.pluginmanager.register(ErrorStatus(), "evalcases-error-status")
@@ -215,6 +224,10 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
+    if state.locked_manifest is not None:  # before any case runs (the controller's check)
+        from .runreport import check_locked_manifest
+
+        check_locked_manifest(session, state)
     if not _batch(session.config) or session.config.option.collectonly:
         return (yield)
     from .live import Progress
@@ -428,16 +441,23 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from .runreport import build_run_report, judges_used, run_info
 
     judge = judges_used(collector.results, state.judge_override or state.default_judge)
-    run = run_info(session.config, state.mode, judge, state.started)
     report_dir = (
         Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
     )
+    run_config = state.project_config(session) if report_dir is not None else None
+    run = run_info(session.config, state.mode, judge, state.started,
+                   state.run_id if run_config else None, run_config)
     tolerance = session.config.getoption("eval_tolerance")
-    extra = None
+    extra: dict[str, str] = {}
+    if run_config is not None:
+        from .manifest import MANIFEST_JSON, dumps_manifest, manifest_document
+
+        manifest = manifest_document(state.run_id, state.started, run_config)
+        extra[MANIFEST_JSON] = dumps_manifest(manifest)
     if changes is not None:
         from .rerecording.changes import RECORDING_CHANGES_MD
 
-        extra = {RECORDING_CHANGES_MD: changes.markdown()}
+        extra[RECORDING_CHANGES_MD] = changes.markdown()
     state.run_report = build_run_report(
         collector.results, run, state.baseline, tolerance, report_dir, extra
     )

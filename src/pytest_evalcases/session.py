@@ -163,6 +163,9 @@ class EvalSession:
         self.stopped: str | None = None  # why a live run stopped starting cases, if it did
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
+        self.locked_manifest: dict[str, Any] | None = None  # --eval-manifest, read at configure
+        self._run_id: str | None = None
+        self._project_config: dict[str, Any] | None = None
         from .runreport import utc_now
 
         self.started = utc_now()
@@ -170,6 +173,29 @@ class EvalSession:
     @property
     def live(self) -> bool:
         return self.mode != REPLAY
+
+    @property
+    def run_id(self) -> str:
+        """This run's id: $EVALCASES_RUN_ID (CI shards of one run share it), else a new UUID;
+        on an xdist worker, the controller's. Made on first use: a plain replay never asks."""
+        if self._run_id is None:
+            given = getattr(self.config, "workerinput", {}).get("evalcases_run_id")
+            given = given or os.environ.get("EVALCASES_RUN_ID", "").strip()
+            if not given:
+                import uuid
+
+                given = str(uuid.uuid4())
+            self._run_id = given
+        return self._run_id
+
+    def project_config(self, session: pytest.Session) -> dict[str, Any]:
+        """The run manifest's `config` (every suite of the case folders, versions, git), built
+        once per run and only when a report or a manifest check asks for it."""
+        if self._project_config is None:
+            from .manifest.project import project_config
+
+            self._project_config = project_config(session, self)
+        return self._project_config
 
     @property
     def records_in_batch(self) -> bool:
