@@ -37,7 +37,7 @@ def load_locked_manifest(config: pytest.Config) -> dict[str, Any] | None:
     from .manifest import ManifestError, load_manifest
 
     try:
-        return load_manifest(Path(config.invocation_params.dir, path))
+        return load_manifest(Path(config.invocation_params.dir, path), path)
     except ManifestError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -100,19 +100,22 @@ def run_info(
     option = config.option
     commit = (run_config or {}).get("git", {}).get("commit") if run_config else None
     info: dict[str, Any] = {"run_id": run_id} if run_id else {}
-    return info | {
-        "plugin_version": __version__,
-        "mode": mode,
-        "judge": judge,
-        "selection": {
+    info.update(
+        plugin_version=__version__,
+        mode=mode,
+        judge=judge,
+        selection={
             "args": list(config.args),
             "keyword": option.keyword or None,
             "markexpr": option.markexpr or None,
         },
-        "started": started,
-        "finished": utc_now(),
-        "git_commit": commit if run_config else git_commit(config.rootpath),
-    } | ({"config": run_config} if run_config else {})
+        started=started,
+        finished=utc_now(),
+        git_commit=commit if run_config else git_commit(config.rootpath),
+    )
+    if run_config:
+        info["config"] = run_config
+    return info
 
 
 def build_run_report(

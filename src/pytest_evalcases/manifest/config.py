@@ -21,8 +21,19 @@ if TYPE_CHECKING:
 SETTING_CHARS = 200
 # Suite fields the suite's entry shows under their own names (the rest go under `settings`).
 _OWN_FIELDS = frozenset(
-    {"cases", "name", "system", "version", "stages", "report_only", "inputs", "judge", "code",
-     "threshold", "thresholds"}
+    {
+        "cases",
+        "name",
+        "system",
+        "version",
+        "stages",
+        "report_only",
+        "inputs",
+        "judge",
+        "code",
+        "threshold",
+        "thresholds",
+    }
 )
 # The packages whose versions change what a run scores or how it runs (deepeval: the metrics).
 VERSIONED_PACKAGES = ("pytest", "pydantic", "deepeval")

@@ -42,38 +42,41 @@ def dumps_manifest(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def load_manifest(path: Path) -> dict[str, Any]:
-    """The locked configuration of a manifest.json (or of a results.json's `run.config`)."""
+def load_manifest(path: Path, shown: str | None = None) -> dict[str, Any]:
+    """A manifest.json (or a results.json, whose `run.config` it locks), checked; messages name
+    the file as `shown` (the path as the user gave it)."""
+    name = shown or str(path)
     advice = "write one with --eval-report DIR (DIR/manifest.json)"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ManifestError(f"--eval-manifest {path}: no such file; {advice}") from None
+        raise ManifestError(f"--eval-manifest {name}: no such file; {advice}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"--eval-manifest {path}: cannot read it ({exc})") from None
+        raise ManifestError(f"--eval-manifest {name}: cannot read it ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ManifestError(
-            f"--eval-manifest {path}: not valid JSON ({exc.msg} at line {exc.lineno}); {advice}"
+            f"--eval-manifest {name}: not valid JSON ({exc.msg} at line {exc.lineno}); {advice}"
         ) from None
     if isinstance(doc, dict) and doc.get("format") == _RESULTS_FORMAT:
-        doc = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
-               "run_id": (doc.get("run") or {}).get("run_id"),
-               "config": (doc.get("run") or {}).get("config")}
+        doc = {
+            "format": MANIFEST_FORMAT,
+            "version": MANIFEST_VERSION,
+            "run_id": (doc.get("run") or {}).get("run_id"),
+            "config": (doc.get("run") or {}).get("config"),
+        }
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise ManifestError(
-            f"--eval-manifest {path}: not a pytest-evalcases manifest (no \"format\": "
-            f"\"{MANIFEST_FORMAT}\"); {advice}"
+            f'--eval-manifest {name}: not a pytest-evalcases manifest (no "format": '
+            f'"{MANIFEST_FORMAT}"); {advice}'
         )
     if not isinstance(doc.get("version"), int) or doc["version"] > MANIFEST_VERSION:
         raise ManifestError(
-            f"--eval-manifest {path}: manifest version {doc.get('version')!r} is not one this "
+            f"--eval-manifest {name}: manifest version {doc.get('version')!r} is not one this "
             f"plugin reads (up to {MANIFEST_VERSION}); upgrade pytest-evalcases"
         )
-    if not isinstance(doc.get("config"), dict) or not isinstance(
-        doc["config"].get("suites"), dict
-    ):
+    if not isinstance(doc.get("config"), dict) or not isinstance(doc["config"].get("suites"), dict):
         raise ManifestError(
-            f"--eval-manifest {path}: no \"config\" with \"suites\" (a results.json written "
+            f'--eval-manifest {name}: no "config" with "suites" (a results.json written '
             f"before run manifests existed?); {advice}"
         )
     return doc
@@ -106,7 +109,7 @@ def config_differences(locked: Mapping[str, Any], current: Mapping[str, Any]) ->
 
 
 def _diff(old: Any, new: Any, prefix: str, found: list[str]) -> None:
-    if isinstance(old, dict) and isinstance(new, dict):
+    if isinstance(old, dict) and isinstance(new, dict) and not (_is_hash(old) or _is_hash(new)):
         for key in sorted(old.keys() | new.keys(), key=str):
             name = f"{prefix}{key}"
             if key not in new:
@@ -120,9 +123,13 @@ def _diff(old: Any, new: Any, prefix: str, found: list[str]) -> None:
         found.append(f"{prefix.rstrip('.: ')}: {_shown(old)} -> {_shown(new)}")
 
 
+def _is_hash(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"hash"}
+
+
 def _shown(value: Any) -> str:
     """A value as a difference line shows it: hashes by their first 6 characters."""
-    if isinstance(value, dict) and set(value) == {"hash"}:
+    if _is_hash(value):
         return f"hash {str(value['hash'])[:6]}"
     if isinstance(value, str) and _HASH.fullmatch(value):
         return value[:6]

@@ -25,16 +25,18 @@ def project_config(session: pytest.Session, state: EvalSession) -> dict[str, Any
     suites: dict[str, dict[str, Any]] = {}
     unloadable: dict[str, str] = {}
     for path in case_files(state):
-        file = path.relative_to(state.rootdir).as_posix() if path.is_relative_to(
-            state.rootdir) else str(path)
+        file = (
+            path.relative_to(state.rootdir).as_posix()
+            if path.is_relative_to(state.rootdir)
+            else str(path)
+        )
         try:
             name, entry = _suite_entry(session, state, path, file)
         except Exception as exc:  # the run itself reports it on the suite's item
             unloadable[file] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             continue
         if name in suites:
-            unloadable[file] = (f"suite name {name!r} is also declared by "
-                                f"{suites[name]['file']}")
+            unloadable[file] = f"suite name {name!r} is also declared by {suites[name]['file']}"
             continue
         suites[name] = entry
     return {
@@ -64,9 +66,15 @@ def _suite_entry(
     ctx = load_suite_context(session, path)
     raw_cases = ctx.suite.cases if isinstance(ctx.suite.cases, list) else []
     case_inputs: dict[str, str] = {}
-    names = sorted({name for case in raw_cases if isinstance(case, dict)
-                    and isinstance(case.get("inputs"), list)
-                    for name in case["inputs"] if isinstance(name, str)})
+    names = sorted(
+        {
+            name
+            for case in raw_cases
+            if isinstance(case, dict) and isinstance(case.get("inputs"), list)
+            for name in case["inputs"]
+            if isinstance(name, str)
+        }
+    )
     for name in names:
         try:
             case_inputs.update(hash_inputs([name], state, ""))
