@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     names = [_name(args.a), _name(args.b)]
     if names[0] == names[1]:
         names = [str(args.a), str(args.b)]
-    cmp = compare_runs(read_shard(args.a), read_shard(args.b), names)
+    docs = [read_shard(path, "report folder (from --eval-report)") for path in (args.a, args.b)]
+    cmp = compare_runs(docs[0], docs[1], names)
     args.output.mkdir(parents=True, exist_ok=True)
     for name, text in (
         (COMPARE_MD, render_compare_markdown(cmp)),

@@ -65,7 +65,7 @@ def _runs(cmp: Comparison) -> list[str]:
                 f"({rate['passed']}/{rate['decided']})",
             ]
         )
-    return [shared_text(cmp), ""] + _table(
+    return [escape_cell(shared_text(cmp), 1000), ""] + _table(
         ["run", "details", "cases", "pass rate on shared cases (95% Wilson)"], rows
     )
 
