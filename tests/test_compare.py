@@ -189,7 +189,10 @@ def test_markdown_and_html_show_the_comparison(two_runs: tuple[dict, dict]) -> N
     page = render_compare_html(cmp)
     assert "<script" not in page  # no script of its own, and the payload is text
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
-    assert "default-src &#39;none&#39;; style-src &#39;sha256-" in page and "http" not in page.split("<body>")[1]
+    assert (
+        "default-src &#39;none&#39;; style-src &#39;sha256-" in page
+        and "http" not in page.split("<body>")[1]
+    )
     assert '<svg class="forest"' in page and "+0.167" in page
     assert "s::c2" in page and "$0.1800" in page
 
