@@ -1,5 +1,5 @@
-"""A replay run imports none of deepeval, vcrpy (`vcr`), openai or aiohttp (the judges' HTTP
-client): they belong to live recording."""
+"""A replay run imports none of deepeval, vcrpy (`vcr`), openai, aiohttp (the judges' HTTP
+client) or opentelemetry (--eval-otel's export): they belong to live recording."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("deepeval", "vcr", "openai", "aiohttp")
+HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "opentelemetry")
 
 # Runs pytest in this interpreter, then reports the heavy top-level modules it imported.
 PROBE = f"""
@@ -41,7 +41,7 @@ def run_probe(cwd: Path, *args: str) -> tuple[int, list[str], str]:
 
 def test_demo_replay_imports_no_heavy_module() -> None:
     code, heavy, text = run_probe(REPO, "cases/", "-q", "-p", "no:deepeval",
-                                  "-p", "no:cacheprovider")
+                                  "-p", "no:cacheprovider", "--eval-otel")
 
     assert code == 0, text
     assert "per-stage summary" in text and "replayed" in text, text

@@ -130,6 +130,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write results.json, report.md, dashboard.html and manifest.json to DIR",
     )
     group.addoption(
+        "--eval-otel",
+        action="store_true",
+        dest="eval_otel",
+        help="in live runs, send one OpenTelemetry span per case (children: the system run and "
+        "each judge request) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default "
+        "http://localhost:4318); needs the otel extra",
+    )
+    group.addoption(
         "--eval-manifest",
         dest="eval_manifest",
         default=None,
@@ -189,6 +197,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ResultCollector(config, state), RESULTS_PLUGIN)
     if state.live or state.replay_http:  # (xdist workers too: they print with -n and -v)
         config.pluginmanager.register(ErrorStatus(), "evalcases-error-status")
+    if state.otel_requested and state.live:
+        _check_otel_installed()
     if state.live:
         _dont_rewrite_deepeval()
         if not state.is_worker and not state.dry_run:  # temp files of killed runs go first
@@ -196,6 +206,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
             state.removed_temp_files = remove_dead_temp_files(state.cassette_root)
     config.stash[SESSION_KEY] = state
+
+
+def _check_otel_installed() -> None:
+    """--eval-otel needs the otel extra: say so before a paid live run starts."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is not None
+        found = found and importlib.util.find_spec("opentelemetry.sdk") is not None
+    except ImportError:  # a parent package is missing
+        found = False
+    if not found:
+        raise pytest.UsageError(
+            "--eval-otel needs opentelemetry-sdk and the OTLP/HTTP exporter: "
+            'pip install "pytest-evalcases[otel]"'
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: workers tag their spans with this run's id."""
+    state = get_session(node.config)
+    if state.otel_requested and state.live:
+        node.workerinput["evalcases_run_id"] = state.run_id
 
 
 def _dont_rewrite_deepeval() -> None:
@@ -290,6 +324,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             state = get_session(item.config)
             # A plain JSON-able dict: xdist carries it to the controller with the report.
             report.evalcase = case_result(item, outcome, bool(state.report_dir), exc)
+            if state.otel is not None:  # --eval-otel in a live run: the case span ends
+                state.otel.case_reported(item.nodeid, report.evalcase)
             # The result holds all that is needed now: let the trace and scores go (10k cases).
             item.recording = item.scores = None
     return report
@@ -429,10 +465,11 @@ def _collector(config: pytest.Config) -> ResultCollector | None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller only: the live run's completeness (its exit code), then aggregate, write the
     report files, apply the baseline gate."""
+    state = get_session(session.config)
+    state.close_otel()  # workers too: each sends its own cases' spans
     collector = _collector(session.config)
     if collector is None:
         return
-    state = get_session(session.config)
     changes = collector.changes
     if changes is not None and not session.config.option.collectonly:
         _check_live_run_complete(session, collector, changes, state)
@@ -516,3 +553,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
     if report is not None and report.written:
         terminalreporter.write_line("eval reports: " + ", ".join(str(p) for p in report.written))
+    if state.otel_line:
+        terminalreporter.write_line(state.otel_line)
+    elif state.otel_requested and not state.live:
+        terminalreporter.write_line("eval otel: a replay sends no spans (--eval-otel traces the "
+                                    "system runs and judge requests of live runs)")

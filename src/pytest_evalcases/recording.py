@@ -37,6 +37,7 @@ from .errors import CassetteError, MissingRecording, NewerCassette, PendingVerdi
 from .judging import applicable, judge_source_advice, verdict_key, verdict_labels
 from .session import LIVE, LIVE_JUDGES
 from .system import CaseInput, key_view, normalize_trace, system_view
+from .telemetry import NO_SPANS, CaseSpans
 
 if TYPE_CHECKING:
     from .collect import SuiteContext
@@ -303,9 +304,11 @@ async def record(
     http: Callable[[], HttpLayer] | None = None,
     offline: tuple[dict[str, Any], dict[str, Any]] | None = None,
     dry_run: bool = False,
+    spans: CaseSpans = NO_SPANS,
 ) -> Recording:
     """Run what this mode needs for one case, and save the cassette if the system run succeeded
-    and anything changed (`dry_run`: save nothing, say what would change).
+    and anything changed (`dry_run`: save nothing, say what would change). `spans` (with
+    --eval-otel) traces the system run and each judge request.
 
     `slots` bounds the system runs in flight (and applies the run's stop rule); the judge bounds
     its own requests. With `http` (the run's HTTP layer, started on first use), the system's HTTP
@@ -346,15 +349,17 @@ async def record(
         # --live-stale finds every recording current).
         async with slots.system() if slots is not None else nullcontext():
             await ctx.system.asetup(ctx.suite)
-            if http is None:
-                result = await _run_with_timeout(ctx, case, view)
-            else:
-                from .http.router import CaseHttp
-
-                with http().case(CaseHttp(_where(ctx, case))) as case_http:
+            with spans.system_run() as system_span:
+                if http is None:
                     result = await _run_with_timeout(ctx, case, view)
-                exchanges = case_http.interactions
-            trace = normalize_trace(result, _where(ctx, case))
+                else:
+                    from .http.router import CaseHttp
+
+                    with http().case(CaseHttp(_where(ctx, case))) as case_http:
+                        result = await _run_with_timeout(ctx, case, view)
+                    exchanges = case_http.interactions
+                trace = normalize_trace(result, _where(ctx, case))
+                system_span.trace(trace)
             spent += _cost_of(trace)
             if slots is not None:
                 slots.system_ran(ctx, case, trace)
@@ -378,7 +383,7 @@ async def record(
     if due:
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
-                *(_judge_one(judge, stage.name, case, trace, ctx.judge_options)
+                *(_judge_one(judge, stage.name, case, trace, ctx.judge_options, spans)
                   for stage, _ in due)
             )
         for (stage, expected), verdict in zip(due, outcomes, strict=True):
@@ -536,9 +541,23 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
 
 
 async def _judge_one(
-    judge: JudgeBinding, stage: str, case: Case, trace: dict[str, Any], options: dict[str, Any]
+    judge: JudgeBinding,
+    stage: str,
+    case: Case,
+    trace: dict[str, Any],
+    options: dict[str, Any],
+    spans: CaseSpans = NO_SPANS,
 ) -> dict[str, Any]:
     """One verdict; a judge that fails after its retries yields an error verdict, never a pass."""
+    with spans.judge_request(stage, judge.id) as judge_span:
+        verdict = await _verdict(judge, stage, case, trace, options)
+        judge_span.verdict(verdict)
+    return verdict
+
+
+async def _verdict(
+    judge: JudgeBinding, stage: str, case: Case, trace: dict[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
     from .judges import JudgeError, JudgeInput
 
     data = JudgeInput(

@@ -164,6 +164,10 @@ class EvalSession:
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         self.locked_manifest: dict[str, Any] | None = None  # --eval-manifest, read at configure
+        # --eval-otel: spans of the cases this process records (live runs only)
+        self.otel_requested = bool(config.getoption("eval_otel"))
+        self.otel: Any = None  # telemetry.export.OtelExport, once the first case records
+        self.otel_line: str | None = None  # how the export went, for the terminal
         self._run_id: str | None = None
         self._project_config: dict[str, Any] | None = None
         from .runreport import utc_now
@@ -187,6 +191,23 @@ class EvalSession:
                 given = str(uuid.uuid4())
             self._run_id = given
         return self._run_id
+
+    @property
+    def otel_export(self) -> Any:
+        """The run's OpenTelemetry export (telemetry.export.OtelExport), made when the first
+        case records; None unless this is a live run with --eval-otel."""
+        if self.otel is None and self.otel_requested and self.live:
+            from .telemetry.export import OtelExport
+
+            self.otel = OtelExport(self.run_id)
+        return self.otel
+
+    def close_otel(self) -> None:
+        """Send what is left and keep the line saying how it went (once, at the end)."""
+        if self.otel is not None:
+            self.otel_line = self.otel.shutdown()
+            self.otel = None
+            self.otel_requested = False  # nothing is made again after the end
 
     def project_config(self, session: pytest.Session) -> dict[str, Any]:
         """The run manifest's `config` (every suite of the case folders, versions, git), built
