@@ -5,11 +5,9 @@ with the OpenTelemetry protobuf classes and keeps every span as a plain dict."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -50,19 +48,21 @@ class Collector:
                 resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
-                        self.spans.append({
-                            "name": span.name,
-                            "trace_id": span.trace_id.hex(),
-                            "span_id": span.span_id.hex(),
-                            "parent_span_id": span.parent_span_id.hex() or None,
-                            "start": span.start_time_unix_nano,
-                            "end": span.end_time_unix_nano,
-                            "status": span.status.code,  # 0 unset, 1 ok, 2 error
-                            "attributes": {a.key: _value(a.value) for a in span.attributes},
-                            "events": [e.name for e in span.events],
-                            "resource": resource,
-                            "scope": scope_spans.scope.name,
-                        })
+                        self.spans.append(
+                            {
+                                "name": span.name,
+                                "trace_id": span.trace_id.hex(),
+                                "span_id": span.span_id.hex(),
+                                "parent_span_id": span.parent_span_id.hex() or None,
+                                "start": span.start_time_unix_nano,
+                                "end": span.end_time_unix_nano,
+                                "status": span.status.code,  # 0 unset, 1 ok, 2 error
+                                "attributes": {a.key: _value(a.value) for a in span.attributes},
+                                "events": [e.name for e in span.events],
+                                "resource": resource,
+                                "scope": scope_spans.scope.name,
+                            }
+                        )
 
 
 def _handler(collector: Collector) -> type[BaseHTTPRequestHandler]:
@@ -85,12 +85,3 @@ def _handler(collector: Collector) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(reply)
 
     return Handler
-
-
-@pytest.fixture
-def otlp_collector() -> Iterator[Collector]:
-    collector = Collector().start()
-    try:
-        yield collector
-    finally:
-        collector.stop()

@@ -114,7 +114,7 @@ def test_each_run_has_its_own_id_unless_ci_gives_one(
     assert first["run"]["run_id"] != second["run"]["run_id"]
     # the id CI gives every shard of one run (merged shards keep it, as all shards agree)
     monkeypatch.setenv("EVALCASES_RUN_ID", "ci-4711")
-    third, manifest = report(proj, "-n", "2", folder="c")
+    third, manifest = report(proj, folder="c")
     assert third["run"]["run_id"] == manifest["run_id"] == "ci-4711"
 
 
@@ -184,18 +184,10 @@ def test_a_changed_configuration_refuses_to_run(proj: Project, workers: tuple[st
 
 
 def test_a_bad_manifest_file_is_a_usage_error(proj: Project) -> None:
-    proj.write_text("broken.json", "{")
-    proj.write_text("other.json", '{"format": "something-else"}')
-    for name, words in (
-        ("missing.json", "no such file"),
-        ("broken.json", "not valid JSON"),
-        ("other.json", "not a pytest-evalcases manifest"),
-    ):
-        result = proj.run("-p", "no:cacheprovider", "--eval-manifest", name)
-        text = output(result)
-        assert result.ret == pytest.ExitCode.USAGE_ERROR, text
-        assert f"--eval-manifest {name}: {words}" in text, text
-        assert "--eval-report DIR" in text
+    result = proj.run("-p", "no:cacheprovider", "--live", "--eval-manifest", "missing.json")
+    text = output(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, text
+    assert "--eval-manifest missing.json: no such file; write one with --eval-report DIR" in text
     assert proj.calls() == []
 
 
@@ -253,6 +245,13 @@ def test_config_differences_name_each_change() -> None:
 
 def test_load_manifest_checks_the_document(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
+    for text, words in (
+        ("{", "not valid JSON"),
+        ('{"format": "x"}', "not a pytest-evalcases manifest"),
+    ):
+        path.write_text(text)
+        with pytest.raises(ManifestError, match=f"^--eval-manifest m.json: {words}"):
+            load_manifest(path, "m.json")
     path.write_text(
         json.dumps(
             manifest_document("id-1", "2026-01-01T00:00:00Z", {"suites": {}, "versions": {}})
