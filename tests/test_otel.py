@@ -260,3 +260,47 @@ def test_without_the_otel_extra_a_live_run_stops_before_it_starts(
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
     assert 'pip install "pytest-evalcases[otel]"' in proc.stderr
     assert traced.calls() == []  # nothing ran
+
+
+# ---- the pure attribute builders ----------------------------------------------------------------
+def test_attributes_follow_the_conventions_and_leave_out_what_is_unknown() -> None:
+    from pytest_evalcases.telemetry.attributes import (
+        judge_span_name,
+        model_of,
+        outcome_attributes,
+        trace_attributes,
+        verdict_attributes,
+    )
+
+    assert model_of({"model": "fp"}, {"usage": {"model": "used"}}) == "used"
+    assert model_of({"model": "fp"}, {"model": "traced"}) == "traced"
+    assert model_of({"model": "fp"}, {}) == "fp"
+    assert model_of({"model": {"name": "x"}}, {}) is None
+    assert judge_span_name("faithfulness", "openai", "gpt-4o") == "chat gpt-4o"
+    assert judge_span_name("faithfulness", "lexical", None) == "evaluate faithfulness"
+    attrs = trace_attributes(
+        {
+            "usage": {"prompt_tokens": 5, "cost_usd": None},
+            "tool_calls": [{"name": "search"}, {"name": "lookup"}],
+        },
+        None,
+    )
+    assert attrs == {"gen_ai.usage.input_tokens": 5, "evalcases.tool_calls": "search, lookup"}
+    verdict = verdict_attributes(
+        {"score": None, "error": "judge timed out", "judge": "openai:x", "latency_ms": 12.5}
+    )
+    assert verdict == {
+        "gen_ai.evaluation.explanation": "judge timed out",
+        "evalcases.judge": "openai:x",
+        "evalcases.judge.error": "judge timed out",
+        "evalcases.latency_ms": 12.5,
+    }
+    outcome = outcome_attributes(
+        {
+            "outcome": "error",
+            "first_failure": None,
+            "stages": {"tools": {"score": True, "passed": None}},
+            "recording": {"spent_usd": 0.002},
+        }
+    )
+    assert outcome == {"evalcases.outcome": "error", "evalcases.cost_usd": 0.002}

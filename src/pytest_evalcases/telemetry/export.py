@@ -119,11 +119,14 @@ class OtelExport:
 
 
 class _Notes:
-    def __init__(self, span: Any, model: str | None = None) -> None:
-        self.span, self.model = span, model
+    """Sets what the recording code learns on the span (`fingerprint`: the system's, whose
+    `model` names the model when the trace does not)."""
+
+    def __init__(self, span: Any, fingerprint: Mapping[str, Any] | None = None) -> None:
+        self.span, self.fingerprint = span, fingerprint or {}
 
     def trace(self, trace_doc: Mapping[str, Any]) -> None:
-        self.span.set_attributes(trace_attributes(trace_doc, self.model or model_of({}, trace_doc)))
+        self.span.set_attributes(trace_attributes(trace_doc, model_of(self.fingerprint, trace_doc)))
 
     def verdict(self, verdict: Mapping[str, Any]) -> None:
         self.span.set_attributes(verdict_attributes(verdict))
@@ -162,9 +165,8 @@ class LiveCaseSpans:
             context=parent,
             attributes=system_attributes(self.export.run_id, ctx.system.spec, ctx.suite.name),
         )
-        fingerprint = _fingerprint(ctx)
         with trace.use_span(span, end_on_exit=True):  # records and marks an exception
-            yield _Notes(span, model_of(fingerprint, {}))
+            yield _Notes(span, _fingerprint(ctx))
 
     @contextmanager
     def judge_request(self, stage: str, judge_id: str | None) -> Iterator[_Notes]:
