@@ -39,6 +39,7 @@ STAGE_ABBREVIATIONS = {
     "correctness": "corr",
     "context_completeness": "compl",
     "answer_accuracy": "acc",
+    "citations": "cite",
 }
 
 # Collection order, then arrival order for equal keys (as a stable sort of the arrivals).

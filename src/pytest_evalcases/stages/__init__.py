@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .base import Stage, StageResult, skipped
 
 STAGES: dict[str, Stage] = {}
+
+# Suite fields that configure one stage: giving one without running the stage is a mistake.
+STAGE_OPTIONS = ("graph", "citations")
 
 
 def register(stage: Stage) -> Stage:
@@ -12,7 +17,25 @@ def register(stage: Stage) -> Stage:
     return stage
 
 
+def prepare_stages(suite: object, runs: list[str], rootdir: Path) -> None:
+    """Once per suite, at collection: each stage it runs checks or loads its suite options.
+    Raises CaseFileError (without the file's name: the caller adds it)."""
+    from ..errors import CaseFileError
+
+    for option in STAGE_OPTIONS:
+        if getattr(suite, option) is not None and option not in runs:
+            raise CaseFileError(
+                f'"{option}" configures the {option} stage, which this suite does not run: add '
+                f'"{option}" to "stages" or "report_only", or remove the option'
+            )
+    for name in runs:
+        prepare = STAGES[name].prepare
+        if prepare is not None:
+            prepare(suite, rootdir)  # type: ignore[arg-type]
+
+
 # Imported for their registrations; order is the order `known stages` are listed in.
 from . import tools, retrieval, text, judged  # noqa: E402,F401,I001
+from . import graph, citations, answer_schema, rubric  # noqa: E402,F401,I001
 
-__all__ = ["STAGES", "Stage", "StageResult", "register", "skipped"]
+__all__ = ["STAGES", "Stage", "StageResult", "prepare_stages", "register", "skipped"]
