@@ -6,7 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from evalhelpers import Project, assert_not_aborted, error_block, output, summary_section
+from evalhelpers import (
+    Project,
+    assert_not_aborted,
+    error_block,
+    output,
+    run_live_openai,
+    run_pytest_env,
+    summary_section,
+)
+from judge_server import POISON, JudgeServer, judge_server_fixture
+
+judge_server = judge_server_fixture()
 
 SYSTEM = '''\
 """Answers from a table: triples, citations and a JSON answer per case id."""
@@ -132,3 +143,27 @@ def test_suite_option_problems_name_the_file(kg: Project) -> None:
         "AttributeError" in text
     assert 'cases/kg3.json: "citations" configures the citations stage, which this suite does ' \
         "not run" in text
+
+
+def test_rubric_with_the_llm_judge_one_request_per_item_replayed_without_a_key(
+    kg: Project, judge_server: JudgeServer
+) -> None:
+    rubric = ["names the city Warsaw", {"item": f"names the country {POISON}", "weight": 3}]
+    kg.write_suite(kg_suite(stages=["rubric"], cases=[kg_case("good", rubric=rubric)]))
+    recorded = run_live_openai(kg, judge_server.base_url)
+    assert_not_aborted(recorded)
+    prompts = [r.prompt for r in judge_server.requests if r.kind == "rubric_item"]
+    assert len(prompts) == 2 == len(judge_server.requests)  # item by item
+    assert any("<rubric_item>\nnames the city Warsaw\n</rubric_item>" in p for p in prompts)
+    verdict = kg.cassette("kg", "good")["verdicts"]["rubric"]
+    assert verdict["judge"] == "openai:gpt-4o-mini" and verdict["calls"] == 2
+    assert [item["met"] for item in verdict["details"]["items"]] == [True, False]
+    assert verdict["score"] == 0.25 and set(verdict["key"]) == {
+        "judge", "judge_version", "params", "rubric"}
+
+    replayed, heavy = run_pytest_env(kg.root, "-p", "no:cacheprovider", "--eval-judge",
+                                     "openai:gpt-4o-mini")
+    replayed.assert_outcomes(failed=1)
+    assert heavy == []  # no key, no deepeval, no HTTP client: the verdict is replayed
+    assert f"first failing stage: rubric (0.25 < 0.50 (1 of 2 items met); unmet: names the " \
+        f"country {POISON})" in error_block(replayed, "good")
