@@ -40,8 +40,11 @@ def similarity_module(tmp_path: Path, source: str) -> str:
 
 
 # ---- graph ------------------------------------------------------------------------------------
-GOLD = [["Marie Curie", "born_in", "Warsaw"], ["Marie Curie", "won", "Nobel Prize"],
-        ["Warsaw", "capitalOf", "Poland"]]
+GOLD = [
+    ["Marie Curie", "born_in", "Warsaw"],
+    ["Marie Curie", "won", "Nobel Prize"],
+    ["Warsaw", "capitalOf", "Poland"],
+]
 
 
 class TestGraph:
@@ -49,17 +52,22 @@ class TestGraph:
         assert normalize_label("  worksFor ") == "works for"
         assert normalize_label("works_for") == "works for"
         assert normalize_label("Works, For!") == "works for"
-        predicted = [["marie curie", "Born In", "warsaw."], ["MARIE  CURIE", "won", "Nobel-Prize"],
-                     ["Warsaw", "capital_of", "Poland"]]
-        result = STAGES["graph"].score(case(expected_triples=GOLD), {"triples": predicted},
-                                       suite(), None)
+        predicted = [
+            ["marie curie", "Born In", "warsaw."],
+            ["MARIE  CURIE", "won", "Nobel-Prize"],
+            ["Warsaw", "capital_of", "Poland"],
+        ]
+        result = STAGES["graph"].score(
+            case(expected_triples=GOLD), {"triples": predicted}, suite(), None
+        )
         assert (result.score, result.passed) == (1.0, True)
         assert result.metrics["hallucination_rate"] == 0.0 and result.metrics["omission_rate"] == 0
 
     def test_rates_and_unmatched_edges_by_name(self):
         predicted = [["Marie Curie", "born in", "Warsaw"], ["Marie Curie", "discovered", "Radium"]]
-        result = STAGES["graph"].score(case(expected_triples=GOLD), {"triples": predicted},
-                                       suite(), None)
+        result = STAGES["graph"].score(
+            case(expected_triples=GOLD), {"triples": predicted}, suite(), None
+        )
         m = result.metrics
         # 1 of 2 predicted edges is gold, 1 of 3 gold edges is predicted
         assert (m["precision"], m["recall"]) == (0.5, pytest.approx(1 / 3))
@@ -71,7 +79,8 @@ class TestGraph:
         assert result.passed is False and result.threshold == 1.0  # exact graphs by default
         assert result.reason.startswith("F1 0.40 < 1.00 (precision 0.50, recall 0.33)")
         assert "omitted: (marie curie, won, nobel prize), (warsaw, capital of, poland)" in (
-            result.reason)
+            result.reason
+        )
         assert "hallucinated: (marie curie, discovered, radium)" in result.reason
 
     def test_aliases_map_entities_and_relations(self):
@@ -84,8 +93,9 @@ class TestGraph:
 
     def test_duplicates_count_once_and_empty_sides(self):
         twice = [GOLD[0], ["marie curie", "born in", "warsaw"]]
-        result = STAGES["graph"].score(case(expected_triples=GOLD[:1]), {"triples": twice},
-                                       suite(), None)
+        result = STAGES["graph"].score(
+            case(expected_triples=GOLD[:1]), {"triples": twice}, suite(), None
+        )
         assert (result.score, result.metrics["predicted"]) == (1.0, 1)
         nothing = STAGES["graph"].score(case(expected_triples=GOLD), {}, suite(), None)
         assert (nothing.score, nothing.metrics["omission_rate"]) == (0.0, 1.0)
@@ -96,35 +106,67 @@ class TestGraph:
 
     def test_threshold_from_the_suite(self):
         predicted = GOLD[:2]  # recall 2/3, precision 1 -> F1 0.8
-        result = STAGES["graph"].score(case(expected_triples=GOLD), {"triples": predicted},
-                                       suite(thresholds={"graph": 0.8}), None)
+        result = STAGES["graph"].score(
+            case(expected_triples=GOLD),
+            {"triples": predicted},
+            suite(thresholds={"graph": 0.8}),
+            None,
+        )
         assert result.score == pytest.approx(0.8) and result.passed is True
 
     def test_soft_matching_is_a_maximum_matching(self, tmp_path: Path):
         # g1 is most like p1, but only a matching of g1-p2 and g2-p1 pairs both gold edges
-        spec = similarity_module(tmp_path, (
-            "TABLE = {('r1', 'q1'): 0.95, ('r1', 'q2'): 0.9, ('r2', 'q1'): 0.9}\n"
-            "def sim(a, b):\n"
-            "    return TABLE.get((a, b), 0.0)\n"
-        ))
+        spec = similarity_module(
+            tmp_path,
+            (
+                "TABLE = {('r1', 'q1'): 0.95, ('r1', 'q2'): 0.9, ('r2', 'q1'): 0.9}\n"
+                "def sim(a, b):\n"
+                "    return TABLE.get((a, b), 0.0)\n"
+            ),
+        )
         gold = [["a", "r1", "b"], ["a", "r2", "b"]]
         predicted = [["a", "q1", "b"], ["a", "q2", "b"]]
         options = {"similarity": spec, "min_similarity": 0.85, "soft": ["relation"]}
-        result = STAGES["graph"].score(case(expected_triples=gold), {"triples": predicted},
-                                       suite(tmp_path, graph=options), None)
+        result = STAGES["graph"].score(
+            case(expected_triples=gold),
+            {"triples": predicted},
+            suite(tmp_path, graph=options),
+            None,
+        )
         assert result.score == 1.0 and result.metrics["matched"] == 2
         # no edge counted twice: two predicted edges like one gold edge match it once
-        one_gold = STAGES["graph"].score(case(expected_triples=gold[:1]),
-                                         {"triples": predicted}, suite(tmp_path, graph=options),
-                                         None)
+        one_gold = STAGES["graph"].score(
+            case(expected_triples=gold[:1]),
+            {"triples": predicted},
+            suite(tmp_path, graph=options),
+            None,
+        )
         assert one_gold.metrics["matched"] == 1 and one_gold.metrics["hallucination_rate"] == 0.5
         # below min_similarity nothing pairs; entities outside `soft` must be equal
         strict = {**options, "min_similarity": 0.96}
-        assert STAGES["graph"].score(case(expected_triples=gold), {"triples": predicted},
-                                     suite(tmp_path, graph=strict), None).score == 0.0
+        assert (
+            STAGES["graph"]
+            .score(
+                case(expected_triples=gold),
+                {"triples": predicted},
+                suite(tmp_path, graph=strict),
+                None,
+            )
+            .score
+            == 0.0
+        )
         other_subject = [["x", "q1", "b"], ["x", "q2", "b"]]
-        assert STAGES["graph"].score(case(expected_triples=gold), {"triples": other_subject},
-                                     suite(tmp_path, graph=options), None).score == 0.0
+        assert (
+            STAGES["graph"]
+            .score(
+                case(expected_triples=gold),
+                {"triples": other_subject},
+                suite(tmp_path, graph=options),
+                None,
+            )
+            .score
+            == 0.0
+        )
 
     def test_matching_is_deterministic_under_reordering(self, tmp_path: Path):
         # many ties: labels starting with the same letter are alike
@@ -137,8 +179,9 @@ class TestGraph:
             shuffled_gold, shuffled_predicted = gold[:], predicted[:]
             random.Random(seed).shuffle(shuffled_gold)
             random.Random(seed + 10).shuffle(shuffled_predicted)
-            result = STAGES["graph"].score(case(expected_triples=shuffled_gold),
-                                           {"triples": shuffled_predicted}, options, None)
+            result = STAGES["graph"].score(
+                case(expected_triples=shuffled_gold), {"triples": shuffled_predicted}, options, None
+            )
             seen.append(result.metrics)
         assert all(metrics == seen[0] for metrics in seen)
         # the 4 predicted edges with an x-object each pair with a distinct gold edge
@@ -149,12 +192,15 @@ class TestGraph:
     def test_a_bad_similarity_value_names_the_function(self, tmp_path: Path):
         spec = similarity_module(tmp_path, "def sim(a, b):\n    return 1.5\n")
         with pytest.raises(CaseFileError, match=r"returned 1\.5 .*number in \[0, 1\]"):
-            STAGES["graph"].score(case(expected_triples=[["a", "r", "b"]]),
-                                  {"triples": [["a", "s", "b"]]},
-                                  suite(tmp_path, graph={"similarity": spec}), None)
+            STAGES["graph"].score(
+                case(expected_triples=[["a", "r", "b"]]),
+                {"triples": [["a", "s", "b"]]},
+                suite(tmp_path, graph={"similarity": spec}),
+                None,
+            )
 
     def test_similarity_spec_problems_are_suite_errors(self, tmp_path: Path):
-        with pytest.raises(CaseFileError, match="must read \"module:function\""):
+        with pytest.raises(CaseFileError, match='must read "module:function"'):
             suite(tmp_path, graph={"similarity": "nocolon"})
         with pytest.raises(CaseFileError, match="cannot import 'no_such_module_xyz:sim'"):
             suite(tmp_path, graph={"similarity": "no_such_module_xyz:sim"})
@@ -181,16 +227,20 @@ class TestCitations:
 
     def test_unsupported_citations_are_listed_with_their_sentences(self):
         trace = {
-            "citations": [{"sentence": "A.", "docs": ["d1"]}, {"sentence": "B.", "docs": ["d9"]},
-                          {"sentence": "C.", "docs": ["d9", "d1"]}],
+            "citations": [
+                {"sentence": "A.", "docs": ["d1"]},
+                {"sentence": "B.", "docs": ["d9"]},
+                {"sentence": "C.", "docs": ["d9", "d1"]},
+            ],
             "retrieved": ["d1"],
         }
         result = STAGES["citations"].score(case(), trace, suite(), None)
         assert result.score == 0.5 and result.passed is False  # d1 retrieved, d9 not
         assert result.metrics["unsupported"] == ["d9 (sentences 2, 3)"]
         assert result.reason == "provenance 0.50 < 1.00; not retrieved: d9 (sentences 2, 3)"
-        lenient = STAGES["citations"].score(case(), trace, suite(thresholds={"citations": 0.5}),
-                                            None)
+        lenient = STAGES["citations"].score(
+            case(), trace, suite(thresholds={"citations": 0.5}), None
+        )
         assert lenient.passed is True and "not retrieved: d9" in lenient.reason
 
     def test_citing_none_of_the_expected_docs_fails(self):
@@ -200,14 +250,17 @@ class TestCitations:
         assert result.reason == "cites none of the expected docs (d1, d2)"
 
     def test_every_sentence_option(self):
-        trace = {"citations": [{"sentence": "A.", "docs": ["d1"]}, {"sentence": "B.", "docs": []}],
-                 "retrieved": ["d1"]}
+        trace = {
+            "citations": [{"sentence": "A.", "docs": ["d1"]}, {"sentence": "B.", "docs": []}],
+            "retrieved": ["d1"],
+        }
         assert STAGES["citations"].score(case(), trace, suite(), None).passed is True
         strict = suite(citations={"every_sentence": True})
         result = STAGES["citations"].score(case(), trace, strict, None)
         assert result.passed is False and result.reason == "uncited sentences: 2"
-        whole = STAGES["citations"].score(case(), {"citations": ["d1"], "retrieved": ["d1"]},
-                                          strict, None)
+        whole = STAGES["citations"].score(
+            case(), {"citations": ["d1"], "retrieved": ["d1"]}, strict, None
+        )
         assert whole.passed is False and "needs per-sentence citations" in whole.reason
 
     def test_no_citation(self):
@@ -224,8 +277,14 @@ ORDER_SCHEMA = {
     "required": ["order_id", "items"],
     "properties": {
         "order_id": {"type": "string"},
-        "items": {"type": "array", "items": {"type": "object", "required": ["sku"],
-                                             "properties": {"qty": {"type": "integer"}}}},
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["sku"],
+                "properties": {"qty": {"type": "integer"}},
+            },
+        },
     },
     "additionalProperties": False,
 }
@@ -234,14 +293,16 @@ ORDER_SCHEMA = {
 class TestSchema:
     def test_valid_answer(self):
         answer = '{"order_id": "A1", "items": [{"sku": "k", "qty": 2}]}'
-        result = STAGES["schema"].score(case(answer_schema=ORDER_SCHEMA), {"answer": answer},
-                                        suite(), None)
+        result = STAGES["schema"].score(
+            case(answer_schema=ORDER_SCHEMA), {"answer": answer}, suite(), None
+        )
         assert (result.score, result.passed) == (1.0, True)
 
     def test_each_violation_by_json_path(self):
         answer = '{"items": [{"sku": "k"}, {"qty": "two"}], "note": 1}'
-        result = STAGES["schema"].score(case(answer_schema=ORDER_SCHEMA), {"answer": answer},
-                                        suite(), None)
+        result = STAGES["schema"].score(
+            case(answer_schema=ORDER_SCHEMA), {"answer": answer}, suite(), None
+        )
         assert (result.score, result.passed) == (0.0, False)
         assert result.metrics["errors"] == [
             "$: 'order_id' is a required property",
@@ -251,28 +312,49 @@ class TestSchema:
         ]
         assert result.reason.startswith("4 violations: $: 'order_id' is a required property; ")
 
+    def test_the_suite_schema_is_the_default(self):
+        answer = '{"order_id": 5, "items": []}'
+        shared = suite(answer_schema=ORDER_SCHEMA)
+        result = STAGES["schema"].score(case(), {"answer": answer}, shared, None)
+        assert result.metrics["errors"] == ["$.order_id: 5 is not of type 'string'"]
+        own = STAGES["schema"].score(
+            case(answer_schema={"type": "object"}), {"answer": answer}, shared, None
+        )
+        assert own.passed is True  # the case's own schema replaces the suite's
+        with pytest.raises(CaseFileError, match='"answer_schema" configures the schema stage'):
+            suite(stages=["graph"], answer_schema=ORDER_SCHEMA)
+
     def test_an_answer_that_is_not_json(self):
-        result = STAGES["schema"].score(case(answer_schema=ORDER_SCHEMA),
-                                        {"answer": "Sure! ```json {}```"}, suite(), None)
+        result = STAGES["schema"].score(
+            case(answer_schema=ORDER_SCHEMA), {"answer": "Sure! ```json {}```"}, suite(), None
+        )
         assert result.passed is False and result.reason.startswith("the answer is not JSON")
         assert STAGES["schema"].score(case(), {"answer": "x"}, suite(), None).passed is None
 
     def test_draft_from_dollar_schema_and_invalid_schemas(self):
-        draft7 = {"$schema": "http://json-schema.org/draft-07/schema#",
-                  "items": [{"type": "string"}]}  # tuple form: draft 7 only
-        result = STAGES["schema"].score(case(answer_schema=draft7), {"answer": "[1]"}, suite(),
-                                        None)
+        draft7 = {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "items": [{"type": "string"}],
+        }  # tuple form: draft 7 only
+        result = STAGES["schema"].score(
+            case(answer_schema=draft7), {"answer": "[1]"}, suite(), None
+        )
         assert result.metrics["errors"] == ["$[0]: 1 is not of type 'string'"]
-        with pytest.raises(CaseFileError, match=r"case 'c': answer_schema is not a valid JSON "
-                                                r"Schema: .*fix it in the case file"):
-            STAGES["schema"].score(case(answer_schema={"type": 12}), {"answer": "{}"}, suite(),
-                                   None)
+        with pytest.raises(
+            CaseFileError,
+            match=r"case 'c': answer_schema is not a valid JSON "
+            r"Schema: .*fix it in the case file",
+        ):
+            STAGES["schema"].score(
+                case(answer_schema={"type": 12}), {"answer": "{}"}, suite(), None
+            )
 
     def test_missing_jsonschema_says_what_to_install(self, monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setitem(sys.modules, "jsonschema", None)  # import raises ImportError
         with pytest.raises(CaseFileError, match=r"pip install 'pytest-evalcases\[schema\]'"):
-            STAGES["schema"].score(case(answer_schema={"type": "object"}), {"answer": "{}"},
-                                   suite(), None)
+            STAGES["schema"].score(
+                case(answer_schema={"type": "object"}), {"answer": "{}"}, suite(), None
+            )
 
 
 # ---- rubric -----------------------------------------------------------------------------------
@@ -291,8 +373,10 @@ class TestRubric:
         items = verdict["details"]["items"]
         assert [item["met"] for item in items] == [True, False]
         # "return", "window", "30", "day": 3 of 4 present; the meta word "mentions" is ignored
-        assert items[0]["reason"] == "the answer holds 75% of the item's content words (missing: " \
+        assert (
+            items[0]["reason"] == "the answer holds 75% of the item's content words (missing: "
             "window)"
+        )
         assert verdict["score"] == 0.25  # weights 1 and 3
         assert verdict["usage"] is None
 
@@ -319,13 +403,15 @@ class TestRubric:
         edited = ["mentions the 14-day return window", RUBRIC[1]]
         other = verdict_key(stage, case(rubric=edited), options, "lexical", "lexical-1")
         assert other["rubric"] != key["rubric"] and {k for k in key if key[k] != other[k]} == {
-            "rubric"}
+            "rubric"
+        }
         assert "rubric" not in verdict_labels(stage, case(rubric=RUBRIC), options, "lexical", "x")
 
     def test_skips_and_judge_errors(self):
         assert STAGES["rubric"].score(case(), {"answer": "x"}, suite(), None).reason == "no rubric"
-        result = STAGES["rubric"].score(case(rubric=RUBRIC), {"answer": "x"}, suite(),
-                                        {"error": "HTTP 500"})
+        result = STAGES["rubric"].score(
+            case(rubric=RUBRIC), {"answer": "x"}, suite(), {"error": "HTTP 500"}
+        )
         assert result.judge_error is True and result.passed is False
 
     def test_empty_answer_meets_nothing(self):

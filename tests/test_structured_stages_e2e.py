@@ -45,24 +45,40 @@ def run(case):
     return trace
 '''
 
-SCHEMA = {"type": "object", "required": ["city", "country"],
-          "properties": {"city": {"type": "string"}, "country": {"type": "string"}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["city", "country"],
+    "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+}
 RUBRIC = ["names the city Warsaw", {"item": "names the country Poland", "weight": 2}]
 
 
 def kg_case(case_id: str, **fields) -> dict:
-    doc = {"id": case_id, "input": "Where was Marie Curie born?",
-           "expected_triples": [["Marie Curie", "born in", "Warsaw"]], "expected_docs": ["d1"],
-           "answer_schema": SCHEMA, "rubric": RUBRIC}
+    doc = {
+        "id": case_id,
+        "input": "Where was Marie Curie born?",
+        "expected_triples": [["Marie Curie", "born in", "Warsaw"]],
+        "expected_docs": ["d1"],
+        "answer_schema": SCHEMA,
+        "rubric": RUBRIC,
+    }
     doc.update(fields)
     return doc
 
 
 def kg_suite(**fields) -> dict:
-    doc = {"name": "kg", "system": "kgsys:run", "judge": "lexical",
-           "stages": ["graph", "citations", "schema", "rubric"],
-           "cases": [kg_case("good"), kg_case("bad-graph"), kg_case("bad-citation"),
-                     kg_case("bad-schema")]}
+    doc = {
+        "name": "kg",
+        "system": "kgsys:run",
+        "judge": "lexical",
+        "stages": ["graph", "citations", "schema", "rubric"],
+        "cases": [
+            kg_case("good"),
+            kg_case("bad-graph"),
+            kg_case("bad-citation"),
+            kg_case("bad-schema"),
+        ],
+    }
     doc.update(fields)
     return doc
 
@@ -84,14 +100,20 @@ def test_recorded_replayed_and_gated_at_the_first_failing_stage(kg: Project) -> 
     result.assert_outcomes(passed=1, failed=3)
     text = output(result)
     # bad-graph fails citations too, but graph comes first
-    assert "first failing stage: graph (F1 0.00 < 1.00 (precision 0.00, recall 0.00); " \
-        "omitted: (marie curie, born in, warsaw); hallucinated: (marie curie, born in, paris))" \
+    assert (
+        "first failing stage: graph (F1 0.00 < 1.00 (precision 0.00, recall 0.00); "
+        "omitted: (marie curie, born in, warsaw); hallucinated: (marie curie, born in, paris))"
         in error_block(result, "bad-graph")
-    assert "first failing stage: citations (provenance 0.50 < 1.00; not retrieved: d7 " \
+    )
+    assert (
+        "first failing stage: citations (provenance 0.50 < 1.00; not retrieved: d7 "
         "(sentence 2))" in error_block(result, "bad-citation")
+    )
     block = error_block(result, "bad-schema")
-    assert "first failing stage: schema (2 violations: $: 'country' is a required property; " \
+    assert (
+        "first failing stage: schema (2 violations: $: 'country' is a required property; "
         "$.city: 7 is not of type 'string')" in block
+    )
     # rubric is judged by the lexical judge on the JSON answer: scored after schema fails
     assert "rubric" in block and "replayed" in text
 
@@ -124,8 +146,10 @@ def test_a_rubric_weight_is_applied_at_replay_an_item_text_stales_the_verdict(
     assert_not_aborted(kg.run("--live-judges", "-p", "no:cacheprovider", "-k", "good"))
     failed = kg.run("-p", "no:cacheprovider", "-k", "good")
     failed.assert_outcomes(failed=1)
-    assert "first failing stage: rubric (0.25 < 0.50 (1 of 2 items met); unmet: names the " \
+    assert (
+        "first failing stage: rubric (0.25 < 0.50 (1 of 2 items met); unmet: names the "
         "country Atlantis)" in error_block(failed, "good")
+    )
 
     # a weight is applied when scoring: no new verdict, a new score
     lighter = ["names the city Warsaw", {"item": "names the country Atlantis", "weight": 1}]
@@ -139,10 +163,14 @@ def test_suite_option_problems_name_the_file(kg: Project) -> None:
     kg.write_suite(kg_suite(name="kg3", stages=["graph"], citations={"every_sentence": True}))
     result = kg.run("-p", "no:cacheprovider", "cases/kg2.json", "cases/kg3.json")
     text = output(result)
-    assert 'cases/kg2.json: "graph": "similarity": cannot import \'kgsys:missing\': ' \
+    assert (
+        'cases/kg2.json: "graph": "similarity": cannot import \'kgsys:missing\': '
         "AttributeError" in text
-    assert 'cases/kg3.json: "citations" configures the citations stage, which this suite does ' \
+    )
+    assert (
+        'cases/kg3.json: "citations" configures the citations stage, which this suite does '
         "not run" in text
+    )
 
 
 def test_rubric_with_the_llm_judge_one_request_per_item_replayed_without_a_key(
@@ -159,11 +187,18 @@ def test_rubric_with_the_llm_judge_one_request_per_item_replayed_without_a_key(
     assert verdict["judge"] == "openai:gpt-4o-mini" and verdict["calls"] == 2
     assert [item["met"] for item in verdict["details"]["items"]] == [True, False]
     assert verdict["score"] == 0.25 and set(verdict["key"]) == {
-        "judge", "judge_version", "params", "rubric"}
+        "judge",
+        "judge_version",
+        "params",
+        "rubric",
+    }
 
-    replayed, heavy = run_pytest_env(kg.root, "-p", "no:cacheprovider", "--eval-judge",
-                                     "openai:gpt-4o-mini")
+    replayed, heavy = run_pytest_env(
+        kg.root, "-p", "no:cacheprovider", "--eval-judge", "openai:gpt-4o-mini"
+    )
     replayed.assert_outcomes(failed=1)
     assert heavy == []  # no key, no deepeval, no HTTP client: the verdict is replayed
-    assert f"first failing stage: rubric (0.25 < 0.50 (1 of 2 items met); unmet: names the " \
+    assert (
+        f"first failing stage: rubric (0.25 < 0.50 (1 of 2 items met); unmet: names the "
         f"country {POISON})" in error_block(replayed, "good")
+    )

@@ -233,6 +233,7 @@ class Suite(BaseModel):
     allow_hosts: list[str] = []
     graph: GraphOptions | None = None
     citations: CitationOptions | None = None
+    answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
     cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:

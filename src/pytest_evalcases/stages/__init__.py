@@ -9,7 +9,7 @@ from .base import Stage, StageResult, skipped
 STAGES: dict[str, Stage] = {}
 
 # Suite fields that configure one stage: giving one without running the stage is a mistake.
-STAGE_OPTIONS = ("graph", "citations")
+STAGE_OPTIONS = {"graph": "graph", "citations": "citations", "answer_schema": "schema"}
 
 
 def register(stage: Stage) -> Stage:
@@ -22,11 +22,11 @@ def prepare_stages(suite: object, runs: list[str], rootdir: Path) -> None:
     Raises CaseFileError (without the file's name: the caller adds it)."""
     from ..errors import CaseFileError
 
-    for option in STAGE_OPTIONS:
-        if getattr(suite, option) is not None and option not in runs:
+    for option, stage in STAGE_OPTIONS.items():
+        if getattr(suite, option) is not None and stage not in runs:
             raise CaseFileError(
-                f'"{option}" configures the {option} stage, which this suite does not run: add '
-                f'"{option}" to "stages" or "report_only", or remove the option'
+                f'"{option}" configures the {stage} stage, which this suite does not run: add '
+                f'"{stage}" to "stages" or "report_only", or remove the option'
             )
     for name in runs:
         prepare = STAGES[name].prepare

@@ -1,5 +1,6 @@
-"""`schema`: the answer parses as JSON and validates against the case's `answer_schema` (a JSON
-Schema; its `$schema` picks the draft, else 2020-12). Each violation is named by its JSON path.
+"""`schema`: the answer parses as JSON and validates against the case's `answer_schema`, else the
+suite's (a JSON Schema; its `$schema` picks the draft, else 2020-12). Each violation is named by
+its JSON path.
 
 Needs the `jsonschema` package (the `schema` extra), imported on the first case that has an
 `answer_schema`: a run that does not use this stage never imports it.
@@ -66,7 +67,8 @@ def violations(answer: Any, schema: dict[str, Any] | bool, where: str) -> list[d
 
 
 def score_schema(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -> StageResult:
-    if case.answer_schema is None:
+    schema = case.answer_schema if case.answer_schema is not None else suite.answer_schema
+    if schema is None:
         return skipped("no answer_schema")
     text = trace.get("answer") or ""
     try:
@@ -76,7 +78,7 @@ def score_schema(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) 
         return StageResult(
             0.0, False, f"the answer is not JSON ({exc}): {shown!r}", 1.0, metrics={"parsed": False}
         )
-    found = violations(answer, case.answer_schema, f"case {case.id!r}")
+    found = violations(answer, schema, f"case {case.id!r}")
     listed = [f"{v['path']}: {v['message']}" for v in found[:MAX_LISTED]]
     metrics = {"parsed": True, "violations": len(found), "errors": listed}
     if not found:
