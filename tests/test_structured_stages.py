@@ -426,3 +426,23 @@ class TestRubric:
             case(rubric=[{"item": "x", "weight": 0}])
         with pytest.raises(ValidationError, match="empty string"):
             case(rubric=["  "])
+
+
+def test_the_four_stage_modules_load_on_first_use_only() -> None:
+    import subprocess
+
+    probe = (
+        "import sys, pytest_evalcases.stages as s, pytest_evalcases.collect\n"
+        "loaded = lambda: [n for n in ('graph', 'citations', 'answer_schema', 'rubric')\n"
+        "                  if f'pytest_evalcases.stages.{n}' in sys.modules]\n"
+        "print(loaded(), 'jsonschema' in sys.modules, 'rubric' in s.STAGES)\n"
+        "from pytest_evalcases.schema import Suite, validate_case\n"
+        "suite = Suite.model_validate({'name': 'x', 'stages': ['citations'], 'cases': []})\n"
+        "s.STAGES['citations'].score(validate_case({'id': 'c', 'input': 'q'}), {}, suite, None)\n"
+        "print(loaded(), s.STAGES['citations'].score.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        "[] False True",
+        "['citations'] pytest_evalcases.stages.citations",  # the real function took over
+    ]
