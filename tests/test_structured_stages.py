@@ -215,6 +215,11 @@ class TestGraph:
     def test_case_triples_are_validated(self):
         with pytest.raises(ValidationError, match="expected_triples"):
             case(expected_triples=[["only", "two"]])
+        with pytest.raises(ValidationError, match="expected_triples"):
+            case(expected_triples=[["a", "b", True]])
+        years = case(expected_triples=[["Marie Curie", "born in year", 1867]])
+        trace = {"triples": [["marie curie", "born_in_year", "1867"]]}
+        assert STAGES["graph"].score(years, trace, suite(), None).score == 1.0
 
 
 # ---- citations --------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictInt,
     ValidationError,
     field_validator,
 )
@@ -48,8 +49,10 @@ class RubricItem(BaseModel):
     weight: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
-# A knowledge-graph edge as cases and traces state it: [subject, relation, object].
-Triple = tuple[str, str, str]
+# A knowledge-graph edge as cases and traces state it: [subject, relation, object]; a label may
+# be a whole number (`["Marie Curie", "born in year", 1867]`), compared as its digits.
+TripleLabel = str | StrictInt
+Triple = tuple[TripleLabel, TripleLabel, TripleLabel]
 
 
 # Markers pytest (or a common plugin) acts on: a category named `xfail` would hide failures.
