@@ -1,5 +1,6 @@
 """A replay run imports none of deepeval, vcrpy (`vcr`), openai, aiohttp (the judges' HTTP
-client) or opentelemetry (--eval-otel's export): they belong to live recording."""
+client) or opentelemetry (--eval-otel's export): they belong to live recording. Nor jsonschema
+unless a suite runs the `schema` stage."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "opentelemetry")
+HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "jsonschema", "opentelemetry")
 
 # Runs pytest in this interpreter, then reports the heavy top-level modules it imported.
 PROBE = f"""

@@ -566,6 +566,7 @@ async def _verdict(
         reference=case.reference,
         context=list(trace.get("context") or []),
         unanswerable=case.unanswerable,
+        rubric=case.rubric or (),
     )
     started = time.perf_counter()
     try:
