@@ -175,6 +175,8 @@ def test_xdist_workers_tag_their_spans_with_the_run_id(
     ]
     assert {s["attributes"]["evalcases.run_id"] for s in collector.spans} == {run_id}
     assert len(collector.spans) == 9
+    # the workers' counts, summed on the controller
+    assert f"eval otel: 9 spans sent to {collector.endpoint}/v1/traces" in output(result)
 
 
 def test_a_replay_sends_nothing_and_imports_no_opentelemetry(
@@ -304,3 +306,16 @@ def test_attributes_follow_the_conventions_and_leave_out_what_is_unknown() -> No
         }
     )
     assert outcome == {"evalcases.outcome": "error", "evalcases.cost_usd": 0.002}
+
+
+def test_the_closing_line_sums_every_process_and_names_undelivered_spans() -> None:
+    from pytest_evalcases.telemetry import delivery_line
+
+    assert delivery_line([]) is None
+    one = {"sent": 1, "failed": 0, "endpoint": "http://c:4318/v1/traces"}
+    assert delivery_line([one]) == "eval otel: 1 span sent to http://c:4318/v1/traces"
+    workers = [one, {"sent": 4, "failed": 3, "endpoint": "http://c:4318/v1/traces"}]
+    assert delivery_line(workers) == (
+        "eval otel: 5 spans sent to http://c:4318/v1/traces; 3 could not be delivered (is the "
+        "collector running? check OTEL_EXPORTER_OTLP_ENDPOINT)"
+    )

@@ -396,6 +396,13 @@ class ResultCollector:
             self.selected = list(ids)
         self.state.note_selected(ids)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker that sent spans (--eval-otel) says how many, for the closing line."""
+        delivery = getattr(node, "workeroutput", {}).get("evalcases_otel")
+        if delivery:
+            self.state.otel_deliveries.append(delivery)
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Taken off the report (after the other plugins saw it): the terminal reporter keeps
@@ -561,8 +568,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
     if report is not None and report.written:
         terminalreporter.write_line("eval reports: " + ", ".join(str(p) for p in report.written))
-    if state.otel_line:
-        terminalreporter.write_line(state.otel_line)
+    if state.otel_deliveries:  # this process's, or each xdist worker's
+        from .telemetry import delivery_line
+
+        terminalreporter.write_line(str(delivery_line(state.otel_deliveries)))
     elif state.otel_requested and not state.live:
         terminalreporter.write_line("eval otel: a replay sends no spans (--eval-otel traces the "
                                     "system runs and judge requests of live runs)")

@@ -168,7 +168,8 @@ class EvalSession:
         # --eval-otel: spans of the cases this process records (live runs only)
         self.otel_requested = bool(config.getoption("eval_otel"))
         self.otel: Any = None  # telemetry.export.OtelExport, once the first case records
-        self.otel_line: str | None = None  # how the export went, for the terminal
+        # how the export went: this process's counts, and (xdist controller) each worker's
+        self.otel_deliveries: list[dict[str, Any]] = []
         self._run_id: str | None = None
         self._project_config: dict[str, Any] | None = None
         from .runreport import utc_now
@@ -204,11 +205,16 @@ class EvalSession:
         return self.otel
 
     def close_otel(self) -> None:
-        """Send what is left and keep the line saying how it went (once, at the end)."""
+        """Send what is left and keep the counts saying how it went (once, at the end); an
+        xdist worker hands them to the controller with its output."""
         if self.otel is not None:
-            self.otel_line = self.otel.shutdown()
+            delivery = self.otel.shutdown()
             self.otel = None
             self.otel_requested = False  # nothing is made again after the end
+            self.otel_deliveries.append(delivery)
+            workeroutput = getattr(self.config, "workeroutput", None)
+            if workeroutput is not None:
+                workeroutput["evalcases_otel"] = delivery
 
     def project_config(self, session: pytest.Session) -> dict[str, Any]:
         """The run manifest's `config` (every suite of the case folders, versions, git), built

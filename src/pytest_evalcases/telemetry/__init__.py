@@ -63,4 +63,22 @@ class _NoSpans:
 
 NO_SPANS: CaseSpans = _NoSpans()
 
-__all__ = ["NO_SPANS", "CaseSpans", "SpanNotes"]
+
+def delivery_line(deliveries: list[Mapping[str, Any]]) -> str | None:
+    """The run's closing line from each exporting process's counts (`sent`, `failed`,
+    `endpoint`; one per xdist worker), or None when no process exported."""
+    if not deliveries:
+        return None
+    sent = sum(int(d.get("sent") or 0) for d in deliveries)
+    failed = sum(int(d.get("failed") or 0) for d in deliveries)
+    endpoints = sorted({str(d.get("endpoint")) for d in deliveries})
+    line = f"eval otel: {sent} span{'s' * (sent != 1)} sent to {', '.join(endpoints)}"
+    if failed:
+        line += (
+            f"; {failed} could not be delivered (is the collector running? check "
+            "OTEL_EXPORTER_OTLP_ENDPOINT)"
+        )
+    return line
+
+
+__all__ = ["NO_SPANS", "CaseSpans", "SpanNotes", "delivery_line"]

@@ -102,20 +102,18 @@ class OtelExport:
         if spans is not None:
             spans.end(result)
 
-    def shutdown(self) -> str:
-        """End what never reported, send everything, and say how it went."""
+    def shutdown(self) -> dict[str, Any]:
+        """End what never reported, send everything, and say how it went (see
+        `telemetry.delivery_line`)."""
         for spans in list(self.open.values()):
             spans.end(None)
         self.open.clear()
         self.provider.shutdown()  # flushes the batch processor
-        sent, failed = self.exporter.sent, self.exporter.failed
-        line = f"eval otel: {sent} span{'s' * (sent != 1)} sent to {self.endpoint}"
-        if failed:
-            line += (
-                f"; {failed} could not be delivered (is the collector running? check "
-                "OTEL_EXPORTER_OTLP_ENDPOINT)"
-            )
-        return line
+        return {
+            "sent": self.exporter.sent,
+            "failed": self.exporter.failed,
+            "endpoint": self.endpoint,
+        }
 
 
 class _Notes:
