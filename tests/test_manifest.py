@@ -266,3 +266,17 @@ def test_load_manifest_checks_the_document(tmp_path: Path) -> None:
     path.write_text(json.dumps({"format": "pytest-evalcases/results", "run": {}}))
     with pytest.raises(ManifestError, match='no "config" with "suites"'):
         load_manifest(path)
+
+
+def test_merged_shards_keep_the_run_id_they_share() -> None:
+    from pytest_evalcases.report import aggregate, merge_results
+
+    def shard(nodeid: str, run_id: str) -> dict:
+        case = {"nodeid": nodeid, "suite": "s", "id": nodeid, "outcome": "passed", "stages": {}}
+        return aggregate([case], {"run_id": run_id, "config": {"suites": {}}})
+
+    shared = merge_results([shard("a", "ci-1"), shard("b", "ci-1")])
+    assert shared["run"]["run_id"] == "ci-1" and shared["run"]["config"] == {"suites": {}}
+    apart = merge_results([shard("a", "r1"), shard("b", "r2")])
+    assert "run_id" not in apart["run"]
+    assert [r["run_id"] for r in apart["run"]["shard_runs"]] == ["r1", "r2"]
