@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -66,6 +66,12 @@ class CaseModel(BaseModel):
     xfail: str | None = None
     skip: str | None = None
     expected_tools: list[str | ToolExpectation] | None = None
+    # "strict": the expected tools are called in the listed order (others may come between).
+    tool_order: Literal["any", "strict"] = "any"
+    # At most this many tool calls in all, or per tool name ({"search_kb": 1}).
+    max_tool_calls: (
+        Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
+    ) = None
     expected_docs: list[str] | None = None
     reference: str | None = None
     unanswerable: bool = False
@@ -98,6 +104,8 @@ class Case:
     xfail: str | None = None
     skip: str | None = None
     expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: str = "any"
+    max_tool_calls: int | dict[str, int] | None = None
     expected_docs: list[str] | None = None
     reference: str | None = None
     unanswerable: bool = False
@@ -129,6 +137,8 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "xfail",
         "skip",
         "expected_tools",
+        "tool_order",
+        "max_tool_calls",
         "expected_docs",
         "reference",
         "unanswerable",
