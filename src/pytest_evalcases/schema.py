@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = [
     "Case",
@@ -52,6 +52,23 @@ RESERVED_MARKERS = frozenset(
 )
 
 
+MaxToolCalls = Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
+
+
+class TurnModel(BaseModel):
+    """One user message of a conversation case, with this turn's own expectations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str
+    expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: Literal["any", "strict"] = "any"
+    max_tool_calls: MaxToolCalls = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+
+
 class CaseModel(BaseModel):
     """One eval case as a case file states it. Unknown fields are kept: the system receives them
     with `input`. Validation only: a run keeps each case as a `Case` (see `validate_case`)."""
@@ -59,7 +76,7 @@ class CaseModel(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: str = Field(min_length=1)
-    input: str
+    input: str  # a conversation case may leave it out: its first turn's input
     category: str | None = None
     group: str | None = None
     marks: list[str] = []
@@ -69,15 +86,31 @@ class CaseModel(BaseModel):
     # "strict": the expected tools are called in the listed order (others may come between).
     tool_order: Literal["any", "strict"] = "any"
     # At most this many tool calls in all, or per tool name ({"search_kb": 1}).
-    max_tool_calls: (
-        Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
-    ) = None
+    max_tool_calls: MaxToolCalls = None
     expected_docs: list[str] | None = None
     reference: str | None = None
     unanswerable: bool = False
     # Data files this case's system run reads, replacing the suite's `inputs` for this case
     # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
     inputs: list[str] | None = None
+    # A conversation: user messages (strings, or objects with their own expectations).
+    turns: list[str | TurnModel] | None = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation_input(cls, raw: Any) -> Any:
+        """A conversation's `input` is its first turn's; giving both would say it twice."""
+        if isinstance(raw, dict) and isinstance(raw.get("turns"), list) and raw["turns"]:
+            if "input" in raw:
+                raise ValueError(
+                    'a conversation case gives its messages in "turns"; remove "input" (the '
+                    "first turn is the conversation's input)"
+                )
+            first = raw["turns"][0]
+            first_input = first.get("input") if isinstance(first, dict) else first
+            if isinstance(first_input, str):
+                raw = {**raw, "input": first_input}
+        return raw
 
     @field_validator("category", "marks")
     @classmethod
@@ -89,6 +122,29 @@ class CaseModel(BaseModel):
             if name in RESERVED_MARKERS:
                 raise ValueError(f"{name!r} is a pytest marker with its own meaning; rename it")
         return value
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a conversation case as a run keeps it."""
+
+    input: str
+    expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: str = "any"
+    max_tool_calls: int | dict[str, int] | None = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+
+    @property
+    def has_expectations(self) -> bool:
+        return (
+            self.expected_tools is not None
+            or self.max_tool_calls is not None
+            or self.expected_docs is not None
+            or self.reference is not None
+            or self.unanswerable
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +166,7 @@ class Case:
     reference: str | None = None
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
+    turns: tuple[Turn, ...] | None = None  # a conversation case's turns (None: one question)
     extra: dict[str, Any] | None = None  # the case file's other fields, for the system
 
 
@@ -120,6 +177,11 @@ def validate_case(raw: Any) -> Case:
     fields["marks"] = tuple(model.marks)
     if model.inputs is not None:
         fields["inputs"] = tuple(model.inputs)
+    if model.turns is not None:
+        fields["turns"] = tuple(
+            Turn(input=turn) if isinstance(turn, str) else Turn(**turn.__dict__)
+            for turn in model.turns
+        )
     if model.category:  # a marker name shared by many cases: one string object for all of them
         fields["category"] = sys.intern(model.category)
     return Case(**fields, extra=model.model_extra or None)
