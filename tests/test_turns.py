@@ -147,6 +147,8 @@ def test_the_case_fails_at_its_first_failing_turn_and_stage(project: Project) ->
     assert case["turns"][0]["stages"]["tools"]["passed"] is True
     assert case["turns"][1]["stages"]["tools"]["passed"] is False
     assert case["stages"]["tools"]["reason"] == "turn 2: missing: get_order"
+    dashboard = (project.root / "out" / "dashboard.html").read_text()
+    assert "turn 2 tools" in dashboard and "assistant: A-1001 is processing" in dashboard
 
 
 def test_the_key_covers_the_whole_conversation_and_expectations_stay_out(

@@ -99,6 +99,10 @@ def case_result(
         result["turns"] = turn_results(case, scores, recording.trace if recording else {})
     if with_detail and recording is not None:
         trace = recording.trace
+        if isinstance(trace.get("turns"), list):  # a conversation: every turn's, in order
+            from .turns.score import all_turns
+
+            trace = all_turns(trace)
         result["detail"] = {
             "input": case.input,
             "answer": trace.get("answer", ""),

@@ -159,3 +159,16 @@ def turn_results(case: Case, scores: Any, trace: Mapping[str, Any]) -> list[dict
             }
         )
     return found
+
+
+def all_turns(trace: Mapping[str, Any]) -> dict[str, Any]:
+    """A conversation's trace with every turn's calls, retrieved ids and context, in order."""
+    merged: dict[str, Any] = {"answer": trace.get("answer", "")}
+    for name in ("tool_calls", "retrieved", "context"):
+        merged[name] = [
+            item
+            for turn in trace["turns"]
+            if isinstance(turn, dict)
+            for item in turn.get(name) or []
+        ]
+    return merged
