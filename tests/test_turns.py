@@ -225,3 +225,40 @@ def test_bad_conversations_are_named(project: Project, case: dict, message: str)
     result = project.run()
 
     assert result.ret == 1 and message in output(result), output(result)
+
+
+def test_recorded_verdicts_of_each_turn_stay_valid_and_replay_http_runs_the_turns(
+    project: Project,
+) -> None:
+    write_project(project)
+    assert project.run("--live").ret == 0
+    before = project.cassette("support", "cancel-order")
+
+    judged = project.run("--live-judges")  # every turn's verdict is current: nothing to judge
+    offline = project.run("--replay-http")  # today's code, turn by turn
+
+    assert judged.ret == 0 and "1 replayed" in output(judged), output(judged)
+    assert project.cassette("support", "cancel-order") == before
+    assert offline.ret == 0, output(offline)
+    assert project.calls()[-2:] == [
+        "turn cancel-order 0 Where is my order A-1001?",
+        "turn cancel-order 2 Can I still cancel it?",
+    ]
+
+
+def test_each_scored_turn_is_judged_with_the_conversation_before_it() -> None:
+    from pytest_evalcases.schema import validate_case
+    from pytest_evalcases.turns.score import turn_units
+
+    case = validate_case(
+        {"id": "c", "reference": "Yes.", "turns": ["Where is A-1?", "Can I cancel it?"]}
+    )
+    trace = {"answer": "Yes.", "turns": [{"answer": "It is processing."}, {"answer": "Yes."}]}
+
+    (unit,) = turn_units(case, trace)  # only the last turn has expectations (the case's)
+
+    assert unit.number == 2 and unit.trace == {"answer": "Yes."}
+    assert unit.case.input == (
+        "user: Where is A-1?\nassistant: It is processing.\nuser: Can I cancel it?"
+    )
+    assert unit.case.reference == "Yes." and unit.case.turns is None
