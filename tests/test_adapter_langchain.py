@@ -142,3 +142,8 @@ def test_fingerprint_of_langchain_tools_names_each_tool() -> None:
     assert before["tool.search_kb"]["parameters"]["properties"] == {"query": {"type": "string"}}
     changed = sorted(name for name in before if before[name] != after[name])
     assert changed == ["tool.search_kb"]
+
+
+def test_a_mapping_without_messages_is_a_clear_error() -> None:
+    with pytest.raises(TypeError, match=r"under 'messages' .*\['output'\]"):
+        from_langchain_messages({"output": "hi"})

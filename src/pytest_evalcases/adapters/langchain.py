@@ -26,6 +26,11 @@ def from_langchain_messages(
     `"messages"`. Usage is summed from each `AIMessage.usage_metadata`, priced by its
     `response_metadata` model name (or `model`); the answer is the last AI message's text."""
     if isinstance(messages, Mapping):
+        if "messages" not in messages:
+            raise TypeError(
+                "from_langchain_messages: a mapping must hold the messages under 'messages' (a "
+                f"LangGraph result); this one has {sorted(map(str, messages))}"
+            )
         messages = messages["messages"]
     builder = TraceBuilder(retrievers, prices)
     for message in messages:
