@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from evalhelpers import Project, output
 
 BOT = '''\
@@ -208,23 +207,27 @@ def test_the_last_turn_takes_the_case_expectations(project: Project) -> None:
     assert [t["turn"] for t in results["turns"]] == [2]  # turn 1 has no expectations
 
 
-@pytest.mark.parametrize(
-    "case, message",
-    [
-        ({"id": "both", "input": "x", "turns": ["y"]}, 'remove "input"'),
-        ({"id": "empty", "turns": []}, "turns: List should have at least 1 item"),
-        ({"id": "typo", "turns": [{"input": "x", "expected_tool": ["a"]}]}, "expected_tool"),
-    ],
-)
-def test_bad_conversations_are_named(project: Project, case: dict, message: str) -> None:
+BAD_CONVERSATIONS = [
+    ({"id": "both", "input": "x", "turns": ["y"]}, 'remove "input"'),
+    ({"id": "empty", "turns": []}, "turns: List should have at least 1 item"),
+    ({"id": "typo", "turns": [{"input": "x", "expected_tool": ["a"]}]}, "expected_tool"),
+]
+
+
+def test_bad_conversations_are_named_each_on_its_case(project: Project) -> None:
     project.write_text("bot.py", BOT)
+    cases = [case for case, _ in BAD_CONVERSATIONS] + [{"id": "fine", "turns": ["Hi"]}]
     project.write_suite(
-        {"name": "support", "system": "bot:turn_bot", "stages": ["tools"], "cases": [case]}
+        {"name": "support", "system": "bot:turn_bot", "stages": ["tools"], "cases": cases}
     )
 
-    result = project.run()
+    result = project.run("--live")
 
-    assert result.ret == 1 and message in output(result), output(result)
+    text = output(result)
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, errors=3)
+    for case, message in BAD_CONVERSATIONS:
+        assert message in text, (case, text)
 
 
 def test_recorded_verdicts_of_each_turn_stay_valid_and_replay_http_runs_the_turns(
