@@ -152,3 +152,32 @@ def judged_stages(names: list[str]) -> list[Stage]:
 def applicable(stages: list[Stage], case: Case, trace: dict[str, Any]) -> list[Stage]:
     """Judged stages that get a verdict for this case (the others are shown as skipped)."""
     return [stage for stage in stages if judged_skip_reason(stage, case, trace) is None]
+
+
+def judged_units(
+    stages: list[Stage], case: Case, trace: dict[str, Any]
+) -> list[tuple[str, Stage, Case, dict[str, Any]]]:
+    """(verdict name, stage, the case and trace it judges) for every verdict a recording needs:
+    one per applicable stage, or for a conversation, one per applicable stage of each scored
+    turn (`turn2.faithfulness`, judging that turn as a case of its own)."""
+    if case.turns is None:
+        return [(stage.name, stage, case, trace) for stage in applicable(stages, case, trace)]
+    from .turns.score import turn_units, verdict_name
+
+    return [
+        (verdict_name(unit.number, stage.name), stage, unit.case, unit.trace)
+        for unit in turn_units(case, trace)
+        for stage in applicable(stages, unit.case, unit.trace)
+    ]
+
+
+def judged_part(trace: dict[str, Any], name: str) -> dict[str, Any]:
+    """The part of a recorded trace verdict `name` judged: a turn's trace for `turn<N>.<stage>`."""
+    if not name.startswith("turn") or "." not in name:
+        return trace
+    turns = trace.get("turns")
+    try:
+        part = turns[int(name[4:].split(".", 1)[0]) - 1] if isinstance(turns, list) else {}
+    except (ValueError, IndexError):
+        return {}
+    return part if isinstance(part, dict) else {}

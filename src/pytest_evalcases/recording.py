@@ -34,7 +34,13 @@ from .cassette import (
     stored_labels,
 )
 from .errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
-from .judging import applicable, judge_source_advice, verdict_key, verdict_labels
+from .judging import (
+    judge_source_advice,
+    judged_part,
+    judged_units,
+    verdict_key,
+    verdict_labels,
+)
 from .session import LIVE, LIVE_JUDGES
 from .system import CaseInput, key_view, normalize_trace, system_view
 
@@ -116,25 +122,25 @@ def check_verdicts(
 ) -> None:
     """Every verdict the trace needs is recorded, under the key it would be made with today.
     `doc`, the cassette, holds the labels a stale message shows."""
-    for stage in applicable(ctx.judged, case, trace):
-        recorded = verdicts.get(stage.name)
+    for name, stage, judged_case, _ in judged_units(ctx.judged, case, trace):
+        recorded = verdicts.get(name)
         if not isinstance(recorded, dict):
             raise MissingRecording(
-                f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; "
+                f"no recorded verdict for stage {name} of {_where(ctx, case)}; "
                 f"record it with {rejudge} or --live"
             )
         if recorded.get("pending"):
             raise PendingVerdict(
-                f"judge verdict pending for {stage.name}; complete it with --live-judges (the "
+                f"judge verdict pending for {name}; complete it with --live-judges (the "
                 f"judge failed when {_where(ctx, case)} was recorded: "
                 f"{_clip(str(recorded.get('error') or 'no reason recorded'))})"
             )
-        expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
+        expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
         old = dict(recorded.get("key") or {})
         if judge.id is None:  # no judge configured: accept whichever judge recorded it
             old.pop("judge", None), old.pop("judge_version", None)
         if old != expected:  # labels are read only for the message of a stale verdict
-            _stale_verdict(ctx, case, judge, stage, old, expected, doc or {})
+            _stale_verdict(ctx, judged_case, judge, stage, old, expected, doc or {}, name)
 
 
 def _stale_verdict(
@@ -145,10 +151,11 @@ def _stale_verdict(
     old: dict[str, Any],
     expected: dict[str, str],
     doc: dict[str, Any],
+    name: str,
 ) -> None:
     """Raise StaleRecording for a verdict whose key differs, worded with the labels, and naming
     the override the verdict was recorded with when only that explains a changed judge."""
-    recorded = stored_labels(doc, "verdicts", stage.name)
+    recorded = stored_labels(doc, "verdicts", name)
     labels = doc.get("labels")
     recorded_from = labels.get("judge_from") if isinstance(labels, dict) else None
 
@@ -158,7 +165,7 @@ def _stale_verdict(
     def advice(changed: set[str]) -> str | None:
         return judge_source_advice(changed, recorded, recorded_from, judge.id, ctx.judge_from)
 
-    check_key(old, expected, f" (verdict {stage.name})", "--live-judges",
+    check_key(old, expected, f" (verdict {name})", "--live-judges",
               labels=both_labels, advice=advice)
 
 
@@ -178,17 +185,18 @@ def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:
 
 
 def recording_labels(
-    ctx: SuiteContext, case: Case, verdicts: dict[str, Any]
+    ctx: SuiteContext, case: Case, verdicts: dict[str, Any], trace: dict[str, Any]
 ) -> dict[str, Any]:
     """What a cassette keeps beside its key hashes: the trace key's labels, each verdict's, and
     where the judge came from (named when only an override explains a changed judge)."""
-    from .stages import STAGES
-
     labels: dict[str, Any] = {"key": trace_labels(ctx, case)}
     version = _judge_version(ctx.judge_spec) if ctx.judge_spec else None
     per_stage = {
-        name: verdict_labels(STAGES[name], case, ctx.judge_options, ctx.judge_spec, version)
-        for name in sorted(verdicts) if name in STAGES
+        name: verdict_labels(stage, judged_case, ctx.judge_options, ctx.judge_spec, version)
+        for name, stage, judged_case, _ in sorted(
+            judged_units(ctx.judged, case, trace), key=lambda unit: unit[0]
+        )
+        if name in verdicts
     }
     if per_stage:
         labels["verdicts"] = per_stage
@@ -362,13 +370,15 @@ async def record(
 
     verdicts: dict[str, Any] = {}
     due = []
-    for stage in applicable(ctx.judged, case, trace):
-        expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
-        old = old_verdicts.get(stage.name)
-        if mode != LIVE and _still_valid(stage, old, expected, judged_on, trace):
-            verdicts[stage.name] = old
+    for name, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
+        expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
+        old = old_verdicts.get(name)
+        if mode != LIVE and _still_valid(
+            stage, old, expected, judged_part(judged_on, name), judged_trace
+        ):
+            verdicts[name] = old
         else:
-            due.append((stage, expected))
+            due.append((name, stage, judged_case, judged_trace, expected))
 
     if trace_ok and not due and offline is None:
         assert existing is not None
@@ -378,16 +388,16 @@ async def record(
     if due:
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
-                *(_judge_one(judge, stage.name, case, trace, ctx.judge_options)
-                  for stage, _ in due)
+                *(_judge_one(judge, stage.name, judged_case, judged_trace, ctx.judge_options)
+                  for _, stage, judged_case, judged_trace, _ in due)
             )
-        for (stage, expected), verdict in zip(due, outcomes, strict=True):
+        for (name, _, _, _, expected), verdict in zip(due, outcomes, strict=True):
             verdict["key"] = expected
             if verdict.get("error"):  # saved as pending: the trace and the other verdicts stay
                 verdict["pending"] = True
                 verdict.setdefault("score", None)
-                failed.append(f"{stage.name}: {verdict['error']}")
-            verdicts[stage.name] = verdict
+                failed.append(f"{name}: {verdict['error']}")
+            verdicts[name] = verdict
             spent += _cost_of(verdict)
             if slots is not None:
                 slots.spend(_cost_of(verdict))
@@ -442,7 +452,7 @@ def save_recording(
     from .redaction import redact_secrets
     from .rerecording.diff import describe_changes, same_exchanges, same_recording
 
-    labels = recording_labels(ctx, case, verdicts)
+    labels = recording_labels(ctx, case, verdicts, trace)
     (trace, verdicts, exchanges, labels), redacted = redact_secrets(
         [trace, verdicts, exchanges, labels]
     )
@@ -526,8 +536,14 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
 
     from .errors import SystemTimeout
 
+    if case.turns is None:
+        running = ctx.system.arun(view)
+    else:
+        from .turns.run import run_conversation
+
+        running = run_conversation(ctx.system, view, _where(ctx, case))
     try:
-        return await asyncio.wait_for(ctx.system.arun(view), ctx.timeout)
+        return await asyncio.wait_for(running, ctx.timeout)
     except TimeoutError:
         raise SystemTimeout(
             f"run(case) of {_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
@@ -581,15 +597,16 @@ def replay_http(
         doc=doc,
     )
     rejudge = False
-    for stage in applicable(ctx.judged, case, trace):
+    for verdict, stage, _, judged_trace in judged_units(ctx.judged, case, trace):
+        recorded_part = judged_part(recorded_trace, verdict)
         changed = [
             name
             for name in ("answer", "context")
-            if name in stage.reads and trace.get(name) != recorded_trace.get(name)
+            if name in stage.reads and judged_trace.get(name) != recorded_part.get(name)
         ]
         if changed:
             rejudge = True
-            verdicts[stage.name] = {
+            verdicts[verdict] = {
                 "error": f"needs re-judging: {' and '.join(changed)} changed since it was "
                 "judged; re-judge today's trace with --replay-http --live-judges (no system "
                 "call), or re-record with --live",
@@ -685,6 +702,11 @@ def run_offline(
 
     def run() -> None:
         try:
+            if case.turns is not None:
+                from .turns.run import run_conversation_sync
+
+                outcome["result"] = run_conversation_sync(ctx.system, view, where)
+                return
             result = ctx.system.call(view)
             if inspect.isawaitable(result):
                 result = asyncio.run(_awaited(result))

@@ -77,6 +77,8 @@ def case_result(
     if scores is not None and scores.first_failure is not None:
         name, stage = scores.first_failure
         first = {"stage": name, "reason": stage.reason}
+        if scores.failure_turn is not None:
+            first["turn"] = scores.failure_turn
     result: dict[str, Any] = {
         "nodeid": item.nodeid,
         "suite": item.ctx.suite.name,
@@ -91,8 +93,16 @@ def case_result(
         "recording": _recording_info(recording, outcome, getattr(item, "live_error", None),
                                      getattr(item, "not_run", None)),
     }
+    if scores is not None and scores.turns is not None:
+        from .turns.score import turn_results
+
+        result["turns"] = turn_results(case, scores, recording.trace if recording else {})
     if with_detail and recording is not None:
         trace = recording.trace
+        if isinstance(trace.get("turns"), list):  # a conversation: every turn's, in order
+            from .turns.score import all_turns
+
+            trace = all_turns(trace)
         result["detail"] = {
             "input": case.input,
             "answer": trace.get("answer", ""),

@@ -69,7 +69,8 @@ def stage_cell(stage: Mapping[str, Any] | None) -> str:
 def first_failure_cell(result: Mapping[str, Any]) -> str:
     """`stage: reason` for a stage failure, `STALE: why` (MISSING, ERROR) for a case not scored."""
     failure = result.get("first_failure") or {}
-    label = failure.get("stage") or (
+    turn = f"turn {failure['turn']} " if failure.get("turn") else ""
+    label = turn + (failure.get("stage") or "") or (
         result["outcome"].upper() if result["outcome"] in ("stale", "missing", "error") else ""
     )
     reason = failure.get("reason") or ""
