@@ -257,16 +257,24 @@ def _structure_problem(doc: Any) -> str | None:
     if not isinstance(verdicts, dict):
         return "has 'verdicts' that are not an object; re-judge with --live-judges"
     for stage, verdict in verdicts.items():
-        score = verdict.get("score") if isinstance(verdict, dict) else None
-        if not isinstance(verdict, dict) or not (
-            score is None
-            or (isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1)
-        ):
+        later = verdict.get("later_repeats") if isinstance(verdict, dict) else None
+        parts = [verdict] if later is None else [verdict, *later] if isinstance(later, list) else []
+        if not parts or not all(_well_formed_verdict(part) for part in parts):
             return (
                 f"has a malformed verdict for {stage} (a verdict is an object whose score is a "
-                "number from 0 to 1, or null); re-judge with --live-judges"
+                "number from 0 to 1, or null; its later_repeats a list of such objects); "
+                "re-judge with --live-judges"
             )
     return None
+
+
+def _well_formed_verdict(verdict: Any) -> bool:
+    if not isinstance(verdict, dict):
+        return False
+    score = verdict.get("score")
+    return score is None or (
+        isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1
+    )
 
 
 def _content_as_read(trace: Any, verdicts: Any) -> str:

@@ -47,6 +47,8 @@ class SuiteContext:
     judge_from: str | None  # where judge_spec came from: --eval-judge, ini eval_judge or suite
     judge_options: dict[str, Any]
     timeout: float  # seconds a system run may take when it runs (live, --replay-http)
+    # Verdicts per judged stage asked for (None: as recorded on replay, 1 when recording).
+    judge_repeats: int | None = None
 
 
 def _json_error(nodeid: str, exc: json.JSONDecodeError) -> str:
@@ -293,6 +295,8 @@ class CaseFile(pytest.File):
             judge_from=judge_from,
             judge_options=judge_options(suite),
             timeout=state.timeout_override or suite.timeout or state.default_timeout,
+            judge_repeats=state.judge_repeats_override or suite.judge_repeats
+            or state.default_judge_repeats,
         )
 
     def _case_item(

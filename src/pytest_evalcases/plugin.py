@@ -99,6 +99,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "past it the case is an error and keeps its old recording",
     )
     group.addoption(
+        "--eval-judge-repeats",
+        dest="eval_judge_repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help="record N verdicts per judged stage (the score is their mean; repeats that "
+        "disagree make the verdict unstable, kept out of the baseline gate)",
+    )
+    group.addoption(
         "--eval-rpm",
         dest="eval_rpm",
         type=float,
@@ -158,6 +167,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "eval_replay", default="trace", help="'http' makes every replay a --replay-http replay"
     )
     parser.addini("eval_summary", default="", help="default --eval-summary (failed, all, none)")
+    parser.addini("eval_judge_repeats", default="", help="default --eval-judge-repeats")
     parser.addini("eval_rpm", default="", help="default --eval-rpm")
     parser.addini("eval_tpm", default="", help="default --eval-tpm")
 

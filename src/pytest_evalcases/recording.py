@@ -34,7 +34,15 @@ from .cassette import (
     stored_labels,
 )
 from .errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
-from .judging import applicable, judge_source_advice, verdict_key, verdict_labels
+from .judging import (
+    applicable,
+    combine_repeats,
+    judge_source_advice,
+    repeat_key,
+    repeats_problem,
+    verdict_key,
+    verdict_labels,
+)
 from .session import LIVE, LIVE_JUDGES
 from .system import CaseInput, key_view, normalize_trace, system_view
 
@@ -135,6 +143,31 @@ def check_verdicts(
             old.pop("judge", None), old.pop("judge_version", None)
         if old != expected:  # labels are read only for the message of a stale verdict
             _stale_verdict(ctx, case, judge, stage, old, expected, doc or {})
+        if "later_repeats" in recorded or ctx.judge_repeats is not None:
+            _check_repeats(ctx, case, judge, stage, recorded, expected, rejudge)
+
+
+def _check_repeats(
+    ctx: SuiteContext,
+    case: Case,
+    judge: JudgeBinding,
+    stage: Any,
+    recorded: dict[str, Any],
+    expected: dict[str, str],
+    rejudge: str,
+) -> None:
+    """A verdict's later repeats hold: as many as this run asks for, each under its key."""
+    from .errors import StaleRecording
+
+    if judge.id is None:  # no judge configured: the repeats' own judge fields are not compared
+        expected = {**expected, **{k: v for k, v in (recorded.get("key") or {}).items()
+                                   if k in ("judge", "judge_version")}}
+    problem = repeats_problem(recorded, expected, ctx.judge_repeats)
+    if problem is not None:
+        raise StaleRecording(
+            f"stale recording (verdict {stage.name}): {problem}; re-judge with "
+            f"{rejudge.split(' (')[0]} (or set the repeats back)"
+        )
 
 
 def _stale_verdict(
@@ -239,14 +272,20 @@ def _existing(
 
 
 def _still_valid(
-    stage: Any, old: Any, expected: dict[str, str], judged: dict[str, Any], trace: dict[str, Any]
+    stage: Any,
+    old: Any,
+    expected: dict[str, str],
+    judged: dict[str, Any],
+    trace: dict[str, Any],
+    repeats: int | None = None,
 ) -> bool:
-    """A recorded verdict holds for `trace`: made under today's key, not pending, and what its
-    judge read is what it would read now (`judged` is the trace it was made on)."""
+    """A recorded verdict holds for `trace`: made under today's key (and repeats), not pending,
+    and what its judge read is what it would read now (`judged` is the trace it was made on)."""
     return (
         isinstance(old, dict)
         and not old.get("pending")
         and old.get("key") == expected
+        and repeats_problem(old, expected, repeats) is None
         and all(trace.get(name) == judged.get(name) for name in ("answer", "context")
                 if name in stage.reads)
     )
@@ -365,7 +404,8 @@ async def record(
     for stage in applicable(ctx.judged, case, trace):
         expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
         old = old_verdicts.get(stage.name)
-        if mode != LIVE and _still_valid(stage, old, expected, judged_on, trace):
+        if mode != LIVE and _still_valid(stage, old, expected, judged_on, trace,
+                                         ctx.judge_repeats):
             verdicts[stage.name] = old
         else:
             due.append((stage, expected))
@@ -378,11 +418,11 @@ async def record(
     if due:
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
-                *(_judge_one(judge, stage.name, case, trace, ctx.judge_options)
-                  for stage, _ in due)
+                *(_judge_repeats(judge, stage.name, case, trace, ctx.judge_options, expected,
+                                 ctx.judge_repeats or 1)
+                  for stage, expected in due)
             )
-        for (stage, expected), verdict in zip(due, outcomes, strict=True):
-            verdict["key"] = expected
+        for (stage, _), verdict in zip(due, outcomes, strict=True):
             if verdict.get("error"):  # saved as pending: the trace and the other verdicts stay
                 verdict["pending"] = True
                 verdict.setdefault("score", None)
@@ -418,9 +458,34 @@ async def record(
 
 
 def _cost_of(part: dict[str, Any]) -> float:
+    """The recorded cost of a trace, or of a verdict with all its repeats."""
     from .rerecording.stop import recorded_cost
 
-    return recorded_cost(part, ())
+    return recorded_cost(part, part.get("later_repeats") or ())
+
+
+async def _judge_repeats(
+    judge: JudgeBinding,
+    stage: str,
+    case: Case,
+    trace: dict[str, Any],
+    options: dict[str, Any],
+    expected: dict[str, str],
+    repeats: int,
+) -> dict[str, Any]:
+    """`repeats` verdicts of one stage, as one recorded verdict (each repeat under its key). A
+    repeat whose judge failed makes the whole verdict an error: it is recorded as pending."""
+    import asyncio
+
+    verdicts = await asyncio.gather(
+        *(_judge_one(judge, stage, case, trace, options) for _ in range(repeats))
+    )
+    failed = next((v for v in verdicts if v.get("error")), None)
+    if failed is not None:
+        return {**failed, "key": expected}
+    for number, verdict in enumerate(verdicts, start=1):
+        verdict["key"] = repeat_key(expected, number)
+    return combine_repeats(list(verdicts))
 
 
 def save_recording(

@@ -121,6 +121,8 @@ def _recording_info(
             }
         return {"status": outcome if outcome in ("stale", "missing") else None}
     verdicts = [v for v in recording.verdicts.values() if isinstance(v, dict)]
+    if any("later_repeats" in v for v in verdicts):  # each repeat cost a judge call of its own
+        verdicts = [part for v in verdicts for part in [v, *(v.get("later_repeats") or ())]]
     judge_usage = _sum_usage(v.get("usage") for v in verdicts)
     latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
     info = {

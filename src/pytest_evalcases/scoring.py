@@ -47,6 +47,8 @@ def stage_table(scores: CaseScores) -> list[str]:
         verdict = "-" if result.passed is None else "pass" if result.passed else "FAIL"
         if result.judge_error:
             verdict = "JUDGE ERROR"
+        elif result.unstable:
+            verdict = "UNSTABLE"
         label = name if gating else f"{name} (report only)"
         rows.append((label, _cell(result.score), _cell(result.threshold), verdict, result.reason))
     widths = [max(len(row[col]) for row in rows) for col in range(4)]

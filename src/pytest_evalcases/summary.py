@@ -58,6 +58,8 @@ def stage_cell(stage: Mapping[str, Any] | None) -> str:
     if stage.get("judge_error"):
         return "JUDGE-ERR"
     score = "" if stage["score"] is None else f"{stage['score']:.2f}"
+    if stage.get("unstable"):
+        return f"UNSTABLE {score}".strip()
     if stage["passed"] or not stage["gating"]:
         return score or "pass"
     return f"FAIL {score}".strip()
@@ -94,6 +96,8 @@ class _StageTally:
     failed: int = 0
     skipped: int = 0
     judge_errors: int = 0
+    unstable: int = 0  # verdicts whose repeats fell on both sides of the pass rule
+    repeated: bool = False  # judged more than once in some case: the `unstable` column shows
     gating: bool = False  # gating in any case; else the stage is marked report only
     scores: array[float] = field(default_factory=lambda: array("d"))  # 8 bytes a case
 
@@ -106,6 +110,9 @@ class _StageTally:
             self.passed += 1
         else:
             self.failed += 1
+        if "repeat_scores" in stage:
+            self.repeated = True
+            self.unstable += bool(stage.get("unstable"))
         if stage["score"] is not None:
             self.scores.append(stage["score"])
         self.gating = self.gating or bool(stage["gating"])
@@ -247,11 +254,14 @@ class RunSummary:
         return lines
 
     def _stage_totals(self, stages: list[str]) -> list[str]:
-        rows = [["stage", "passed", "failed", "skipped", "judge errors", "mean score"]]
+        repeated = any(self._stages[name].repeated for name in stages)
+        header = ["stage", "passed", "failed", "skipped", "judge errors"]
+        rows = [header + (["unstable"] if repeated else []) + ["mean score"]]
         for name in stages:
             tally = self._stages[name]
             label = name if tally.gating else f"{name}*"
-            counts = (tally.passed, tally.failed, tally.skipped, tally.judge_errors)
+            counts = [tally.passed, tally.failed, tally.skipped, tally.judge_errors]
+            counts += [tally.unstable] if repeated else []
             rows.append([label, *map(str, counts), tally.mean()])
         return _table(rows)
 

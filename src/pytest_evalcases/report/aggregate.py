@@ -122,10 +122,11 @@ def _stage_order(seen: Mapping[str, bool], preferred: Sequence[str]) -> list[str
 class _StageAcc:
     """Accumulator for one stage across cases."""
 
-    __slots__ = ("status", "idx", "scores", "gating", "metrics", "ks")
+    __slots__ = ("status", "idx", "scores", "gating", "metrics", "ks", "unstable")
 
     def __init__(self) -> None:
         self.status = {"passed": 0, "failed": 0, "skipped": 0, "judge_error": 0}
+        self.unstable = 0  # verdicts whose repeats disagreed (--eval-judge-repeats)
         self.idx: list[int] = []  # positions of the scored cases, for per-bucket means
         self.scores: list[float] = []
         self.gating = False
@@ -151,6 +152,8 @@ class _Scan:
                 acc.status[status] += 1
                 if stage.get("gating"):
                     acc.gating = True
+                if stage.get("unstable"):
+                    acc.unstable += 1
                 if status == "judge_error":
                     self.judge_error[i] = True
                     continue
@@ -213,6 +216,7 @@ def _stages(scan: _Scan, stage_order: list[str]) -> dict[str, dict[str, Any]]:
             "failed": acc.status["failed"],
             "skipped": acc.status["skipped"],
             "judge_errors": acc.status["judge_error"],
+            "unstable": acc.unstable,
             "scored": len(acc.scores),
             "mean": mean(acc.scores),
             "ci95": list(ci) if ci else None,

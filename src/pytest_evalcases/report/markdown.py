@@ -147,6 +147,14 @@ def _baseline(cmp: Mapping[str, Any]) -> list[str]:
             ["l", "r", "r", "r"],
         )
         lines.append("")
+    if cmp.get("unstable"):
+        rows = [(r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–")
+                for r in cmp["unstable"][:BASELINE_ROWS_CAP]]
+        lines += ["Unstable (not counted): flips that verdicts whose repeats disagree explain "
+                  "alone", ""]
+        lines += _table(["case", "was", "now", "unstable stage"], rows)
+        lines += _more(len(cmp["unstable"]), BASELINE_ROWS_CAP)
+        lines.append("")
     if cmp["fixed"]:
         shown = ", ".join(escape_cell(r["case"], 80) for r in cmp["fixed"][:20])
         more = f" and {len(cmp['fixed']) - 20} more" if len(cmp["fixed"]) > 20 else ""
@@ -167,13 +175,18 @@ def _stages(doc: Mapping[str, Any]) -> list[str]:
     if not stages:
         return []
     rows = []
+    unstable = any(s.get("unstable") for s in stages.values())  # a column only when it counts
     for name in doc.get("stage_order") or stages:
         s = stages[name]
-        rows.append((name, "yes" if s["gating"] else "report", s["passed"], s["failed"],
-                     s["skipped"], s["judge_errors"], fmt_score(s["mean"]), fmt_ci(s["ci95"])))
+        counts = [s["passed"], s["failed"], s["skipped"], s["judge_errors"]]
+        counts += [s.get("unstable", 0)] if unstable else []
+        rows.append((name, "yes" if s["gating"] else "report", *counts, fmt_score(s["mean"]),
+                     fmt_ci(s["ci95"])))
     lines = ["### Stages", ""]
-    lines += _table(["stage", "gating", "passed", "failed", "skipped", "judge errors", "mean",
-                     "95% CI (bootstrap)"], rows, ["l", "l", "r", "r", "r", "r", "r", "l"])
+    header = ["stage", "gating", "passed", "failed", "skipped", "judge errors"]
+    header += ["unstable"] if unstable else []
+    lines += _table([*header, "mean", "95% CI (bootstrap)"], rows,
+                    ["l", "l", *["r"] * (len(header) - 2), "r", "l"])
     for name in doc.get("stage_order") or stages:
         s = stages[name]
         if "recall_at_k" in s:
