@@ -182,7 +182,13 @@ class CaseFile(pytest.File):
         state = get_session(self.config)
         state.seen_case_files.add(self.path)
         try:
-            ctx = self._load_suite(state)
+            raw = self._read_suite_file()
+            if isinstance(raw, dict) and raw.get("kind") == "calibration":
+                from .calibration.collect import collect_calibration
+
+                yield from collect_calibration(self, state, raw)
+                return
+            ctx = self._load_suite(state, raw)
         except Exception as exc:  # whatever a file holds, the other suites still run
             message = str(exc) if isinstance(exc, CaseFileError) else (
                 f"{self.nodeid}: cannot load the suite ({type(exc).__name__}: {exc}); fix the "
@@ -201,14 +207,16 @@ class CaseFile(pytest.File):
         for index, raw in enumerate(raw_cases):
             yield self._case_item(ctx, state, index, raw, seen)
 
-    def _load_suite(self, state: EvalSession) -> SuiteContext:
+    def _read_suite_file(self) -> Any:
         try:
             text = self.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise CaseFileError(
                 f"{self.nodeid}: cannot read the file as UTF-8 text ({exc})"
             ) from None
-        raw = _parse_case_file(self.nodeid, text)
+        return _parse_case_file(self.nodeid, text)
+
+    def _load_suite(self, state: EvalSession, raw: Any) -> SuiteContext:
         if not isinstance(raw, dict):
             raise CaseFileError(f"{self.nodeid}: a case file holds one JSON object (a suite)")
         if isinstance(raw.get("name"), str):

@@ -418,7 +418,7 @@ async def record(
     if due:
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
-                *(_judge_repeats(judge, stage.name, case, trace, ctx.judge_options, expected,
+                *(judge_with_repeats(judge, stage.name, case, trace, ctx.judge_options, expected,
                                  ctx.judge_repeats or 1)
                   for stage, expected in due)
             )
@@ -464,7 +464,7 @@ def _cost_of(part: dict[str, Any]) -> float:
     return recorded_cost(part, part.get("later_repeats") or ())
 
 
-async def _judge_repeats(
+async def judge_with_repeats(
     judge: JudgeBinding,
     stage: str,
     case: Case,

@@ -54,6 +54,9 @@ def case_result(
     item: Any, outcome: str, with_detail: bool, exc: BaseException | None = None
 ) -> dict[str, Any]:
     """The per-case result dict: what the summary, results.json and the baseline gate read."""
+    own = getattr(item, "result_for", None)  # an item kind with results of its own (calibration)
+    if own is not None:
+        return own(outcome, with_detail, exc)
     # A case that could not be scored says why, in the same place a stage failure would.
     unscored = {"stage": None, "reason": error_summary(exc)} if outcome in UNSCORED else None
     if not hasattr(item, "case"):  # a file or case that could not be loaded

@@ -145,8 +145,13 @@ class RunSummary:
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
         self._dry_run = 0  # run and judged by --live-dry-run, not written
+        self._calibration: list[Mapping[str, Any]] = []  # scored calibration cases (a few)
 
     def add(self, result: Mapping[str, Any]) -> None:
+        if result.get("calibration") is not None:  # a scored judge test case: its own section
+            self._calibration.append(result)
+            self._tally_recording(result)
+            return
         order = (result["file"], result["index"], result["id"], self.count)
         self.count += 1
         label = f"{result['suite']}::{result['id']}"
@@ -164,17 +169,7 @@ class RunSummary:
         tally = self._groups.setdefault("-" if group in (None, "") else str(group), [0, 0])
         tally[0] += outcome in PASS_LIKE
         tally[1] += outcome in DECIDED
-        recording = result.get("recording") or {}
-        status = recording.get("status")
-        self._recorded += status == "recorded"
-        self._dry_run += status == "dry_run"
-        self._replayed += status in ("replayed", "replayed_http")
-        self._replayed_http += status == "replayed_http"
-        secrets = recording.get("redacted") or 0
-        self._secrets += secrets
-        self._redacted_recordings += bool(secrets)
-        self._stale += outcome == "stale"
-        self._missing += outcome == "missing"
+        self._tally_recording(result)
         if self.rows == ROWS_ALL or (self.rows == ROWS_FAILED and outcome not in QUIET_OUTCOMES):
             cells = {name: stage_cell(stage) for name, stage in result["stages"].items()}
             row = _Row(
@@ -189,6 +184,30 @@ class RunSummary:
         else:
             self._hidden += 1
 
+    def _tally_recording(self, result: Mapping[str, Any]) -> None:
+        recording = result.get("recording") or {}
+        status = recording.get("status")
+        self._recorded += status == "recorded"
+        self._dry_run += status == "dry_run"
+        self._replayed += status in ("replayed", "replayed_http")
+        self._replayed_http += status == "replayed_http"
+        secrets = recording.get("redacted") or 0
+        self._secrets += secrets
+        self._redacted_recordings += bool(secrets)
+        outcome = result["outcome"]
+        self._stale += outcome == "stale"
+        self._missing += outcome == "missing"
+
+    def calibration_lines(self) -> list[str]:
+        """The `judge calibration` section (none: no calibration case was scored)."""
+        if not self._calibration:
+            return []
+        from .calibration.scoring import calibration_section, terminal_lines
+
+        ordered = sorted(self._calibration, key=lambda r: (r["file"], r["index"], r["id"]))
+        section = calibration_section(ordered)
+        return terminal_lines(section) if section else []
+
     def stage_names(self) -> list[str]:
         """Stage columns in the order suites list them, gating stages before report-only ones."""
         first = sorted(self._first_seen.items(), key=lambda item: item[1])
@@ -202,7 +221,9 @@ class RunSummary:
         """Everything under the `per-stage summary` heading, in a fixed order; the per-case
         table fits in `width` columns (None: as wide as it takes)."""
         stages = self.stage_names()
-        sections = [self._case_rows(stages, width) if self.count else ["no eval cases ran"]]
+        idle = (["no eval cases ran (the calibration cases follow, under judge calibration)"]
+                if self._calibration else ["no eval cases ran"])
+        sections = [self._case_rows(stages, width) if self.count else idle]
         if self.count and stages:
             totals = self._stage_totals(stages)
             if any(not self._stages[name].gating for name in stages):

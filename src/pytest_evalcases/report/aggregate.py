@@ -60,6 +60,7 @@ def aggregate(
         "categories": _breakdown(cases, "category", scan, order),
         "groups": _breakdown(cases, "group", scan, order),
         "completeness_vs_accuracy": _completeness_vs_accuracy(cases),
+        "calibration": _calibration(cases),
         "cost": _cost(cases, run or {}),
         "cases": cases,
         "baseline": None,
@@ -314,6 +315,15 @@ def _completeness_vs_accuracy(cases: list[Result]) -> dict[str, Any] | None:
         "complete_but_wrong": complete_total - complete_correct,
         "accuracy_when_complete": (complete_correct / complete_total) if complete_total else None,
     }
+
+
+def _calibration(cases: list[Result]) -> dict[str, Any] | None:
+    """The judge calibration section (None: no calibration case in the run)."""
+    if not any("calibration" in case for case in cases):
+        return None
+    from ..calibration.scoring import calibration_section
+
+    return calibration_section(cases)
 
 
 def _usage_totals(usages: list[Mapping[str, Any]], latencies: list[float]) -> dict[str, Any]:

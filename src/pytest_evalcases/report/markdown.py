@@ -63,6 +63,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     out += _categories(doc)
     out += _groups(doc)
     out += _completeness(doc.get("completeness_vs_accuracy"))
+    out += _calibration(doc.get("calibration"))
     out += _failing(doc["cases"])
     return "\n".join(out).rstrip() + "\n"
 
@@ -258,6 +259,24 @@ def _completeness(cva: Mapping[str, Any] | None) -> list[str]:
         f"{cva['complete_but_wrong']} complete but wrong; {cva['cases']} cases with both labels)",
         "",
     ]
+    return lines
+
+
+def _calibration(section: Mapping[str, Any] | None) -> list[str]:
+    """The judge calibration: one row per judge test case, then the figures per stage and
+    judge (see docs/judges.md#calibrating-a-judge)."""
+    if not section:
+        return []
+    from ..calibration.scoring import case_rows, figures_rows
+
+    cases, figures = case_rows(section), figures_rows(section)
+    lines = ["### Judge calibration", ""]
+    lines += _table(cases[0], cases[1:FAILING_ROWS_CAP + 1])
+    lines += _more(len(cases) - 1, FAILING_ROWS_CAP)
+    lines.append("")
+    lines += _table(figures[0], figures[1:], ["l", "l", *["r"] * (len(figures[0]) - 2)])
+    lines += ["", "_A case counts as right only when every repeat is: caught = every repeat "
+              "failed the planted defect, ok = every repeat passed the clean control._", ""]
     return lines
 
 

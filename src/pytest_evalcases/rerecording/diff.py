@@ -39,7 +39,10 @@ def stable(value: Any, drop: frozenset[str] = VOLATILE_KEYS) -> Any:
 def stable_verdict(verdict: Any) -> Any:
     if not isinstance(verdict, dict):
         return verdict
-    return {k: stable(v) for k, v in verdict.items() if k not in VOLATILE_VERDICT_KEYS}
+    kept = {k: stable(v) for k, v in verdict.items() if k not in VOLATILE_VERDICT_KEYS}
+    if isinstance(verdict.get("later_repeats"), list):  # each repeat is a verdict of its own
+        kept["later_repeats"] = [stable_verdict(v) for v in verdict["later_repeats"]]
+    return kept
 
 
 def _stable_verdicts(verdicts: Any) -> Any:
