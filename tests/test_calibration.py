@@ -32,8 +32,10 @@ from pytest_evalcases.calibration.scoring import (
 judge_server = judge_server_fixture()
 ROOT = Path(__file__).resolve().parents[1]
 
-CONTEXT = ["Jotter can export notes with jotter export --format <fmt>, where the formats are "
-           "markdown, html and json."]
+CONTEXT = [
+    "Jotter can export notes with jotter export --format <fmt>, where the formats are "
+    "markdown, html and json."
+]
 
 
 # ---- scoring -------------------------------------------------------------------------------
@@ -45,8 +47,12 @@ def test_a_case_is_right_only_when_every_repeat_is() -> None:
 
 
 def test_judge_figures_against_hand_computed_values() -> None:
-    rows = ([{"status": "caught", "spread": 0.0}] * 3 + [{"status": "MISSED", "spread": 0.5}]
-            + [{"status": "false alarm", "spread": 1.0}] + [{"status": "ok", "spread": 0.0}] * 2)
+    rows = (
+        [{"status": "caught", "spread": 0.0}] * 3
+        + [{"status": "MISSED", "spread": 0.5}]
+        + [{"status": "false alarm", "spread": 1.0}]
+        + [{"status": "ok", "spread": 0.0}] * 2
+    )
     figures = judge_figures(rows)
     assert (figures["defects"], figures["caught"], figures["missed"]) == (4, 3, 1)
     assert (figures["controls"], figures["false_alarms"], figures["ok"]) == (3, 1, 2)
@@ -69,22 +75,41 @@ def test_undefined_figures_are_none_not_a_fake_number() -> None:
 # ---- end to end with the lexical judge -----------------------------------------------------
 def _calibration_suite(**fields: Any) -> dict[str, Any]:
     cases = [
-        {"id": "invented", "stage": "faithfulness", "context": CONTEXT, "expect": "fail",
-         "answer": "Jotter exports notes as markdown, html and json. Every export is uploaded "
-                   "to the cloud overnight.",
-         "defect": "invents an upload to the cloud"},
-        {"id": "csv", "stage": "faithfulness", "context": CONTEXT, "expect": "fail",
-         "answer": "The csv format removes colour codes from every export.",
-         "defect": "claims --format csv removes colour codes"},
-        {"id": "csv-strict", "stage": "faithfulness", "faithfulness": {"strict": True},
-         "context": CONTEXT, "expect": "fail",
-         "answer": "The csv format removes colour codes from every export.",
-         "defect": "claims --format csv removes colour codes"},
-        {"id": "control", "stage": "faithfulness", "context": CONTEXT, "expect": "pass",
-         "answer": "Jotter can export notes as markdown, html and json."},
+        {
+            "id": "invented",
+            "stage": "faithfulness",
+            "context": CONTEXT,
+            "expect": "fail",
+            "answer": "Jotter exports notes as markdown, html and json. Every export is uploaded "
+            "to the cloud overnight.",
+            "defect": "invents an upload to the cloud",
+        },
+        {
+            "id": "csv",
+            "stage": "faithfulness",
+            "context": CONTEXT,
+            "expect": "fail",
+            "answer": "The csv format removes colour codes from every export.",
+            "defect": "claims --format csv removes colour codes",
+        },
+        {
+            "id": "csv-strict",
+            "stage": "faithfulness",
+            "faithfulness": {"strict": True},
+            "context": CONTEXT,
+            "expect": "fail",
+            "answer": "The csv format removes colour codes from every export.",
+            "defect": "claims --format csv removes colour codes",
+        },
+        {
+            "id": "control",
+            "stage": "faithfulness",
+            "context": CONTEXT,
+            "expect": "pass",
+            "answer": "Jotter can export notes as markdown, html and json.",
+        },
     ]
-    doc: dict[str, Any] = {"name": "cal", "kind": "calibration", "judge": "lexical",
-                           "cases": cases}
+    doc: dict[str, Any] = {"name": "cal", "kind": "calibration", "judge": "lexical", "cases": cases}
     doc.update(fields)
     return doc
 
@@ -98,7 +123,7 @@ def _section(result: pytest.RunResult, title: str) -> list[str]:
     lines = result.outlines
     start = next(i for i, line in enumerate(lines) if line.startswith("=") and f" {title} " in line)
     section = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith(("=", "eval reports: ")):
             break
         section.append(line)
@@ -118,28 +143,59 @@ def test_a_calibration_suite_records_replays_and_reports_what_the_judge_missed(
     assert replayed.ret == pytest.ExitCode.TESTS_FAILED, output(replayed)
     assert "1 failed, 3 passed" in output(replayed)
     assert error_block(replayed, "invented").strip() == (
-        "faithfulness [0.50, 0.50, 0.50] MISSED: invents an upload to the cloud")
+        "faithfulness [0.50, 0.50, 0.50] MISSED: invents an upload to the cloud"
+    )
     section = _section(replayed, "judge calibration")
     rows = {line.split()[0]: line.split() for line in section if line.startswith("cal::")}
-    assert rows["cal::invented"][1:] == ["faithfulness", "[0.50,", "0.50,", "0.50]", "MISSED",
-                                         "failed"]
+    assert rows["cal::invented"][1:] == [
+        "faithfulness",
+        "[0.50,",
+        "0.50,",
+        "0.50]",
+        "MISSED",
+        "failed",
+    ]
     assert rows["cal::csv"][-2:] == ["caught", "passed"]
     assert rows["cal::control"][-2:] == ["ok", "passed"]
     figures = next(line.split() for line in section if line.startswith("faithfulness "))
     # defects caught missed controls false-alarms precision recall F1 kappa spread
-    assert figures[1:] == ["lexical", "3", "2", "1", "1", "0", "1.00", "0.67", "0.80", "0.50",
-                           "0.00"]
+    assert figures[1:] == [
+        "lexical",
+        "3",
+        "2",
+        "1",
+        "1",
+        "0",
+        "1.00",
+        "0.67",
+        "0.80",
+        "0.50",
+        "0.00",
+    ]
     assert "per-stage summary" in output(replayed)
 
     results = json.loads((project.root / "out" / "results.json").read_text())
     calibration = results["calibration"]
     assert [c["status"] for c in calibration["cases"]] == ["MISSED", "caught", "caught", "ok"]
     assert calibration["cases"][0]["scores"] == [0.5, 0.5, 0.5]
-    assert calibration["judges"] == [{
-        "stage": "faithfulness", "judge": "lexical", "cases": 4, "defects": 3, "caught": 2,
-        "missed": 1, "controls": 1, "false_alarms": 0, "ok": 1, "precision": 1.0,
-        "recall": pytest.approx(2 / 3), "f1": pytest.approx(0.8), "kappa": pytest.approx(0.5),
-        "mean_spread": 0.0}]
+    assert calibration["judges"] == [
+        {
+            "stage": "faithfulness",
+            "judge": "lexical",
+            "cases": 4,
+            "defects": 3,
+            "caught": 2,
+            "missed": 1,
+            "controls": 1,
+            "false_alarms": 0,
+            "ok": 1,
+            "precision": 1.0,
+            "recall": pytest.approx(2 / 3),
+            "f1": pytest.approx(0.8),
+            "kappa": pytest.approx(0.5),
+            "mean_spread": 0.0,
+        }
+    ]
     report = (project.root / "out" / "report.md").read_text()
     assert "### Judge calibration" in report
     assert "| cal::invented | faithfulness | \\[0.50, 0.50, 0.50\\] | MISSED | failed |" in report
@@ -159,8 +215,10 @@ def test_a_calibration_cassette_keys_every_repeat_and_stales_on_what_the_judge_r
     assert {"judge", "judge_version", "params", "material"} <= set(verdict["key"])
     assert [r["key"].get("repeat") for r in repeats] == [None, "2", "3"]
     assert verdict["params"] == {"strict": True}
-    assert doc["verdicts"]["faithfulness"]["key"]["params"] != (
-        project.cassette("cal", "csv")["verdicts"]["faithfulness"]["key"]["params"])
+    assert (
+        doc["verdicts"]["faithfulness"]["key"]["params"]
+        != (project.cassette("cal", "csv")["verdicts"]["faithfulness"]["key"]["params"])
+    )
 
     def edit(change: Any) -> None:
         project.edit_suite("cases/cal.json", change)
@@ -168,19 +226,26 @@ def test_a_calibration_cassette_keys_every_repeat_and_stales_on_what_the_judge_r
     edit(lambda d: d["cases"][3].update(answer="Jotter exports notes as markdown."))
     stale = _run(project, "-k", "control")
     assert "stale recording: material changed" in output(stale), output(stale)
-    edit(lambda d: d["cases"][3].update(answer="Jotter can export notes as markdown, html and "
-                                                "json.", xfail="only a reason, not read"))
+    edit(
+        lambda d: d["cases"][3].update(
+            answer="Jotter can export notes as markdown, html and json.",
+            xfail="only a reason, not read",
+        )
+    )
     assert _run(project, "-k", "control").ret == 0  # what the judge does not read: no re-record
 
     edit(lambda d: d.update(repeats=2))
     fewer = _run(project, "-k", "csv")
-    assert ("stale recording (verdict faithfulness): judge repeats changed (3 -> 2)"
-            in output(fewer)), output(fewer)
+    assert "stale recording (verdict faithfulness): judge repeats changed (3 -> 2)" in output(
+        fewer
+    ), output(fewer)
     edit(lambda d: d.update(repeats=3))
     edit(lambda d: d["cases"][1].update(faithfulness={"strict": True}))
     strict = _run(project, "-k", "csv and not strict")
-    assert "stale recording (verdict faithfulness): params changed (strict=false -> strict=true)" \
-        in output(strict), output(strict)
+    assert (
+        "stale recording (verdict faithfulness): params changed (strict=false -> strict=true)"
+        in output(strict)
+    ), output(strict)
     other = _run(project, "-k", "control", "--eval-judge", "openai:gpt-4o-mini")
     assert "judge changed (lexical -> openai:gpt-4o-mini)" in output(other), output(other)
 
@@ -204,14 +269,20 @@ def test_calibration_cases_run_beside_eval_cases_and_dry_runs_write_nothing(
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d["cases"][0].pop("defect"),
-         'cases[0]: Value error, a case with "expect": "fail" plants a defect: describe it in '
-         '"defect"'),
+        (
+            lambda d: d["cases"][0].pop("defect"),
+            'cases[0]: Value error, a case with "expect": "fail" plants a defect: describe it in '
+            '"defect"',
+        ),
         (lambda d: d["cases"][0].update(stage="tools"), "cases[0].stage: Input should be "),
-        (lambda d: d["cases"][3].update(answer_relevancy={"threshold": 0.9}),
-         "cases[3]: Value error, options for answer_relevancy in a case judged at faithfulness"),
-        (lambda d: d["cases"][3].update(expect="maybe"),
-         "cases[3].expect: Input should be 'fail' or 'pass'"),
+        (
+            lambda d: d["cases"][3].update(answer_relevancy={"threshold": 0.9}),
+            "cases[3]: Value error, options for answer_relevancy in a case judged at faithfulness",
+        ),
+        (
+            lambda d: d["cases"][3].update(expect="maybe"),
+            "cases[3].expect: Input should be 'fail' or 'pass'",
+        ),
     ],
 )
 def test_a_bad_calibration_case_errors_alone_naming_the_file_and_the_case(
@@ -231,8 +302,10 @@ def test_a_bad_calibration_suite_errors_naming_the_file(project: Project) -> Non
     project.write_suite(_calibration_suite(repeats=0))
     result = _run(project)
     assert_not_aborted(result)
-    assert ("cases/cal.json: invalid calibration suite\nrepeats: Input should be greater than "
-            "or equal to 1") in output(result)
+    assert (
+        "cases/cal.json: invalid calibration suite\nrepeats: Input should be greater than "
+        "or equal to 1"
+    ) in output(result)
 
 
 # ---- end to end with a judge whose repeats disagree ----------------------------------------
@@ -240,12 +313,23 @@ def test_a_judge_that_answers_differently_on_repeats_misses_and_false_alarms(
     project: Project, judge_server: JudgeServer
 ) -> None:
     cases = [
-        {"id": "wrong-number", "stage": "answer_accuracy", "input": "How many backups?",
-         "reference": "Seven backups are kept.", "answer": "Thirty backups are kept.",
-         "expect": "fail", "defect": "thirty instead of seven"},
-        {"id": "right-number", "stage": "answer_accuracy", "input": "How many backups?",
-         "reference": "Seven backups are kept.", "answer": "Seven backups are kept, daily.",
-         "expect": "pass"},
+        {
+            "id": "wrong-number",
+            "stage": "answer_accuracy",
+            "input": "How many backups?",
+            "reference": "Seven backups are kept.",
+            "answer": "Thirty backups are kept.",
+            "expect": "fail",
+            "defect": "thirty instead of seven",
+        },
+        {
+            "id": "right-number",
+            "stage": "answer_accuracy",
+            "input": "How many backups?",
+            "reference": "Seven backups are kept.",
+            "answer": "Seven backups are kept, daily.",
+            "expect": "pass",
+        },
     ]
     project.write_suite({"name": "cal", "kind": "calibration", "cases": cases})
     # The loopback judge answers CORRECT unless scripted: the defect is caught once in three,
@@ -269,8 +353,9 @@ def test_a_judge_that_answers_differently_on_repeats_misses_and_false_alarms(
     replayed = _run(project)  # no key, no server: the recorded repeats
     assert replayed.ret == pytest.ExitCode.TESTS_FAILED
     block = error_block(replayed, "wrong-number")
-    assert block.strip().startswith("answer_accuracy [") and "MISSED: thirty instead of seven" \
-        in block
+    assert (
+        block.strip().startswith("answer_accuracy [") and "MISSED: thirty instead of seven" in block
+    )
     assert "a repeat failed this clean control" in error_block(replayed, "right-number")
 
 

@@ -42,8 +42,10 @@ def _suite(**fields: Any) -> Suite:
 
 
 def _verdict(*scores: float, labels: list[str] | None = None) -> dict[str, Any]:
-    parts = [{"score": s, "label": (labels or [None] * len(scores))[i], "key": {"n": str(i)}}
-             for i, s in enumerate(scores)]
+    parts = [
+        {"score": s, "label": (labels or [None] * len(scores))[i], "key": {"n": str(i)}}
+        for i, s in enumerate(scores)
+    ]
     return {**parts[0], "later_repeats": parts[1:]}
 
 
@@ -89,8 +91,11 @@ def test_one_verdict_scores_as_before_and_its_result_has_no_repeat_fields() -> N
 
 def test_repeats_problem_names_a_changed_count_and_a_repeat_under_another_key() -> None:
     key = {"judge": "j"}
-    verdict = {"key": key, "score": 1.0,
-               "later_repeats": [{"key": {**key, "repeat": "2"}, "score": 1.0}]}
+    verdict = {
+        "key": key,
+        "score": 1.0,
+        "later_repeats": [{"key": {**key, "repeat": "2"}, "score": 1.0}],
+    }
     assert repeats_problem(verdict, key, None) is None
     assert repeats_problem(verdict, key, 2) is None
     assert repeats_problem(verdict, key, 3) == "judge repeats changed (2 -> 3)"
@@ -102,15 +107,34 @@ def test_repeats_problem_names_a_changed_count_and_a_repeat_under_another_key() 
 
 # ---- the terminal summary ------------------------------------------------------------------
 def _result(case_id: str, outcome: str, **stages: dict[str, Any]) -> dict[str, Any]:
-    return {"nodeid": f"cases/s.json::{case_id}", "suite": "s", "id": case_id,
-            "file": "cases/s.json", "index": 0, "category": None, "group": None,
-            "outcome": outcome, "first_failure": None, "stages": stages, "recording": {}}
+    return {
+        "nodeid": f"cases/s.json::{case_id}",
+        "suite": "s",
+        "id": case_id,
+        "file": "cases/s.json",
+        "index": 0,
+        "category": None,
+        "group": None,
+        "outcome": outcome,
+        "first_failure": None,
+        "stages": stages,
+        "recording": {},
+    }
 
 
-def _stage(score: float, passed: bool, unstable: bool | None = None,
-           gating: bool = True) -> dict[str, Any]:
-    stage = {"score": score, "passed": passed, "gating": gating, "threshold": 0.5,
-             "reason": "", "label": None, "metrics": {}, "judge_error": False}
+def _stage(
+    score: float, passed: bool, unstable: bool | None = None, gating: bool = True
+) -> dict[str, Any]:
+    stage = {
+        "score": score,
+        "passed": passed,
+        "gating": gating,
+        "threshold": 0.5,
+        "reason": "",
+        "label": None,
+        "metrics": {},
+        "judge_error": False,
+    }
     if unstable is not None:
         stage.update(unstable=unstable, repeat_scores=[0.0, 1.0])
     return stage
@@ -123,8 +147,17 @@ def test_the_summary_shows_unstable_cells_and_an_unstable_column_only_with_repea
     lines = summary.lines(orphans=[])
     assert any("UNSTABLE 0.50" in line for line in lines)
     header = next(line for line in lines if line.startswith("stage "))
-    assert header.split() == ["stage", "passed", "failed", "skipped", "judge", "errors",
-                              "unstable", "mean", "score"]
+    assert header.split() == [
+        "stage",
+        "passed",
+        "failed",
+        "skipped",
+        "judge",
+        "errors",
+        "unstable",
+        "mean",
+        "score",
+    ]
     row = next(line for line in lines if line.startswith("faithfulness "))
     assert row.split()[:6] == ["faithfulness", "1", "1", "0", "0", "1"]
     plain = RunSummary(rows="all")
@@ -138,10 +171,14 @@ def _doc(*results: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_flip_of_an_unstable_verdict_is_not_a_regression() -> None:
-    baseline = _doc(_result("a", "xpassed", faithfulness=_stage(1.0, True)),
-                    _result("b", "passed", faithfulness=_stage(1.0, True)))
-    current = _doc(_result("a", "xfailed", faithfulness=_stage(0.67, False, unstable=True)),
-                   _result("b", "failed", faithfulness=_stage(0.2, False, unstable=False)))
+    baseline = _doc(
+        _result("a", "xpassed", faithfulness=_stage(1.0, True)),
+        _result("b", "passed", faithfulness=_stage(1.0, True)),
+    )
+    current = _doc(
+        _result("a", "xfailed", faithfulness=_stage(0.67, False, unstable=True)),
+        _result("b", "failed", faithfulness=_stage(0.2, False, unstable=False)),
+    )
     cmp = compare(current, baseline)
     assert [r["id"] for r in cmp["unstable"]] == ["a"]
     assert [r["id"] for r in cmp["regressions"]] == ["b"]  # a stable failure still counts
@@ -163,10 +200,17 @@ def test_the_gate_passes_when_unstable_verdicts_alone_flipped() -> None:
 
 
 def test_a_case_failing_at_a_stable_stage_too_is_a_regression() -> None:
-    baseline = _doc(_result("a", "passed", faithfulness=_stage(1.0, True),
-                            answer_accuracy=_stage(1.0, True)))
-    current = _doc(_result("a", "failed", faithfulness=_stage(0.5, False, unstable=True),
-                           answer_accuracy=_stage(0.0, False)))
+    baseline = _doc(
+        _result("a", "passed", faithfulness=_stage(1.0, True), answer_accuracy=_stage(1.0, True))
+    )
+    current = _doc(
+        _result(
+            "a",
+            "failed",
+            faithfulness=_stage(0.5, False, unstable=True),
+            answer_accuracy=_stage(0.0, False),
+        )
+    )
     cmp = compare(current, baseline)
     assert [r["id"] for r in cmp["regressions"]] == ["a"] and cmp["unstable"] == []
 
@@ -235,15 +279,23 @@ def test_replay_with_another_repeat_count_is_stale_and_live_stale_rejudges_it(
     assert run_live_openai(project, judge_server.base_url, "--eval-judge-repeats", "2").ret == 0
     stale = _replay(project, "--eval-judge-repeats", "3")
     assert stale.ret == pytest.ExitCode.TESTS_FAILED
-    assert ("stale recording (verdict answer_accuracy): judge repeats changed (2 -> 3); "
-            "re-judge with --live-judges") in output(stale)
+    assert (
+        "stale recording (verdict answer_accuracy): judge repeats changed (2 -> 3); "
+        "re-judge with --live-judges"
+    ) in output(stale)
     project.edit_suite("cases/suite.json", lambda doc: doc.update(judge_repeats=3))
     assert "judge repeats changed (2 -> 3)" in output(_replay(project))  # the suite's field too
 
     before = len(judge_server.requests)
     result, _ = run_pytest_env(
-        project.root, "-p", "no:cacheprovider", "--live-stale", "--eval-judge", "openai:gpt-4o-mini",
-        env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": judge_server.base_url})
+        project.root,
+        "-p",
+        "no:cacheprovider",
+        "--live-stale",
+        "--eval-judge",
+        "openai:gpt-4o-mini",
+        env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": judge_server.base_url},
+    )
     assert result.ret == 0, output(result)
     assert len(judge_server.requests) - before == 6  # both verdicts judged again, 3 times each
     verdict = project.cassette("suite", "alpha")["verdicts"]["answer_accuracy"]
@@ -270,12 +322,21 @@ def test_an_unstable_flip_does_not_fail_the_baseline_gate_end_to_end(
     doc = _accuracy_suite()
     doc["cases"][0]["xfail"] = "known to wobble"
     project.write_suite(doc)
-    first = run_live_openai(project, judge_server.base_url, "--eval-judge-repeats", "3",
-                            "--eval-report", "base")
+    first = run_live_openai(
+        project, judge_server.base_url, "--eval-judge-repeats", "3", "--eval-report", "base"
+    )
     assert first.ret == 0 and "1 xpassed" in output(first)
     judge_server.answer_in_turn("alpha beta", False, True, False)
-    second = run_live_openai(project, judge_server.base_url, "--eval-judge-repeats", "3",
-                             "--eval-report", "now", "--eval-baseline", "base/results.json")
+    second = run_live_openai(
+        project,
+        judge_server.base_url,
+        "--eval-judge-repeats",
+        "3",
+        "--eval-report",
+        "now",
+        "--eval-baseline",
+        "base/results.json",
+    )
     text = output(second)
     assert second.ret == pytest.ExitCode.OK, text
     assert "1 xfailed" in text

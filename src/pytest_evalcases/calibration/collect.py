@@ -61,8 +61,13 @@ class CalibrationTarget:
             correctness_criteria=chosen.get("correctness_criteria"),
             cases=[],
         )
-        as_case = Case(id=case.id, input=case.input, reference=case.reference,
-                       unanswerable=case.unanswerable, xfail=case.xfail)
+        as_case = Case(
+            id=case.id,
+            input=case.input,
+            reference=case.reference,
+            unanswerable=case.unanswerable,
+            xfail=case.xfail,
+        )
         return cls(case, as_case, judge_options(rule), rule)
 
 
@@ -77,8 +82,9 @@ def collect_calibration(
     try:
         ctx = _context(parent, state, raw)
     except CaseFileError as exc:
-        yield SuiteErrorItem.from_parent(parent, name="suite", message=str(exc),
-                                         suite_name=parent.path.stem, index=-1)
+        yield SuiteErrorItem.from_parent(
+            parent, name="suite", message=str(exc), suite_name=parent.path.stem, index=-1
+        )
         return
     raw_cases, ctx.suite.cases = ctx.suite.cases, []
     state.collected_suites[parent.path] = (ctx.suite.name, _case_ids(raw_cases))
@@ -100,14 +106,23 @@ def _context(parent: pytest.File, state: EvalSession, raw: dict[str, Any]) -> Ca
         ) from None
     reason = unsafe_id_reason(suite.name)
     if reason:
-        raise CaseFileError(f"{nodeid}: suite name {_shown_name(suite.name)} cannot name a "
-                            f"folder: {reason}; rename the suite")
+        raise CaseFileError(
+            f"{nodeid}: suite name {_shown_name(suite.name)} cannot name a "
+            f"folder: {reason}; rename the suite"
+        )
     try:
         suite_judge = canonical_judge(suite.judge) if suite.judge else None
     except JudgeConfigError as exc:
         raise CaseFileError(f'{nodeid}: "judge": {exc}') from None
-    judge_from = (JUDGE_OPTION if state.judge_override else JUDGE_SUITE if suite_judge
-                  else JUDGE_INI if state.default_judge else None)
+    judge_from = (
+        JUDGE_OPTION
+        if state.judge_override
+        else JUDGE_SUITE
+        if suite_judge
+        else JUDGE_INI
+        if state.default_judge
+        else None
+    )
     return CalibrationContext(
         path=parent.path,
         suite=suite,
@@ -127,29 +142,45 @@ def _item(
     state: EvalSession,
 ) -> pytest.Item:
     def error(name: str, message: str) -> SuiteErrorItem:
-        return SuiteErrorItem.from_parent(parent, name=name, message=f"{parent.nodeid}: {message}",
-                                          suite_name=ctx.suite.name, index=index)
+        return SuiteErrorItem.from_parent(
+            parent,
+            name=name,
+            message=f"{parent.nodeid}: {message}",
+            suite_name=ctx.suite.name,
+            index=index,
+        )
 
     if not isinstance(raw, dict):
-        return error(f"cases[{index}]", f"cases[{index}] is not an object: a calibration case "
-                     'is {"id": ..., "stage": ..., "expect": "fail" or "pass", ...}')
+        return error(
+            f"cases[{index}]",
+            f"cases[{index}] is not an object: a calibration case "
+            'is {"id": ..., "stage": ..., "expect": "fail" or "pass", ...}',
+        )
     raw_id = raw.get("id")
     if isinstance(raw_id, str) and raw_id and not unsafe_id_reason(raw_id):
         if raw_id in seen:
-            return error(f"{raw_id}-duplicate", f"duplicate case id {raw_id!r} (cases[{index}]); "
-                         "the first one runs, rename this one")
+            return error(
+                f"{raw_id}-duplicate",
+                f"duplicate case id {raw_id!r} (cases[{index}]); "
+                "the first one runs, rename this one",
+            )
         seen.add(raw_id)
     try:
         case = CalibrationCase.model_validate(raw)
     except ValidationError as exc:
         label = raw_id if isinstance(raw_id, str) and raw_id else f"cases[{index}]"
-        return error(str(label) if not unsafe_id_reason(str(label)) else f"cases[{index}]",
-                     f"invalid calibration case {label}\n"
-                     + format_validation_error(exc, prefix=f"cases[{index}]"))
+        return error(
+            str(label) if not unsafe_id_reason(str(label)) else f"cases[{index}]",
+            f"invalid calibration case {label}\n"
+            + format_validation_error(exc, prefix=f"cases[{index}]"),
+        )
     unsafe = unsafe_id_reason(case.id)
     if unsafe:
-        return error(f"cases[{index}]", f"case id {_shown_name(case.id)} (cases[{index}]) cannot "
-                     f"name a cassette file: {unsafe}; rename it")
+        return error(
+            f"cases[{index}]",
+            f"case id {_shown_name(case.id)} (cases[{index}]) cannot "
+            f"name a cassette file: {unsafe}; rename it",
+        )
     target = CalibrationTarget.of(ctx.suite, case)
     item = CalibrationItem.from_parent(parent, name=case.id, ctx=ctx, target=target, index=index)
     item.add_marker(state.marker("calibration"))
@@ -212,8 +243,9 @@ class CalibrationItem(EvalItem):
 
         async def judged() -> CalibrationRecording:
             try:
-                return await record(self.ctx, self.target, binding, state.mode == LIVE,
-                                    state.dry_run)
+                return await record(
+                    self.ctx, self.target, binding, state.mode == LIVE, state.dry_run
+                )
             finally:
                 if binding.live is not None:
                     await binding.live.aclose()
@@ -256,13 +288,19 @@ class CalibrationItem(EvalItem):
         recording = self.recording
         failure = None
         if exc is not None:
-            failure = {"stage": self.target.case.stage if isinstance(exc, StageFailure) else None,
-                       "reason": error_summary(exc)}
+            failure = {
+                "stage": self.target.case.stage if isinstance(exc, StageFailure) else None,
+                "reason": error_summary(exc),
+            }
         info: dict[str, Any] = {"status": outcome if outcome in ("stale", "missing") else None}
         if recording is not None:
-            info = {"status": recording.status, "recorded_at": recording.recorded_at,
-                    "note": recording.note, "judges": sorted(_judges(recording.verdict)),
-                    "redacted": 0}
+            info = {
+                "status": recording.status,
+                "recorded_at": recording.recorded_at,
+                "note": recording.note,
+                "judges": sorted(_judges(recording.verdict)),
+                "redacted": 0,
+            }
             if recording.change is not None:
                 info["change"] = recording.change
         return {

@@ -46,14 +46,22 @@ def material(target: CalibrationTarget) -> dict[str, Any]:
     """What the stage's judge reads of the case (the cassette's `trace`): editing anything else
     of the case (its id aside) never needs a re-record."""
     case = target.case
-    fields = {"answer": case.answer, "context": list(case.context), "input": case.input,
-              "reference": case.reference, "unanswerable": case.unanswerable}
+    fields = {
+        "answer": case.answer,
+        "context": list(case.context),
+        "input": case.input,
+        "reference": case.reference,
+        "unanswerable": case.unanswerable,
+    }
     return {"stage": case.stage, **{name: fields[name] for name in JUDGE_READS[case.stage]}}
 
 
 def cassette_key(target: CalibrationTarget) -> dict[str, str]:
-    return {"format": str(CASSETTE_FORMAT), "kind": content_hash("calibration"),
-            "material": content_hash(material(target))}
+    return {
+        "format": str(CASSETTE_FORMAT),
+        "kind": content_hash("calibration"),
+        "material": content_hash(material(target)),
+    }
 
 
 def expected_verdict_key(target: CalibrationTarget, judge: JudgeBinding) -> dict[str, str]:
@@ -83,8 +91,13 @@ def replay(
             f"no recording for calibration case {_where(ctx, target)}; record it with --live "
             f"({shown_path(path, ctx.rootdir)})"
         )
-    check_key(doc.get("key"), cassette_key(target), "", "--live",
-              labels=lambda: (stored_labels(doc, "key"), {}))
+    check_key(
+        doc.get("key"),
+        cassette_key(target),
+        "",
+        "--live",
+        labels=lambda: (stored_labels(doc, "key"), {}),
+    )
     check_integrity(doc, path, ctx.rootdir)
     stage = target.case.stage
     verdict = (doc.get("verdicts") or {}).get(stage)
@@ -102,14 +115,19 @@ def replay(
     if judge.id is None:  # no judge configured: accept whichever judge recorded it
         for name in ("judge", "judge_version"):
             expected.pop(name, None), old.pop(name, None)
-    check_key(old, expected, f" (verdict {stage})", "--live",
-              labels=lambda: (stored_labels(doc, "verdicts", stage), _labels(target, judge)))
+    check_key(
+        old,
+        expected,
+        f" (verdict {stage})",
+        "--live",
+        labels=lambda: (stored_labels(doc, "verdicts", stage), _labels(target, judge)),
+    )
     problem = repeats_problem(_comparable(verdict, judge), expected, ctx.suite.repeats)
     if problem is not None:
         from ..errors import StaleRecording
 
         raise StaleRecording(
-            f"stale recording (verdict {stage}): {problem} (the suite's \"repeats\"); "
+            f'stale recording (verdict {stage}): {problem} (the suite\'s "repeats"); '
             "re-record with --live"
         )
     return CalibrationRecording(verdict, "replayed", doc.get("recorded_at"))
@@ -121,8 +139,11 @@ def _comparable(verdict: dict[str, Any], judge: JudgeBinding) -> dict[str, Any]:
         return verdict
     later = []
     for repeat in verdict["later_repeats"]:
-        key = {k: v for k, v in (repeat.get("key") or {}).items()
-               if k not in ("judge", "judge_version")}
+        key = {
+            k: v
+            for k, v in (repeat.get("key") or {}).items()
+            if k not in ("judge", "judge_version")
+        }
         later.append({**repeat, "key": key})
     return {**verdict, "later_repeats": later}
 
@@ -164,29 +185,45 @@ async def record(
     expected = expected_verdict_key(target, judge)
     trace = material(target)
     verdict = await judge_with_repeats(
-        judge, target.case.stage, target.as_case, trace, target.options, expected,
+        judge,
+        target.case.stage,
+        target.as_case,
+        trace,
+        target.options,
+        expected,
         ctx.suite.repeats,
     )
     if verdict.get("error"):
         note = f"judge error ({verdict['error']}); the previous recording was kept"
         return CalibrationRecording(verdict, "not_rerecorded", None, note)
-    labels = {"key": {"kind": "calibration", "stage": target.case.stage},
-              "verdicts": {target.case.stage: _labels(target, judge)}}
+    labels = {
+        "key": {"kind": "calibration", "stage": target.case.stage},
+        "verdicts": {target.case.stage: _labels(target, judge)},
+    }
     if ctx.judge_from:
         labels["judge_from"] = ctx.judge_from
-    doc = build_cassette(ctx.suite.name, target.case.id, cassette_key(target), trace,
-                         {target.case.stage: verdict}, None, labels)
+    doc = build_cassette(
+        ctx.suite.name,
+        target.case.id,
+        cassette_key(target),
+        trace,
+        {target.case.stage: verdict},
+        None,
+        labels,
+    )
     change = _change(old, doc, target.case.stage)
     if change["kind"] == "unchanged":
         assert old is not None
-        return CalibrationRecording(old["verdicts"][target.case.stage], "recorded",
-                                    old.get("recorded_at"), change=change)
+        return CalibrationRecording(
+            old["verdicts"][target.case.stage], "recorded", old.get("recorded_at"), change=change
+        )
     if not dry_run:
         import asyncio
 
         await asyncio.to_thread(save_cassette, path, doc)
-    return CalibrationRecording(verdict, "dry_run" if dry_run else "recorded",
-                                doc["recorded_at"], change=change)
+    return CalibrationRecording(
+        verdict, "dry_run" if dry_run else "recorded", doc["recorded_at"], change=change
+    )
 
 
 def _change(old: dict[str, Any] | None, new: dict[str, Any], stage: str) -> dict[str, Any]:
@@ -206,5 +243,7 @@ def _change(old: dict[str, Any] | None, new: dict[str, Any], stage: str) -> dict
             return "-"
         return scores_text([float(v.get("score") or 0.0) for v in repeats_of(verdict)])
 
-    return {"kind": "changed", "details": [f"{stage}: repeat scores {scores(old)} -> "
-                                           f"{scores(new)}"]}
+    return {
+        "kind": "changed",
+        "details": [f"{stage}: repeat scores {scores(old)} -> {scores(new)}"],
+    }

@@ -60,16 +60,18 @@ class CalibrationCase(BaseModel):
         if others:
             raise ValueError(
                 f"options for {', '.join(others)} in a case judged at {self.stage}: a case "
-                f'holds options of its own stage only (\"{self.stage}\": {{...}})'
+                f'holds options of its own stage only ("{self.stage}": {{...}})'
             )
         if self.expect == "fail" and not self.defect:
             raise ValueError(
                 'a case with "expect": "fail" plants a defect: describe it in "defect" '
-                "(e.g. \"claims --format csv removes colour codes\")"
+                '(e.g. "claims --format csv removes colour codes")'
             )
         if self.expect == "pass" and self.defect:
-            raise ValueError('"defect" describes a planted defect: a control ("expect": '
-                             '"pass") has none; remove it or set "expect": "fail"')
+            raise ValueError(
+                '"defect" describes a planted defect: a control ("expect": '
+                '"pass") has none; remove it or set "expect": "fail"'
+            )
         return self
 
     @property

@@ -58,8 +58,10 @@ def judge_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Caught / missed defects, false alarms on controls, precision, recall, F1, kappa and the
     mean spread of repeat scores, over calibration rows of one stage and judge."""
     rows = list(rows)
-    count = {status: sum(row["status"] == status for row in rows)
-             for status in (CAUGHT, MISSED, FALSE_ALARM, OK)}
+    count = {
+        status: sum(row["status"] == status for row in rows)
+        for status in (CAUGHT, MISSED, FALSE_ALARM, OK)
+    }
     tp, fn, fp, tn = count[CAUGHT], count[MISSED], count[FALSE_ALARM], count[OK]
     precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
     # F1 = 2TP / (2TP + FP + FN): defined (0) even when the judge never says fail
@@ -88,15 +90,22 @@ def calibration_section(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any] | 
     for case in cases:
         found = case.get("calibration")
         if isinstance(found, Mapping):
-            rows.append({"case": f"{case.get('suite')}::{case.get('id')}",
-                         "outcome": case.get("outcome"), **found})
+            rows.append(
+                {
+                    "case": f"{case.get('suite')}::{case.get('id')}",
+                    "outcome": case.get("outcome"),
+                    **found,
+                }
+            )
     if not rows:
         return None
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault((str(row["stage"]), str(row.get("judge") or "-")), []).append(row)
-    judges = [{"stage": stage, "judge": judge, **judge_figures(group)}
-              for (stage, judge), group in sorted(groups.items())]
+    judges = [
+        {"stage": stage, "judge": judge, **judge_figures(group)}
+        for (stage, judge), group in sorted(groups.items())
+    ]
     return {"cases": rows, "judges": judges}
 
 
@@ -106,13 +115,39 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 def figures_rows(section: Mapping[str, Any]) -> list[list[str]]:
     """The per-stage-and-judge table, header first (shared by the terminal and report.md)."""
-    rows = [["stage", "judge", "defects", "caught", "missed", "controls", "false alarms",
-             "precision", "recall", "F1", "kappa", "mean spread"]]
+    rows = [
+        [
+            "stage",
+            "judge",
+            "defects",
+            "caught",
+            "missed",
+            "controls",
+            "false alarms",
+            "precision",
+            "recall",
+            "F1",
+            "kappa",
+            "mean spread",
+        ]
+    ]
     for j in section["judges"]:
-        rows.append([j["stage"], j["judge"], str(j["defects"]), str(j["caught"]),
-                     str(j["missed"]), str(j["controls"]), str(j["false_alarms"]),
-                     _fmt(j["precision"]), _fmt(j["recall"]), _fmt(j["f1"]), _fmt(j["kappa"]),
-                     _fmt(j["mean_spread"])])
+        rows.append(
+            [
+                j["stage"],
+                j["judge"],
+                str(j["defects"]),
+                str(j["caught"]),
+                str(j["missed"]),
+                str(j["controls"]),
+                str(j["false_alarms"]),
+                _fmt(j["precision"]),
+                _fmt(j["recall"]),
+                _fmt(j["f1"]),
+                _fmt(j["kappa"]),
+                _fmt(j["mean_spread"]),
+            ]
+        )
     return rows
 
 
@@ -120,8 +155,15 @@ def case_rows(section: Mapping[str, Any]) -> list[list[str]]:
     """One row per calibration case, header first."""
     rows = [["case", "stage", "repeat scores", "calibration", "outcome"]]
     for row in section["cases"]:
-        rows.append([row["case"], row["stage"], scores_text(list(row["scores"])), row["status"],
-                     str(row.get("outcome") or "")])
+        rows.append(
+            [
+                row["case"],
+                row["stage"],
+                scores_text(list(row["scores"])),
+                row["status"],
+                str(row.get("outcome") or ""),
+            ]
+        )
     return rows
 
 
@@ -129,12 +171,15 @@ def terminal_lines(section: Mapping[str, Any]) -> list[str]:
     """The terminal's `judge calibration` section."""
     lines = _plain_table(case_rows(section))
     lines += ["", *_plain_table(figures_rows(section))]
-    lines.append("a case counts as right only when every repeat is: caught = every repeat "
-                 "failed the defect, ok = every repeat passed the control")
+    lines.append(
+        "a case counts as right only when every repeat is: caught = every repeat "
+        "failed the defect, ok = every repeat passed the control"
+    )
     return lines
 
 
 def _plain_table(rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
