@@ -49,6 +49,8 @@ class SuiteContext:
     timeout: float  # seconds a system run may take when it runs (live, --replay-http)
     # Verdicts per judged stage asked for (None: as recorded on replay, 1 when recording).
     judge_repeats: int | None = None
+    # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).
+    runs: int | None = None
 
 
 def _json_error(nodeid: str, exc: json.JSONDecodeError) -> str:
@@ -305,6 +307,7 @@ class CaseFile(pytest.File):
             timeout=state.timeout_override or suite.timeout or state.default_timeout,
             judge_repeats=state.judge_repeats_override or suite.judge_repeats
             or state.default_judge_repeats,
+            runs=state.runs_override or suite.runs,
         )
 
     def _case_item(
@@ -446,6 +449,7 @@ class CaseItem(EvalItem):
         self.index = index
         self.recording: Any = None
         self.scores: Any = None
+        self.run_results: dict[str, Any] | None = None  # --eval-runs: the result's `runs`
 
     def setup(self) -> None:
         from .session import get_session
@@ -473,6 +477,8 @@ class CaseItem(EvalItem):
         from .scoring import failure_message, score_case
 
         recording = self.recording
+        if recording.later_runs:  # --eval-runs: the case passes when every run passes
+            return self._score_runs(recording)
         self.scores = scores = score_case(
             self.ctx.suite,
             self.case,
@@ -487,6 +493,19 @@ class CaseItem(EvalItem):
         if scores.first_failure is not None:
             error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
             raise error(failure_message(scores))
+
+    def _score_runs(self, recording: Any) -> None:
+        from .scoring import runs_failure_message, score_runs
+
+        runs = [(recording.trace, recording.verdicts)]
+        runs += [(run["trace"], run.get("verdicts") or {}) for run in recording.later_runs]
+        scores, self.run_results = score_runs(
+            self.ctx.suite, self.case, runs, self.ctx.gating, self.ctx.report_only
+        )
+        self.scores = scores
+        if scores.first_failure is not None:
+            error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
+            raise error(runs_failure_message(scores, self.run_results))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EvalCaseError):

@@ -108,6 +108,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "disagree make the verdict unstable, kept out of the baseline gate)",
     )
     group.addoption(
+        "--eval-runs",
+        dest="eval_runs",
+        type=int,
+        default=None,
+        metavar="K",
+        help="record K independent system runs per case (each judged); a case passes when all "
+        "K pass (pass^k); replay needs no flag",
+    )
+    group.addoption(
         "--eval-rpm",
         dest="eval_rpm",
         type=float,

@@ -94,6 +94,8 @@ def case_result(
         "recording": _recording_info(recording, outcome, getattr(item, "live_error", None),
                                      getattr(item, "not_run", None)),
     }
+    if getattr(item, "run_results", None) is not None:  # --eval-runs: passed_runs/K and more
+        result["runs"] = item.run_results
     if with_detail and recording is not None:
         trace = recording.trace
         result["detail"] = {

@@ -161,6 +161,9 @@ class Suite(BaseModel):
     # Verdicts per judged stage (None: --eval-judge-repeats, else ini eval_judge_repeats, else
     # whatever the cassette holds on replay and 1 when recording).
     judge_repeats: int | None = Field(None, ge=1)
+    # Independent system runs per case (None: --eval-runs, else as recorded on replay and 1
+    # when recording); a case passes when every run passes (pass^k).
+    runs: int | None = Field(None, ge=1)
     # Whether a gating stage whose repeats fall on both sides of the threshold fails the case.
     unstable: Literal["fail", "pass"] = "fail"
     timeout: float | None = Field(None, gt=0)  # seconds a system run may take (live, HTTP replay)

@@ -155,6 +155,7 @@ class EvalSession:
         self.default_judge_repeats = _count_setting(
             config.getini("eval_judge_repeats"), "ini option eval_judge_repeats"
         )
+        self.runs_override = _count_setting(config.getoption("eval_runs"), "--eval-runs")
         # client-side judge limits, per judge endpoint (requests / tokens per minute)
         self.judge_rpm = _rate_setting(config, "eval_rpm", "EVALCASES_RPM")
         self.judge_tpm = _rate_setting(config, "eval_tpm", "EVALCASES_TPM")

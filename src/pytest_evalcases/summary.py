@@ -172,11 +172,12 @@ class RunSummary:
         self._tally_recording(result)
         if self.rows == ROWS_ALL or (self.rows == ROWS_FAILED and outcome not in QUIET_OUTCOMES):
             cells = {name: stage_cell(stage) for name, stage in result["stages"].items()}
+            runs = result.get("runs")
             row = _Row(
                 order,
                 label,
                 result.get("category") or "-",
-                outcome,
+                f"{outcome} {runs['passed_runs']}/{runs['k']}" if runs else outcome,
                 cells,
                 first_failure_cell(result),
             )

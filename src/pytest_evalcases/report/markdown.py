@@ -64,6 +64,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     out += _groups(doc)
     out += _completeness(doc.get("completeness_vs_accuracy"))
     out += _calibration(doc.get("calibration"))
+    out += _runs(doc.get("runs"), doc["cases"])
     out += _failing(doc["cases"])
     return "\n".join(out).rstrip() + "\n"
 
@@ -259,6 +260,33 @@ def _completeness(cva: Mapping[str, Any] | None) -> list[str]:
         f"{cva['complete_but_wrong']} complete but wrong; {cva['cases']} cases with both labels)",
         "",
     ]
+    return lines
+
+
+def _runs(section: Mapping[str, Any] | None, cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """--eval-runs: pass@k and pass^k, overall and per stage, then passed_runs/K per case."""
+    if not section:
+        return []
+    ks = list(section["pass_at_k"])
+    header = ["", *[f"pass@{k}" for k in ks], *[f"pass^{k}" for k in ks[1:]]]
+
+    def row(name: str, estimates: Mapping[str, Any]) -> list[str]:
+        at, hat = estimates["pass_at_k"], estimates["pass_hat_k"]
+        return [name, *[fmt_score(at.get(k)) for k in ks],
+                *[fmt_score(hat.get(k)) for k in ks[1:]]]
+
+    rows = [row("all gating stages (the case)", section)]
+    rows += [row(name, est) for name, est in section["stages"].items()]
+    lines = [f"### Repeated runs (up to {section['k']} a case)", ""]
+    lines += _table(header, rows, ["l", *["r"] * (len(header) - 1)])
+    per_case = [(case_label(c), f"{c['runs']['passed_runs']}/{c['runs']['k']}", c["outcome"])
+                for c in cases if c.get("runs")]
+    if per_case:
+        lines.append("")
+        lines += _table(["case", "passed runs", "outcome"], per_case[:FAILING_ROWS_CAP])
+        lines += _more(len(per_case), FAILING_ROWS_CAP)
+    lines += ["", "_pass@k: at least one of k runs passes; pass^k: all k pass (unbiased "
+              "estimates from each case's n runs and c passes)._", ""]
     return lines
 
 
