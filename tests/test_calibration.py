@@ -146,32 +146,17 @@ def test_a_calibration_suite_records_replays_and_reports_what_the_judge_missed(
         "faithfulness [0.50, 0.50, 0.50] MISSED: invents an upload to the cloud"
     )
     section = _section(replayed, "judge calibration")
-    rows = {line.split()[0]: line.split() for line in section if line.startswith("cal::")}
-    assert rows["cal::invented"][1:] == [
-        "faithfulness",
-        "[0.50,",
-        "0.50,",
-        "0.50]",
-        "MISSED",
-        "failed",
-    ]
-    assert rows["cal::csv"][-2:] == ["caught", "passed"]
-    assert rows["cal::control"][-2:] == ["ok", "passed"]
-    figures = next(line.split() for line in section if line.startswith("faithfulness "))
+    assert section[0] == "suite cal:"
+    rows = {line.split()[0]: line.split() for line in section[1:6]}
+    assert rows["invented"][1:] == ["faithfulness", "[0.50,", "0.50,", "0.50]", "MISSED", "failed"]
+    assert rows["csv"][-2:] == ["caught", "passed"]
+    assert rows["control"][-2:] == ["ok", "passed"]
+    assert "judge lexical:" in section
+    header = section[section.index("judge lexical:") + 1].split()
+    assert header[:6] == ["stage", "defects", "caught", "missed", "controls", "false"]
+    figures = next(line.split() for line in section if line.startswith("faithfulness  "))
     # defects caught missed controls false-alarms precision recall F1 kappa spread
-    assert figures[1:] == [
-        "lexical",
-        "3",
-        "2",
-        "1",
-        "1",
-        "0",
-        "1.00",
-        "0.67",
-        "0.80",
-        "0.50",
-        "0.00",
-    ]
+    assert figures[1:] == ["3", "2", "1", "1", "0", "1.00", "0.67", "0.80", "0.50", "0.00"]
     assert "per-stage summary" in output(replayed)
 
     results = json.loads((project.root / "out" / "results.json").read_text())
@@ -372,3 +357,82 @@ def test_the_demo_calibration_suite_covers_every_judged_stage_the_demo_uses() ->
     assert used <= set(covered)
     assert all(covered[stage] == {"fail", "pass"} for stage in used)  # a defect and a control
     assert calibration["judge"] == demo["judge"] == "lexical"
+
+
+def test_the_terminal_section_fits_the_width_with_short_headers_and_a_legend() -> None:
+    from pytest_evalcases.calibration.scoring import terminal_lines
+
+    rows = [
+        {
+            "suite": "a-long-calibration-suite",
+            "id": f"case-{n}",
+            "outcome": "passed",
+            "calibration": {
+                "stage": "context_completeness",
+                "judge": "openai:gpt-4o-mini",
+                "scores": [1.0, 1.0, 1.0],
+                "status": "ok",
+                "spread": 0.0,
+                "expect": "pass",
+            },
+        }
+        for n in range(3)
+    ]
+    section = calibration_section(rows)
+    assert section is not None
+    wide = terminal_lines(section)
+    assert "judge openai:gpt-4o-mini:" in wide and not any(" def " in line for line in wide)
+    narrow = terminal_lines(section, width=100)
+    assert all(len(line) <= 100 for line in narrow), narrow
+    assert any(line.startswith("def = defects, ctrl = controls") for line in narrow)
+
+
+def test_the_readme_states_the_demo_calibration_figures_as_measured(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases/calibration.json",
+            "-p",
+            "no:cacheprovider",
+            f"--basetemp={tmp_path / 'basetemp'}",
+            "--eval-report",
+            str(tmp_path / "out"),
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "14 passed, 5 xfailed" in result.stdout
+    judges = json.loads((tmp_path / "out" / "results.json").read_text())["calibration"]["judges"]
+    caught = sum(j["caught"] for j in judges)
+    defects = sum(j["defects"] for j in judges)
+    alarms = sum(j["false_alarms"] for j in judges)
+    controls = sum(j["controls"] for j in judges)
+    readme = (ROOT / "README.md").read_text()
+    assert (caught, defects, alarms, controls) == (7, 11, 1, 8)
+    assert (
+        f"caught {caught} of {defects} planted defects and raised {alarms} false alarm on "
+        f"{controls}\nclean controls"
+    ) in readme
+    by_stage = {
+        j["stage"]: (j["caught"], j["defects"], j["false_alarms"], j["controls"], round(j["f1"], 2))
+        for j in judges
+    }
+    assert by_stage == {
+        "faithfulness": (2, 3, 0, 1, 0.8),
+        "contextual_recall": (1, 1, 0, 1, 1.0),
+        "contextual_precision": (1, 1, 0, 1, 1.0),
+        "contextual_relevancy": (1, 1, 0, 1, 1.0),
+        "answer_accuracy": (1, 2, 0, 1, 0.67),
+        "context_completeness": (1, 1, 1, 1, 0.67),
+        "answer_relevancy": (0, 1, 0, 1, 0.0),
+        "correctness": (0, 1, 0, 1, 0.0),
+    }

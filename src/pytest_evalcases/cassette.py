@@ -278,15 +278,21 @@ def _runs_problem(runs: Any) -> str | None:
 
 def _verdicts_problem(verdicts: dict[str, Any]) -> str | None:
     for stage, verdict in verdicts.items():
-        later = verdict.get("later_repeats") if isinstance(verdict, dict) else None
-        parts = [verdict] if later is None else [verdict, *later] if isinstance(later, list) else []
-        if not parts or not all(_well_formed_verdict(part) for part in parts):
+        score = verdict.get("score") if isinstance(verdict, dict) else None
+        if not isinstance(verdict, dict) or not (
+            score is None
+            or (isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1)
+        ) or ("later_repeats" in verdict and not _well_formed_repeats(verdict["later_repeats"])):
             return (
                 f"has a malformed verdict for {stage} (a verdict is an object whose score is a "
                 "number from 0 to 1, or null; its later_repeats a list of such objects); "
                 "re-judge with --live-judges"
             )
     return None
+
+
+def _well_formed_repeats(repeats: Any) -> bool:
+    return isinstance(repeats, list) and all(map(_well_formed_verdict, repeats))
 
 
 def _well_formed_verdict(verdict: Any) -> bool:

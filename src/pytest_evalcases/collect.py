@@ -398,6 +398,9 @@ _INTERNAL_FRAMES = tuple(
 class EvalItem(pytest.Item):
     """What both item kinds share: how their failures are shown."""
 
+    # An item kind with a result dict of its own (calibration) defines this; see case_result.
+    result_for: Any = None
+
     def _repr_failure_py(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> Any:

@@ -496,7 +496,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     width = terminalreporter._tw.fullwidth  # the same on the xdist controller as in serial
     for line in collector.summary.lines(orphans=orphans, orphan_note=note, width=width):
         terminalreporter.write_line(line)
-    calibration = collector.summary.calibration_lines()
+    calibration = collector.summary.calibration_lines(width)
     if calibration:
         terminalreporter.write_sep("=", "judge calibration")
         for line in calibration:

@@ -199,7 +199,7 @@ class RunSummary:
         self._stale += outcome == "stale"
         self._missing += outcome == "missing"
 
-    def calibration_lines(self) -> list[str]:
+    def calibration_lines(self, width: int | None = None) -> list[str]:
         """The `judge calibration` section (none: no calibration case was scored)."""
         if not self._calibration:
             return []
@@ -207,7 +207,7 @@ class RunSummary:
 
         ordered = sorted(self._calibration, key=lambda r: (r["file"], r["index"], r["id"]))
         section = calibration_section(ordered)
-        return terminal_lines(section) if section else []
+        return terminal_lines(section, width) if section else []
 
     def stage_names(self) -> list[str]:
         """Stage columns in the order suites list them, gating stages before report-only ones."""

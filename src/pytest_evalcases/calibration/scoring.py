@@ -167,13 +167,48 @@ def case_rows(section: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def terminal_lines(section: Mapping[str, Any]) -> list[str]:
-    """The terminal's `judge calibration` section."""
-    lines = _plain_table(case_rows(section))
-    lines += ["", *_plain_table(figures_rows(section))]
+# Headers of the terminal's figures table when the full ones do not fit the width.
+SHORT_HEADERS = {
+    "defects": "def",
+    "controls": "ctrl",
+    "false alarms": "alarms",
+    "precision": "prec",
+    "mean spread": "spread",
+}
+
+
+def terminal_lines(section: Mapping[str, Any], width: int | None = None) -> list[str]:
+    """The terminal's `judge calibration` section: the cases under their suite, the figures
+    under their judge (so neither repeats a long name on every row), fitted to `width` when
+    given (short headers and a legend when the full ones do not fit)."""
+    lines: list[str] = []
+    cases, figures = case_rows(section), figures_rows(section)
+    by_suite: dict[str, list[list[str]]] = {}
+    for row in cases[1:]:
+        suite, _, case_id = row[0].partition("::")
+        by_suite.setdefault(suite, []).append([case_id, *row[1:]])
+    for suite, rows in by_suite.items():
+        lines += [*([""] if lines else []), f"suite {suite}:"]
+        lines += _plain_table([["case", *cases[0][1:]], *rows])
+    by_judge: dict[str, list[list[str]]] = {}
+    for row in figures[1:]:
+        by_judge.setdefault(row[1], []).append([row[0], *row[2:]])
+    header = [figures[0][0], *figures[0][2:]]
+    tables = {judge: _plain_table([header, *rows]) for judge, rows in by_judge.items()}
+    if width is not None and any(len(line) > width for t in tables.values() for line in t):
+        short = [SHORT_HEADERS.get(name, name) for name in header]
+        tables = {judge: _plain_table([short, *rows]) for judge, rows in by_judge.items()}
+        tables_legend = [
+            ", ".join(f"{SHORT_HEADERS[n]} = {n}" for n in header if n in SHORT_HEADERS)
+        ]
+    else:
+        tables_legend = []
+    for judge, table in tables.items():
+        lines += ["", f"judge {judge}:", *table]
+    lines += tables_legend
     lines.append(
-        "a case counts as right only when every repeat is: caught = every repeat "
-        "failed the defect, ok = every repeat passed the control"
+        "right only when every repeat is: caught = all failed the defect, ok = all "
+        "passed the control"
     )
     return lines
 
