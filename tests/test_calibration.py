@@ -436,3 +436,26 @@ def test_the_readme_states_the_demo_calibration_figures_as_measured(tmp_path: Pa
         "answer_relevancy": (0, 1, 0, 1, 0.0),
         "correctness": (0, 1, 0, 1, 0.0),
     }
+
+
+def test_a_judge_error_while_calibrating_keeps_the_old_recording_and_fails_the_run(
+    project: Project, judge_server: JudgeServer
+) -> None:
+    case = {
+        "id": "wrong-number",
+        "stage": "answer_accuracy",
+        "input": "How many backups?",
+        "reference": "Seven backups are kept.",
+        "answer": "Thirty backups are kept.",
+        "expect": "fail",
+        "defect": "thirty instead of seven",
+    }
+    project.write_suite({"name": "cal", "kind": "calibration", "repeats": 2, "cases": [case]})
+    judge_server.fail_next("401", "401")
+    result = run_live_openai(project, judge_server.base_url)
+    assert_not_aborted(result)
+    text = output(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, text
+    assert not project.cassette_path("cal", "wrong-number").exists()
+    assert "judge error for answer_accuracy: " in text and "HTTP 401" in text
+    assert "the previous recording was kept" in text  # listed as not recorded
