@@ -61,8 +61,9 @@ def _flaky_project(project: Project, plan: dict[str, list[bool]], **fields: Any)
     project.write_text("flakysys.py", FLAKY_SYSTEM)
     project.write_text("flaky.json", json.dumps(plan))
     cases = [make_case("alpha", "alpha beta"), make_case("gamma", "gamma delta")]
-    project.write_suite(suite_doc(cases=cases, system="flakysys:run",
-                                  stages=["tools", "exact_match"], **fields))
+    project.write_suite(
+        suite_doc(cases=cases, system="flakysys:run", stages=["tools", "exact_match"], **fields)
+    )
 
 
 def _runs_of(project: Project, case_id: str) -> int:
@@ -87,8 +88,9 @@ def test_eval_runs_records_k_runs_and_a_flaky_case_fails_with_2_of_3(project: Pr
     row = next(line for line in summary_section(replayed) if line.startswith("suite::alpha"))
     assert "failed 2/3" in row
     block = error_block(replayed, "alpha")
-    assert block.startswith("2/3 runs passed (pass^k needs all); run 2: first failing stage: "
-                            "exact_match")
+    assert block.startswith(
+        "2/3 runs passed (pass^k needs all); run 2: first failing stage: exact_match"
+    )
 
     results = json.loads((project.root / "out" / "results.json").read_text())
     alpha = next(c for c in results["cases"] if c["id"] == "alpha")
@@ -98,8 +100,11 @@ def test_eval_runs_records_k_runs_and_a_flaky_case_fails_with_2_of_3(project: Pr
     runs = results["runs"]
     # alpha: n=3, c=2; gamma: n=3, c=3
     assert runs["pass_at_k"] == {"1": pytest.approx(5 / 6), "2": 1.0, "3": 1.0}
-    assert runs["pass_hat_k"] == {"1": pytest.approx(5 / 6), "2": pytest.approx(2 / 3),
-                                  "3": pytest.approx(0.5)}
+    assert runs["pass_hat_k"] == {
+        "1": pytest.approx(5 / 6),
+        "2": pytest.approx(2 / 3),
+        "3": pytest.approx(0.5),
+    }
     assert runs["stages"]["tools"]["pass_hat_k"]["3"] == 1.0
     assert runs["stages"]["exact_match"]["pass_hat_k"]["3"] == pytest.approx(0.5)
     assert runs["flaky"] == ["suite::alpha"]
@@ -132,11 +137,20 @@ def test_a_hand_edited_later_run_is_refused(project: Project) -> None:
     doc["later_runs"][0]["trace"]["answer"] = "edited"
     path.write_text(json.dumps(doc))
     result = project.run()
-    assert "recording edited by hand: later runs changed (cassettes/suite/alpha.json)" \
-        in output(result)
+    assert "recording edited by hand: later runs changed (cassettes/suite/alpha.json)" in output(
+        result
+    )
 
 
 def test_a_case_recorded_once_reports_no_runs_block() -> None:
-    case = {"nodeid": "c.json::a", "suite": "s", "id": "a", "file": "c.json", "index": 0,
-            "outcome": "passed", "stages": {}, "recording": {}}
+    case = {
+        "nodeid": "c.json::a",
+        "suite": "s",
+        "id": "a",
+        "file": "c.json",
+        "index": 0,
+        "outcome": "passed",
+        "stages": {},
+        "recording": {},
+    }
     assert aggregate([case])["runs"] is None
