@@ -378,3 +378,19 @@ def test_bad_repeat_counts_are_usage_errors(project: Project) -> None:
     project.edit_suite("cases/suite.json", lambda doc: doc.update(judge_repeats=0))
     bad = _replay(project)
     assert "judge_repeats: Input should be greater than or equal to 1" in output(bad)
+
+
+def test_a_rubric_judged_several_times_is_graded_repeat_by_repeat() -> None:
+    case = Case(id="c", input="q", rubric=(("names the file", 1.0), ("gives the path", 1.0)))
+
+    def graded(*met: bool) -> dict[str, Any]:
+        pairs = zip(case.rubric or (), met, strict=True)
+        items = [{"item": text, "met": ok} for (text, _), ok in pairs]
+        return {"score": 0.0, "details": {"items": items}, "key": {}}  # score: the case's weights
+
+    verdict = {**graded(True, True), "later_repeats": [graded(True, False), graded(False, False)]}
+    suite = Suite(name="s", stages=["rubric"], cases=[])
+    result = STAGES["rubric"].score(case, TRACE, suite, verdict)
+    assert result.repeat_scores == [1.0, 0.5, 0.0]
+    assert result.unstable is True and result.passed is False
+    assert result.score == pytest.approx(0.5)

@@ -10,7 +10,15 @@ import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 __all__ = [
     "Case",
@@ -31,6 +39,20 @@ class ToolExpectation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     args: dict[str, Any] | None = None
+
+
+class RubricItem(BaseModel):
+    """A weighted rubric item; a plain string is an item of weight 1."""
+
+    model_config = ConfigDict(extra="forbid")
+    item: str = Field(min_length=1)
+    weight: float = Field(1.0, gt=0, allow_inf_nan=False)
+
+
+# A knowledge-graph edge as cases and traces state it: [subject, relation, object]; a label may
+# be a whole number (`["Marie Curie", "born in year", 1867]`), compared as its digits.
+TripleLabel = str | StrictInt
+Triple = tuple[TripleLabel, TripleLabel, TripleLabel]
 
 
 # Markers pytest (or a common plugin) acts on: a category named `xfail` would hide failures.
@@ -72,6 +94,19 @@ class CaseModel(BaseModel):
     # Data files this case's system run reads, replacing the suite's `inputs` for this case
     # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
     inputs: list[str] | None = None
+    expected_triples: list[Triple] | None = None  # the `graph` stage's gold edges
+    answer_schema: dict[str, Any] | bool | None = None  # the `schema` stage's JSON Schema
+    rubric: list[str | RubricItem] | None = None  # the `rubric` stage's items
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric_items(cls, value: Any) -> Any:
+        if value is not None and not value:
+            raise ValueError("give at least one rubric item, or leave the field out")
+        for item in value or []:
+            if isinstance(item, str) and not item.strip():
+                raise ValueError("a rubric item is an empty string")
+        return value
 
     @field_validator("category", "marks")
     @classmethod
@@ -102,6 +137,9 @@ class Case:
     reference: str | None = None
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
+    expected_triples: list[Triple] | None = None
+    answer_schema: dict[str, Any] | bool | None = None
+    rubric: tuple[tuple[str, float], ...] | None = None  # (item, weight) pairs
     extra: dict[str, Any] | None = None  # the case file's other fields, for the system
 
 
@@ -112,6 +150,11 @@ def validate_case(raw: Any) -> Case:
     fields["marks"] = tuple(model.marks)
     if model.inputs is not None:
         fields["inputs"] = tuple(model.inputs)
+    if model.rubric is not None:
+        fields["rubric"] = tuple(
+            (item, 1.0) if isinstance(item, str) else (item.item, item.weight)
+            for item in model.rubric
+        )
     if model.category:  # a marker name shared by many cases: one string object for all of them
         fields["category"] = sys.intern(model.category)
     return Case(**fields, extra=model.model_extra or None)
@@ -133,8 +176,36 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "reference",
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
+        "expected_triples",
+        "answer_schema",
+        "rubric",
     }
 )
+
+
+class GraphOptions(BaseModel):
+    """The `graph` stage's suite settings (see stages/graph.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # alias -> canonical label, for entities and relations alike (normalised before use)
+    aliases: dict[str, str] = {}
+    similarity: str | None = None  # "module:function" scoring two labels in [0, 1]
+    min_similarity: float = Field(0.8, ge=0, le=1, allow_inf_nan=False)
+    soft: list[Literal["subject", "relation", "object"]] = Field(
+        default=["subject", "relation", "object"], min_length=1
+    )
+    # set once per suite: the imported `similarity` (at collection), the normalised aliases
+    _similarity_function: Any = PrivateAttr(default=None)
+    _aliases: dict[str, str] | None = PrivateAttr(default=None)
+
+
+class CitationOptions(BaseModel):
+    """The `citations` stage's suite settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every_sentence: bool = False  # with per-sentence citations: each sentence cites a document
 
 
 class Suite(BaseModel):
@@ -173,6 +244,9 @@ class Suite(BaseModel):
     http_ignore: list[str] = []
     # Hosts the system may reach directly under --replay-http (loopback only when listed).
     allow_hosts: list[str] = []
+    graph: GraphOptions | None = None
+    citations: CitationOptions | None = None
+    answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
     cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:
@@ -200,6 +274,14 @@ class Usage(BaseModel):
     cost_usd: float | None = None
 
 
+class CitedSentence(BaseModel):
+    """One sentence of the answer and the document ids it cites."""
+
+    model_config = ConfigDict(extra="allow")
+    sentence: str
+    docs: list[str] = []
+
+
 class Trace(BaseModel):
     """What the system did for one case; stages score it."""
 
@@ -212,6 +294,9 @@ class Trace(BaseModel):
     context: list[str] = []
     usage: Usage | None = None
     latency_ms: float | None = None
+    # None rather than []: an unused field stays out of every recorded trace
+    triples: list[Triple] | None = None
+    citations: list[str | CitedSentence] | None = None
 
 
 def format_validation_error(error: ValidationError, prefix: str = "") -> str:

@@ -254,7 +254,7 @@ class CalibrationItem(EvalItem):
 
     def runtest(self) -> None:
         from ..judging import repeats_of
-        from ..stages.judged import repeat_passes
+        from ..stages.judged import score_verdict
         from .scoring import RIGHT, case_message, case_status, spread
 
         assert self.recording is not None
@@ -264,7 +264,8 @@ class CalibrationItem(EvalItem):
             raise JudgeFailure(f"judge error for {stage}: {verdict['error']}")
         repeats = repeats_of(verdict)
         scores = [float(repeat.get("score") or 0.0) for repeat in repeats]
-        says_fail = [not repeat_passes(stage, self.target.rule, repeat) for repeat in repeats]
+        rule = self.target.rule
+        says_fail = [not score_verdict(stage, rule, repeat).passed for repeat in repeats]
         status = case_status(case.expect, says_fail)
         self.scores = {
             "stage": stage,

@@ -6,7 +6,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..stages.judged import JUDGE_READS
+from ..stages.judged import JUDGE_READS, OWN_SCORER
+
+# The judged stages a calibration case can test: those scored from the verdict alone (a rubric
+# is graded against the case's own items, which calibration cases do not have).
+CALIBRATED_STAGES = tuple(name for name in JUDGE_READS if name not in OWN_SCORER)
 
 DEFAULT_REPEATS = 3
 
@@ -27,7 +31,7 @@ def _stage_blocks(raw: Any) -> Any:
     """Move `"<judged stage>": {...}` blocks into `stage_options` (the issue's own spelling)."""
     if not isinstance(raw, dict):
         return raw
-    blocks = {name: raw[name] for name in JUDGE_READS if name in raw}
+    blocks = {name: raw[name] for name in CALIBRATED_STAGES if name in raw}
     if not blocks:
         return raw
     rest = {key: value for key, value in raw.items() if key not in blocks}
@@ -40,7 +44,7 @@ class CalibrationCase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
-    stage: Literal[tuple(JUDGE_READS)]  # type: ignore[valid-type]
+    stage: Literal[CALIBRATED_STAGES]  # type: ignore[valid-type]
     input: str = ""
     answer: str = ""
     context: list[str] = []
