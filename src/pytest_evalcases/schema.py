@@ -287,6 +287,8 @@ class Suite(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
+    # "calibration" suites hold judge test cases and are loaded by calibration.collect instead.
+    kind: Literal["eval", "calibration"] = "eval"
     version: int = 1
     system: str | None = None
     inputs: list[str] = []
@@ -300,6 +302,14 @@ class Suite(BaseModel):
     strict: bool = False
     accept_partial: bool = False
     correctness_criteria: str | None = None
+    # Verdicts per judged stage (None: --eval-judge-repeats, else ini eval_judge_repeats, else
+    # whatever the cassette holds on replay and 1 when recording).
+    judge_repeats: int | None = Field(None, ge=1)
+    # Independent system runs per case (None: --eval-runs, else as recorded on replay and 1
+    # when recording); a case passes when every run passes (pass^k).
+    runs: int | None = Field(None, ge=1)
+    # Whether a gating stage whose repeats fall on both sides of the threshold fails the case.
+    unstable: Literal["fail", "pass"] = "fail"
     timeout: float | None = Field(None, gt=0)  # seconds a system run may take (live, HTTP replay)
     # The system's source, hashed into the key (None: the module holding `system`; []: none).
     code: list[str] | None = None

@@ -43,6 +43,35 @@ def score_case(
     return CaseScores(results, first_failure)
 
 
+def score_runs(
+    suite: Suite,
+    case: Case,
+    runs: Sequence[tuple[dict[str, Any], Mapping[str, Any]]],
+    gating: Sequence[str],
+    report_only: Sequence[str],
+) -> tuple[CaseScores, dict[str, Any]]:
+    """A case recorded with --eval-runs: every run scored. Returns the scores shown (the first
+    failing run's, else run 1's) and the result's `runs` block: per run whether it passed, and
+    per stage whether it passed in each run (None: it did not apply, or its judge failed)."""
+    scored = [score_case(suite, case, trace, verdicts, gating, report_only)
+              for trace, verdicts in runs]
+    shown = next((s for s in scored if s.first_failure is not None), scored[0])
+    passed = [s.first_failure is None for s in scored]
+    stages: dict[str, list[bool | None]] = {}
+    for scores in scored:
+        for name, result, _ in scores.results:
+            stages.setdefault(name, []).append(None if result.judge_error else result.passed)
+    info = {"k": len(runs), "passed_runs": sum(passed), "passed": passed,
+            "shown_run": scored.index(shown) + 1, "stages": stages}
+    return shown, info
+
+
+def runs_failure_message(scores: CaseScores, runs: Mapping[str, Any]) -> str:
+    """A failing --eval-runs case: how many runs passed, and the first failing run's table."""
+    return (f"{runs['passed_runs']}/{runs['k']} runs passed (pass^k needs all); run "
+            f"{runs['shown_run']}: " + failure_message(scores))
+
+
 def _cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -61,6 +90,8 @@ def stage_table(scores: CaseScores) -> list[str]:
             verdict = "-" if result.passed is None else "pass" if result.passed else "FAIL"
             if result.judge_error:
                 verdict = "JUDGE ERROR"
+            elif result.unstable:
+                verdict = "UNSTABLE"
             label = prefix + (name if gating else f"{name} (report only)")
             rows.append(
                 (label, _cell(result.score), _cell(result.threshold), verdict, result.reason)

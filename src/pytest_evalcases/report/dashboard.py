@@ -316,6 +316,7 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "cva_accuracy": fmt_pct((doc.get("completeness_vs_accuracy") or {}).get(
             "accuracy_when_complete")),
         "baseline": _baseline_view(baseline),
+        "calibration": _calibration_view(doc.get("calibration")),
         "cases": cases,
         "outcomes": list(OUTCOMES),
         "filter_categories": sorted({c.category for c in cases if c.category}),
@@ -323,6 +324,15 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         + sorted(ff_stages - set(stage_order)),
         "has_uncategorised": any(not c.category for c in cases),
     }
+
+
+def _calibration_view(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The judge calibration tables as rows of cells (header first), or None."""
+    if not section:
+        return None
+    from ..calibration.scoring import case_rows, figures_rows
+
+    return {"cases": case_rows(section), "figures": figures_rows(section)}
 
 
 def _baseline_view(cmp: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -337,6 +347,7 @@ def _baseline_view(cmp: Mapping[str, Any] | None) -> dict[str, Any] | None:
                    "current": fmt_score(d["current_mean"]), "delta": f"{d['delta']:+.3f}"}
                   for d in cmp["stage_drops"]],
         "fixed": cmp["fixed"],
+        "unstable": cmp.get("unstable") or [],
         "new": cmp["new"],
         "removed": cmp["removed"],
         "still_failing": cmp["still_failing"],
