@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -280,3 +281,35 @@ def test_merged_shards_keep_the_run_id_they_share() -> None:
     apart = merge_results([shard("a", "r1"), shard("b", "r2")])
     assert "run_id" not in apart["run"]
     assert [r["run_id"] for r in apart["run"]["shard_runs"]] == ["r1", "r2"]
+
+
+def test_the_demo_manifest_describes_every_suite(tmp_path: Path) -> None:
+    """The repository's own case folder, calibration suite included: nothing is unloadable."""
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases/",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--eval-report",
+            str(tmp_path / "out"),
+            "-k",
+            "storage",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = json.loads((tmp_path / "out" / "manifest.json").read_text())["config"]
+    assert config["unloadable"] == {}
+    assert config["suites"]["docs-assistant"]["fingerprint"]["model"] == "extractive-v1"
+    assert config["suites"]["docs-assistant"]["runs"] is None
+    calibration = config["suites"]["judge-calibration"]
+    assert calibration["kind"] == "calibration" and calibration["judge"] == "lexical"
+    assert calibration["file"] == "cases/calibration.json"

@@ -93,6 +93,9 @@ def suite_config(
         "thresholds": dict(sorted(suite.thresholds.items())),
         "judge": ctx.judge_spec,
         "judge_version": judge_version,
+        # verdicts per judged stage, system runs per case (null: as recorded)
+        "judge_repeats": getattr(ctx, "judge_repeats", None),
+        "runs": getattr(ctx, "runs", None),
         "fingerprint": {name: readable(v) for name, v in sorted(ctx.system.fingerprint().items())},
         "inputs": dict(sorted(ctx.input_fields.items())),
         "case_inputs": dict(sorted(case_inputs.items())),
@@ -101,6 +104,26 @@ def suite_config(
             for name, digest in sorted(ctx.key_fields.items())
             if name.startswith("code.")
         },
+        "settings": dict(sorted(settings.items())),
+    }
+
+
+def calibration_config(
+    ctx: Any, file: str, file_hash: str, case_count: int, judge_version: str | None
+) -> dict[str, Any]:
+    """A calibration suite (judge test cases, no system): its file, judge and settings."""
+    settings = {
+        name: _setting(value)
+        for name, value in ctx.suite.model_dump(mode="json").items()
+        if name not in ("cases", "name", "judge", "kind")
+    }
+    return {
+        "file": file,
+        "file_hash": file_hash,
+        "cases": case_count,
+        "kind": "calibration",
+        "judge": ctx.judge_spec,
+        "judge_version": judge_version,
         "settings": dict(sorted(settings.items())),
     }
 

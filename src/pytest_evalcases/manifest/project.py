@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import package_versions, suite_config
+from .config import calibration_config, package_versions, suite_config
 
 if TYPE_CHECKING:
     import pytest
@@ -65,6 +65,14 @@ def _suite_entry(
 
     ctx = load_suite_context(session, path)
     raw_cases = ctx.suite.cases if isinstance(ctx.suite.cases, list) else []
+    version = None
+    if ctx.judge_spec:
+        from ..judges import judge_version
+
+        version = judge_version(ctx.judge_spec)
+    if not hasattr(ctx, "system"):  # a calibration suite: judge test cases, no system
+        entry = calibration_config(ctx, file, file_hash(path), len(raw_cases), version)
+        return ctx.suite.name, entry
     case_inputs: dict[str, str] = {}
     names = sorted(
         {
@@ -80,10 +88,5 @@ def _suite_entry(
             case_inputs.update(hash_inputs([name], state, ""))
         except CaseFileError as exc:  # the case errors in the run; here, say it cannot be read
             case_inputs[name] = f"unreadable: {exc}"
-    version = None
-    if ctx.judge_spec:
-        from ..judges import judge_version
-
-        version = judge_version(ctx.judge_spec)
     entry = suite_config(ctx, file, file_hash(path), len(raw_cases), case_inputs, version)
     return ctx.suite.name, entry
