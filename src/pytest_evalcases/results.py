@@ -91,6 +91,8 @@ def case_result(
         "recording": _recording_info(recording, outcome, getattr(item, "live_error", None),
                                      getattr(item, "not_run", None)),
     }
+    if case.user is not None:  # the group is a suite user: the reports title it so
+        result["user"] = case.user
     if with_detail and recording is not None:
         trace = recording.trace
         result["detail"] = {
