@@ -62,14 +62,35 @@ def users_suite(**fields: Any) -> dict[str, Any]:
             {"id": "u-bo", "chats": "data/bo/chats.json"},
         ],
         "cases": [
-            {"id": "ana-cat", "input": "cat name", "user": "u-ana", "category": "pets",
-             "reference": "The cat name is Miso."},
-            {"id": "ana-city", "input": "city", "user": "u-ana", "category": "places",
-             "reference": "Ana lives in the city of Porto."},
-            {"id": "bo-car", "input": "car", "user": "u-bo", "category": "things",
-             "reference": "Bo drives a red car."},
-            {"id": "bo-dog", "input": "dog", "user": "u-bo", "category": "pets",
-             "reference": "Bo has no dog.", "unanswerable": True},
+            {
+                "id": "ana-cat",
+                "input": "cat name",
+                "user": "u-ana",
+                "category": "pets",
+                "reference": "The cat name is Miso.",
+            },
+            {
+                "id": "ana-city",
+                "input": "city",
+                "user": "u-ana",
+                "category": "places",
+                "reference": "Ana lives in the city of Porto.",
+            },
+            {
+                "id": "bo-car",
+                "input": "car",
+                "user": "u-bo",
+                "category": "things",
+                "reference": "Bo drives a red car.",
+            },
+            {
+                "id": "bo-dog",
+                "input": "dog",
+                "user": "u-bo",
+                "category": "pets",
+                "reference": "Bo has no dog.",
+                "unanswerable": True,
+            },
         ],
     }
     doc.update(fields)
@@ -79,8 +100,10 @@ def users_suite(**fields: Any) -> dict[str, Any]:
 def write_memory_project(project: Project) -> None:
     project.write_text("memsys.py", MEMORY_SYSTEM)
     project.write_text("broken.json", "[]")
-    project.write_text("data/ana/chats.json", json.dumps(
-        ["The cat name is Miso.", "Ana lives in the city of Porto."]))
+    project.write_text(
+        "data/ana/chats.json",
+        json.dumps(["The cat name is Miso.", "Ana lives in the city of Porto."]),
+    )
     project.write_text("data/ana/notes.md", "# notes\n")
     project.write_text("data/bo/chats.json", json.dumps(["Bo drives a red car."]))
 
@@ -95,8 +118,11 @@ def memory(project: Project) -> Project:
 
 def stale_cases(result: pytest.RunResult) -> list[str]:
     text = output(result)
-    return sorted(case for case in ("ana-cat", "ana-city", "bo-car", "bo-dog")
-                  if f"ERROR cases/memory.json::{case}" in text)
+    return sorted(
+        case
+        for case in ("ana-cat", "ana-city", "bo-car", "bo-dog")
+        if f"ERROR cases/memory.json::{case}" in text
+    )
 
 
 def test_setup_user_runs_once_per_user_after_setup_and_never_in_replay(memory: Project) -> None:
@@ -116,8 +142,10 @@ def test_setup_user_runs_once_per_user_after_setup_and_never_in_replay(memory: P
 
 
 def test_each_users_files_key_that_users_cases_only(memory: Project) -> None:
-    keys = {case: memory.cassette("memory", case)["key"]
-            for case in ("ana-cat", "ana-city", "bo-car", "bo-dog")}
+    keys = {
+        case: memory.cassette("memory", case)["key"]
+        for case in ("ana-cat", "ana-city", "bo-car", "bo-dog")
+    }
 
     assert "user.u-ana" in keys["ana-cat"] and "user.u-bo" not in keys["ana-cat"]
     assert keys["ana-cat"]["user.u-ana"] == keys["ana-city"]["user.u-ana"]
@@ -191,29 +219,72 @@ def test_the_user_is_the_group_in_terminal_report_and_dashboard(memory: Project)
     result.assert_outcomes(passed=4)
     section = summary_section(result)
     header = next(line for line in section if line.startswith("user "))
-    assert header.split() == ["user", "passed", "scored", "pass", "rate", "95%", "CI",
-                              "complete", "partial", "insufficient", "correct", "wrong",
-                              "mean", "context_completeness", "mean", "answer_accuracy"]
-    rows = {line.split()[0]: line.split() for line in section
-            if line.startswith(("u-ana ", "u-bo "))}
+    assert header.split() == [
+        "user",
+        "passed",
+        "scored",
+        "pass",
+        "rate",
+        "95%",
+        "CI",
+        "complete",
+        "partial",
+        "insufficient",
+        "correct",
+        "wrong",
+        "mean",
+        "context_completeness",
+        "mean",
+        "answer_accuracy",
+    ]
+    rows = {
+        line.split()[0]: line.split() for line in section if line.startswith(("u-ana ", "u-bo "))
+    }
     # bo-dog is unanswerable: no completeness verdict, an abstention is CORRECT.
-    assert rows["u-ana"][1:] == ["2", "2", "100%", "34%-100%", "2", "0", "0", "2", "0",
-                                 "1.000", "1.000"]
-    assert rows["u-bo"][1:] == ["2", "2", "100%", "34%-100%", "1", "0", "0", "2", "0",
-                                "1.000", "1.000"]
+    assert rows["u-ana"][1:] == [
+        "2",
+        "2",
+        "100%",
+        "34%-100%",
+        "2",
+        "0",
+        "0",
+        "2",
+        "0",
+        "1.000",
+        "1.000",
+    ]
+    assert rows["u-bo"][1:] == [
+        "2",
+        "2",
+        "100%",
+        "34%-100%",
+        "1",
+        "0",
+        "0",
+        "2",
+        "0",
+        "1.000",
+        "1.000",
+    ]
     category = next(line for line in section if line.startswith("category "))
     assert "complete" in category.split() and "correct" in category.split()
 
     doc = json.loads((memory.root / "out" / "results.json").read_text())
     assert doc["group_kind"] == "user"
-    assert doc["groups"]["u-ana"]["completeness"] == {"COMPLETE": 2, "PARTIAL": 0,
-                                                      "INSUFFICIENT": 0}
+    assert doc["groups"]["u-ana"]["completeness"] == {
+        "COMPLETE": 2,
+        "PARTIAL": 0,
+        "INSUFFICIENT": 0,
+    }
     assert doc["groups"]["u-bo"]["accuracy"] == {"CORRECT": 2, "WRONG": 0}
     assert doc["categories"]["pets"]["completeness"]["COMPLETE"] == 1
     report = (memory.root / "out" / "report.md").read_text()
     assert "### Users" in report
     assert "| INSUFFICIENT | CORRECT | WRONG | mean context_completeness |" in report
-    assert "| u-ana | 2 | 2 | 0 | 100.0% | 34.2–100.0% | 2 | 0 | 0 | 2 | 0 | 1.000 | 1.000 |" in report
+    assert (
+        "| u-ana | 2 | 2 | 0 | 100.0% | 34.2–100.0% | 2 | 0 | 0 | 2 | 0 | 1.000 | 1.000 |" in report
+    )
     dashboard = (memory.root / "out" / "dashboard.html").read_text()
     assert "<h2>Users</h2>" in dashboard and "<th>user</th>" in dashboard
 

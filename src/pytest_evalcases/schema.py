@@ -83,6 +83,9 @@ class CaseModel(BaseModel):
     # The suite user whose data (conversations, documents, ...) this case asks about: its files
     # key the case, `setup_user` ingests them, and it is the case's group in the reports.
     user: str | None = Field(None, min_length=1)
+    # Facts about the case for the people reading it (a benchmark's level, a trap answer): never
+    # given to the system, never in a key.
+    metadata: dict[str, Any] | None = None
 
     @field_validator("category", "marks")
     @classmethod
@@ -123,6 +126,7 @@ class Case:
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
     user: str | None = None  # the suite user the case belongs to (its group)
+    metadata: dict[str, Any] | None = None
     extra: dict[str, Any] | None = None  # the case file's other fields, for the system
 
 
@@ -156,6 +160,7 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "reference",
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
+        "metadata",
     }
 )
 

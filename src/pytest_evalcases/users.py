@@ -37,8 +37,9 @@ class SuiteUser:
     """One declared user of a suite: its key field and label, its data, and whether the system
     has been set up for it in this run (`setup_user` runs once per user, in worker threads)."""
 
-    def __init__(self, user_id: str, key_field: str, key_hash: str, label: str | None,
-                 data: UserData) -> None:
+    def __init__(
+        self, user_id: str, key_field: str, key_hash: str, label: str | None, data: UserData
+    ) -> None:
         self.id = user_id
         self.key_field = key_field
         self.key_hash = key_hash
@@ -82,8 +83,10 @@ class UserSetupError(CaseFileError):
 def _setup_error(user_id: str, suite_name: str, exc: BaseException) -> BaseException:
     if type(exc).__name__ == "UnservedRequest":  # --replay-http: reads as a stale recording
         return exc
-    what = f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) else (
-        f"{type(exc).__name__}({', '.join(map(repr, exc.args))})"
+    what = (
+        f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, Exception)
+        else (f"{type(exc).__name__}({', '.join(map(repr, exc.args))})")
     )
     error: BaseException = UserSetupError(
         f"setup_user({user_id!r}) of suite {suite_name!r} raised {what}; none of user "
@@ -100,14 +103,16 @@ def user_key_field(user_id: str) -> str:
 
 def user_label(files: Mapping[str, list[tuple[str, str]]]) -> str | None:
     """`path@hash6 path@hash6`, in the suite's order, when short enough to read in a message."""
-    text = " ".join(f"{path}@{digest[:SHOW_CHARS]}" for entries in files.values()
-                    for path, digest in entries)
+    text = " ".join(
+        f"{path}@{digest[:SHOW_CHARS]}" for entries in files.values() for path, digest in entries
+    )
     return text if len(text) <= LABEL_CHARS else None
 
 
 def changed_user_files(old_label: str, new_label: str) -> str | None:
     """Of two `user_label`s, only the files that differ: `data/ana/chats.json@1a2b3c ->
     data/ana/chats.json@9f8e7d` (None when the labels do not read as file lists)."""
+
     def parse(label: str) -> dict[str, str] | None:
         entries = {}
         for token in label.split(" "):
