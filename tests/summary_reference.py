@@ -9,7 +9,7 @@ problems only), laid out to a width by the plugin's `case_table`; per-group rows
 has a group.
 
 Updated with issue 12, deliberately: the per-group rows carry a Wilson interval and the mean of
-each stage (the ungrouped `-` row: counts only), and are titled `user` for suite users; the
+each gating stage (the ungrouped `-` row: counts only), and are titled `user` for suite users; the
 completeness/accuracy label columns of memory suites are not drawn by the random results here
 (no labelled stages), so the reference leaves them out."""
 
@@ -135,7 +135,8 @@ def group_rates(results: Sequence[dict[str, Any]], verbose: bool, stages: list[s
     grouped = [r for r in results if r.get("group") not in (None, "")]
     kind = "user" if all(r.get("user") for r in grouped) else "group"
     scores = group_scores(results)
-    means = [name for name in stages if any(name in s for s in scores.values())]
+    means = [name for name in stages if any(name in s for s in scores.values())
+             and any(r["stages"].get(name, {}).get("gating") for r in results)]
     names = sorted(counts)
     if verbose or len(names) <= GROUP_ROWS:
         return _rate_table(kind, counts, names, {}, scores, means, width)

@@ -219,56 +219,17 @@ def test_the_user_is_the_group_in_terminal_report_and_dashboard(memory: Project)
     result.assert_outcomes(passed=4)
     section = summary_section(result)
     header = next(line for line in section if line.startswith("user "))
-    assert header.split() == [
-        "user",
-        "passed",
-        "scored",
-        "pass",
-        "rate",
-        "95%",
-        "CI",
-        "complete",
-        "partial",
-        "insufficient",
-        "correct",
-        "wrong",
-        "mean",
-        "context_completeness",
-        "mean",
-        "answer_accuracy",
-    ]
-    rows = {
-        line.split()[0]: line.split() for line in section if line.startswith(("u-ana ", "u-bo "))
-    }
+    assert header.split() == ["user", "passed", "scored", "pass", "rate", "95%", "CI", "C/P/I",
+                              "right/wrong", "mean", "context_completeness", "mean",
+                              "answer_accuracy"]
+    rows = {line.split()[0]: line.split() for line in section
+            if line.startswith(("u-ana ", "u-bo "))}
     # bo-dog is unanswerable: no completeness verdict, an abstention is CORRECT.
-    assert rows["u-ana"][1:] == [
-        "2",
-        "2",
-        "100%",
-        "34%-100%",
-        "2",
-        "0",
-        "0",
-        "2",
-        "0",
-        "1.000",
-        "1.000",
-    ]
-    assert rows["u-bo"][1:] == [
-        "2",
-        "2",
-        "100%",
-        "34%-100%",
-        "1",
-        "0",
-        "0",
-        "2",
-        "0",
-        "1.000",
-        "1.000",
-    ]
+    assert rows["u-ana"][1:] == ["2", "2", "100%", "34%-100%", "2/0/0", "2/0", "1.000", "1.000"]
+    assert rows["u-bo"][1:] == ["2", "2", "100%", "34%-100%", "1/0/0", "2/0", "1.000", "1.000"]
     category = next(line for line in section if line.startswith("category "))
-    assert "complete" in category.split() and "correct" in category.split()
+    assert category.split()[-2:] == ["C/P/I", "right/wrong"]
+    assert section.count("C/P/I: cases whose context was COMPLETE / PARTIAL / INSUFFICIENT") == 1
 
     doc = json.loads((memory.root / "out" / "results.json").read_text())
     assert doc["group_kind"] == "user"

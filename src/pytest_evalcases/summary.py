@@ -21,6 +21,11 @@ COMPLETENESS_STAGE = "context_completeness"
 ACCURACY_STAGE = "answer_accuracy"
 COMPLETENESS_LABELS = ("COMPLETE", "PARTIAL", "INSUFFICIENT")
 ACCURACY_LABELS = ("CORRECT", "WRONG")
+LABEL_COLUMNS = (("C/P/I", COMPLETENESS_LABELS), ("right/wrong", ACCURACY_LABELS))
+LABEL_LEGENDS = {
+    "C/P/I": "C/P/I: cases whose context was COMPLETE / PARTIAL / INSUFFICIENT",
+    "right/wrong": "right/wrong: cases whose answer was CORRECT / WRONG",
+}
 
 # Which cases get a row of the per-case table: those that did not pass (the default), every
 # case (-v, --eval-summary=all) or none (-q -q, --eval-summary=none).
@@ -295,7 +300,10 @@ class RunSummary:
         was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere);
         a memory suite's completeness and accuracy label counts beside it."""
         names = sorted(self._categories)
-        return _rate_table("category", self._categories, names, self._labels["category"])
+        lines = _rate_table("category", self._categories, names, self._labels["category"])
+        if self._grouped:  # the per-group table below explains the label columns once
+            lines = [line for line in lines if line not in LABEL_LEGENDS.values()]
+        return lines
 
     def _group_rates(self, stages: list[str], width: int | None) -> list[str]:
         """Pass rate per group (a suite user, or a case's `group`) with its Wilson interval,
@@ -312,8 +320,9 @@ class RunSummary:
 
             names = sorted(sorted(names, key=rank)[:GROUP_ROWS])
             hidden = len(self._groups) - GROUP_ROWS
-        means = [name for name in stages
-                 if any(name in scores for scores in self._group_scores.values())]
+        # Gating stages only (report.md and the dashboard have them all): it must fit.
+        means = [name for name in stages if self._stages[name].gating
+                 and any(name in scores for scores in self._group_scores.values())]
         lines = _rate_table(kind, self._groups, names, self._labels["group"],
                             self._group_scores, means, width)
         if hidden:
@@ -331,15 +340,15 @@ def _rate_table(
     width: int | None = None,
 ) -> list[str]:
     """`title passed scored pass rate`; with `scores`, the 95% Wilson interval and the mean of
-    each stage in `means`; with `labels`, the completeness and accuracy counts."""
+    each stage in `means`; with `labels`, a memory suite's context completeness counts
+    (COMPLETE/PARTIAL/INSUFFICIENT as `C/P/I`) and answer accuracy counts (CORRECT/WRONG as
+    `right/wrong`), explained under the table."""
     seen = {label for counts in (labels or {}).values() for label in counts}
-    columns = [label for known in (COMPLETENESS_LABELS, ACCURACY_LABELS) if seen & set(known)
-               for label in known]
-    columns += sorted(seen - set(COMPLETENESS_LABELS) - set(ACCURACY_LABELS))
+    columns = [(header, known) for header, known in LABEL_COLUMNS if seen & set(known)]
     header = [title, "passed", "scored", "pass rate"]
     if scores is not None:
         header.append("95% CI")
-    header += [label.lower() for label in columns]
+    header += [name for name, _ in columns]
     full = [f"mean {name}" for name in means]
     short = [f"mean {h}" for h in stage_headers(means)]
     rows = [header + full]
@@ -353,7 +362,7 @@ def _rate_table(
             ci = wilson_interval(passed, scored)
             row.append(f"{ci[0]:.0%}-{ci[1]:.0%}" if ci else "-")
         counts = (labels or {}).get(name, {})
-        row += [str(counts.get(label, 0)) for label in columns]
+        row += ["/".join(str(counts.get(label, 0)) for label in known) for _, known in columns]
         own = (scores or {}).get(name, {})
         row += [f"{math.fsum(own[m]) / len(own[m]):.3f}" if own.get(m) else "-" for m in means]
         rows.append(row)
@@ -363,6 +372,7 @@ def _rate_table(
         lines = _table(rows)
         lines += _legend([f"{a} = {n}" for a, n in zip(stage_headers(means), means, strict=True)
                           if a != n], width)
+    lines += [LABEL_LEGENDS[name] for name, _ in columns]
     return lines
 
 
