@@ -219,11 +219,24 @@ def test_the_user_is_the_group_in_terminal_report_and_dashboard(memory: Project)
     result.assert_outcomes(passed=4)
     section = summary_section(result)
     header = next(line for line in section if line.startswith("user "))
-    assert header.split() == ["user", "passed", "scored", "pass", "rate", "95%", "CI", "C/P/I",
-                              "right/wrong", "mean", "context_completeness", "mean",
-                              "answer_accuracy"]
-    rows = {line.split()[0]: line.split() for line in section
-            if line.startswith(("u-ana ", "u-bo "))}
+    assert header.split() == [
+        "user",
+        "passed",
+        "scored",
+        "pass",
+        "rate",
+        "95%",
+        "CI",
+        "C/P/I",
+        "right/wrong",
+        "mean",
+        "context_completeness",
+        "mean",
+        "answer_accuracy",
+    ]
+    rows = {
+        line.split()[0]: line.split() for line in section if line.startswith(("u-ana ", "u-bo "))
+    }
     # bo-dog is unanswerable: no completeness verdict, an abstention is CORRECT.
     assert rows["u-ana"][1:] == ["2", "2", "100%", "34%-100%", "2/0/0", "2/0", "1.000", "1.000"]
     assert rows["u-bo"][1:] == ["2", "2", "100%", "34%-100%", "1/0/0", "2/0", "1.000", "1.000"]
@@ -248,6 +261,7 @@ def test_the_user_is_the_group_in_terminal_report_and_dashboard(memory: Project)
     )
     dashboard = (memory.root / "out" / "dashboard.html").read_text()
     assert "<h2>Users</h2>" in dashboard and "<th>user</th>" in dashboard
+    assert '<p>user <span class="mono">u-ana</span></p>' in dashboard  # a case's detail
 
 
 def test_the_system_sees_its_cases_user(memory: Project) -> None:
@@ -255,3 +269,121 @@ def test_the_system_sees_its_cases_user(memory: Project) -> None:
 
     assert trace["answer"] == "Bo drives a red car."
     assert Path(memory.root / "cassettes" / "memory" / "bo-dog.json").exists()
+
+
+def test_replay_http_runs_setup_user_once_per_user_then_the_cases(memory: Project) -> None:
+    memory.clear_calls()
+
+    result = memory.run("--replay-http")
+
+    result.assert_outcomes(passed=4)
+    calls = memory.calls()
+    assert calls.count("setup_user u-ana chats notes") == 1
+    assert calls.count("setup_user u-bo chats") == 1
+    assert sorted(c for c in calls if c.startswith("run ")) == [
+        "run ana-cat u-ana",
+        "run ana-city u-ana",
+        "run bo-car u-bo",
+        "run bo-dog u-bo",
+    ]
+
+
+def test_a_suite_without_users_keys_and_views_its_cases_as_before() -> None:
+    from pytest_evalcases.schema import validate_case
+    from pytest_evalcases.system import key_view, system_view
+
+    plain = validate_case({"id": "c", "input": "q", "tone": "dry"})
+    assert system_view(plain) == {"id": "c", "input": "q", "tone": "dry"}
+    assert plain.group is None and plain.user is None
+    with_user = validate_case(
+        {"id": "c", "input": "q", "user": "u-ana", "metadata": {"level": "hard"}}
+    )
+    # The user is in the system's view (and so in the `case` hash); metadata never is.
+    assert key_view(system_view(with_user)) == {"input": "q", "user": "u-ana"}
+    assert with_user.group == "u-ana" and with_user.metadata == {"level": "hard"}
+
+
+def test_a_case_grouped_apart_from_its_user_is_refused() -> None:
+    from pytest_evalcases.schema import ValidationError, validate_case
+
+    with pytest.raises(ValidationError, match='grouped by its user: remove "group"'):
+        validate_case({"id": "c", "input": "q", "user": "u-ana", "group": "team-1"})
+    assert validate_case({"id": "c", "input": "q", "user": "u-ana", "group": "u-ana"}).group == (
+        "u-ana"
+    )
+
+
+def test_a_stale_user_names_only_the_files_that_changed() -> None:
+    from pytest_evalcases.users import changed_user_files, user_label
+
+    old = user_label(
+        {
+            "chats": [("data/a/chats.json", "1a2b3c4d")],
+            "notes": [("data/a/n1.md", "aaaaaa11"), ("data/a/n2.md", "bbbbbb22")],
+        }
+    )
+    new = user_label(
+        {
+            "chats": [("data/a/chats.json", "1a2b3c4d")],
+            "notes": [("data/a/n1.md", "aaaaaa11"), ("data/a/n3.md", "cccccc33")],
+        }
+    )
+    assert old == "data/a/chats.json@1a2b3c data/a/n1.md@aaaaaa data/a/n2.md@bbbbbb"
+    assert changed_user_files(old, new) == "data/a/n2.md@bbbbbb -> data/a/n3.md@cccccc"
+    assert changed_user_files("not a list", new) is None
+    long_files = {"docs": [(f"data/a/document-{n}.md", "1a2b3c") for n in range(9)]}
+    assert user_label(long_files) is None  # too long to read: the hash is shown instead
+
+
+def test_label_counts_per_category_and_group_and_the_group_kind() -> None:
+    from pytest_evalcases.report.aggregate import aggregate
+
+    def case(n: int, user: str | None, group: str | None, comp: str | None, acc: str) -> dict:
+        stages = {
+            "answer_accuracy": {
+                "score": float(acc == "CORRECT"),
+                "passed": acc == "CORRECT",
+                "gating": True,
+                "label": acc,
+            }
+        }
+        if comp is not None:
+            stages["context_completeness"] = {
+                "score": 1.0,
+                "passed": comp == "COMPLETE",
+                "gating": True,
+                "label": comp,
+            }
+        result = {
+            "nodeid": f"s.json::c{n}",
+            "suite": "s",
+            "id": f"c{n}",
+            "file": "s.json",
+            "index": n,
+            "category": "cat",
+            "group": group,
+            "outcome": "passed",
+            "stages": stages,
+            "recording": {},
+        }
+        if user:
+            result["user"] = user
+        return result
+
+    doc = aggregate(
+        [
+            case(0, "u1", "u1", "COMPLETE", "CORRECT"),
+            case(1, "u1", "u1", "PARTIAL", "WRONG"),
+            case(2, "u2", "u2", None, "CORRECT"),
+        ]
+    )
+    assert doc["group_kind"] == "user"
+    assert doc["groups"]["u1"]["completeness"] == {"COMPLETE": 1, "PARTIAL": 1, "INSUFFICIENT": 0}
+    assert doc["groups"]["u2"]["completeness"] == {"COMPLETE": 0, "PARTIAL": 0, "INSUFFICIENT": 0}
+    assert doc["categories"]["cat"]["accuracy"] == {"CORRECT": 2, "WRONG": 1}
+    mixed = aggregate(
+        [case(0, "u1", "u1", "COMPLETE", "CORRECT"), case(1, None, "team", "COMPLETE", "CORRECT")]
+    )
+    assert mixed["group_kind"] == "group"
+    plain = aggregate([{**case(0, None, None, None, "CORRECT"), "stages": {}}])
+    assert plain["group_kind"] == "group" and "accuracy" not in plain["categories"]["cat"]
