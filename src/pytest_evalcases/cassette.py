@@ -221,8 +221,7 @@ def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, An
     """The cassette at `path`, None when there is none; CassetteError (naming the file relative
     to `rootdir`) when it is unreadable. Replay calls this once per case: keep it lean."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = _read_bytes(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -242,6 +241,25 @@ def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, An
         error = NewerCassette if "newer pytest-evalcases" in problem else CassetteError
         raise error(f"cassette {shown} {problem}")
     return doc
+
+
+_FIRST_READ = 1 << 16  # a cassette is a few KB: one read, and no file object, for most
+
+
+def _read_bytes(path: Path | str) -> bytes:
+    """A file's bytes through the os calls alone: half the cost of `open().read()` (~4 us of
+    ~8 us), which builds a buffered file object only to read it once."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        data = os.read(fd, _FIRST_READ)
+        if len(data) < _FIRST_READ:
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _structure_problem(doc: Any) -> str | None:

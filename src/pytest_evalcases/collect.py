@@ -7,6 +7,7 @@ becomes one item that errors in setup, a case-level problem errors only that cas
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from .cassette import LABEL_CHARS, file_hash, suite_key_fields, suite_key_labels
 from .code_fingerprint import default_code
 from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .schema import Case, Suite, format_validation_error, validate_case
+from .scoring import failure_message, score_case
 from .stages import STAGES, Stage
 from .system import System, resolve_system
 
@@ -416,6 +418,14 @@ class CaseFile(pytest.File):
         return variant
 
 
+@functools.cache
+def _session_key() -> Any:
+    """The stash key of the run state, imported once: session.py imports this module."""
+    from .session import SESSION_KEY
+
+    return SESSION_KEY
+
+
 # Frames of these packages are dropped from a user-code failure: the system's own frames say
 # what went wrong, pytest's, pluggy's, asyncio's and ours do not.
 _INTERNAL_FRAMES = tuple(
@@ -481,9 +491,7 @@ class CaseItem(EvalItem):
         self.scores: Any = None
 
     def setup(self) -> None:
-        from .session import get_session
-
-        state = get_session(self.config)
+        state = self.config.stash[_session_key()]
         conflict = self.suite_conflict(state)
         if conflict is not None:
             raise conflict
@@ -503,20 +511,14 @@ class CaseItem(EvalItem):
         )
 
     def runtest(self) -> None:
-        from .scoring import failure_message, score_case
-
-        recording = self.recording
+        recording, ctx = self.recording, self.ctx
         self.scores = scores = score_case(
-            self.ctx.suite,
-            self.case,
-            recording.trace,
-            recording.verdicts,
-            self.ctx.gating,
-            self.ctx.report_only,
+            ctx.suite, self.case, recording.trace, recording.verdicts, ctx.gating, ctx.report_only
         )
-        for name, result, _ in scores.results:
-            if result.score is not None and self.config.option.xmlpath:  # only JUnit reads them
-                self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
+        if self.config.option.xmlpath:  # only JUnit reads them
+            for name, result, _ in scores.results:
+                if result.score is not None:
+                    self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
         if scores.first_failure is not None:
             error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
             raise error(failure_message(scores))

@@ -6,6 +6,7 @@ every run needs; collection, validation, recording and reporting load when a run
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 from pathlib import Path
@@ -265,8 +266,7 @@ class ErrorStatus:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if getattr(item, "is_eval_item", False):
-        from .results import case_result, outcome_of
-
+        case_result, outcome_of = _result_builders()
         exc = call.excinfo.value if call.excinfo else None
         if call.when == "setup" and isinstance(exc, EvalCaseError):
             report.longrepr = str(exc)  # the message says it all; pytest's traceback would not
@@ -280,6 +280,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             # The result holds all that is needed now: let the trace and scores go (10k cases).
             item.recording = item.scores = None
     return report
+
+
+@functools.cache
+def _result_builders() -> tuple[Any, Any]:
+    """results.case_result and outcome_of, imported once, by the first eval item's report."""
+    from .results import case_result, outcome_of
+
+    return case_result, outcome_of
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -6,6 +6,7 @@ validation, hashing, judges and live recording are imported when first needed.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -379,6 +380,8 @@ class EvalSession:
         return self._recorder
 
     def recording_for(self, item: CaseItem) -> Recording:
+        if not self.live and not self.replay_http:  # the default replay: decided first, per case
+            return _replay()(item.ctx, item.case, self.judge_binding(item.ctx.judge_spec, False))
         if self.replay_http and self.mode in (REPLAY, LIVE_STALE):
             from .recording import replay_http
 
@@ -386,9 +389,7 @@ class EvalSession:
             return replay_http(item.ctx, item.case, binding, self.http_layer,
                                refresh=self.mode == LIVE_STALE, dry_run=self.dry_run)
         if not self.live:
-            from .recording import replay
-
-            return replay(item.ctx, item.case, self.binding_for(item))
+            return _replay()(item.ctx, item.case, self.binding_for(item))
         from .errors import MissingRecording, StaleRecording
         from .rerecording.stop import NotRun
 
@@ -408,6 +409,14 @@ class EvalSession:
         except Exception as exc:  # the summary says this case was not recorded, and why
             item.live_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise
+
+
+@functools.cache
+def _replay() -> Any:
+    """recording.replay, imported once (recording.py imports this module)."""
+    from .recording import replay
+
+    return replay
 
 
 def _ids_by_suite(per_file: dict[Path, tuple[str, list[str]]]) -> dict[str, list[str]]:
