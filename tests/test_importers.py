@@ -348,3 +348,10 @@ def test_a_record_that_is_not_an_object_is_named(
     assert run_import("musique", "musique.jsonl") == 2
     err = capsys.readouterr().err
     assert "musique.jsonl: record 0 (a): field 'paragraphs' is missing" in err
+
+
+def test_the_command_offers_every_importer() -> None:
+    from pytest_evalcases.cli.importing import FORMAT_NAMES
+    from pytest_evalcases.importers import FORMATS
+
+    assert FORMAT_NAMES == tuple(FORMATS)
