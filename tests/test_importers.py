@@ -230,9 +230,9 @@ MALFORMED = [
     ),
     (
         "hotpotqa",
-        _set([0, "supporting_facts", 1], ["Nowhere", 0]),
-        "record 0 (5a8b57f25542995d1e6f1371): field 'supporting_facts[1]' names 'Nowhere', "
-        "which is not a title of the context",
+        _set([0, "supporting_facts", 1], ["Ostmere", "1"]),
+        "record 0 (5a8b57f25542995d1e6f1371): field 'supporting_facts[1]' must be a "
+        "[title, sentence index] pair",
     ),
     (
         "hotpotqa",
@@ -355,3 +355,22 @@ def test_the_command_offers_every_importer() -> None:
     from pytest_evalcases.importers import FORMATS
 
     assert FORMAT_NAMES == tuple(FORMATS)
+
+
+def test_a_hotpotqa_file_without_type_or_level_has_no_category(project: Path) -> None:
+    records = _load_sample("hotpotqa")
+    for record in records:
+        del record["type"], record["level"]
+    source = _write_sample("hotpotqa", records, project)
+
+    assert run_import("hotpotqa", source.name) == 0
+
+    case = data("cases/bench.json")["cases"][0]
+    assert "category" not in case and "metadata" not in case
+    assert case["expected_docs"] == ["Harbour Lantern Museum", "Ostmere"]
+
+
+def test_an_unsafe_suite_name_is_refused(project: Path, capsys: pytest.CaptureFixture) -> None:
+    assert run_import("hotpotqa", SAMPLES / "hotpotqa.json", "--name", "a::b") == 2
+    assert "suite name 'a::b' cannot name the cassette folder" in capsys.readouterr().err
+    assert written_files(project) == set()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,11 +168,10 @@ def paragraphs_of(reader: RecordReader, context: Any, field_path: str) -> list[d
     return out
 
 
-def supporting_titles(
-    reader: RecordReader, facts: Any, field_path: str, titles: Sequence[str]
-) -> list[str]:
-    """HotpotQA-style `supporting_facts`: [[title, sentence index], ...] -> the distinct titles,
-    each of which must name a paragraph of the record's context."""
+def supporting_titles(reader: RecordReader, facts: Any, field_path: str) -> list[str]:
+    """HotpotQA-style `supporting_facts`: [[title, sentence index], ...] -> the distinct titles.
+    A title need not be among the record's paragraphs: in the fullwiki setting it often is not
+    (the retrieval stage then fails on it, as it should)."""
     if not isinstance(facts, list):
         raise reader.error(field_path, "must be a list of [title, sentence index] pairs")
     found: list[str] = []
@@ -187,8 +185,6 @@ def supporting_titles(
             and not isinstance(fact[1], bool)
         ):
             raise reader.error(where, "must be a [title, sentence index] pair")
-        if fact[0] not in titles:
-            raise reader.error(where, f"names {fact[0]!r}, which is not a title of the context")
         if fact[0] not in found:
             found.append(fact[0])
     return found

@@ -31,21 +31,19 @@ def parse(path: Path, records: list[Any]) -> Parsed:
 def unit(reader: RecordReader, extra_metadata: dict[str, Any] | None = None) -> Unit:
     """A HotpotQA-shaped record as a case (2WikiMultihopQA shares this shape)."""
     paragraphs = paragraphs_of(reader, reader.get("context", list), "context")
-    titles = [p["title"] for p in paragraphs]
-    docs = supporting_titles(
-        reader, reader.get("supporting_facts", list), "supporting_facts", titles
-    )
-    case: dict[str, Any] = {
-        "id": reader.id,
-        "input": reader.text("question"),
-        "category": marker_name(reader.text("type")),
-        "expected_docs": docs,
-        "reference": reader.text("answer", numbers=True),
-    }
-    metadata = {"type": reader.text("type")}
+    docs = supporting_titles(reader, reader.get("supporting_facts", list), "supporting_facts")
+    case: dict[str, Any] = {"id": reader.id, "input": reader.text("question")}
+    metadata: dict[str, Any] = {}
+    kind = reader.text("type", required=False)
+    if kind is not None:  # absent from some files: then no category
+        case["category"] = marker_name(kind)
+        metadata["type"] = kind
+    case["expected_docs"] = docs
+    case["reference"] = reader.text("answer", numbers=True)
     level = reader.text("level", required=False)
     if level is not None:
         metadata["level"] = level
     metadata.update(extra_metadata or {})
-    case["metadata"] = metadata
+    if metadata:
+        case["metadata"] = metadata
     return Unit(case, paragraphs)
