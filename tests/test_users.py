@@ -56,6 +56,7 @@ def users_suite(**fields: Any) -> dict[str, Any]:
         "name": "memory",
         "system": "memsys:system",
         "judge": "lexical",
+        "inputs": ["data/kb.txt"],  # suite-wide: in every case's key, beside the user's files
         "stages": ["context_completeness", "answer_accuracy"],
         "users": [
             {"id": "u-ana", "chats": "data/ana/chats.json", "notes": ["data/ana/notes.md"]},
@@ -150,7 +151,10 @@ def test_each_users_files_key_that_users_cases_only(memory: Project) -> None:
     assert "user.u-ana" in keys["ana-cat"] and "user.u-bo" not in keys["ana-cat"]
     assert keys["ana-cat"]["user.u-ana"] == keys["ana-city"]["user.u-ana"]
     assert "user.u-bo" in keys["bo-car"] and "user.u-ana" not in keys["bo-car"]
-    assert not any("data/" in name for key in keys.values() for name in key)
+    assert all(
+        {name for name in key if name.startswith("data/")} == {"data/kb.txt"}
+        for key in keys.values()
+    )
 
 
 def test_editing_one_users_file_stales_only_that_users_cases(memory: Project) -> None:
