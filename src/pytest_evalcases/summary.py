@@ -14,13 +14,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .outcomes import DECIDED, PASS_LIKE
+from .outcomes import (
+    ACCURACY_LABELS,
+    ACCURACY_STAGE,
+    COMPLETENESS_LABELS,
+    COMPLETENESS_STAGE,
+    DECIDED,
+    PASS_LIKE,
+)
 
-# The labelled stages of a memory suite, counted per category and per group (Zep's figures).
-COMPLETENESS_STAGE = "context_completeness"
-ACCURACY_STAGE = "answer_accuracy"
-COMPLETENESS_LABELS = ("COMPLETE", "PARTIAL", "INSUFFICIENT")
-ACCURACY_LABELS = ("CORRECT", "WRONG")
+# A memory suite's label counts, compact enough for the terminal's category and group rows.
 LABEL_COLUMNS = (("C/P/I", COMPLETENESS_LABELS), ("right/wrong", ACCURACY_LABELS))
 LABEL_LEGENDS = {
     "C/P/I": "C/P/I: cases whose context was COMPLETE / PARTIAL / INSUFFICIENT",

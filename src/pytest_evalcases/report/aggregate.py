@@ -12,7 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from ..outcomes import DECIDED, OUTCOMES, PASS_LIKE, SUMMARY_KEYS, check_outcome
+from ..outcomes import (
+    ACCURACY_LABELS,
+    ACCURACY_STAGE,
+    COMPLETENESS_LABELS,
+    COMPLETENESS_STAGE,
+    DECIDED,
+    OUTCOMES,
+    PASS_LIKE,
+    SUMMARY_KEYS,
+    check_outcome,
+)
 from ..stats import bootstrap_ci, mean, median, wilson_interval
 
 RESULTS_FORMAT = "pytest-evalcases/results"
@@ -26,10 +36,6 @@ RETRIEVAL_METRICS: tuple[str, ...] = (
     "ndcg_at_k",
     "map",
 )
-COMPLETENESS_STAGE = "context_completeness"
-ACCURACY_STAGE = "answer_accuracy"
-COMPLETENESS_LABELS: tuple[str, ...] = ("COMPLETE", "PARTIAL", "INSUFFICIENT")
-ACCURACY_LABELS: tuple[str, ...] = ("CORRECT", "WRONG")
 HISTOGRAM_BINS = 10
 # Labelled stages whose label counts the per-category and per-group rows carry: stage ->
 # (the rows' field, the labels always listed).
