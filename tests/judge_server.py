@@ -2,14 +2,15 @@
 
 It answers POST /v1/chat/completions (and /chat/completions) deterministically. It recognises
 which prompt it got (deepeval 4.3.1's Faithfulness, ContextualRecall, ContextualPrecision,
-ContextualRelevancy, AnswerRelevancy and GEval prompts, and our completeness / accuracy prompts)
-by distinctive phrases, and replies with JSON that fits the schema the caller asked for, built
-from the items in the prompt itself (one verdict per claim, per sentence, per node...).
+ContextualRelevancy, AnswerRelevancy and GEval prompts, and our completeness / accuracy / rubric
+item prompts) by distinctive phrases, and replies with JSON that fits the schema the caller asked
+for, built from the items in the prompt itself (one verdict per claim, per sentence, per node...).
 
 Verdicts are steered by markers in the test data: an item containing POISON ("zzz") is judged
 bad (contradicted claim, unsupported sentence, irrelevant node, WRONG answer, INSUFFICIENT
-context, GEval score 2/10); an item containing BORDERLINE ("yyy") gets "borderline" where the
-vocabulary allows it (PARTIAL context, GEval 5/10); everything else is good (GEval 9/10).
+context, GEval score 2/10, rubric item not met); an item containing BORDERLINE ("yyy") gets
+"borderline" where the vocabulary allows it (PARTIAL context, GEval 5/10); everything else is good
+(GEval 9/10).
 
 Faults are scripted per request (`fail_next`), latency is configurable, and every request is
 recorded together with the client's port (one port = one reused connection) and the highest
@@ -128,6 +129,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("completeness", "Task: grade context completeness."),
     ("accuracy_unanswerable", "Task: grade answer accuracy for an unanswerable question."),
     ("accuracy", "Task: grade answer accuracy."),
+    ("rubric_item", "Task: grade one rubric item."),
     ("faithfulness_truths", 'with the "truths" key'),
     ("faithfulness_claims", 'with the "claims" key'),
     ("faithfulness_verdicts", "whether EACH claim contradicts any facts in the retrieval context"),
@@ -251,6 +253,10 @@ def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
         answer = _after(prompt, "<answer>\n", "\n</answer>")
         label = "CORRECT" if "not available" in answer.lower() else "WRONG"
         return {"reason": f"canned: {label.lower()}", "label": label}
+    if kind == "rubric_item":  # a rubric item marked POISON is not met
+        item = _after(prompt, "<rubric_item>\n", "\n</rubric_item>")
+        met = POISON not in item
+        return {"reason": f"canned: {'met' if met else 'not met'}", "met": met}
     raise ValueError(f"no canned reply for {kind!r}")
 
 

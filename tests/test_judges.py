@@ -87,6 +87,7 @@ CASE = JudgeInput(
     answer=f"Paris is the capital of France. The moon is made of cheese {POISON}.",
     reference=f"Paris is the capital of France. Its population is {POISON} unknown.",
     context=[f"Berlin {POISON} is the capital of Germany.", "Paris is the capital of France."],
+    rubric=(("names Paris as the capital", 1.0), (f"describes the moon {POISON}", 3.0)),
 )
 
 # stage -> (score, label, prompt kinds the server must have seen for it)
@@ -106,6 +107,8 @@ EXPECTED: dict[str, tuple[float, str | None, set[str]]] = {
     "correctness": (0.2, None, {"geval_steps", "geval_score"}),
     "context_completeness": (0.0, "INSUFFICIENT", {"completeness"}),
     "answer_accuracy": (0.0, "WRONG", {"accuracy"}),
+    # one request per item: [met, poisoned -> not met], weights 1 and 3
+    "rubric": (0.25, None, {"rubric_item"}),
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("deepeval", "vcr", "openai", "aiohttp")
+HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "jsonschema")
 
 # Runs pytest in this interpreter, then reports the heavy top-level modules it imported.
 PROBE = f"""

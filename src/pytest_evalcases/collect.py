@@ -22,7 +22,7 @@ from .code_fingerprint import default_code
 from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .schema import Case, Suite, format_validation_error, validate_case
 from .scoring import failure_message, score_case
-from .stages import STAGES, Stage
+from .stages import STAGES, Stage, prepare_stages
 from .system import System, resolve_system
 
 if TYPE_CHECKING:
@@ -239,6 +239,10 @@ class CaseFile(pytest.File):
                 f'{self.nodeid}: "thresholds": {"; ".join(threshold_problems)}; this suite runs '
                 f"{', '.join(suite.stages + suite.report_only)}"
             )
+        try:
+            prepare_stages(suite, suite.stages + suite.report_only, state.rootdir)
+        except CaseFileError as exc:
+            raise CaseFileError(f"{self.nodeid}: {exc}") from None
         reason = unsafe_id_reason(suite.name)
         if reason:
             raise CaseFileError(

@@ -57,6 +57,18 @@ def _suite_part(
     return tuple(key)
 
 
+# Case fields a judge may read; each one a stage reads keys its verdicts.
+KEYED_CASE_FIELDS = ("reference", "unanswerable", "rubric")
+
+
+def keyed_value(case: Case, field: str) -> Any:
+    """What of a case field keys a verdict: a rubric by its item texts (weights are applied
+    when scoring, so a changed weight needs no new verdict)."""
+    if field == "rubric":
+        return [text for text, _ in case.rubric or ()]
+    return getattr(case, field)
+
+
 def verdict_key(
     stage: Stage,
     case: Case,
@@ -69,9 +81,9 @@ def verdict_key(
         _suite_part(stage.name, bool(options["strict"]), options["correctness_criteria"],
                     judge_id, judge_version)
     )
-    for field in ("reference", "unanswerable"):
+    for field in KEYED_CASE_FIELDS:
         if field in stage.reads:
-            key[field] = content_hash(getattr(case, field))
+            key[field] = content_hash(keyed_value(case, field))
     return key
 
 
@@ -91,9 +103,9 @@ def verdict_labels(
     if judge_id is not None:
         found["judge"] = name_label(judge_id)
         found["judge_version"] = name_label(judge_version or "")
-    for field in ("reference", "unanswerable"):
+    for field in KEYED_CASE_FIELDS:
         if field in stage.reads:
-            found[field] = value_label(getattr(case, field))
+            found[field] = value_label(keyed_value(case, field))
     return {name: label for name, label in found.items() if label is not None}
 
 

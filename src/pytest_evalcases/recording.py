@@ -549,6 +549,7 @@ async def _judge_one(
         reference=case.reference,
         context=list(trace.get("context") or []),
         unanswerable=case.unanswerable,
+        rubric=case.rubric or (),
     )
     started = time.perf_counter()
     try:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
+    StrictInt,
     ValidationError,
     field_validator,
     model_validator,
@@ -39,6 +41,20 @@ class ToolExpectation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     args: dict[str, Any] | None = None
+
+
+class RubricItem(BaseModel):
+    """A weighted rubric item; a plain string is an item of weight 1."""
+
+    model_config = ConfigDict(extra="forbid")
+    item: str = Field(min_length=1)
+    weight: float = Field(1.0, gt=0, allow_inf_nan=False)
+
+
+# A knowledge-graph edge as cases and traces state it: [subject, relation, object]; a label may
+# be a whole number (`["Marie Curie", "born in year", 1867]`), compared as its digits.
+TripleLabel = str | StrictInt
+Triple = tuple[TripleLabel, TripleLabel, TripleLabel]
 
 
 # Markers pytest (or a common plugin) acts on: a category named `xfail` would hide failures.
@@ -86,6 +102,19 @@ class CaseModel(BaseModel):
     # Facts about the case for the people reading it (a benchmark's level, a trap answer): never
     # given to the system, never in a key.
     metadata: dict[str, Any] | None = None
+    expected_triples: list[Triple] | None = None  # the `graph` stage's gold edges
+    answer_schema: dict[str, Any] | bool | None = None  # the `schema` stage's JSON Schema
+    rubric: list[str | RubricItem] | None = None  # the `rubric` stage's items
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric_items(cls, value: Any) -> Any:
+        if value is not None and not value:
+            raise ValueError("give at least one rubric item, or leave the field out")
+        for item in value or []:
+            if isinstance(item, str) and not item.strip():
+                raise ValueError("a rubric item is an empty string")
+        return value
 
     @field_validator("category", "marks")
     @classmethod
@@ -127,6 +156,9 @@ class Case:
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
     user: str | None = None  # the suite user the case belongs to (its group)
     metadata: dict[str, Any] | None = None
+    expected_triples: list[Triple] | None = None
+    answer_schema: dict[str, Any] | bool | None = None
+    rubric: tuple[tuple[str, float], ...] | None = None  # (item, weight) pairs
     extra: dict[str, Any] | None = None  # the case file's other fields, for the system
 
 
@@ -139,6 +171,11 @@ def validate_case(raw: Any) -> Case:
         fields["inputs"] = tuple(model.inputs)
     if model.user is not None:  # the user is the case's group
         fields["group"] = model.user
+    if model.rubric is not None:
+        fields["rubric"] = tuple(
+            (item, 1.0) if isinstance(item, str) else (item.item, item.weight)
+            for item in model.rubric
+        )
     if model.category:  # a marker name shared by many cases: one string object for all of them
         fields["category"] = sys.intern(model.category)
     return Case(**fields, extra=model.model_extra or None)
@@ -161,6 +198,9 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
         "metadata",
+        "expected_triples",
+        "answer_schema",
+        "rubric",
     }
 )
 
@@ -189,6 +229,29 @@ class User(BaseModel):
         """Field name -> its paths, in the order the suite lists them."""
         return {name: value if isinstance(value, list) else [value]
                 for name, value in (self.model_extra or {}).items()}
+class GraphOptions(BaseModel):
+    """The `graph` stage's suite settings (see stages/graph.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # alias -> canonical label, for entities and relations alike (normalised before use)
+    aliases: dict[str, str] = {}
+    similarity: str | None = None  # "module:function" scoring two labels in [0, 1]
+    min_similarity: float = Field(0.8, ge=0, le=1, allow_inf_nan=False)
+    soft: list[Literal["subject", "relation", "object"]] = Field(
+        default=["subject", "relation", "object"], min_length=1
+    )
+    # set once per suite: the imported `similarity` (at collection), the normalised aliases
+    _similarity_function: Any = PrivateAttr(default=None)
+    _aliases: dict[str, str] | None = PrivateAttr(default=None)
+
+
+class CitationOptions(BaseModel):
+    """The `citations` stage's suite settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every_sentence: bool = False  # with per-sentence citations: each sentence cites a document
 
 
 class Suite(BaseModel):
@@ -221,6 +284,9 @@ class Suite(BaseModel):
     users: list[User] = []
     # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
     source: dict[str, Any] | None = None
+    graph: GraphOptions | None = None
+    citations: CitationOptions | None = None
+    answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
     cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:
@@ -258,6 +324,14 @@ class Usage(BaseModel):
     cost_usd: float | None = None
 
 
+class CitedSentence(BaseModel):
+    """One sentence of the answer and the document ids it cites."""
+
+    model_config = ConfigDict(extra="allow")
+    sentence: str
+    docs: list[str] = []
+
+
 class Trace(BaseModel):
     """What the system did for one case; stages score it."""
 
@@ -270,6 +344,9 @@ class Trace(BaseModel):
     context: list[str] = []
     usage: Usage | None = None
     latency_ms: float | None = None
+    # None rather than []: an unused field stays out of every recorded trace
+    triples: list[Triple] | None = None
+    citations: list[str | CitedSentence] | None = None
 
 
 def format_validation_error(error: ValidationError, prefix: str = "") -> str:

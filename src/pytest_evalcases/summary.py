@@ -53,6 +53,9 @@ STAGE_ABBREVIATIONS = {
     "correctness": "corr",
     "context_completeness": "compl",
     "answer_accuracy": "acc",
+    "citations": "cite",
+    "schema": "schema",  # as short as its cells: no need to cut it to "schem"
+    "rubric": "rubric",
 }
 
 # Collection order, then arrival order for equal keys (as a stable sort of the arrivals).

@@ -189,27 +189,41 @@ async def run_in_daemon_thread(function: Callable[[Any], Any], argument: Any) ->
     return await future
 
 
+def split_spec(spec: str) -> tuple[str, str] | None:
+    """(module, attribute path) of a `module:attribute` spec, or None for another form."""
+    module_name, sep, attr_path = spec.partition(":")
+    return (module_name, attr_path) if sep and module_name and attr_path else None
+
+
+def import_spec(module_name: str, attr_path: str, rootdir: Path) -> Any:
+    """The object `module:attribute` names, imported with the rootdir on sys.path; raises
+    whatever the import raises."""
+    root = str(rootdir)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    target: Any = importlib.import_module(module_name)
+    for part in attr_path.split("."):
+        target = getattr(target, part)
+    return target
+
+
 def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System:
     """Import `module:attribute` with the rootdir on sys.path (once per spec per session)."""
     if spec in cache:
         return cache[spec]
-    module_name, sep, attr_path = spec.partition(":")
-    if not sep or not module_name or not attr_path:
+    parts = split_spec(spec)
+    if parts is None:
         raise CaseFileError(
             f"system {spec!r} must read 'module:attribute', e.g. 'demo.assistant:system'"
         )
-    root = str(rootdir)
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    module_name = parts[0]
     try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr_path.split("."):
-            target = getattr(target, part)
+        target = import_spec(*parts, rootdir)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # any import-time failure of user code, SystemExit included
         if isinstance(exc, ImportError | AttributeError):
-            hint = f"check the module path (imported with {root} on sys.path)"
+            hint = f"check the module path (imported with {rootdir} on sys.path)"
         else:  # the module was found and raised while it ran
             hint = (
                 f"the module raised while being imported; a replay imports {module_name!r} to "

@@ -37,6 +37,7 @@ class JudgeInput:
     reference: str | None
     context: list[str] = field(default_factory=list)
     unanswerable: bool = False
+    rubric: tuple[tuple[str, float], ...] = ()  # (item, weight) pairs, for the rubric stage
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class Judge(ABC):
             try:
                 if "answer" in STAGE_READS[stage] and not data.answer.strip():
                     # deepeval refuses an empty answer; an empty answer is a real outcome, score 0.
-                    grade = Grade(0.0, "the answer is empty", _empty_answer_label(stage))
+                    grade = _empty_answer_grade(stage, data)
                 else:
                     grade = await self._grade(stage, data, opts)
                 score = float(grade.score)
@@ -168,6 +169,11 @@ def _check_input(stage: str, data: JudgeInput) -> None:
     reads = STAGE_READS[stage]
     abstention_expected = stage == "answer_accuracy" and data.unanswerable
     needs_reference = "reference" in reads and not abstention_expected
+    if "rubric" in reads and not data.rubric:
+        raise JudgeInputError(
+            f"stage {stage!r} needs rubric items; add \"rubric\" to the case or drop the stage "
+            "from the suite"
+        )
     if needs_reference and not (data.reference or "").strip():
         raise JudgeInputError(
             f"stage {stage!r} needs a reference (golden answer); add \"reference\" to the case "
@@ -175,5 +181,20 @@ def _check_input(stage: str, data: JudgeInput) -> None:
         )
 
 
-def _empty_answer_label(stage: str) -> str | None:
-    return "WRONG" if stage == "answer_accuracy" else None
+def _empty_answer_grade(stage: str, data: JudgeInput) -> Grade:
+    if stage == "rubric":
+        return rubric_grade([(text, weight, False, "the answer is empty")
+                             for text, weight in data.rubric])
+    return Grade(0.0, "the answer is empty", "WRONG" if stage == "answer_accuracy" else None)
+
+
+def rubric_grade(graded: list[tuple[str, float, bool, str]]) -> Grade:
+    """A rubric verdict from (item, weight, met, why) per item: score = weighted share met."""
+    total = sum(weight for _, weight, _, _ in graded)
+    score = sum(weight for _, weight, met, _ in graded if met) / total
+    unmet = [text for text, _, met, _ in graded if not met]
+    reason = f"{len(graded) - len(unmet)} of {len(graded)} rubric items met" + (
+        "; unmet: " + "; ".join(unmet) if unmet else ""
+    )
+    items = [{"item": text, "met": met, "reason": why} for text, _, met, why in graded]
+    return Grade(score, reason, details={"items": items})

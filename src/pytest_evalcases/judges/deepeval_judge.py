@@ -1,4 +1,5 @@
-"""The LLM judge: deepeval metrics for six stages, our own prompts for the other two.
+"""The LLM judge: deepeval metrics for six stages, our own prompts for the other three
+(context completeness, answer accuracy, and rubric items: one request per item).
 
 deepeval is imported only by a live LLM judge, after its environment is prepared (it reads .env
 files unless told not to). The import takes 1.5-2 s, so the judge's first verdict starts it in a
@@ -33,6 +34,7 @@ from .base import (
     Judge,
     JudgeInput,
     StageOptions,
+    rubric_grade,
 )
 from .chat import ChatClient, LoopBound, completions_url, endpoint_name
 from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits
@@ -42,8 +44,10 @@ from .prompts import (
     PROMPTS_REVISION,
     AnswerAccuracyGrade,
     ContextCompletenessGrade,
+    RubricItemGrade,
     answer_accuracy_prompt,
     context_completeness_prompt,
+    rubric_item_prompt,
     unanswerable_accuracy_prompt,
 )
 from .retry import RetryPolicy
@@ -352,6 +356,15 @@ class DeepEvalJudge(Judge):
                 accuracy.label,
                 {"unanswerable": data.unanswerable},
             )
+        if stage == "rubric":  # item by item, the requests in flight together
+            graded = await asyncio.gather(*(
+                self._ask(rubric_item_prompt(data.input, data.answer, text), RubricItemGrade)
+                for text, _ in data.rubric
+            ))
+            return rubric_grade([
+                (text, weight, grade.met, _clip(grade.reason))
+                for (text, weight), grade in zip(data.rubric, graded, strict=True)
+            ])
         model = await self.model()
         criteria = options.correctness_criteria
         if stage == "correctness" and criteria not in self._correctness_steps:

@@ -31,6 +31,11 @@ Stages (scores in [0, 1])
 - context_completeness: share of the reference's distinct content words found anywhere in the
   context: >= 0.9 COMPLETE (1.0), >= 0.4 PARTIAL (0.5), else INSUFFICIENT (0.0); details list
   the present and missing words.
+- rubric: an item is met when the answer holds at least 60% of the item's distinct content
+  words, leaving out the words rubrics use to describe an answer (mention, state, say, explain,
+  include, give, provide, answer, response...); score = weighted share of met items. An item
+  left without content words is unmet. Negation is ignored here too: "does not promise a
+  refund" is met by an answer that promises one.
 - answer_accuracy: CORRECT (1.0) when the answer is not an abstention and holds at least 80% of
   the reference's distinct content words, else WRONG (0.0). For `unanswerable` cases: CORRECT
   exactly when the answer is an abstention.
@@ -50,6 +55,7 @@ from .base import (
     Judge,
     JudgeInput,
     StageOptions,
+    rubric_grade,
 )
 
 LEXICAL_REVISION = 1  # bump when any rule or ratio below changes: recorded verdicts go stale
@@ -60,6 +66,7 @@ PRECISION_RATIO = 0.5
 COMPLETE_RATIO = 0.9
 PARTIAL_RATIO = 0.4
 ACCURACY_RATIO = 0.8
+RUBRIC_RATIO = 0.6
 
 STOP_WORDS = frozenset(
     """
@@ -176,6 +183,13 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 _MAX_ITEMS = 20  # keep verdict details small
+
+# Words a rubric uses to describe an answer rather than what it should say.
+RUBRIC_META_WORDS = frozenset(
+    stem(word)
+    for word in """mention state say explain include give provide answer response reply note
+    tell describe refer list cite clearly correctly""".split()
+)
 
 
 class LexicalJudge(Judge):
@@ -314,6 +328,23 @@ class LexicalJudge(Judge):
             {"present_elements": present[:_MAX_ITEMS], "missing_elements": missing[:_MAX_ITEMS],
              "coverage": round(coverage, 4)},
         )
+
+    def _rubric(self, data: JudgeInput, options: StageOptions) -> Grade:
+        said = set(terms(data.answer))
+        graded = []
+        for text, weight in data.rubric:
+            wanted = {key: word for key, word in terms(text).items()
+                      if key not in RUBRIC_META_WORDS}
+            if not wanted:
+                graded.append((text, weight, False, "the item has no content words to look for"))
+                continue
+            missing = [word for key, word in wanted.items() if key not in said]
+            share = 1 - len(missing) / len(wanted)
+            why = f"the answer holds {share:.0%} of the item's content words" + (
+                f" (missing: {', '.join(missing[:_MAX_ITEMS])})" if missing else ""
+            )
+            graded.append((text, weight, share >= RUBRIC_RATIO, why))
+        return rubric_grade(graded)
 
     def _answer_accuracy(self, data: JudgeInput, options: StageOptions) -> Grade:
         abstains = is_abstention(data.answer)

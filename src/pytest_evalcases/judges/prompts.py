@@ -1,4 +1,5 @@
-"""Our own grader prompts (context completeness, answer accuracy) and the schemas they answer in.
+"""Our own grader prompts (context completeness, answer accuracy, rubric items) and the schemas
+they answer in.
 
 The judge model is called as `generate(prompt, schema=Model)`, like deepeval's metrics do, so one
 model object serves both. Bump PROMPTS_REVISION whenever a prompt or schema here changes: it is
@@ -34,6 +35,11 @@ class AnswerAccuracyGrade(BaseModel):
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
+
+
+class RubricItemGrade(BaseModel):
+    reason: str = ""
+    met: bool
 
 
 def _passages(context: list[str]) -> str:
@@ -129,4 +135,28 @@ one.
 
 Respond with a JSON object only, no other text, in exactly this form:
 {{"reason": "one or two sentences", "label": "CORRECT" or "WRONG"}}
+"""
+
+
+def rubric_item_prompt(question: str, answer: str, item: str) -> str:
+    return f"""Task: grade one rubric item.
+
+You are checking whether an ANSWER to a QUESTION meets one RUBRIC ITEM. Judge this item only,
+on what the answer says: paraphrases count, an item the answer only hints at or contradicts is
+not met. Other qualities of the answer do not matter here.
+
+<question>
+{question.strip()}
+</question>
+
+<answer>
+{answer.strip()}
+</answer>
+
+<rubric_item>
+{item.strip()}
+</rubric_item>
+
+Respond with a JSON object only, no other text, in exactly this form:
+{{"reason": "one sentence", "met": true or false}}
 """

@@ -36,6 +36,8 @@ RETRIEVAL_METRICS: tuple[str, ...] = (
     "ndcg_at_k",
     "map",
 )
+# The graph stage's rates, averaged over its cases (its score, F1, has the stage mean).
+GRAPH_METRICS: tuple[str, ...] = ("precision", "recall", "hallucination_rate", "omission_rate")
 HISTOGRAM_BINS = 10
 # Labelled stages whose label counts the per-category and per-group rows carry: stage ->
 # (the rows' field, the labels always listed).
@@ -142,7 +144,7 @@ class _StageAcc:
         self.idx: list[int] = []  # positions of the scored cases, for per-bucket means
         self.scores: list[float] = []
         self.gating = False
-        self.metrics: dict[str, list[float]] = {m: [] for m in RETRIEVAL_METRICS}
+        self.metrics: dict[str, list[float]] = {m: [] for m in _MEAN_METRICS}
         self.ks: set[int] = set()
         self.labels: dict[int, str] = {}  # case position -> label (completeness, accuracy)
 
@@ -181,8 +183,11 @@ class _Scan:
                     _add_metrics(acc, metrics)
 
 
+_MEAN_METRICS = RETRIEVAL_METRICS + GRAPH_METRICS
+
+
 def _add_metrics(acc: _StageAcc, metrics: Mapping[str, Any]) -> None:
-    for m in RETRIEVAL_METRICS:
+    for m in _MEAN_METRICS:
         v = metrics.get(m)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
             acc.metrics[m].append(float(v))
@@ -237,7 +242,10 @@ def _stages(scan: _Scan, stage_order: list[str]) -> dict[str, dict[str, Any]]:
             "gating": acc.gating,
             "histogram": _histogram(acc.scores),
         }
-        if any(acc.metrics.values()) or acc.ks:
+        for m in GRAPH_METRICS:
+            if acc.metrics[m]:
+                entry[m] = mean(acc.metrics[m])
+        if any(acc.metrics[m] for m in RETRIEVAL_METRICS) or acc.ks:
             # k: the common k, or the sorted distinct ks when suites disagree.
             ks = sorted(acc.ks)
             entry["k"] = ks[0] if len(ks) == 1 else (ks or None)
@@ -399,6 +407,7 @@ __all__ = [
     "OUTCOMES",
     "RESULTS_FORMAT",
     "RESULTS_VERSION",
+    "GRAPH_METRICS",
     "RETRIEVAL_METRICS",
     "aggregate",
     "sort_cases",

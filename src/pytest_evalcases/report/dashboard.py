@@ -40,6 +40,8 @@ _HIST_H = 56
 _RETRIEVAL_LABELS = (("hit@k", "hit_at_k"), ("recall@k", "recall_at_k"),
                      ("precision@k", "precision_at_k"), ("MRR", "mrr"),
                      ("nDCG@k", "ndcg_at_k"), ("MAP", "map"))
+_GRAPH_LABELS = (("precision", "precision"), ("recall", "recall"),
+                 ("hallucination", "hallucination_rate"), ("omission", "omission_rate"))
 
 
 @lru_cache(maxsize=1)
@@ -133,6 +135,8 @@ def histogram_bars(counts: Sequence[int]) -> dict[str, Any]:
 def _fmt_num(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.3f}"
+    if isinstance(v, list):  # e.g. the graph stage's unmatched edges, the schema's violations
+        return "; ".join(map(str, v)) if v else "none"
     return str(v)
 
 
@@ -262,14 +266,14 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     stage_cards = []
     for name in stage_order:
         s = stages[name]
-        retrieval = [(label, fmt_score(s.get(key))) for label, key in _RETRIEVAL_LABELS
-                     if key in s]
+        metrics = [(label, fmt_score(s.get(key)))
+                   for label, key in _RETRIEVAL_LABELS + _GRAPH_LABELS if key in s]
         stage_cards.append({
             "name": name, "gating": s["gating"], "passed": s["passed"], "failed": s["failed"],
             "skipped": s["skipped"], "judge_errors": s["judge_errors"], "scored": s["scored"],
             "mean": fmt_score(s["mean"]), "ci": fmt_ci(s["ci95"]),
             "hist": histogram_bars(s.get("histogram") or []),
-            "retrieval": retrieval, "k": s.get("k"),
+            "metrics": metrics, "k": s.get("k"),
         })
     stage_chart = interval_chart([
         (name, stages[name]["mean"], stages[name]["ci95"],

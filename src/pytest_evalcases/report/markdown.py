@@ -185,6 +185,14 @@ def _stages(doc: Mapping[str, Any]) -> list[str]:
                                    ("nDCG", "ndcg_at_k"), ("MAP", "map"))
             )
             lines += ["", f"{escape_cell(name)} @ k={escape_cell(k)}: {metrics}"]
+        if "hallucination_rate" in s:
+            rates = " · ".join(
+                f"{label} {fmt_score(s.get(key))}"
+                for label, key in (("precision", "precision"), ("recall", "recall"),
+                                   ("hallucination", "hallucination_rate"),
+                                   ("omission", "omission_rate"))
+            )
+            lines += ["", f"{escape_cell(name)}: {rates}"]
     lines.append("")
     return lines
 

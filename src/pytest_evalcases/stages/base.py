@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..schema import Case, Suite
@@ -52,3 +53,6 @@ class Stage:
     judged: bool = False
     # judged stages only: which case/trace fields the judge reads (they go into the verdict key)
     reads: tuple[str, ...] = field(default=())
+    # once per suite that runs the stage, at collection: check or load the suite's options for
+    # it (raise CaseFileError); keeps per-case scoring free of set-up work
+    prepare: Callable[[Suite, Path], None] | None = None

@@ -19,6 +19,8 @@ _PASSING_LABELS: dict[str, Callable[[Suite], set[str]]] = {
 
 def judged_skip_reason(stage: Stage, case: Case, trace: dict[str, Any]) -> str | None:
     """Why a judged stage does not apply to this case (then no judge is called), or None."""
+    if "rubric" in stage.reads and not case.rubric:
+        return "no rubric"
     if "context" in stage.reads and not trace.get("context"):
         return "no context"
     if case.unanswerable and "context" in stage.reads and "reference" in stage.reads:
@@ -33,15 +35,26 @@ def judged_skip_reason(stage: Stage, case: Case, trace: dict[str, Any]) -> str |
     return None
 
 
+def unusable_verdict(
+    stage: Stage, case: Case, trace: dict[str, Any], verdict: Any
+) -> StageResult | None:
+    """The result of a judged stage that has no verdict to score (it does not apply, none was
+    recorded, or the judge failed), or None when `verdict` can be scored."""
+    reason = judged_skip_reason(stage, case, trace)
+    if reason:
+        return skipped(reason)
+    if verdict is None:
+        return skipped("no verdict recorded")
+    if verdict.get("error"):
+        return StageResult(None, False, f"judge error: {verdict['error']}", judge_error=True)
+    return None
+
+
 def _make_scorer(name: str) -> Callable[..., StageResult]:
     def score(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -> StageResult:
-        reason = judged_skip_reason(STAGE_BY_NAME[name], case, trace)
-        if reason:
-            return skipped(reason)
-        if verdict is None:
-            return skipped("no verdict recorded")
-        if verdict.get("error"):
-            return StageResult(None, False, f"judge error: {verdict['error']}", judge_error=True)
+        unusable = unusable_verdict(STAGE_BY_NAME[name], case, trace, verdict)
+        if unusable is not None:
+            return unusable
         score_value = float(verdict.get("score", 0.0))
         label = verdict.get("label")
         why = verdict.get("reason") or ""
@@ -68,9 +81,13 @@ JUDGE_READS: dict[str, tuple[str, ...]] = {
     "correctness": ("input", "answer", "reference"),
     "context_completeness": ("input", "reference", "context"),
     "answer_accuracy": ("input", "answer", "reference", "unanswerable"),
+    "rubric": ("input", "answer", "rubric"),  # scored item by item in stages/rubric.py
 }
+# Judged stages whose verdict is scored by a module of their own (which registers them).
+OWN_SCORER = frozenset({"rubric"})
 
 STAGE_BY_NAME: dict[str, Stage] = {
     name: register(Stage(name, _make_scorer(name), judged=True, reads=reads))
     for name, reads in JUDGE_READS.items()
+    if name not in OWN_SCORER
 }
