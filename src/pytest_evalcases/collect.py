@@ -396,7 +396,6 @@ class CaseFile(pytest.File):
             self._input_variants[inputs] = variant
         return variant
 
-
     def _with_user(self, ctx: SuiteContext, user_id: str) -> SuiteContext:
         """The context of one user's cases: the user's files as key field `user.<id>`."""
         known = ctx.users or {}
