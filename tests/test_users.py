@@ -206,6 +206,11 @@ def test_unknown_user_and_missing_user_file_error_only_their_cases(project: Proj
     assert "user 'u-bo', field 'chats': input file 'data/bo/missing.json' cannot be read" in bo
     cy = error_block(result, "::cy-x")
     assert "user 'u-cy' is not declared by the suite (its \"users\": 'u-ana', 'u-bo')" in cy
+    # The broken cases count in their user's row (cases, not scored), not in a `-` row.
+    section = summary_section(result)
+    users = section[next(i for i, line in enumerate(section) if line.startswith("user ")) :]
+    rows = {line.split()[0]: line.split()[1:4] for line in users if line.startswith(("u-", "- "))}
+    assert rows == {"u-ana": ["2", "2", "100%"], "u-bo": ["0", "0", "-"], "u-cy": ["0", "0", "-"]}
 
 
 def test_a_user_field_that_is_not_a_file_is_a_suite_error(project: Project) -> None:

@@ -320,13 +320,17 @@ class CaseFile(pytest.File):
         self, ctx: SuiteContext, state: EvalSession, index: int, raw: Any, seen: dict[str, int]
     ) -> pytest.Item:
         def error(name: str, message: str) -> SuiteErrorItem:
-            return SuiteErrorItem.from_parent(
+            item = SuiteErrorItem.from_parent(
                 self,
                 name=name,
                 message=f"{self.nodeid}: {message}",
                 suite_name=ctx.suite.name,
                 index=index,
             )
+            user = raw.get("user") if isinstance(raw, dict) else None
+            if isinstance(user, str) and user:  # counted in its user's row of the reports
+                item.user = user
+            return item
 
         if not isinstance(raw, dict):
             return error(
@@ -461,6 +465,7 @@ class SuiteErrorItem(EvalItem):
     """Stands in for a file or case that cannot run, and errors in setup with its message."""
 
     is_eval_item = True  # the plugin's hooks look for this, without importing this module
+    user: str | None = None  # the suite user the broken case names, if any
 
     def __init__(self, *, message: str, suite_name: str, index: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
