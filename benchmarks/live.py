@@ -72,7 +72,7 @@ def write_project(folder: Path, n: int, stages: list[str] = STAGES) -> None:
     (folder / "cases").mkdir()
     (folder / "benchsys.py").write_text(SYSTEM)
     (folder / "pytest.ini").write_text(
-        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n"
+        "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin -p no:cacheprovider\n"
         "asyncio_default_fixture_loop_scope = function\n"
     )
     cases = [

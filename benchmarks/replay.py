@@ -51,7 +51,7 @@ ALSO_SHOWN = ("pydantic", "numpy", "jinja2")
 # "cassettes"): written out, they would make -p no:evalcases warn about unknown ini keys.
 PYTEST_INI = """\
 [pytest]
-addopts = -p no:deepeval -p no:cacheprovider
+addopts = -p no:deepeval -p no:langsmith_plugin -p no:cacheprovider
 asyncio_default_fixture_loop_scope = function
 """
 

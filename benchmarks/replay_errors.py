@@ -31,7 +31,7 @@ TARGET = 2.0
 
 PYTEST_INI = """\
 [pytest]
-addopts = -p no:deepeval -p no:cacheprovider
+addopts = -p no:deepeval -p no:langsmith_plugin -p no:cacheprovider
 """
 
 SYSTEM = '''\

@@ -38,7 +38,7 @@ REQUESTS_PER_CASE = 3
 
 PYTEST_INI = """\
 [pytest]
-addopts = -p no:deepeval -p no:cacheprovider
+addopts = -p no:deepeval -p no:langsmith_plugin -p no:cacheprovider
 """
 
 SYSTEM = '''\

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from evalhelpers import TEST_COLUMNS, Project
+from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the adapter tests
 
 
 @pytest.fixture

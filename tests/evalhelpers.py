@@ -22,7 +22,10 @@ from typing import Any
 import pytest
 from judge_server import JUDGE_SETTINGS
 
-INI = "[pytest]\naddopts = -p no:deepeval\nasyncio_default_fixture_loop_scope = function\n"
+INI = (
+    "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
+    "asyncio_default_fixture_loop_scope = function\n"
+)
 
 # The terminal width of every pytest subprocess the tests start (the summary's per-case table
 # fits it): wide enough that the tables which parse it find one line a case with full stage

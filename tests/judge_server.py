@@ -281,6 +281,9 @@ class JudgeServer:
         # fault). Faults scripted with `fail_next` come first.
         self.rules = rules or []
         self.requests: list[RecordedRequest] = []
+        # Answers that change from one request to the next (`answer_in_turn`): phrase -> the
+        # poisoned flags of its requests in arrival order (then the last flag for the rest).
+        self._turns: dict[str, tuple[list[bool], list[int]]] = {}
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -319,6 +322,25 @@ class JudgeServer:
         with self._lock:
             for fault in faults:
                 self._faults.append(fault if isinstance(fault, Fault) else Fault(fault))
+
+    def answer_in_turn(self, phrase: str, *poisoned: bool) -> None:
+        """Judge the requests whose prompt holds `phrase` differently, one after another: the
+        n-th such request is answered as if `phrase` carried POISON when `poisoned[n]` is true
+        (after the last flag, the last flag holds). A judge asked the same thing three times
+        then answers e.g. WRONG, CORRECT, CORRECT: an unstable verdict, or a missed defect."""
+        with self._lock:
+            self._turns[phrase] = (list(poisoned), [0])
+
+    def _poisoned_prompt(self, prompt: str) -> str:
+        """The prompt as this turn judges it (the phrase poisoned or not)."""
+        with self._lock:
+            for phrase, (flags, seen) in self._turns.items():
+                if phrase in prompt:
+                    turn = min(seen[0], len(flags) - 1)
+                    seen[0] += 1
+                    if flags[turn]:
+                        return prompt.replace(phrase, f"{phrase} {POISON}")
+        return prompt
 
     def kinds(self) -> list[str]:
         with self._lock:
@@ -492,7 +514,7 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 self._send(400, _error("judge_server: unrecognised prompt", "invalid_request_error",
                                        None))
                 return 400
-            canned = canned_reply(record.kind, record.prompt)
+            canned = canned_reply(record.kind, server._poisoned_prompt(record.prompt))
             if fault is not None and fault.kind == "empty":
                 canned = emptied(canned)
             if fault is not None and fault.kind == "out_of_scale" and "score" in canned:

@@ -46,7 +46,7 @@ def test_node_ids_are_case_file_and_case_id(project: Project) -> None:
 
 
 def test_eval_cases_ini_option_names_the_case_folders(project: Project) -> None:
-    project.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval\n"
+    project.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
                        "asyncio_default_fixture_loop_scope = function\n"
                        "eval_cases = evals more_evals\n")
     project.write_suite(suite_doc("one", cases=[make_case("a1", "a1 x")]), file="evals/one.json")

@@ -152,7 +152,8 @@ def rag_suite(**fields: Any) -> dict[str, Any]:
 
 def rag_project(root: Path, ini_extra: str = "", **suite_fields: Any) -> Project:
     project = Project(root).write_base(
-        "[pytest]\naddopts = -p no:deepeval\nasyncio_default_fixture_loop_scope = function\n"
+        "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
+        "asyncio_default_fixture_loop_scope = function\n"
         + ini_extra
     )
     project.write_text("ragsys.py", RAG_SYSTEM)
@@ -385,7 +386,8 @@ def test_systems_run_on_while_the_judge_works(tmp_path: Path, server: JudgeServe
     waiting for its verdicts holds no system slot, so the next systems run meanwhile."""
     server.latency = 0.5
     project = Project(tmp_path).write_base(
-        "[pytest]\naddopts = -p no:deepeval\nasyncio_default_fixture_loop_scope = function\n"
+        "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
+        "asyncio_default_fixture_loop_scope = function\n"
     )
     project.write_text("paced.py", PACED_SYSTEM)
     project.write_suite({"name": "paced", "system": "paced:run", "stages": ["answer_accuracy"],

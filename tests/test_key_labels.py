@@ -11,7 +11,10 @@ from evalhelpers import Project, error_block, make_case, run_pytest_env, suite_d
 from judge_server import JudgeServer, judge_server_fixture
 
 OPENAI = "openai:gpt-4o-mini"
-INI = "[pytest]\naddopts = -p no:deepeval\nasyncio_default_fixture_loop_scope = function\n"
+INI = (
+    "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
+    "asyncio_default_fixture_loop_scope = function\n"
+)
 
 judge_server = judge_server_fixture()
 

@@ -213,7 +213,7 @@ def test_async_system_records_in_live_mode(project: Project, xdist: list[str]) -
 
 
 def test_ini_eval_system_and_a_plain_callable(project: Project) -> None:
-    project.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval\n"
+    project.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
                        "asyncio_default_fixture_loop_scope = function\n"
                        "eval_system = mysys:plain_run\n")
     doc = suite_doc()

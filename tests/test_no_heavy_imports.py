@@ -12,7 +12,9 @@ import pytest
 from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "jsonschema")
+HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "jsonschema",
+         # the frameworks the trace adapters read: the plugin itself never imports them
+         "langchain_core", "langgraph", "pydantic_ai", "agents", "opentelemetry")
 
 # Runs pytest in this interpreter, then reports the heavy top-level modules it imported.
 PROBE = f"""

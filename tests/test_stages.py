@@ -60,6 +60,58 @@ class TestTools:
         assert (result.passed, result.score) == (False, 0.5)
 
 
+class TestToolOrderAndBounds:
+    ORDER = {"tool_calls": [{"name": "get_order"}, {"name": "search_kb"}]}
+
+    def test_any_order_is_the_default(self):
+        assert score("tools", self.ORDER, expected_tools=["search_kb", "get_order"]).passed
+
+    def test_strict_order_names_the_call_out_of_order(self):
+        result = score(
+            "tools", self.ORDER, expected_tools=["search_kb", "get_order"], tool_order="strict"
+        )
+        assert (result.passed, result.score) == (False, 0.5)
+        assert result.reason == (
+            "out of order: get_order (expected search_kb, get_order; called get_order, search_kb)"
+        )
+
+    def test_strict_order_allows_repeats_between_and_names_the_missing(self):
+        trace = {"tool_calls": [{"name": "a"}, {"name": "b"}, {"name": "a"}, {"name": "c"}]}
+        ok = score("tools", trace, expected_tools=["a", "b", "c"], tool_order="strict")
+        assert ok.passed is True and ok.score == 1.0
+        missing = score("tools", trace, expected_tools=["a", "b", "d", "c"], tool_order="strict")
+        assert (missing.reason, missing.score) == ("missing: d", 0.75)
+
+    def test_a_duplicate_call_passes_unless_bounded(self):
+        twice = {"tool_calls": [{"name": "search_kb"}, {"name": "search_kb"}]}
+        assert score("tools", twice, expected_tools=["search_kb"]).passed is True
+        per_tool = score(
+            "tools", twice, expected_tools=["search_kb"], max_tool_calls={"search_kb": 1}
+        )
+        assert per_tool.passed is False
+        assert per_tool.reason == "too many calls: search_kb called 2 times, at most 1"
+        total = score("tools", twice, expected_tools=["search_kb"], max_tool_calls=1)
+        assert total.reason == "too many calls: 2 tool calls, at most 1 allowed"
+        assert score("tools", twice, expected_tools=["search_kb"], max_tool_calls=2).passed
+
+    def test_a_bound_alone_gates_without_expected_tools(self):
+        three = {"tool_calls": [{"name": "x"}] * 3}
+        assert score("tools", three, max_tool_calls=3).passed is True
+        assert score("tools", three, max_tool_calls=2).passed is False
+
+    def test_bad_values_are_refused_by_the_schema(self):
+        with pytest.raises(ValueError, match="tool_order"):
+            case(tool_order="sorted")
+        with pytest.raises(ValueError, match="max_tool_calls"):
+            case(max_tool_calls=-1)
+
+    def test_editing_them_never_stales_a_recording(self):
+        from pytest_evalcases.system import key_view, system_view
+
+        view = key_view(system_view(case(tool_order="strict", max_tool_calls=2)))
+        assert view == {"input": "q"}
+
+
 class TestRetrieval:
     def test_rank_metrics_hand_computed(self):
         # relevant {a, c}; ranked [b, a, d, c] at k=3: a at rank 2 only.

@@ -107,7 +107,7 @@ def test_no_case_rows_with_qq_or_summary_none(template: Project, args: list[str]
 
 
 def test_ini_eval_summary_and_the_option_over_it(copied: Project) -> None:
-    copied.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval\n"
+    copied.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
                       "asyncio_default_fixture_loop_scope = function\neval_summary = all\n")
     assert len(case_rows(summary_section(copied.run("-q")))) == len(CASE_IDS)
     only_failed = case_rows(summary_section(copied.run("-q", "--eval-summary=failed")))

@@ -116,6 +116,7 @@ def compare(current: dict, baseline: dict, tolerance: float = 0.0) -> dict:
     cur_keys = {case_key(c) for c in current["cases"]}
 
     regressions: list[dict[str, Any]] = []
+    unstable: list[dict[str, Any]] = []  # flips that unstable verdicts alone explain
     fixed: list[dict[str, Any]] = []
     new: list[dict[str, Any]] = []
     still_failing = 0
@@ -133,10 +134,11 @@ def compare(current: dict, baseline: dict, tolerance: float = 0.0) -> dict:
         compared += 1
         if was in PASS_LIKE and now in NOT_PASSING:
             stage, reason = failure_of(case)
-            regressions.append({**_ref(case), "baseline_outcome": was, "stage": stage,
-                                "reason": reason})
+            entry = {**_ref(case), "baseline_outcome": was, "stage": stage, "reason": reason}
+            (unstable if _noise_only(before, case) else regressions).append(entry)
         elif was in NOT_PASSING and now in PASS_LIKE:
-            fixed.append({**_ref(case), "baseline_outcome": was})
+            entry = {**_ref(case), "baseline_outcome": was}
+            (unstable if _noise_only(case, before) else fixed).append(entry)
         elif was in NOT_PASSING and now in NOT_PASSING:
             still_failing += 1
     removed = [_ref(c) for c in baseline["cases"] if case_key(c) not in cur_keys]
@@ -155,6 +157,7 @@ def compare(current: dict, baseline: dict, tolerance: float = 0.0) -> dict:
         "baseline_run": dict(baseline.get("run") or {}),
         "compared": compared,
         "regressions": regressions,
+        "unstable": unstable,
         "fixed": fixed,
         "new": new,
         "removed": removed,
@@ -166,10 +169,38 @@ def compare(current: dict, baseline: dict, tolerance: float = 0.0) -> dict:
     }
 
 
+def _gating_failures(case: Mapping[str, Any]) -> dict[str, bool]:
+    """The gating stages a case failed (or, unstable, may have): name -> unstable."""
+    return {
+        name: bool(stage.get("unstable"))
+        for name, stage in (case.get("stages") or {}).items()
+        if stage.get("gating") and not stage.get("judge_error")
+        and (stage.get("passed") is False or stage.get("unstable"))
+    }
+
+
+def _noise_only(passing: Mapping[str, Any], failing: Mapping[str, Any]) -> bool:
+    """Whether unstable verdicts alone explain why `failing` did not pass while `passing` did:
+    every gating stage that failed in `failing` was unstable in one of the two runs (a judge
+    whose repeats disagree decides nothing, so its flip is not a regression)."""
+    failed = _gating_failures(failing)
+    if not failed or failing.get("outcome") not in ("failed", "xfailed"):
+        return False
+    before = passing.get("stages") or {}
+    return all(unstable or (before.get(name) or {}).get("unstable")
+               for name, unstable in failed.items())
+
+
+def _unstable_in(case: Mapping[str, Any], name: str) -> bool:
+    return bool(((case.get("stages") or {}).get(name) or {}).get("unstable"))
+
+
 def _stage_delta(name: str, matched: list[tuple[dict, dict]]) -> dict[str, Any]:
     base_scores: list[float] = []
     cur_scores: list[float] = []
     for before, after in matched:
+        if _unstable_in(before, name) or _unstable_in(after, name):
+            continue  # kept out of the gate, as the flips of unstable verdicts are
         b = stage_score((before.get("stages") or {}).get(name) or {})
         c = stage_score((after.get("stages") or {}).get(name) or {})
         if b is not None and c is not None:
@@ -202,6 +233,7 @@ def render_baseline_terminal(cmp: Mapping[str, Any]) -> list[str]:
         f"(tolerance {cmp['tolerance']:.3f}); {len(cmp['fixed'])} fixed, "
         f"{len(cmp['new'])} new, {len(cmp['removed'])} removed, "
         f"{cmp['still_failing']} still failing"
+        + (f", {len(cmp['unstable'])} unstable (not counted)" if cmp.get("unstable") else "")
     ]
     if regs:
         lines.append("regressions:")
@@ -217,6 +249,11 @@ def render_baseline_terminal(cmp: Mapping[str, Any]) -> list[str]:
         for d in drops:
             lines.append(f"  {d['stage']}: {fmt_score(d['baseline_mean'])} -> "
                          f"{fmt_score(d['current_mean'])} ({fmt_delta(d['delta'])})")
+    if cmp.get("unstable"):
+        lines.append("unstable (not counted):")
+        rows = [f"  {r['case']}: {r['baseline_outcome']} -> {r['outcome']}"
+                + (f" at {r['stage']}" if r.get("stage") else "") for r in cmp["unstable"]]
+        lines += _capped(rows, _TERMINAL_LIST_CAP)
     for key in ("fixed", "new", "removed"):
         if cmp[key]:
             lines.append(f"{key}:")

@@ -281,17 +281,52 @@ def _structure_problem(doc: Any) -> str | None:
     verdicts = doc.get("verdicts") or {}
     if not isinstance(verdicts, dict):
         return "has 'verdicts' that are not an object; re-judge with --live-judges"
+    if "later_runs" in doc:
+        return _runs_problem(doc["later_runs"]) or _verdicts_problem(verdicts)
+    return _verdicts_problem(verdicts)
+
+
+def _runs_problem(runs: Any) -> str | None:
+    """What makes the runs 2..K of a cassette (--eval-runs) unusable, or None."""
+    if not isinstance(runs, list) or not all(
+        isinstance(run, dict) and isinstance(run.get("trace"), dict)
+        and isinstance(run.get("verdicts") or {}, dict) for run in runs
+    ):
+        return ("has 'later_runs' that are not a list of {\"trace\": ..., \"verdicts\": ...} "
+                "objects; delete it and record again with --live")
+    for run in runs:
+        problem = _verdicts_problem(run.get("verdicts") or {})
+        if problem:
+            return problem
+    return None
+
+
+def _verdicts_problem(verdicts: dict[str, Any]) -> str | None:
     for stage, verdict in verdicts.items():
         score = verdict.get("score") if isinstance(verdict, dict) else None
         if not isinstance(verdict, dict) or not (
             score is None
             or (isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1)
-        ):
+        ) or ("later_repeats" in verdict and not _well_formed_repeats(verdict["later_repeats"])):
             return (
                 f"has a malformed verdict for {stage} (a verdict is an object whose score is a "
-                "number from 0 to 1, or null); re-judge with --live-judges"
+                "number from 0 to 1, or null; its later_repeats a list of such objects); "
+                "re-judge with --live-judges"
             )
     return None
+
+
+def _well_formed_repeats(repeats: Any) -> bool:
+    return isinstance(repeats, list) and all(map(_well_formed_verdict, repeats))
+
+
+def _well_formed_verdict(verdict: Any) -> bool:
+    if not isinstance(verdict, dict):
+        return False
+    score = verdict.get("score")
+    return score is None or (
+        isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1
+    )
 
 
 def _content_as_read(trace: Any, verdicts: Any) -> str:
@@ -302,7 +337,10 @@ def _content_as_read(trace: Any, verdicts: Any) -> str:
 
 
 def integrity_of(
-    trace: Mapping[str, Any], verdicts: Mapping[str, Any], http: str | None
+    trace: Mapping[str, Any],
+    verdicts: Mapping[str, Any],
+    http: str | None,
+    later_runs: list[Any] | None = None,
 ) -> dict[str, Any]:
     """Content hashes of what a cassette holds, so a hand edit is refused at replay: one for
     the whole (checked on every replay), and one per part (to name what changed)."""
@@ -314,7 +352,16 @@ def integrity_of(
     }
     if http is not None:
         integrity["http"] = http
+    if later_runs is not None:  # runs 2..K of --eval-runs: one hash for all of them
+        integrity["later_runs"] = content_hash(later_runs)
     return integrity
+
+
+def _check_later_runs(doc: Mapping[str, Any], integrity: Mapping[str, Any], shown: str) -> None:
+    if content_hash(doc["later_runs"]) != integrity.get("later_runs"):
+        raise CassetteError(
+            f"recording edited by hand: later runs changed ({shown}); re-record with --live"
+        )
 
 
 def check_integrity(
@@ -325,6 +372,9 @@ def check_integrity(
     integrity = doc.get("integrity")
     if isinstance(integrity, dict) and verdicts:
         if integrity.get("content") == _content_as_read(doc["trace"], doc.get("verdicts") or {}):
+            if "later_runs" in doc:
+                shown = shown_path(path, rootdir) if rootdir else str(path)
+                _check_later_runs(doc, integrity, shown)
             return  # the common case, in one hash
     shown = shown_path(path, rootdir) if rootdir else str(path)
     if not isinstance(integrity, dict):
@@ -341,6 +391,8 @@ def check_integrity(
             f"recording edited by hand: verdict {edited[0]} changed ({shown}); re-judge with "
             "--live-judges"
         )
+    if "later_runs" in doc:
+        _check_later_runs(doc, integrity, shown)
 
 
 def edited_verdicts(doc: Mapping[str, Any]) -> list[str]:
@@ -363,9 +415,11 @@ def build_cassette(
     verdicts: Mapping[str, Any],
     http: str | None = None,
     labels: Mapping[str, Any] | None = None,
+    later_runs: list[Any] | None = None,
 ) -> dict[str, Any]:
     """A cassette document; `http` is the content hash of the case's HTTP recording, if any;
-    `labels` what a person reads beside the key hashes (see `Labels`)."""
+    `labels` what a person reads beside the key hashes (see `Labels`); `later_runs` the traces
+    and verdicts of runs 2..K (--eval-runs), run 1 being `trace` and `verdicts`."""
     doc: dict[str, Any] = {
         "format": CASSETTE_FORMAT,
         "plugin_version": __version__,
@@ -375,8 +429,10 @@ def build_cassette(
         "key": dict(key),
         "trace": dict(trace),
         "verdicts": dict(verdicts),
-        "integrity": integrity_of(trace, verdicts, http),
+        "integrity": integrity_of(trace, verdicts, http, later_runs),
     }
+    if later_runs is not None:
+        doc["later_runs"] = later_runs
     if labels:
         doc["labels"] = dict(labels)
     return doc

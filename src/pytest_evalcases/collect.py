@@ -21,7 +21,7 @@ from .cassette import LABEL_CHARS, file_hash, suite_key_fields, suite_key_labels
 from .code_fingerprint import default_code
 from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .schema import Case, Suite, format_validation_error, validate_case
-from .scoring import failure_message, score_case
+from .scoring import failure_message, runs_failure_message, score_case, score_runs
 from .stages import STAGES, Stage, prepare_stages
 from .system import System, resolve_system
 
@@ -54,6 +54,10 @@ class SuiteContext:
     # get; and the user of the cases sharing this context (a per-user variant), if any.
     users: dict[str, SuiteUser | CaseFileError] | None = None
     user: SuiteUser | None = None
+    # Verdicts per judged stage asked for (None: as recorded on replay, 1 when recording).
+    judge_repeats: int | None = None
+    # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).
+    runs: int | None = None
 
 
 def _json_error(nodeid: str, exc: json.JSONDecodeError) -> str:
@@ -187,7 +191,13 @@ class CaseFile(pytest.File):
         state = get_session(self.config)
         state.seen_case_files.add(self.path)
         try:
-            ctx = self._load_suite(state)
+            raw = self._read_suite_file()
+            if isinstance(raw, dict) and raw.get("kind") == "calibration":
+                from .calibration.collect import collect_calibration
+
+                yield from collect_calibration(self, state, raw)
+                return
+            ctx = self._load_suite(state, raw)
         except Exception as exc:  # whatever a file holds, the other suites still run
             message = str(exc) if isinstance(exc, CaseFileError) else (
                 f"{self.nodeid}: cannot load the suite ({type(exc).__name__}: {exc}); fix the "
@@ -207,14 +217,16 @@ class CaseFile(pytest.File):
         for index, raw in enumerate(raw_cases):
             yield self._case_item(ctx, state, index, raw, seen)
 
-    def _load_suite(self, state: EvalSession) -> SuiteContext:
+    def _read_suite_file(self) -> Any:
         try:
             text = self.path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise CaseFileError(
                 f"{self.nodeid}: cannot read the file as UTF-8 text ({exc})"
             ) from None
-        raw = _parse_case_file(self.nodeid, text)
+        return _parse_case_file(self.nodeid, text)
+
+    def _load_suite(self, state: EvalSession, raw: Any) -> SuiteContext:
         if not isinstance(raw, dict):
             raise CaseFileError(f"{self.nodeid}: a case file holds one JSON object (a suite)")
         if isinstance(raw.get("name"), str):
@@ -306,6 +318,9 @@ class CaseFile(pytest.File):
             judge_options=judge_options(suite),
             timeout=state.timeout_override or suite.timeout or state.default_timeout,
             users=self._users(suite, state) if suite.users else None,
+            judge_repeats=state.judge_repeats_override or suite.judge_repeats
+            or state.default_judge_repeats,
+            runs=state.runs_override or suite.runs,
         )
 
     def _users(self, suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
@@ -445,6 +460,9 @@ _INTERNAL_FRAMES = tuple(
 class EvalItem(pytest.Item):
     """What both item kinds share: how their failures are shown."""
 
+    # An item kind with a result dict of its own (calibration) defines this; see case_result.
+    result_for: Any = None
+
     def _repr_failure_py(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
     ) -> Any:
@@ -497,6 +515,7 @@ class CaseItem(EvalItem):
         self.index = index
         self.recording: Any = None
         self.scores: Any = None
+        self.run_results: dict[str, Any] | None = None  # --eval-runs: the result's `runs`
 
     def setup(self) -> None:
         state = self.config.stash[_session_key()]
@@ -520,6 +539,8 @@ class CaseItem(EvalItem):
 
     def runtest(self) -> None:
         recording, ctx = self.recording, self.ctx
+        if recording.later_runs:  # --eval-runs: the case passes when every run passes
+            return self._score_runs(recording)
         self.scores = scores = score_case(
             ctx.suite, self.case, recording.trace, recording.verdicts, ctx.gating, ctx.report_only
         )
@@ -530,6 +551,17 @@ class CaseItem(EvalItem):
         if scores.first_failure is not None:
             error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
             raise error(failure_message(scores))
+
+    def _score_runs(self, recording: Any) -> None:
+        runs = [(recording.trace, recording.verdicts)]
+        runs += [(run["trace"], run.get("verdicts") or {}) for run in recording.later_runs]
+        scores, self.run_results = score_runs(
+            self.ctx.suite, self.case, runs, self.ctx.gating, self.ctx.report_only
+        )
+        self.scores = scores
+        if scores.first_failure is not None:
+            error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
+            raise error(runs_failure_message(scores, self.run_results))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EvalCaseError):

@@ -152,3 +152,76 @@ def judged_stages(names: list[str]) -> list[Stage]:
 def applicable(stages: list[Stage], case: Case, trace: dict[str, Any]) -> list[Stage]:
     """Judged stages that get a verdict for this case (the others are shown as skipped)."""
     return [stage for stage in stages if judged_skip_reason(stage, case, trace) is None]
+
+
+def judged_units(
+    stages: list[Stage], case: Case, trace: dict[str, Any]
+) -> list[tuple[str, Stage, Case, dict[str, Any]]]:
+    """(verdict name, stage, the case and trace it judges) for every verdict a recording needs:
+    one per applicable stage, or for a conversation, one per applicable stage of each scored
+    turn (`turn2.faithfulness`, judging that turn as a case of its own)."""
+    if case.turns is None:
+        return [(stage.name, stage, case, trace) for stage in applicable(stages, case, trace)]
+    from .turns.score import turn_units, verdict_name
+
+    return [
+        (verdict_name(unit.number, stage.name), stage, unit.case, unit.trace)
+        for unit in turn_units(case, trace)
+        for stage in applicable(stages, unit.case, unit.trace)
+    ]
+
+
+def judged_part(trace: dict[str, Any], name: str) -> dict[str, Any]:
+    """The part of a recorded trace verdict `name` judged: a turn's trace for `turn<N>.<stage>`."""
+    if not name.startswith("turn") or "." not in name:
+        return trace
+    turns = trace.get("turns")
+    try:
+        part = turns[int(name[4:].split(".", 1)[0]) - 1] if isinstance(turns, list) else {}
+    except (ValueError, IndexError):
+        return {}
+    return part if isinstance(part, dict) else {}
+
+
+# ---- repeated verdicts ----------------------------------------------------------------------
+# A stage judged N times keeps repeat 1 as the verdict itself (its key unchanged, so a cassette
+# recorded without repeats still replays) and repeats 2..N under this field, each with its own
+# key (the verdict's key plus the repeat's number).
+LATER_REPEATS = "later_repeats"
+
+
+def repeat_key(key: dict[str, str], repeat: int) -> dict[str, str]:
+    """The key of one repeat of a verdict (repeat 1: the verdict's own key)."""
+    return key if repeat == 1 else {**key, "repeat": str(repeat)}
+
+
+def repeats_of(verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every repeat of a recorded verdict, repeat 1 first."""
+    later = verdict.get(LATER_REPEATS)
+    return [verdict, *later] if isinstance(later, list) else [verdict]
+
+
+def combine_repeats(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One recorded verdict from its repeats (each already holding its key)."""
+    first = dict(verdicts[0])
+    first.pop(LATER_REPEATS, None)
+    if len(verdicts) > 1:
+        first[LATER_REPEATS] = [dict(v) for v in verdicts[1:]]
+    return first
+
+
+def repeats_problem(
+    verdict: dict[str, Any], expected: dict[str, str], wanted: int | None
+) -> str | None:
+    """Why a recorded verdict's repeats do not hold today (None: they do). `wanted` is the count
+    this run asks for (None: whatever was recorded); the verdict's own key is checked apart."""
+    later = verdict.get(LATER_REPEATS)
+    if later is None and wanted in (None, 1):  # the default path: one verdict, nothing asked
+        return None
+    recorded = repeats_of(verdict)
+    if wanted is not None and len(recorded) != wanted:
+        return f"judge repeats changed ({len(recorded)} -> {wanted})"
+    for number, repeat in enumerate(recorded[1:], start=2):
+        if not isinstance(repeat, dict) or repeat.get("key") != repeat_key(expected, number):
+            return f"repeat {number} was recorded under another key"
+    return None

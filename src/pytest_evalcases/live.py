@@ -145,9 +145,14 @@ def _failed(item: CaseItem, recording: Recording) -> bool:
         return True
     if item.case.xfail or recording.status == "replayed":
         return False
-    from .scoring import score_case
+    from .scoring import score_case, score_runs
 
     ctx = item.ctx
+    if recording.later_runs:  # --eval-runs: any failing run fails the case
+        runs = [(recording.trace, recording.verdicts)]
+        runs += [(run["trace"], run.get("verdicts") or {}) for run in recording.later_runs]
+        shown, _ = score_runs(ctx.suite, item.case, runs, ctx.gating, ctx.report_only)
+        return shown.first_failure is not None
     scores = score_case(ctx.suite, item.case, recording.trace, recording.verdicts, ctx.gating,
                         ctx.report_only)
     return scores.first_failure is not None

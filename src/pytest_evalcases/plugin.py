@@ -100,6 +100,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "past it the case is an error and keeps its old recording",
     )
     group.addoption(
+        "--eval-judge-repeats",
+        dest="eval_judge_repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help="record N verdicts per judged stage (the score is their mean; repeats that "
+        "disagree make the verdict unstable, kept out of the baseline gate)",
+    )
+    group.addoption(
+        "--eval-runs",
+        dest="eval_runs",
+        type=int,
+        default=None,
+        metavar="K",
+        help="record K independent system runs per case (each judged); a case passes when all "
+        "K pass (pass^k); replay needs no flag",
+    )
+    group.addoption(
         "--eval-rpm",
         dest="eval_rpm",
         type=float,
@@ -159,6 +177,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "eval_replay", default="trace", help="'http' makes every replay a --replay-http replay"
     )
     parser.addini("eval_summary", default="", help="default --eval-summary (failed, all, none)")
+    parser.addini("eval_judge_repeats", default="", help="default --eval-judge-repeats")
     parser.addini("eval_rpm", default="", help="default --eval-rpm")
     parser.addini("eval_tpm", default="", help="default --eval-tpm")
 
@@ -485,6 +504,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     width = terminalreporter._tw.fullwidth  # the same on the xdist controller as in serial
     for line in collector.summary.lines(orphans=orphans, orphan_note=note, width=width):
         terminalreporter.write_line(line)
+    calibration = collector.summary.calibration_lines(width)
+    if calibration:
+        terminalreporter.write_sep("=", "judge calibration")
+        for line in calibration:
+            terminalreporter.write_line(line)
     if state.removed_temp_files:
         count = state.removed_temp_files
         terminalreporter.write_line(

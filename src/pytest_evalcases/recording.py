@@ -33,8 +33,23 @@ from .cassette import (
     shown_path,
     stored_labels,
 )
-from .errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
-from .judging import applicable, judge_source_advice, verdict_key, verdict_labels
+from .errors import (
+    CassetteError,
+    MissingRecording,
+    NewerCassette,
+    PendingVerdict,
+    StaleRecording,
+)
+from .judging import (
+    combine_repeats,
+    judge_source_advice,
+    judged_part,
+    judged_units,
+    repeat_key,
+    repeats_problem,
+    verdict_key,
+    verdict_labels,
+)
 from .session import LIVE, LIVE_JUDGES
 from .system import CaseInput, key_view, normalize_trace, system_view
 
@@ -52,6 +67,8 @@ class Recording:
     recorded_at: str | None = None
     note: str = ""  # why a live run did not re-record
     redacted: int = 0  # secrets replaced in what this run wrote
+    # Runs 2..K of a case recorded with --eval-runs: [{"trace": ..., "verdicts": ...}, ...]
+    later_runs: list[dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -81,7 +98,27 @@ def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
     doc, _, _ = checked_cassette(ctx, case)
     verdicts = doc.get("verdicts") or {}
     check_verdicts(ctx, case, judge, doc["trace"], verdicts, doc=doc)
-    return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"))
+    later = doc.get("later_runs")
+    if later is not None or ctx.runs is not None:  # --eval-runs: every run's verdicts hold
+        _check_runs(ctx, case, judge, doc)
+    return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"), later_runs=later)
+
+
+def recorded_runs(doc: dict[str, Any]) -> int:
+    """How many system runs a cassette holds (--eval-runs)."""
+    return 1 + len(doc.get("later_runs") or ())
+
+
+def _check_runs(ctx: SuiteContext, case: Case, judge: JudgeBinding, doc: dict[str, Any]) -> None:
+    """Every run of an --eval-runs cassette holds: as many as asked for, each run's verdicts."""
+    count = recorded_runs(doc)
+    if ctx.runs is not None and count != ctx.runs:
+        raise StaleRecording(
+            f"stale recording: runs changed ({count} -> {ctx.runs}); re-record with --live"
+        )
+    for number, run in enumerate(doc.get("later_runs") or (), start=2):
+        check_verdicts(ctx, case, judge, run["trace"], run.get("verdicts") or {},
+                       f"--live (run {number} of {count})", doc=doc)
 
 
 def checked_cassette(
@@ -116,25 +153,47 @@ def check_verdicts(
 ) -> None:
     """Every verdict the trace needs is recorded, under the key it would be made with today.
     `doc`, the cassette, holds the labels a stale message shows."""
-    for stage in applicable(ctx.judged, case, trace):
-        recorded = verdicts.get(stage.name)
+    for name, stage, judged_case, _ in judged_units(ctx.judged, case, trace):
+        recorded = verdicts.get(name)
         if not isinstance(recorded, dict):
             raise MissingRecording(
-                f"no recorded verdict for stage {stage.name} of {_where(ctx, case)}; "
+                f"no recorded verdict for stage {name} of {_where(ctx, case)}; "
                 f"record it with {rejudge} or --live"
             )
         if recorded.get("pending"):
             raise PendingVerdict(
-                f"judge verdict pending for {stage.name}; complete it with --live-judges (the "
+                f"judge verdict pending for {name}; complete it with --live-judges (the "
                 f"judge failed when {_where(ctx, case)} was recorded: "
                 f"{_clip(str(recorded.get('error') or 'no reason recorded'))})"
             )
-        expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
+        expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
         old = dict(recorded.get("key") or {})
         if judge.id is None:  # no judge configured: accept whichever judge recorded it
             old.pop("judge", None), old.pop("judge_version", None)
         if old != expected:  # labels are read only for the message of a stale verdict
-            _stale_verdict(ctx, case, judge, stage, old, expected, doc or {})
+            _stale_verdict(ctx, judged_case, judge, stage, old, expected, doc or {}, name)
+        if "later_repeats" in recorded or ctx.judge_repeats is not None:
+            _check_repeats(ctx, judge, name, recorded, expected, rejudge)
+
+
+def _check_repeats(
+    ctx: SuiteContext,
+    judge: JudgeBinding,
+    name: str,
+    recorded: dict[str, Any],
+    expected: dict[str, str],
+    rejudge: str,
+) -> None:
+    """A verdict's later repeats hold: as many as this run asks for, each under its key."""
+    if judge.id is None:  # no judge configured: the repeats' own judge fields are not compared
+        expected = {**expected, **{k: v for k, v in (recorded.get("key") or {}).items()
+                                   if k in ("judge", "judge_version")}}
+    problem = repeats_problem(recorded, expected, ctx.judge_repeats)
+    if problem is not None:
+        raise StaleRecording(
+            f"stale recording (verdict {name}): {problem}; re-judge with "
+            f"{rejudge.split(' (')[0]} (or set the repeats back)"
+        )
 
 
 def _stale_verdict(
@@ -145,10 +204,11 @@ def _stale_verdict(
     old: dict[str, Any],
     expected: dict[str, str],
     doc: dict[str, Any],
+    name: str,
 ) -> None:
     """Raise StaleRecording for a verdict whose key differs, worded with the labels, and naming
     the override the verdict was recorded with when only that explains a changed judge."""
-    recorded = stored_labels(doc, "verdicts", stage.name)
+    recorded = stored_labels(doc, "verdicts", name)
     labels = doc.get("labels")
     recorded_from = labels.get("judge_from") if isinstance(labels, dict) else None
 
@@ -158,7 +218,7 @@ def _stale_verdict(
     def advice(changed: set[str]) -> str | None:
         return judge_source_advice(changed, recorded, recorded_from, judge.id, ctx.judge_from)
 
-    check_key(old, expected, f" (verdict {stage.name})", "--live-judges",
+    check_key(old, expected, f" (verdict {name})", "--live-judges",
               labels=both_labels, advice=advice)
 
 
@@ -178,17 +238,18 @@ def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:
 
 
 def recording_labels(
-    ctx: SuiteContext, case: Case, verdicts: dict[str, Any]
+    ctx: SuiteContext, case: Case, verdicts: dict[str, Any], trace: dict[str, Any]
 ) -> dict[str, Any]:
     """What a cassette keeps beside its key hashes: the trace key's labels, each verdict's, and
     where the judge came from (named when only an override explains a changed judge)."""
-    from .stages import STAGES
-
     labels: dict[str, Any] = {"key": trace_labels(ctx, case)}
     version = _judge_version(ctx.judge_spec) if ctx.judge_spec else None
     per_stage = {
-        name: verdict_labels(STAGES[name], case, ctx.judge_options, ctx.judge_spec, version)
-        for name in sorted(verdicts) if name in STAGES
+        name: verdict_labels(stage, judged_case, ctx.judge_options, ctx.judge_spec, version)
+        for name, stage, judged_case, _ in sorted(
+            judged_units(ctx.judged, case, trace), key=lambda unit: unit[0]
+        )
+        if name in verdicts
     }
     if per_stage:
         labels["verdicts"] = per_stage
@@ -239,14 +300,20 @@ def _existing(
 
 
 def _still_valid(
-    stage: Any, old: Any, expected: dict[str, str], judged: dict[str, Any], trace: dict[str, Any]
+    stage: Any,
+    old: Any,
+    expected: dict[str, str],
+    judged: dict[str, Any],
+    trace: dict[str, Any],
+    repeats: int | None = None,
 ) -> bool:
-    """A recorded verdict holds for `trace`: made under today's key, not pending, and what its
-    judge read is what it would read now (`judged` is the trace it was made on)."""
+    """A recorded verdict holds for `trace`: made under today's key (and repeats), not pending,
+    and what its judge read is what it would read now (`judged` is the trace it was made on)."""
     return (
         isinstance(old, dict)
         and not old.get("pending")
         and old.get("key") == expected
+        and repeats_problem(old, expected, repeats) is None
         and all(trace.get(name) == judged.get(name) for name in ("answer", "context")
                 if name in stage.reads)
     )
@@ -325,10 +392,18 @@ async def record(
         existing: dict[str, Any] | None = {**old_doc, "trace": offline_trace}
         judged_on = old_doc["trace"]  # the trace the recorded verdicts were made on
         trace_ok = True
+        wanted = recorded_runs(old_doc)
     else:
         old_doc, existing = _existing(ctx, path, mode)
         judged_on = existing["trace"] if existing is not None else {}
         trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
+        # --eval-runs K, else what the cassette holds (--live: 1); another count re-runs all
+        wanted = ctx.runs or (recorded_runs(existing) if existing and mode != LIVE else 1)
+        if trace_ok and existing is not None and recorded_runs(existing) != wanted:
+            if mode == LIVE_JUDGES:
+                raise StaleRecording(f"stale recording: runs changed ({recorded_runs(existing)} "
+                                     f"-> {wanted}); re-record with --live")
+            trace_ok = False
     if mode == LIVE_JUDGES and not trace_ok:
         if existing is None:
             raise MissingRecording(
@@ -338,65 +413,67 @@ async def record(
                   labels=_key_labels(existing, ctx, case))
     exchanges: list[dict[str, Any]] | None = None  # None: keep the HTTP recording there is
     spent = 0.0
+    # Each run: (trace, its recorded verdicts, the trace those verdicts were made on)
+    runs: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
     if trace_ok:
         assert existing is not None
-        trace, old_verdicts = existing["trace"], existing.get("verdicts") or {}
+        runs.append((existing["trace"], existing.get("verdicts") or {}, judged_on))
+        runs += [(run["trace"], run.get("verdicts") or {}, run["trace"])
+                 for run in existing.get("later_runs") or ()]
     else:
-        # Set up only when a case really runs the system (not for --live-judges, nor when
-        # --live-stale finds every recording current).
-        async with slots.system() if slots is not None else nullcontext():
-            await ctx.system.asetup(ctx.suite)
-            if ctx.user is not None:  # the user's data ingested once, before its first case
-                await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
-            if http is None:
-                result = await _run_with_timeout(ctx, case, view)
-            else:
-                from .http.router import CaseHttp
+        for number in range(wanted):
+            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http)
+            exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
+            spent += cost
+            runs.append((trace, {}, {}))
 
-                with http().case(CaseHttp(_where(ctx, case))) as case_http:
-                    result = await _run_with_timeout(ctx, case, view)
-                exchanges = case_http.interactions
-            trace = normalize_trace(result, _where(ctx, case))
-            spent += _cost_of(trace)
-            if slots is not None:
-                slots.system_ran(ctx, case, trace)
-        old_verdicts = {}
-
-    verdicts: dict[str, Any] = {}
+    run_verdicts: list[dict[str, Any]] = []
+    # (run index, verdict name, stage, the case and trace it judges, key): a conversation's
+    # verdicts are per turn (`turn2.faithfulness`)
     due = []
-    for stage in applicable(ctx.judged, case, trace):
-        expected = verdict_key(stage, case, ctx.judge_options, judge.id, judge.version)
-        old = old_verdicts.get(stage.name)
-        if mode != LIVE and _still_valid(stage, old, expected, judged_on, trace):
-            verdicts[stage.name] = old
-        else:
-            due.append((stage, expected))
+    for index, (trace, old_verdicts, judged) in enumerate(runs):
+        verdicts: dict[str, Any] = {}
+        for name, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
+            expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
+            old = old_verdicts.get(name)
+            if mode != LIVE and _still_valid(stage, old, expected, judged_part(judged, name),
+                                             judged_trace, ctx.judge_repeats):
+                verdicts[name] = old
+            else:
+                due.append((index, name, stage, judged_case, judged_trace, expected))
+        run_verdicts.append(verdicts)
+    trace, verdicts = runs[0][0], run_verdicts[0]
+    later_runs = [{"trace": run[0], "verdicts": found}
+                  for run, found in zip(runs[1:], run_verdicts[1:], strict=True)] or None
 
     if trace_ok and not due and offline is None:
         assert existing is not None
-        return Recording(trace, verdicts, "replayed", existing.get("recorded_at"))
+        return Recording(trace, verdicts, "replayed", existing.get("recorded_at"),
+                         later_runs=later_runs)
 
     failed: list[str] = []
     if due:
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
-                *(_judge_one(judge, stage.name, case, trace, ctx.judge_options)
-                  for stage, _ in due)
+                *(judge_with_repeats(judge, stage.name, judged_case, judged_trace,
+                                     ctx.judge_options, expected, ctx.judge_repeats or 1)
+                  for _, _, stage, judged_case, judged_trace, expected in due)
             )
-        for (stage, expected), verdict in zip(due, outcomes, strict=True):
-            verdict["key"] = expected
+        for (index, name, *_), verdict in zip(due, outcomes, strict=True):
             if verdict.get("error"):  # saved as pending: the trace and the other verdicts stay
                 verdict["pending"] = True
                 verdict.setdefault("score", None)
-                failed.append(f"{stage.name}: {verdict['error']}")
-            verdicts[stage.name] = verdict
+                where = f" (run {index + 1})" if len(runs) > 1 else ""
+                failed.append(f"{name}{where}: {verdict['error']}")
+            run_verdicts[index][name] = verdict
             spent += _cost_of(verdict)
             if slots is not None:
                 slots.spend(_cost_of(verdict))
     http_hash = ((existing or {}).get("integrity") or {}).get("http") if trace_ok else None
     # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
     doc, redacted, change = await asyncio.to_thread(
-        save_recording, ctx, case, key, trace, verdicts, exchanges, http_hash, old_doc, dry_run
+        save_recording, ctx, case, key, trace, verdicts, exchanges, http_hash, old_doc, dry_run,
+        later_runs,
     )
     note = ""
     if failed:
@@ -413,16 +490,71 @@ async def record(
         doc["recorded_at"],
         note,
         redacted,
+        later_runs=doc.get("later_runs"),
         change=change,
-        pending=[entry.split(":", 1)[0] for entry in failed],
+        pending=[entry.split(":", 1)[0].split(" (run ")[0] for entry in failed],
         spent_usd=spent,
     )
 
 
+async def _run_system(
+    ctx: SuiteContext,
+    case: Case,
+    view: Any,
+    slots: CaseSlots | None,
+    http: Callable[[], HttpLayer] | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float]:
+    """One system run in a system slot: its trace, its HTTP exchanges (with `http`) and cost.
+    Set up only when a case really runs the system (not for --live-judges, nor when
+    --live-stale finds every recording current)."""
+    exchanges = None
+    async with slots.system() if slots is not None else nullcontext():
+        await ctx.system.asetup(ctx.suite)
+        if ctx.user is not None:  # the user's data ingested once, before its first case
+            await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
+        if http is None:
+            result = await _run_with_timeout(ctx, case, view)
+        else:
+            from .http.router import CaseHttp
+
+            with http().case(CaseHttp(_where(ctx, case))) as case_http:
+                result = await _run_with_timeout(ctx, case, view)
+            exchanges = case_http.interactions
+        trace = normalize_trace(result, _where(ctx, case))
+        if slots is not None:
+            slots.system_ran(ctx, case, trace)
+    return trace, exchanges, _cost_of(trace)
+
+
 def _cost_of(part: dict[str, Any]) -> float:
+    """The recorded cost of a trace, or of a verdict with all its repeats."""
     from .rerecording.stop import recorded_cost
 
-    return recorded_cost(part, ())
+    return recorded_cost(part, part.get("later_repeats") or ())
+
+
+async def judge_with_repeats(
+    judge: JudgeBinding,
+    stage: str,
+    case: Case,
+    trace: dict[str, Any],
+    options: dict[str, Any],
+    expected: dict[str, str],
+    repeats: int,
+) -> dict[str, Any]:
+    """`repeats` verdicts of one stage, as one recorded verdict (each repeat under its key). A
+    repeat whose judge failed makes the whole verdict an error: it is recorded as pending."""
+    import asyncio
+
+    verdicts = await asyncio.gather(
+        *(_judge_one(judge, stage, case, trace, options) for _ in range(repeats))
+    )
+    failed = next((v for v in verdicts if v.get("error")), None)
+    if failed is not None:
+        return {**failed, "key": expected}
+    for number, verdict in enumerate(verdicts, start=1):
+        verdict["key"] = repeat_key(expected, number)
+    return combine_repeats(list(verdicts))
 
 
 def save_recording(
@@ -435,6 +567,7 @@ def save_recording(
     http_hash: str | None,
     old: dict[str, Any] | None = None,
     dry_run: bool = False,
+    later_runs: list[dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
     holds the HTTP file's hash: a crash between the two leaves a pair replay refuses, never a
@@ -444,9 +577,9 @@ def save_recording(
     from .redaction import redact_secrets
     from .rerecording.diff import describe_changes, same_exchanges, same_recording
 
-    labels = recording_labels(ctx, case, verdicts)
-    (trace, verdicts, exchanges, labels), redacted = redact_secrets(
-        [trace, verdicts, exchanges, labels]
+    labels = recording_labels(ctx, case, verdicts, trace)
+    (trace, verdicts, exchanges, labels, later_runs), redacted = redact_secrets(
+        [trace, verdicts, exchanges, labels, later_runs]
     )
     old_http = ((old or {}).get("integrity") or {}).get("http") if old else None
     http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
@@ -467,7 +600,8 @@ def save_recording(
                 http_hash = old_http  # the same requests and answers: keep the file there is
             else:
                 http_counts = (None if before is None else len(before), len(exchanges))
-    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels)
+    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels,
+                         later_runs)
     if old is None:
         change: dict[str, Any] = {"kind": "new"}
     elif http_counts is None and http_hash == old_http and same_recording(old, doc):
@@ -528,8 +662,14 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
 
     from .errors import SystemTimeout
 
+    if case.turns is None:
+        running = ctx.system.arun(view)
+    else:
+        from .turns.run import run_conversation
+
+        running = run_conversation(ctx.system, view, _where(ctx, case))
     try:
-        return await asyncio.wait_for(ctx.system.arun(view), ctx.timeout)
+        return await asyncio.wait_for(running, ctx.timeout)
     except TimeoutError:
         raise SystemTimeout(
             f"run(case) of {_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
@@ -583,15 +723,16 @@ def replay_http(
         doc=doc,
     )
     rejudge = False
-    for stage in applicable(ctx.judged, case, trace):
+    for verdict, stage, _, judged_trace in judged_units(ctx.judged, case, trace):
+        recorded_part = judged_part(recorded_trace, verdict)
         changed = [
             name
             for name in ("answer", "context")
-            if name in stage.reads and trace.get(name) != recorded_trace.get(name)
+            if name in stage.reads and judged_trace.get(name) != recorded_part.get(name)
         ]
         if changed:
             rejudge = True
-            verdicts[stage.name] = {
+            verdicts[verdict] = {
                 "error": f"needs re-judging: {' and '.join(changed)} changed since it was "
                 "judged; re-judge today's trace with --replay-http --live-judges (no system "
                 "call), or re-record with --live",
@@ -648,7 +789,7 @@ def _refresh(
     kept = doc["trace"] if _same_trace(doc["trace"], trace) else trace
     new_doc, redacted, change = save_recording(
         ctx, case, key, kept, doc.get("verdicts") or {}, None, doc["integrity"]["http"], doc,
-        dry_run,
+        dry_run, doc.get("later_runs"),
     )
     return LiveRecording(trace, verdicts, "dry_run" if dry_run else "recorded",
                          new_doc["recorded_at"], redacted=redacted, change=change)
@@ -690,6 +831,11 @@ def run_offline(
 
     def run() -> None:
         try:
+            if case.turns is not None:
+                from .turns.run import run_conversation_sync
+
+                outcome["result"] = run_conversation_sync(ctx.system, view, where)
+                return
             result = ctx.system.call(view)
             if inspect.isawaitable(result):
                 result = asyncio.run(_awaited(result))

@@ -54,6 +54,9 @@ def case_result(
     item: Any, outcome: str, with_detail: bool, exc: BaseException | None = None
 ) -> dict[str, Any]:
     """The per-case result dict: what the summary, results.json and the baseline gate read."""
+    own = getattr(item, "result_for", None)  # an item kind with results of its own (calibration)
+    if own is not None:
+        return own(outcome, with_detail, exc)
     # A case that could not be scored says why, in the same place a stage failure would.
     unscored = {"stage": None, "reason": error_summary(exc)} if outcome in UNSCORED else None
     if not hasattr(item, "case"):  # a file or case that could not be loaded
@@ -81,6 +84,8 @@ def case_result(
     if scores is not None and scores.first_failure is not None:
         name, stage = scores.first_failure
         first = {"stage": name, "reason": stage.reason}
+        if scores.failure_turn is not None:
+            first["turn"] = scores.failure_turn
     result: dict[str, Any] = {
         "nodeid": item.nodeid,
         "suite": item.ctx.suite.name,
@@ -97,8 +102,18 @@ def case_result(
     }
     if case.user is not None:  # the group is a suite user: the reports title it so
         result["user"] = case.user
+    if scores is not None and scores.turns is not None:
+        from .turns.score import turn_results
+
+        result["turns"] = turn_results(case, scores, recording.trace if recording else {})
+    if getattr(item, "run_results", None) is not None:  # --eval-runs: passed_runs/K and more
+        result["runs"] = item.run_results
     if with_detail and recording is not None:
         trace = recording.trace
+        if isinstance(trace.get("turns"), list):  # a conversation: every turn's, in order
+            from .turns.score import all_turns
+
+            trace = all_turns(trace)
         result["detail"] = {
             "input": case.input,
             "answer": trace.get("answer", ""),
@@ -127,6 +142,8 @@ def _recording_info(
             }
         return {"status": outcome if outcome in ("stale", "missing") else None}
     verdicts = [v for v in recording.verdicts.values() if isinstance(v, dict)]
+    if any("later_repeats" in v for v in verdicts):  # each repeat cost a judge call of its own
+        verdicts = [part for v in verdicts for part in [v, *(v.get("later_repeats") or ())]]
     judge_usage = _sum_usage(v.get("usage") for v in verdicts)
     latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
     info = {

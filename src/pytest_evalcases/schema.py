@@ -76,6 +76,23 @@ RESERVED_MARKERS = frozenset(
 )
 
 
+MaxToolCalls = Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
+
+
+class TurnModel(BaseModel):
+    """One user message of a conversation case, with this turn's own expectations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str
+    expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: Literal["any", "strict"] = "any"
+    max_tool_calls: MaxToolCalls = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+
+
 class CaseModel(BaseModel):
     """One eval case as a case file states it. Unknown fields are kept: the system receives them
     with `input`. Validation only: a run keeps each case as a `Case` (see `validate_case`)."""
@@ -83,13 +100,17 @@ class CaseModel(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     id: str = Field(min_length=1)
-    input: str
+    input: str  # a conversation case may leave it out: its first turn's input
     category: str | None = None
     group: str | None = None
     marks: list[str] = []
     xfail: str | None = None
     skip: str | None = None
     expected_tools: list[str | ToolExpectation] | None = None
+    # "strict": the expected tools are called in the listed order (others may come between).
+    tool_order: Literal["any", "strict"] = "any"
+    # At most this many tool calls in all, or per tool name ({"search_kb": 1}).
+    max_tool_calls: MaxToolCalls = None
     expected_docs: list[str] | None = None
     reference: str | None = None
     unanswerable: bool = False
@@ -105,6 +126,24 @@ class CaseModel(BaseModel):
     expected_triples: list[Triple] | None = None  # the `graph` stage's gold edges
     answer_schema: dict[str, Any] | bool | None = None  # the `schema` stage's JSON Schema
     rubric: list[str | RubricItem] | None = None  # the `rubric` stage's items
+    # A conversation: user messages (strings, or objects with their own expectations).
+    turns: list[str | TurnModel] | None = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation_input(cls, raw: Any) -> Any:
+        """A conversation's `input` is its first turn's; giving both would say it twice."""
+        if isinstance(raw, dict) and isinstance(raw.get("turns"), list) and raw["turns"]:
+            if "input" in raw:
+                raise ValueError(
+                    'a conversation case gives its messages in "turns"; remove "input" (the '
+                    "first turn is the conversation's input)"
+                )
+            first = raw["turns"][0]
+            first_input = first.get("input") if isinstance(first, dict) else first
+            if isinstance(first_input, str):
+                raw = {**raw, "input": first_input}
+        return raw
 
     @field_validator("rubric")
     @classmethod
@@ -138,6 +177,29 @@ class CaseModel(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a conversation case as a run keeps it."""
+
+    input: str
+    expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: str = "any"
+    max_tool_calls: int | dict[str, int] | None = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+
+    @property
+    def has_expectations(self) -> bool:
+        return (
+            self.expected_tools is not None
+            or self.max_tool_calls is not None
+            or self.expected_docs is not None
+            or self.reference is not None
+            or self.unanswerable
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Case:
     """A validated case as a run keeps it, one per item: CaseModel's fields, with the unknown ones
     in `extra`. A pydantic instance costs ~1.5 KB, this ~0.2 KB (10,000 items: ~13 MB less)."""
@@ -150,6 +212,8 @@ class Case:
     xfail: str | None = None
     skip: str | None = None
     expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: str = "any"
+    max_tool_calls: int | dict[str, int] | None = None
     expected_docs: list[str] | None = None
     reference: str | None = None
     unanswerable: bool = False
@@ -159,6 +223,7 @@ class Case:
     expected_triples: list[Triple] | None = None
     answer_schema: dict[str, Any] | bool | None = None
     rubric: tuple[tuple[str, float], ...] | None = None  # (item, weight) pairs
+    turns: tuple[Turn, ...] | None = None  # a conversation case's turns (None: one question)
     extra: dict[str, Any] | None = None  # the case file's other fields, for the system
 
 
@@ -175,6 +240,11 @@ def validate_case(raw: Any) -> Case:
         fields["rubric"] = tuple(
             (item, 1.0) if isinstance(item, str) else (item.item, item.weight)
             for item in model.rubric
+        )
+    if model.turns is not None:
+        fields["turns"] = tuple(
+            Turn(input=turn) if isinstance(turn, str) else Turn(**turn.__dict__)
+            for turn in model.turns
         )
     if model.category:  # a marker name shared by many cases: one string object for all of them
         fields["category"] = sys.intern(model.category)
@@ -193,6 +263,8 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "xfail",
         "skip",
         "expected_tools",
+        "tool_order",
+        "max_tool_calls",
         "expected_docs",
         "reference",
         "unanswerable",
@@ -260,6 +332,8 @@ class Suite(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
+    # "calibration" suites hold judge test cases and are loaded by calibration.collect instead.
+    kind: Literal["eval", "calibration"] = "eval"
     version: int = 1
     system: str | None = None
     inputs: list[str] = []
@@ -273,6 +347,14 @@ class Suite(BaseModel):
     strict: bool = False
     accept_partial: bool = False
     correctness_criteria: str | None = None
+    # Verdicts per judged stage (None: --eval-judge-repeats, else ini eval_judge_repeats, else
+    # whatever the cassette holds on replay and 1 when recording).
+    judge_repeats: int | None = Field(None, ge=1)
+    # Independent system runs per case (None: --eval-runs, else as recorded on replay and 1
+    # when recording); a case passes when every run passes (pass^k).
+    runs: int | None = Field(None, ge=1)
+    # Whether a gating stage whose repeats fall on both sides of the threshold fails the case.
+    unstable: Literal["fail", "pass"] = "fail"
     timeout: float | None = Field(None, gt=0)  # seconds a system run may take (live, HTTP replay)
     # The system's source, hashed into the key (None: the module holding `system`; []: none).
     code: list[str] | None = None

@@ -72,6 +72,19 @@ def _rate_setting(config: pytest.Config, name: str, env_name: str) -> float | No
     return value
 
 
+def _count_setting(value: Any, where: str) -> int | None:
+    """A whole number of at least 1 (repeats, runs), or None when not given."""
+    if value in (None, ""):
+        return None
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {value!r} is not a whole number") from None
+    if count < 1:
+        raise pytest.UsageError(f"{where} must be at least 1, not {value!r}")
+    return count
+
+
 def get_session(config: pytest.Config) -> EvalSession:
     return config.stash[SESSION_KEY]
 
@@ -137,6 +150,13 @@ class EvalSession:
             config.getoption("eval_timeout"), "--eval-timeout"
         )
         self.default_timeout: float = _positive(config.getini("eval_timeout"), "ini eval_timeout")
+        self.judge_repeats_override = _count_setting(
+            config.getoption("eval_judge_repeats"), "--eval-judge-repeats"
+        )
+        self.default_judge_repeats = _count_setting(
+            config.getini("eval_judge_repeats"), "ini option eval_judge_repeats"
+        )
+        self.runs_override = _count_setting(config.getoption("eval_runs"), "--eval-runs")
         # client-side judge limits, per judge endpoint (requests / tokens per minute)
         self.judge_rpm = _rate_setting(config, "eval_rpm", "EVALCASES_RPM")
         self.judge_tpm = _rate_setting(config, "eval_tpm", "EVALCASES_TPM")

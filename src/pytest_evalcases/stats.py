@@ -127,3 +127,19 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
     return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n runs with c passes: the chance that at least one of k runs drawn
+    without replacement passes, 1 - C(n-c, k) / C(n, k)."""
+    if not 0 < k <= n or not 0 <= c <= n:
+        raise ValueError(f"pass@k needs 0 < k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """tau-bench's pass^k from n runs with c passes: the chance that all of k runs drawn
+    without replacement pass, C(c, k) / C(n, k)."""
+    if not 0 < k <= n or not 0 <= c <= n:
+        raise ValueError(f"pass^k needs 0 < k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
+    return math.comb(c, k) / math.comb(n, k)

@@ -75,6 +75,8 @@ def stage_cell(stage: Mapping[str, Any] | None) -> str:
     if stage.get("judge_error"):
         return "JUDGE-ERR"
     score = "" if stage["score"] is None else f"{stage['score']:.2f}"
+    if stage.get("unstable"):
+        return f"UNSTABLE {score}".strip()
     if stage["passed"] or not stage["gating"]:
         return score or "pass"
     return f"FAIL {score}".strip()
@@ -83,7 +85,8 @@ def stage_cell(stage: Mapping[str, Any] | None) -> str:
 def first_failure_cell(result: Mapping[str, Any]) -> str:
     """`stage: reason` for a stage failure, `STALE: why` (MISSING, ERROR) for a case not scored."""
     failure = result.get("first_failure") or {}
-    label = failure.get("stage") or (
+    turn = f"turn {failure['turn']} " if failure.get("turn") else ""
+    label = turn + (failure.get("stage") or "") or (
         result["outcome"].upper() if result["outcome"] in ("stale", "missing", "error") else ""
     )
     reason = failure.get("reason") or ""
@@ -111,6 +114,8 @@ class _StageTally:
     failed: int = 0
     skipped: int = 0
     judge_errors: int = 0
+    unstable: int = 0  # verdicts whose repeats fell on both sides of the pass rule
+    repeated: bool = False  # judged more than once in some case: the `unstable` column shows
     gating: bool = False  # gating in any case; else the stage is marked report only
     scores: array[float] = field(default_factory=lambda: array("d"))  # 8 bytes a case
 
@@ -123,6 +128,9 @@ class _StageTally:
             self.passed += 1
         else:
             self.failed += 1
+        if "repeat_scores" in stage:
+            self.repeated = True
+            self.unstable += bool(stage.get("unstable"))
         if stage["score"] is not None:
             self.scores.append(stage["score"])
         self.gating = self.gating or bool(stage["gating"])
@@ -159,8 +167,13 @@ class RunSummary:
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
         self._dry_run = 0  # run and judged by --live-dry-run, not written
+        self._calibration: list[Mapping[str, Any]] = []  # scored calibration cases (a few)
 
     def add(self, result: Mapping[str, Any]) -> None:
+        if result.get("calibration") is not None:  # a scored judge test case: its own section
+            self._calibration.append(result)
+            self._tally_recording(result)
+            return
         order = (result["file"], result["index"], result["id"], self.count)
         self.count += 1
         label = f"{result['suite']}::{result['id']}"
@@ -187,6 +200,23 @@ class RunSummary:
             self._add_group_scores(group_name, stages)
         if COMPLETENESS_STAGE in stages or ACCURACY_STAGE in stages:
             self._add_labels(category, group_name, stages)
+        self._tally_recording(result)
+        if self.rows == ROWS_ALL or (self.rows == ROWS_FAILED and outcome not in QUIET_OUTCOMES):
+            cells = {name: stage_cell(stage) for name, stage in result["stages"].items()}
+            runs = result.get("runs")
+            row = _Row(
+                order,
+                label,
+                result.get("category") or "-",
+                f"{outcome} {runs['passed_runs']}/{runs['k']}" if runs else outcome,
+                cells,
+                first_failure_cell(result),
+            )
+            self._rows.append(row)
+        else:
+            self._hidden += 1
+
+    def _tally_recording(self, result: Mapping[str, Any]) -> None:
         recording = result.get("recording") or {}
         status = recording.get("status")
         self._recorded += status == "recorded"
@@ -196,21 +226,19 @@ class RunSummary:
         secrets = recording.get("redacted") or 0
         self._secrets += secrets
         self._redacted_recordings += bool(secrets)
+        outcome = result["outcome"]
         self._stale += outcome == "stale"
         self._missing += outcome == "missing"
-        if self.rows == ROWS_ALL or (self.rows == ROWS_FAILED and outcome not in QUIET_OUTCOMES):
-            cells = {name: stage_cell(stage) for name, stage in result["stages"].items()}
-            row = _Row(
-                order,
-                label,
-                result.get("category") or "-",
-                outcome,
-                cells,
-                first_failure_cell(result),
-            )
-            self._rows.append(row)
-        else:
-            self._hidden += 1
+
+    def calibration_lines(self, width: int | None = None) -> list[str]:
+        """The `judge calibration` section (none: no calibration case was scored)."""
+        if not self._calibration:
+            return []
+        from .calibration.scoring import calibration_section, terminal_lines
+
+        ordered = sorted(self._calibration, key=lambda r: (r["file"], r["index"], r["id"]))
+        section = calibration_section(ordered)
+        return terminal_lines(section, width) if section else []
 
     def _add_group_scores(self, group: str, stages: Mapping[str, Any]) -> None:
         scores = self._group_scores.setdefault(group, {})
@@ -241,7 +269,9 @@ class RunSummary:
         """Everything under the `per-stage summary` heading, in a fixed order; the per-case
         table fits in `width` columns (None: as wide as it takes)."""
         stages = self.stage_names()
-        sections = [self._case_rows(stages, width) if self.count else ["no eval cases ran"]]
+        idle = (["no eval cases ran (the calibration cases follow, under judge calibration)"]
+                if self._calibration else ["no eval cases ran"])
+        sections = [self._case_rows(stages, width) if self.count else idle]
         if self.count and stages:
             totals = self._stage_totals(stages)
             if any(not self._stages[name].gating for name in stages):
@@ -293,11 +323,14 @@ class RunSummary:
         return lines
 
     def _stage_totals(self, stages: list[str]) -> list[str]:
-        rows = [["stage", "passed", "failed", "skipped", "judge errors", "mean score"]]
+        repeated = any(self._stages[name].repeated for name in stages)
+        header = ["stage", "passed", "failed", "skipped", "judge errors"]
+        rows = [header + (["unstable"] if repeated else []) + ["mean score"]]
         for name in stages:
             tally = self._stages[name]
             label = name if tally.gating else f"{name}*"
-            counts = (tally.passed, tally.failed, tally.skipped, tally.judge_errors)
+            counts = [tally.passed, tally.failed, tally.skipped, tally.judge_errors]
+            counts += [tally.unstable] if repeated else []
             rows.append([label, *map(str, counts), tally.mean()])
         return _table(rows)
 

@@ -37,6 +37,9 @@ def system_view(case: Case) -> CaseInput:
         view["user"] = case.user
     if case.extra:
         view.update(case.extra)
+    if case.turns is not None:  # the whole conversation: every user message, nothing before it
+        view["turns"] = [turn.input for turn in case.turns]
+        view["history"] = []
     return view
 
 
@@ -59,6 +62,11 @@ class System:
                 "an object with run(case) or at a function"
             )
         self._run: Callable[[Any], Any] = run
+        # Conversation cases: the plugin drives the turns itself when the system has run_turn.
+        run_turn = getattr(target, "run_turn", None)
+        self.run_turn: Callable[[Any, list[dict[str, str]]], Any] | None = (
+            run_turn if callable(run_turn) else None
+        )
         self._target = target
         self._fingerprint: dict[str, Any] | None = None
         self._set_up = False

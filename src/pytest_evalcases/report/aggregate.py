@@ -75,6 +75,8 @@ def aggregate(
         "groups": _breakdown(cases, "group", scan, order),
         "group_kind": group_kind(cases),
         "completeness_vs_accuracy": _completeness_vs_accuracy(cases),
+        "calibration": _calibration(cases),
+        "runs": _runs(cases, order),
         "cost": _cost(cases, run or {}),
         "cases": cases,
         "baseline": None,
@@ -137,10 +139,11 @@ def _stage_order(seen: Mapping[str, bool], preferred: Sequence[str]) -> list[str
 class _StageAcc:
     """Accumulator for one stage across cases."""
 
-    __slots__ = ("status", "idx", "scores", "gating", "metrics", "ks", "labels")
+    __slots__ = ("status", "idx", "scores", "gating", "metrics", "ks", "unstable", "labels")
 
     def __init__(self) -> None:
         self.status = {"passed": 0, "failed": 0, "skipped": 0, "judge_error": 0}
+        self.unstable = 0  # verdicts whose repeats disagreed (--eval-judge-repeats)
         self.idx: list[int] = []  # positions of the scored cases, for per-bucket means
         self.scores: list[float] = []
         self.gating = False
@@ -167,6 +170,8 @@ class _Scan:
                 acc.status[status] += 1
                 if stage.get("gating"):
                     acc.gating = True
+                if stage.get("unstable"):
+                    acc.unstable += 1
                 if status == "judge_error":
                     self.judge_error[i] = True
                     continue
@@ -236,6 +241,7 @@ def _stages(scan: _Scan, stage_order: list[str]) -> dict[str, dict[str, Any]]:
             "failed": acc.status["failed"],
             "skipped": acc.status["skipped"],
             "judge_errors": acc.status["judge_error"],
+            "unstable": acc.unstable,
             "scored": len(acc.scores),
             "mean": mean(acc.scores),
             "ci95": list(ci) if ci else None,
@@ -356,6 +362,66 @@ def _completeness_vs_accuracy(cases: list[Result]) -> dict[str, Any] | None:
         "complete_but_wrong": complete_total - complete_correct,
         "accuracy_when_complete": (complete_correct / complete_total) if complete_total else None,
     }
+
+
+def _pass_estimates(counts: list[tuple[int, int]]) -> dict[str, dict[str, float]]:
+    """Mean pass@k and pass^k over cases of (runs, passes), for k = 1 .. the most runs; each
+    k over the cases with at least k runs."""
+    from ..stats import pass_at_k, pass_hat_k
+
+    at: dict[str, float] = {}
+    hat: dict[str, float] = {}
+    for k in range(1, max((n for n, _ in counts), default=0) + 1):
+        usable = [(n, c) for n, c in counts if n >= k]
+        at[str(k)] = math.fsum(pass_at_k(n, c, k) for n, c in usable) / len(usable)
+        hat[str(k)] = math.fsum(pass_hat_k(n, c, k) for n, c in usable) / len(usable)
+    return {"pass_at_k": at, "pass_hat_k": hat}
+
+
+def _runs(cases: list[Result], stage_order: list[str]) -> dict[str, Any] | None:
+    """--eval-runs: pass@k and pass^k estimates, overall and per stage, from the cases' runs
+    (None: no case was recorded with more than one run). A case recorded once counts as one
+    run."""
+    if not any("runs" in case for case in cases):
+        return None
+    overall: list[tuple[int, int]] = []
+    per_stage: dict[str, list[tuple[int, int]]] = {name: [] for name in stage_order}
+    flaky = []
+    for case in cases:
+        if case.get("outcome") not in DECIDED or "calibration" in case:
+            continue
+        runs = case.get("runs")
+        if runs is None:
+            passed = case["outcome"] in PASS_LIKE
+            overall.append((1, int(passed)))
+            for name, stage in (case.get("stages") or {}).items():
+                if stage.get("passed") is not None and not stage.get("judge_error"):
+                    per_stage.setdefault(name, []).append((1, int(bool(stage["passed"]))))
+            continue
+        overall.append((int(runs["k"]), int(runs["passed_runs"])))
+        if 0 < runs["passed_runs"] < runs["k"]:
+            flaky.append(f"{case.get('suite')}::{case.get('id')}")
+        for name, verdicts in (runs.get("stages") or {}).items():
+            decided = [v for v in verdicts if v is not None]
+            if decided:
+                per_stage.setdefault(name, []).append((len(decided), sum(map(bool, decided))))
+    return {
+        "k": max((n for n, _ in overall), default=0),
+        "cases": len(overall),
+        **_pass_estimates(overall),
+        "stages": {name: {"cases": len(counts), **_pass_estimates(counts)}
+                   for name, counts in per_stage.items() if counts},
+        "flaky": flaky,
+    }
+
+
+def _calibration(cases: list[Result]) -> dict[str, Any] | None:
+    """The judge calibration section (None: no calibration case in the run)."""
+    if not any("calibration" in case for case in cases):
+        return None
+    from ..calibration.scoring import calibration_section
+
+    return calibration_section(cases)
 
 
 def _usage_totals(usages: list[Mapping[str, Any]], latencies: list[float]) -> dict[str, Any]:

@@ -172,23 +172,15 @@ def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
                           cls=f"s-{status}", title=title))
     detail = case.get("detail") or {}
     rec = case.get("recording") or {}
-    stage_rows = []
-    # Stage dicts read back from results.json have sorted keys: use the run's order.
-    ordered = [n for n in stage_order if n in stages] + [n for n in stages if n not in stage_order]
-    for name in ordered:
-        st = stages[name]
-        metrics = st.get("metrics") or {}
-        stage_rows.append(_NS(
-            name=name,
-            gating=bool(st.get("gating")),
-            status=stage_status(st),
-            score=fmt_score(stage_score(st)),
-            threshold=fmt_score(st.get("threshold")) if isinstance(
-                st.get("threshold"), (int, float)) else "–",
-            label=st.get("label") or "",
-            reason=st.get("reason") or "",
-            metrics=" · ".join(f"{k} {_fmt_num(v)}" for k, v in metrics.items()),
-        ))
+    # A conversation shows one row a turn and stage, and each turn's message and answer.
+    turns = [t for t in case.get("turns") or [] if isinstance(t, Mapping)]
+    parts = [(f"turn {t.get('turn')} ", t.get("stages") or {}) for t in turns] or [("", stages)]
+    stage_rows = [_stage_row(prefix + name, part[name])
+                  for prefix, part in parts for name in _ordered(part, stage_order)]
+    texts = [(key, _text_or_none(detail.get(key))) for key in ("input", "answer", "reference")]
+    if turns:
+        texts = [(f"turn {t.get('turn')}", f"user: {t.get('input', '')}\n"
+                  f"assistant: {t.get('answer', '')}") for t in turns] + texts[2:]
     tool_calls = [_NS(name=str(tc.get("name", "?")) if isinstance(tc, Mapping) else str(tc),
                       args=_json_text(tc.get("args", {})) if isinstance(tc, Mapping) else "")
                   for tc in (detail.get("tool_calls") or [])]
@@ -202,11 +194,13 @@ def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
         group="" if group is None else str(group),
         group_kind="user" if case.get("user") else "group",
         ff_stage=ff_stage or "",
+        ff_text=(f"turn {(case.get('first_failure') or {}).get('turn')} {ff_stage}"
+                 if ff_stage and (case.get("first_failure") or {}).get("turn") else ff_stage or ""),
         reason=reason if case["outcome"] not in ("passed", "xpassed", "skipped") else "",
         regressed=case.get("nodeid") in regressed,
         scores=scores,
         # (title, text) blocks in display order; None when the trace has no such field
-        texts=[(key, _text_or_none(detail.get(key))) for key in ("input", "answer", "reference")],
+        texts=texts,
         tool_calls=tool_calls,
         retrieved=[str(r) for r in (detail.get("retrieved") or [])],
         context=[str(c) for c in (detail.get("context") or [])],
@@ -220,6 +214,26 @@ def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
             judge_latency=(fmt_ms(rec["judge_latency_ms"])
                            if rec.get("judge_latency_ms") is not None else None),
         ),
+    )
+
+
+def _ordered(stages: Mapping[str, Any], stage_order: Sequence[str]) -> list[str]:
+    """Stage dicts read back from results.json have sorted keys: use the run's order."""
+    return [n for n in stage_order if n in stages] + [n for n in stages if n not in stage_order]
+
+
+def _stage_row(name: str, st: Mapping[str, Any]) -> SimpleNamespace:
+    metrics = st.get("metrics") or {}
+    return _NS(
+        name=name,
+        gating=bool(st.get("gating")),
+        status=stage_status(st),
+        score=fmt_score(stage_score(st)),
+        threshold=fmt_score(st.get("threshold")) if isinstance(
+            st.get("threshold"), (int, float)) else "–",
+        label=st.get("label") or "",
+        reason=st.get("reason") or "",
+        metrics=" · ".join(f"{k} {_fmt_num(v)}" for k, v in metrics.items()),
     )
 
 
@@ -315,6 +329,7 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "cva_accuracy": fmt_pct((doc.get("completeness_vs_accuracy") or {}).get(
             "accuracy_when_complete")),
         "baseline": _baseline_view(baseline),
+        "calibration": _calibration_view(doc.get("calibration")),
         "cases": cases,
         "outcomes": list(OUTCOMES),
         "filter_categories": sorted({c.category for c in cases if c.category}),
@@ -322,6 +337,15 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         + sorted(ff_stages - set(stage_order)),
         "has_uncategorised": any(not c.category for c in cases),
     }
+
+
+def _calibration_view(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The judge calibration tables as rows of cells (header first), or None."""
+    if not section:
+        return None
+    from ..calibration.scoring import case_rows, figures_rows
+
+    return {"cases": case_rows(section), "figures": figures_rows(section)}
 
 
 def _baseline_view(cmp: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -336,6 +360,7 @@ def _baseline_view(cmp: Mapping[str, Any] | None) -> dict[str, Any] | None:
                    "current": fmt_score(d["current_mean"]), "delta": f"{d['delta']:+.3f}"}
                   for d in cmp["stage_drops"]],
         "fixed": cmp["fixed"],
+        "unstable": cmp.get("unstable") or [],
         "new": cmp["new"],
         "removed": cmp["removed"],
         "still_failing": cmp["still_failing"],

@@ -63,6 +63,8 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     out += _categories(doc)
     out += _groups(doc)
     out += _completeness(doc.get("completeness_vs_accuracy"))
+    out += _calibration(doc.get("calibration"))
+    out += _runs(doc.get("runs"), doc["cases"])
     out += _failing(doc["cases"])
     return "\n".join(out).rstrip() + "\n"
 
@@ -147,6 +149,14 @@ def _baseline(cmp: Mapping[str, Any]) -> list[str]:
             ["l", "r", "r", "r"],
         )
         lines.append("")
+    if cmp.get("unstable"):
+        rows = [(r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–")
+                for r in cmp["unstable"][:BASELINE_ROWS_CAP]]
+        lines += ["Unstable (not counted): flips that verdicts whose repeats disagree explain "
+                  "alone", ""]
+        lines += _table(["case", "was", "now", "unstable stage"], rows)
+        lines += _more(len(cmp["unstable"]), BASELINE_ROWS_CAP)
+        lines.append("")
     if cmp["fixed"]:
         shown = ", ".join(escape_cell(r["case"], 80) for r in cmp["fixed"][:20])
         more = f" and {len(cmp['fixed']) - 20} more" if len(cmp["fixed"]) > 20 else ""
@@ -167,13 +177,18 @@ def _stages(doc: Mapping[str, Any]) -> list[str]:
     if not stages:
         return []
     rows = []
+    unstable = any(s.get("unstable") for s in stages.values())  # a column only when it counts
     for name in doc.get("stage_order") or stages:
         s = stages[name]
-        rows.append((name, "yes" if s["gating"] else "report", s["passed"], s["failed"],
-                     s["skipped"], s["judge_errors"], fmt_score(s["mean"]), fmt_ci(s["ci95"])))
+        counts = [s["passed"], s["failed"], s["skipped"], s["judge_errors"]]
+        counts += [s.get("unstable", 0)] if unstable else []
+        rows.append((name, "yes" if s["gating"] else "report", *counts, fmt_score(s["mean"]),
+                     fmt_ci(s["ci95"])))
     lines = ["### Stages", ""]
-    lines += _table(["stage", "gating", "passed", "failed", "skipped", "judge errors", "mean",
-                     "95% CI (bootstrap)"], rows, ["l", "l", "r", "r", "r", "r", "r", "l"])
+    header = ["stage", "gating", "passed", "failed", "skipped", "judge errors"]
+    header += ["unstable"] if unstable else []
+    lines += _table([*header, "mean", "95% CI (bootstrap)"], rows,
+                    ["l", "l", *["r"] * (len(header) - 2), "r", "l"])
     for name in doc.get("stage_order") or stages:
         s = stages[name]
         if "recall_at_k" in s:
@@ -274,6 +289,51 @@ def _completeness(cva: Mapping[str, Any] | None) -> list[str]:
         f"{cva['complete_but_wrong']} complete but wrong; {cva['cases']} cases with both labels)",
         "",
     ]
+    return lines
+
+
+def _runs(section: Mapping[str, Any] | None, cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """--eval-runs: pass@k and pass^k, overall and per stage, then passed_runs/K per case."""
+    if not section:
+        return []
+    ks = list(section["pass_at_k"])
+    header = ["", *[f"pass@{k}" for k in ks], *[f"pass^{k}" for k in ks[1:]]]
+
+    def row(name: str, estimates: Mapping[str, Any]) -> list[str]:
+        at, hat = estimates["pass_at_k"], estimates["pass_hat_k"]
+        return [name, *[fmt_score(at.get(k)) for k in ks],
+                *[fmt_score(hat.get(k)) for k in ks[1:]]]
+
+    rows = [row("all gating stages (the case)", section)]
+    rows += [row(name, est) for name, est in section["stages"].items()]
+    lines = [f"### Repeated runs (up to {section['k']} a case)", ""]
+    lines += _table(header, rows, ["l", *["r"] * (len(header) - 1)])
+    per_case = [(case_label(c), f"{c['runs']['passed_runs']}/{c['runs']['k']}", c["outcome"])
+                for c in cases if c.get("runs")]
+    if per_case:
+        lines.append("")
+        lines += _table(["case", "passed runs", "outcome"], per_case[:FAILING_ROWS_CAP])
+        lines += _more(len(per_case), FAILING_ROWS_CAP)
+    lines += ["", "_pass@k: at least one of k runs passes; pass^k: all k pass (unbiased "
+              "estimates from each case's n runs and c passes)._", ""]
+    return lines
+
+
+def _calibration(section: Mapping[str, Any] | None) -> list[str]:
+    """The judge calibration: one row per judge test case, then the figures per stage and
+    judge (see docs/judges.md#calibrating-a-judge)."""
+    if not section:
+        return []
+    from ..calibration.scoring import case_rows, figures_rows
+
+    cases, figures = case_rows(section), figures_rows(section)
+    lines = ["### Judge calibration", ""]
+    lines += _table(cases[0], cases[1:FAILING_ROWS_CAP + 1])
+    lines += _more(len(cases) - 1, FAILING_ROWS_CAP)
+    lines.append("")
+    lines += _table(figures[0], figures[1:], ["l", "l", *["r"] * (len(figures[0]) - 2)])
+    lines += ["", "_A case counts as right only when every repeat is: caught = every repeat "
+              "failed the planted defect, ok = every repeat passed the clean control._", ""]
     return lines
 
 

@@ -39,7 +39,10 @@ def stable(value: Any, drop: frozenset[str] = VOLATILE_KEYS) -> Any:
 def stable_verdict(verdict: Any) -> Any:
     if not isinstance(verdict, dict):
         return verdict
-    return {k: stable(v) for k, v in verdict.items() if k not in VOLATILE_VERDICT_KEYS}
+    kept = {k: stable(v) for k, v in verdict.items() if k not in VOLATILE_VERDICT_KEYS}
+    if isinstance(verdict.get("later_repeats"), list):  # each repeat is a verdict of its own
+        kept["later_repeats"] = [stable_verdict(v) for v in verdict["later_repeats"]]
+    return kept
 
 
 def _stable_verdicts(verdicts: Any) -> Any:
@@ -54,7 +57,16 @@ def same_recording(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         all(old.get(name) == new.get(name) for name in _COMPARED_FIELDS)
         and stable(old.get("trace")) == stable(new.get("trace"))
         and _stable_verdicts(old.get("verdicts") or {}) == _stable_verdicts(new.get("verdicts"))
+        and _stable_runs(old.get("later_runs")) == _stable_runs(new.get("later_runs"))
     )
+
+
+def _stable_runs(runs: Any) -> Any:
+    """Runs 2..K (--eval-runs) as compared: each trace and its verdicts without volatile keys."""
+    if not isinstance(runs, list):
+        return runs
+    return [{"trace": stable(run.get("trace")), "verdicts": _stable_verdicts(run.get("verdicts"))}
+            if isinstance(run, dict) else run for run in runs]
 
 
 def _exchange_view(

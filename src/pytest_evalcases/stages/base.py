@@ -21,13 +21,17 @@ class StageResult:
     label: str | None = None
     metrics: dict[str, Any] | None = None
     judge_error: bool = False
+    # A stage judged more than once: every repeat's score, and whether they fell on both sides
+    # of the pass rule (then `passed` is the suite's "unstable" choice).
+    repeat_scores: list[float] | None = None
+    unstable: bool = False
 
     @property
     def skipped(self) -> bool:
         return self.passed is None
 
     def to_dict(self, gating: bool) -> dict[str, Any]:
-        return {
+        result = {
             "score": self.score,
             "passed": self.passed,
             "gating": gating,
@@ -37,6 +41,10 @@ class StageResult:
             "metrics": self.metrics or {},
             "judge_error": self.judge_error,
         }
+        if self.repeat_scores is not None:  # only judged stages with repeats: results stay small
+            result["repeat_scores"] = self.repeat_scores
+            result["unstable"] = self.unstable
+        return result
 
 
 def skipped(reason: str) -> StageResult:

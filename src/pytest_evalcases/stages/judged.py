@@ -55,20 +55,63 @@ def _make_scorer(name: str) -> Callable[..., StageResult]:
         unusable = unusable_verdict(STAGE_BY_NAME[name], case, trace, verdict)
         if unusable is not None:
             return unusable
-        score_value = float(verdict.get("score", 0.0))
-        label = verdict.get("label")
-        why = verdict.get("reason") or ""
-        if name in _PASSING_LABELS:
-            accepted = _PASSING_LABELS[name](suite)
-            passed = label in accepted
-            return StageResult(score_value, passed, f"{label}: {why}".strip(), label=label)
-        threshold = suite.threshold_for(name)
-        passed = score_value >= threshold
-        op = ">=" if passed else "<"
-        text = f"{score_value:.2f} {op} {threshold:.2f}" + (f"; {why}" if why else "")
-        return StageResult(score_value, passed, text, threshold, label=label)
+        later = verdict.get("later_repeats")
+        if later:  # --eval-judge-repeats: each repeat scored alike, then combined
+            repeats = [verdict, *later]
+            return combine_repeats([score_verdict(name, suite, v) for v in repeats], suite)
+        return score_verdict(name, suite, verdict)
 
     return score
+
+
+def score_verdict(name: str, suite: Suite, verdict: dict[str, Any]) -> StageResult:
+    """One verdict (or one repeat of it) under the stage's rule: its labels, or the threshold."""
+    if verdict.get("error") or verdict.get("score") is None:
+        why = verdict.get("error") or "a repeat of this verdict has no score"
+        return StageResult(None, False, f"judge error: {why}", judge_error=True)
+    score_value = float(verdict.get("score", 0.0))
+    label = verdict.get("label")
+    why = verdict.get("reason") or ""
+    if name in _PASSING_LABELS:
+        accepted = _PASSING_LABELS[name](suite)
+        passed = label in accepted
+        return StageResult(score_value, passed, f"{label}: {why}".strip(), label=label)
+    threshold = suite.threshold_for(name)
+    passed = score_value >= threshold
+    op = ">=" if passed else "<"
+    text = f"{score_value:.2f} {op} {threshold:.2f}" + (f"; {why}" if why else "")
+    return StageResult(score_value, passed, text, threshold, label=label)
+
+
+def scores_text(scores: list[float]) -> str:
+    return "[" + ", ".join(f"{score:.2f}" for score in scores) + "]"
+
+
+def combine_repeats(results: list[StageResult], suite: Suite) -> StageResult:
+    """A stage judged several times, from each repeat's result: the score is their mean;
+    repeats on both sides of the stage's rule make the verdict unstable, which passes or fails
+    as the suite chooses (`"unstable"`)."""
+    failed = next((r for r in results if r.judge_error or r.score is None), None)
+    if failed is not None:
+        return StageResult(None, False, failed.reason, judge_error=True)
+    scores = [float(r.score) for r in results if r.score is not None]
+    passes = {bool(r.passed) for r in results}
+    unstable = len(passes) > 1
+    passed = suite.unstable == "pass" if unstable else passes == {True}
+    mean = sum(scores) / len(scores)
+    labels = {r.label for r in results}
+    label = labels.pop() if len(labels) == 1 else None
+    shown, threshold = scores_text(scores), results[0].threshold
+    if unstable:
+        counted = "counted as a pass" if passed else "counted as a failure"
+        text = f'UNSTABLE {shown}: the repeats disagree ({counted}, suite "unstable")'
+    elif threshold is None:  # a labelled stage
+        text = f"{label or 'mixed labels'} in all {len(scores)} repeats {shown}"
+    else:
+        op = ">=" if passed else "<"
+        text = f"{mean:.2f} {op} {threshold:.2f} over {len(scores)} repeats {shown}"
+    return StageResult(mean, passed, text, threshold, label=label, repeat_scores=scores,
+                       unstable=unstable)
 
 
 # What each judge reads; case fields among them (`reference`, `unanswerable`) key the verdict.

@@ -12,7 +12,7 @@ from typing import Any
 from ..schema import Case, Suite
 from . import register
 from .base import Stage, StageResult
-from .judged import JUDGE_READS, unusable_verdict
+from .judged import JUDGE_READS, combine_repeats, unusable_verdict
 
 MAX_LISTED_CHARS = 80  # an unmet item longer than this is cut in the reason (not in details)
 
@@ -40,6 +40,16 @@ def score_rubric(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) 
     unusable = unusable_verdict(RUBRIC, case, trace, verdict)
     if unusable is not None:
         return unusable
+    later = verdict.get("later_repeats")
+    if later:  # --eval-judge-repeats: each repeat graded alike, then combined
+        return combine_repeats([_score_one(case, suite, v) for v in [verdict, *later]], suite)
+    return _score_one(case, suite, verdict)
+
+
+def _score_one(case: Case, suite: Suite, verdict: dict[str, Any]) -> StageResult:
+    if verdict.get("error") or verdict.get("score") is None:
+        why = verdict.get("error") or "a repeat of this verdict has no score"
+        return StageResult(None, False, f"judge error: {why}", judge_error=True)
     rubric = case.rubric or ()
     met = met_items(case, verdict)
     if met is None:
