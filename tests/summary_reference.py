@@ -6,10 +6,16 @@ plugin (unchanged by the streaming rewrite) is imported, not copied.
 Updated with issue 9 (point 11), deliberately: the per-case table lists the cases that did not
 pass (every case with `verbose`), whatever the run's size (it was every case up to 50, then the
 problems only), laid out to a width by the plugin's `case_table`; per-group rows when any case
-has a group."""
+has a group.
+
+Updated with issue 12, deliberately: the per-group rows carry a Wilson interval and the mean of
+each gating stage (the ungrouped `-` row: counts only), and are titled `user` for suite users; the
+completeness/accuracy label columns of memory suites are not drawn by the random results here
+(no labelled stages), so the reference leaves them out."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,17 +112,39 @@ def category_rates(results: Sequence[dict[str, Any]]) -> list[str]:
     return _rate_table("category", counts, sorted(counts))
 
 
-def group_rates(results: Sequence[dict[str, Any]], verbose: bool) -> list[str]:
-    """Per group, as per category; without `verbose`, the GROUP_ROWS lowest pass rates."""
+def group_scores(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per group, each stage's scores (not judge errors), as arrays in collection order."""
+    scores: dict[str, dict[str, Any]] = {}
+    for result in results:
+        group = result.get("group")
+        if group in (None, ""):
+            continue
+        for name, stage in result["stages"].items():
+            if stage["score"] is not None and not stage.get("judge_error"):
+                scores.setdefault(str(group), {}).setdefault(name, array("d")).append(
+                    stage["score"])
+    return scores
+
+
+def group_rates(results: Sequence[dict[str, Any]], verbose: bool, stages: list[str],
+                width: int | None) -> list[str]:
+    """Per group, as per category, with a Wilson interval and the stage means (cases without a
+    group: counts only); titled `user` when every grouped case has a suite user; without
+    `verbose`, the GROUP_ROWS lowest pass rates."""
     counts = rate_rows(results, "group")
+    grouped = [r for r in results if r.get("group") not in (None, "")]
+    kind = "user" if all(r.get("user") for r in grouped) else "group"
+    scores = group_scores(results)
+    means = [name for name in stages if any(name in s for s in scores.values())
+             and any(r["stages"].get(name, {}).get("gating") for r in results)]
     names = sorted(counts)
     if verbose or len(names) <= GROUP_ROWS:
-        return _rate_table("group", counts, names)
+        return _rate_table(kind, counts, names, {}, scores, means, width)
     rates = {name: (p / s if s else 2.0) for name, (p, s) in counts.items()}
     worst = sorted(names, key=lambda name: (rates[name], name))[:GROUP_ROWS]
-    return [*_rate_table("group", counts, sorted(worst)),
-            f"({len(names) - GROUP_ROWS} more groups with higher pass rates; -v shows every "
-            "group)"]
+    return [*_rate_table(kind, counts, sorted(worst), {}, scores, means, width),
+            f"({len(names) - GROUP_ROWS} more {kind}s with higher pass rates; -v shows every "
+            f"{kind})"]
 
 
 def render_summary(
@@ -138,7 +166,7 @@ def render_summary(
     if results:
         sections.append(category_rates(results))
     if any(r.get("group") not in (None, "") for r in results):
-        sections.append(group_rates(results, verbose))
+        sections.append(group_rates(results, verbose, stages, width))
     lines: list[str] = []
     for section in filter(None, sections):
         lines += [*([""] if lines else []), *section]

@@ -146,6 +146,13 @@ def changed_fields(
                 label_new = (current_labels or {}).get(name) if new is not None else None
                 if (label_old or shown_old) != (label_new or shown_new):
                     shown_old, shown_new = label_old or shown_old, label_new or shown_new
+                if name.startswith("user.") and label_old and label_new:
+                    from .users import changed_user_files  # a stale user: name its files
+
+                    files = changed_user_files(label_old, label_new)
+                    if files is not None:
+                        changes.append(f"{name} changed ({files})")
+                        continue
             changes.append(f"{name} {verb} ({shown_old} -> {shown_new})")
     return changes
 

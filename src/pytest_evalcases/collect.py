@@ -27,6 +27,7 @@ from .system import System, resolve_system
 
 if TYPE_CHECKING:
     from .session import EvalSession
+    from .users import SuiteUser
 
 
 @dataclass(slots=True)
@@ -49,6 +50,10 @@ class SuiteContext:
     judge_from: str | None  # where judge_spec came from: --eval-judge, ini eval_judge or suite
     judge_options: dict[str, Any]
     timeout: float  # seconds a system run may take when it runs (live, --replay-http)
+    # The suite's declared users (None: it declares none), each built or the error its cases
+    # get; and the user of the cases sharing this context (a per-user variant), if any.
+    users: dict[str, SuiteUser | CaseFileError] | None = None
+    user: SuiteUser | None = None
     # Verdicts per judged stage asked for (None: as recorded on replay, 1 when recording).
     judge_repeats: int | None = None
     # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).
@@ -207,6 +212,7 @@ class CaseFile(pytest.File):
         state.collected_suites[self.path] = (ctx.suite.name, _case_ids(raw_cases))
         # One context per distinct per-case `inputs` list, shared by the cases naming it.
         self._input_variants: dict[tuple[str, ...], SuiteContext] = {}
+        self._user_variants: dict[tuple[tuple[str, ...], str], SuiteContext] = {}
         seen: dict[str, int] = {}
         for index, raw in enumerate(raw_cases):
             yield self._case_item(ctx, state, index, raw, seen)
@@ -311,22 +317,35 @@ class CaseFile(pytest.File):
             judge_from=judge_from,
             judge_options=judge_options(suite),
             timeout=state.timeout_override or suite.timeout or state.default_timeout,
+            users=self._users(suite, state) if suite.users else None,
             judge_repeats=state.judge_repeats_override or suite.judge_repeats
             or state.default_judge_repeats,
             runs=state.runs_override or suite.runs,
         )
 
+    def _users(self, suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
+        from .users import build_users
+
+        def hash_file(path: str, where: str) -> str:
+            return hash_inputs([path], state, where)[path]
+
+        return build_users(suite.users, state.rootdir, hash_file)
+
     def _case_item(
         self, ctx: SuiteContext, state: EvalSession, index: int, raw: Any, seen: dict[str, int]
     ) -> pytest.Item:
         def error(name: str, message: str) -> SuiteErrorItem:
-            return SuiteErrorItem.from_parent(
+            item = SuiteErrorItem.from_parent(
                 self,
                 name=name,
                 message=f"{self.nodeid}: {message}",
                 suite_name=ctx.suite.name,
                 index=index,
             )
+            user = raw.get("user") if isinstance(raw, dict) else None
+            if isinstance(user, str) and user:  # counted in its user's row of the reports
+                item.user = user
+            return item
 
         if not isinstance(raw, dict):
             return error(
@@ -363,6 +382,11 @@ class CaseFile(pytest.File):
                 ctx = self._with_inputs(ctx, state, case.inputs)
             except CaseFileError as exc:
                 return error(case.id, f"case {_shown_name(case.id)} (cases[{index}]): {exc}")
+        if case.user is not None:
+            try:
+                ctx = self._with_user(ctx, case.user)
+            except CaseFileError as exc:
+                return error(case.id, f"case {_shown_name(case.id)} (cases[{index}]): {exc}")
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
         for marker in filter(None, (case.category, *case.marks)):
             item.add_marker(state.marker(marker))
@@ -389,6 +413,30 @@ class CaseFile(pytest.File):
                 ctx, key_fields=fields, input_fields=own, key_labels=labels
             )
             self._input_variants[inputs] = variant
+        return variant
+
+    def _with_user(self, ctx: SuiteContext, user_id: str) -> SuiteContext:
+        """The context of one user's cases: the user's files as key field `user.<id>`."""
+        known = ctx.users or {}
+        user = known.get(user_id)
+        if user is None:
+            declared = ", ".join(map(repr, known)) or "none"
+            raise CaseFileError(
+                f"user {user_id!r} is not declared by the suite (its \"users\": {declared}); "
+                "add it to \"users\" with its data files, or fix the case's \"user\""
+            )
+        if isinstance(user, CaseFileError):
+            raise user
+        # One context per user and inputs variant, shared by the cases naming both.
+        shared = (tuple(ctx.input_fields), user_id)
+        variant = self._user_variants.get(shared)
+        if variant is None:
+            fields = {**ctx.key_fields, user.key_field: user.key_hash}
+            labels = dict(ctx.key_labels)
+            if user.label is not None:
+                labels[user.key_field] = user.label
+            variant = dataclasses.replace(ctx, key_fields=fields, key_labels=labels, user=user)
+            self._user_variants[shared] = variant
         return variant
 
 
@@ -452,6 +500,7 @@ class SuiteErrorItem(EvalItem):
     """Stands in for a file or case that cannot run, and errors in setup with its message."""
 
     is_eval_item = True  # the plugin's hooks look for this, without importing this module
+    user: str | None = None  # the suite user the broken case names, if any
 
     def __init__(self, *, message: str, suite_name: str, index: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -20,6 +20,13 @@ OUTCOMES: tuple[str, ...] = (
     "xpassed",
 )
 
+#: The labelled judged stages of a memory suite and their labels, counted per category and per
+#: group beside the pass rates (Zep's completeness and accuracy figures).
+COMPLETENESS_STAGE = "context_completeness"
+ACCURACY_STAGE = "answer_accuracy"
+COMPLETENESS_LABELS: tuple[str, ...] = ("COMPLETE", "PARTIAL", "INSUFFICIENT")
+ACCURACY_LABELS: tuple[str, ...] = ("CORRECT", "WRONG")
+
 #: summary key for each outcome ("error" is counted under "errors").
 SUMMARY_KEYS: dict[str, str] = {o: ("errors" if o == "error" else o) for o in OUTCOMES}
 

@@ -514,6 +514,8 @@ async def _run_system(
     exchanges = None
     async with slots.system() if slots is not None else nullcontext():
         await ctx.system.asetup(ctx.suite)
+        if ctx.user is not None:  # the user's data ingested once, before its first case
+            await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
         with spans.system_run() as system_span:
             if http is None:
                 result = await _run_with_timeout(ctx, case, view)
@@ -837,9 +839,12 @@ def run_offline(
     with http.case(CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts), sole=True):
         try:
             ctx.system.setup(suite)
+            if ctx.user is not None:
+                ctx.user.set_up(ctx.system.target, suite.name)
         except UnservedRequest as exc:
+            what = "setup(suite)" if ctx.user is None else "setup(suite) or setup_user(user)"
             raise StaleRecording(
-                f"setup(suite) of {suite.name}: {str(exc).split(' — ')[0]}; --replay-http "
+                f"{what} of {suite.name}: {str(exc).split(' — ')[0]}; --replay-http "
                 "cannot serve requests made in setup (they are not recorded)"
             ) from None
     case_http = CaseHttp(where, exchanges, suite.http_ignore, suite.allow_hosts)

@@ -60,19 +60,23 @@ def case_result(
     # A case that could not be scored says why, in the same place a stage failure would.
     unscored = {"stage": None, "reason": error_summary(exc)} if outcome in UNSCORED else None
     if not hasattr(item, "case"):  # a file or case that could not be loaded
-        return {
+        user = getattr(item, "user", None)  # a broken case of a suite user: in the user's row
+        broken: dict[str, Any] = {
             "nodeid": item.nodeid,
             "suite": item.suite_name,
             "id": item.name,
             "file": _relpath(item),
             "index": item.index,
             "category": None,
-            "group": None,
+            "group": user,
             "outcome": outcome,
             "first_failure": unscored,
             "stages": {},
             "recording": {},
         }
+        if user is not None:
+            broken["user"] = user
+        return broken
     from .scoring import result_stages
 
     case, scores, recording = item.case, item.scores, item.recording
@@ -96,6 +100,8 @@ def case_result(
         "recording": _recording_info(recording, outcome, getattr(item, "live_error", None),
                                      getattr(item, "not_run", None)),
     }
+    if case.user is not None:  # the group is a suite user: the reports title it so
+        result["user"] = case.user
     if scores is not None and scores.turns is not None:
         from .turns.score import turn_results
 

@@ -27,6 +27,7 @@ __all__ = [
     "Suite",
     "ToolExpectation",
     "Trace",
+    "User",
     "ValidationError",
     "format_validation_error",
     "validate_case",
@@ -116,6 +117,12 @@ class CaseModel(BaseModel):
     # Data files this case's system run reads, replacing the suite's `inputs` for this case
     # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
     inputs: list[str] | None = None
+    # The suite user whose data (conversations, documents, ...) this case asks about: its files
+    # key the case, `setup_user` ingests them, and it is the case's group in the reports.
+    user: str | None = Field(None, min_length=1)
+    # Facts about the case for the people reading it (a benchmark's level, a trap answer): never
+    # given to the system, never in a key.
+    metadata: dict[str, Any] | None = None
     expected_triples: list[Triple] | None = None  # the `graph` stage's gold edges
     answer_schema: dict[str, Any] | bool | None = None  # the `schema` stage's JSON Schema
     rubric: list[str | RubricItem] | None = None  # the `rubric` stage's items
@@ -158,6 +165,15 @@ class CaseModel(BaseModel):
             if name in RESERVED_MARKERS:
                 raise ValueError(f"{name!r} is a pytest marker with its own meaning; rename it")
         return value
+
+    @model_validator(mode="after")
+    def _user_is_the_group(self) -> CaseModel:
+        if self.user is not None and self.group is not None and self.group != self.user:
+            raise ValueError(
+                f"a case of user {self.user!r} is grouped by its user: remove \"group\" "
+                f"({self.group!r}) or make it the user's id"
+            )
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +218,8 @@ class Case:
     reference: str | None = None
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
+    user: str | None = None  # the suite user the case belongs to (its group)
+    metadata: dict[str, Any] | None = None
     expected_triples: list[Triple] | None = None
     answer_schema: dict[str, Any] | bool | None = None
     rubric: tuple[tuple[str, float], ...] | None = None  # (item, weight) pairs
@@ -216,6 +234,8 @@ def validate_case(raw: Any) -> Case:
     fields["marks"] = tuple(model.marks)
     if model.inputs is not None:
         fields["inputs"] = tuple(model.inputs)
+    if model.user is not None:  # the user is the case's group
+        fields["group"] = model.user
     if model.rubric is not None:
         fields["rubric"] = tuple(
             (item, 1.0) if isinstance(item, str) else (item.item, item.weight)
@@ -249,6 +269,7 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "reference",
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
+        "metadata",
         "expected_triples",
         "answer_schema",
         "rubric",
@@ -256,6 +277,30 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
 )
 
 
+class User(BaseModel):
+    """A suite user (a memory agent's tenant): an id and named data files, each a path or a list
+    of paths relative to the rootdir. The plugin never reads inside them: it hashes them into
+    the key of that user's cases, and hands their absolute paths to `setup_user(user)`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _files_only(self) -> User:
+        for name, value in (self.model_extra or {}).items():
+            paths = value if isinstance(value, list) else [value]
+            if not paths or not all(isinstance(p, str) and p for p in paths):
+                raise ValueError(
+                    f"field {name!r} must be a file path or a non-empty list of file paths "
+                    "(every field of a user but `id` names data files)"
+                )
+        return self
+
+    def files(self) -> dict[str, list[str]]:
+        """Field name -> its paths, in the order the suite lists them."""
+        return {name: value if isinstance(value, list) else [value]
+                for name, value in (self.model_extra or {}).items()}
 class GraphOptions(BaseModel):
     """The `graph` stage's suite settings (see stages/graph.py)."""
 
@@ -317,6 +362,10 @@ class Suite(BaseModel):
     http_ignore: list[str] = []
     # Hosts the system may reach directly under --replay-http (loopback only when listed).
     allow_hosts: list[str] = []
+    # Users whose data files key their cases (see User); a case names one with "user".
+    users: list[User] = []
+    # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
+    source: dict[str, Any] | None = None
     graph: GraphOptions | None = None
     citations: CitationOptions | None = None
     answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
@@ -326,6 +375,16 @@ class Suite(BaseModel):
         if stage in self.thresholds:
             return self.thresholds[stage]
         return self.threshold if default is None else default
+
+    @field_validator("users")
+    @classmethod
+    def _unique_user_ids(cls, users: list[User]) -> list[User]:
+        seen: set[str] = set()
+        for user in users:
+            if user.id in seen:
+                raise ValueError(f"user id {user.id!r} is declared twice; user ids are unique")
+            seen.add(user.id)
+        return users
 
 
 class ToolCall(BaseModel):

@@ -14,7 +14,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .outcomes import DECIDED, PASS_LIKE
+from .outcomes import (
+    ACCURACY_LABELS,
+    ACCURACY_STAGE,
+    COMPLETENESS_LABELS,
+    COMPLETENESS_STAGE,
+    DECIDED,
+    PASS_LIKE,
+)
+
+# A memory suite's label counts, compact enough for the terminal's category and group rows.
+LABEL_COLUMNS = (("C/P/I", COMPLETENESS_LABELS), ("right/wrong", ACCURACY_LABELS))
+LABEL_LEGENDS = {
+    "C/P/I": "C/P/I: cases whose context was COMPLETE / PARTIAL / INSUFFICIENT",
+    "right/wrong": "right/wrong: cases whose answer was CORRECT / WRONG",
+}
 
 # Which cases get a row of the per-case table: those that did not pass (the default), every
 # case (-v, --eval-summary=all) or none (-q -q, --eval-summary=none).
@@ -145,6 +159,10 @@ class RunSummary:
         self._categories: dict[str, list[int]] = {}  # category -> [passed, scored]
         self._groups: dict[str, list[int]] = {}  # group -> [passed, scored], all cases
         self._grouped = False  # any case has a group: the per-group table is shown
+        self._users_only = True  # every grouped case is grouped by its suite user
+        self._group_scores: dict[str, dict[str, array[float]]] = {}  # group -> stage -> scores
+        # Memory suites: completeness and accuracy label counts per category and per group.
+        self._labels: dict[str, dict[str, dict[str, int]]] = {"category": {}, "group": {}}
         self._recorded = self._replayed = self._stale = self._missing = 0
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
@@ -165,14 +183,23 @@ class RunSummary:
             if seen not in self._first_seen or (order, position) < self._first_seen[seen]:
                 self._first_seen[seen] = (order, position)
             self._stages.setdefault(name, _StageTally()).add(stage)
-        tally = self._categories.setdefault(result.get("category") or "-", [0, 0])
+        category = result.get("category") or "-"
+        tally = self._categories.setdefault(category, [0, 0])
         tally[0] += outcome in PASS_LIKE
         tally[1] += outcome in DECIDED
         group = result.get("group")
-        self._grouped = self._grouped or group not in (None, "")
-        tally = self._groups.setdefault("-" if group in (None, "") else str(group), [0, 0])
+        grouped = group not in (None, "")
+        group_name = str(group) if grouped else "-"
+        tally = self._groups.setdefault(group_name, [0, 0])
         tally[0] += outcome in PASS_LIKE
         tally[1] += outcome in DECIDED
+        stages = result["stages"]
+        if grouped:  # only grouped cases pay for the per-group means
+            self._grouped = True
+            self._users_only = self._users_only and bool(result.get("user"))
+            self._add_group_scores(group_name, stages)
+        if COMPLETENESS_STAGE in stages or ACCURACY_STAGE in stages:
+            self._add_labels(category, group_name, stages)
         self._tally_recording(result)
         if self.rows == ROWS_ALL or (self.rows == ROWS_FAILED and outcome not in QUIET_OUTCOMES):
             cells = {name: stage_cell(stage) for name, stage in result["stages"].items()}
@@ -213,6 +240,22 @@ class RunSummary:
         section = calibration_section(ordered)
         return terminal_lines(section, width) if section else []
 
+    def _add_group_scores(self, group: str, stages: Mapping[str, Any]) -> None:
+        scores = self._group_scores.setdefault(group, {})
+        for name, stage in stages.items():
+            if stage["score"] is not None and not stage.get("judge_error"):
+                scores.setdefault(name, array("d")).append(stage["score"])
+
+    def _add_labels(self, category: str, group: str, stages: Mapping[str, Any]) -> None:
+        for stage_name in (COMPLETENESS_STAGE, ACCURACY_STAGE):
+            stage = stages.get(stage_name)
+            label = stage.get("label") if stage and not stage.get("judge_error") else None
+            if label:
+                for kind, name in (("category", category), ("group", group)):
+                    counts = self._labels[kind].setdefault(name, {})
+                    key = str(label).strip().upper()
+                    counts[key] = counts.get(key, 0) + 1
+
     def stage_names(self) -> list[str]:
         """Stage columns in the order suites list them, gating stages before report-only ones."""
         first = sorted(self._first_seen.items(), key=lambda item: item[1])
@@ -237,7 +280,7 @@ class RunSummary:
         if self.count:
             sections.append(self._category_rates())
         if self._grouped:
-            sections.append(self._group_rates())
+            sections.append(self._group_rates(stages, width))
         lines: list[str] = []
         for section in filter(None, sections):  # --eval-summary=none: no case table at all
             lines += [*([""] if lines else []), *section]
@@ -293,12 +336,20 @@ class RunSummary:
 
     def _category_rates(self) -> list[str]:
         """Pass rate per category, counted as in results.json: passes over the cases whose answer
-        was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere)."""
-        return _rate_table("category", self._categories, sorted(self._categories))
+        was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere);
+        a memory suite's completeness and accuracy label counts beside it."""
+        names = sorted(self._categories)
+        lines = _rate_table("category", self._categories, names, self._labels["category"])
+        if self._grouped:  # the per-group table below explains the label columns once
+            lines = [line for line in lines if line not in LABEL_LEGENDS.values()]
+        return lines
 
-    def _group_rates(self) -> list[str]:
-        """Pass rate per group (e.g. a user id), as for categories. Without -v, at most
-        GROUP_ROWS groups: those with the lowest pass rates (a run may have thousands)."""
+    def _group_rates(self, stages: list[str], width: int | None) -> list[str]:
+        """Pass rate per group (a suite user, or a case's `group`) with its Wilson interval,
+        label counts and the mean score of each stage (cases without a group: counts only).
+        Without -v, at most GROUP_ROWS groups: those with the lowest pass rates (a run may
+        have thousands)."""
+        kind = "user" if self._users_only else "group"
         names = sorted(self._groups)
         hidden = 0
         if not self.verbose and len(names) > GROUP_ROWS:
@@ -308,19 +359,60 @@ class RunSummary:
 
             names = sorted(sorted(names, key=rank)[:GROUP_ROWS])
             hidden = len(self._groups) - GROUP_ROWS
-        lines = _rate_table("group", self._groups, names)
+        # Gating stages only (report.md and the dashboard have them all): it must fit.
+        means = [name for name in stages if self._stages[name].gating
+                 and any(name in scores for scores in self._group_scores.values())]
+        lines = _rate_table(kind, self._groups, names, self._labels["group"],
+                            self._group_scores, means, width)
         if hidden:
-            lines.append(f"({hidden} more groups with higher pass rates; -v shows every group)")
+            lines.append(f"({hidden} more {kind}s with higher pass rates; -v shows every {kind})")
         return lines
 
 
-def _rate_table(title: str, tallies: Mapping[str, list[int]], names: list[str]) -> list[str]:
-    rows = [[title, "passed", "scored", "pass rate"]]
+def _rate_table(
+    title: str,
+    tallies: Mapping[str, list[int]],
+    names: list[str],
+    labels: Mapping[str, Mapping[str, int]] | None = None,
+    scores: Mapping[str, Mapping[str, array[float]]] | None = None,
+    means: Sequence[str] = (),
+    width: int | None = None,
+) -> list[str]:
+    """`title passed scored pass rate`; with `scores`, the 95% Wilson interval and the mean of
+    each stage in `means`; with `labels`, a memory suite's context completeness counts
+    (COMPLETE/PARTIAL/INSUFFICIENT as `C/P/I`) and answer accuracy counts (CORRECT/WRONG as
+    `right/wrong`), explained under the table."""
+    seen = {label for counts in (labels or {}).values() for label in counts}
+    columns = [(header, known) for header, known in LABEL_COLUMNS if seen & set(known)]
+    header = [title, "passed", "scored", "pass rate"]
+    if scores is not None:
+        header.append("95% CI")
+    header += [name for name, _ in columns]
+    full = [f"mean {name}" for name in means]
+    short = [f"mean {h}" for h in stage_headers(means)]
+    rows = [header + full]
+    if scores is not None:
+        from .stats import wilson_interval  # numpy: only for a run whose cases have groups
     for name in names:
         passed, scored = tallies[name]
         rate = f"{passed / scored:.0%}" if scored else "-"
-        rows.append([name, str(passed), str(scored), rate])
-    return _table(rows)
+        row = [name, str(passed), str(scored), rate]
+        if scores is not None:
+            ci = wilson_interval(passed, scored)
+            row.append(f"{ci[0]:.0%}-{ci[1]:.0%}" if ci else "-")
+        counts = (labels or {}).get(name, {})
+        row += ["/".join(str(counts.get(label, 0)) for label in known) for _, known in columns]
+        own = (scores or {}).get(name, {})
+        row += [f"{math.fsum(own[m]) / len(own[m]):.3f}" if own.get(m) else "-" for m in means]
+        rows.append(row)
+    lines = _table(rows)
+    if width is not None and full != short and max(map(len, lines)) > width:
+        rows[0] = header + short
+        lines = _table(rows)
+        lines += _legend([f"{a} = {n}" for a, n in zip(stage_headers(means), means, strict=True)
+                          if a != n], width)
+    lines += [LABEL_LEGENDS[name] for name, _ in columns]
+    return lines
 
 
 # ---- the per-case table, fitted to the terminal ---------------------------------------------

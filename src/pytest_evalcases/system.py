@@ -33,6 +33,8 @@ class CaseInput(dict):
 
 def system_view(case: Case) -> CaseInput:
     view = CaseInput(id=case.id, input=case.input)
+    if case.user is not None:  # whose memory the system answers from
+        view["user"] = case.user
     if case.extra:
         view.update(case.extra)
     if case.turns is not None:  # the whole conversation: every user message, nothing before it
@@ -70,6 +72,11 @@ class System:
         self._set_up = False
         self._setup_error: BaseException | None = None
         self._setup_lock = threading.Lock()  # setup runs in worker threads, once
+
+    @property
+    def target(self) -> Any:
+        """The object `system` names (its optional hooks, e.g. `setup_user`, are read off it)."""
+        return self._target
 
     @property
     def is_async(self) -> bool:

@@ -1,25 +1,26 @@
-"""`python -m pytest_evalcases COMMAND`: one module per command, each with `add_parser(sub)`
-(its arguments; it sets `run`, the function that runs it) and a `run(args) -> exit code`.
+"""Command line: ``python -m pytest_evalcases COMMAND``, one module a command.
 
-Exit codes: 0 done; 1 what the command checks failed (merge: the baseline gate; scan: a secret
-found); 2 bad arguments or an unreadable input (the message names the file).
+Each command module has `add_parser(subparsers)`, which registers the command with its
+`handler(args) -> exit code`; a command reports its own errors (exit 2 for bad arguments or
+unreadable files, unless its module says otherwise).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
-from . import compare, merge, scan
+from . import compare, importing, merge, scan
 
-COMMANDS = (merge, scan, compare)
+__all__ = ["main"]
+
+COMMANDS = (merge, scan, importing, compare)
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
         prog="python -m pytest_evalcases",
-        description="pytest-evalcases report and recording tools.",
+        description="pytest-evalcases report, recording and suite tools.",
     )
     sub = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
@@ -29,9 +30,4 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    errors = tuple(error for command in COMMANDS for error in command.ERRORS)
-    try:
-        return int(args.run(args))
-    except errors as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return int(args.handler(args))

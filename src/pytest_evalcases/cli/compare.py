@@ -7,14 +7,13 @@ no readable results.json.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..baseline import BaselineError
 from ..report.merge import MergeError
 from .merge import read_shard
-
-ERRORS = (MergeError, BaselineError)
 
 
 def add_parser(sub: Any) -> None:
@@ -40,10 +39,18 @@ def add_parser(sub: Any) -> None:
         metavar="OUT",
         help="folder to write compare.md and compare.html into (default: the current folder)",
     )
-    compare.set_defaults(run=run)
+    compare.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _compare(args)
+    except (MergeError, BaselineError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _compare(args: argparse.Namespace) -> int:
     from ..report.compare import (
         COMPARE_HTML,
         COMPARE_MD,

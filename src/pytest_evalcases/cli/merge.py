@@ -1,4 +1,5 @@
-"""`merge DIR... -o OUT`: merge the report folders of CI shards into one report.
+"""``python -m pytest_evalcases merge DIR... -o OUT``: one report from the report folders of
+CI shards.
 
 Exit codes: 0 merged; 1 the baseline gate failed (only with --baseline); 2 bad arguments or
 unreadable shard/baseline files.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,6 @@ from ..baseline import BaselineError, compare, load_results, render_baseline_ter
 from ..report.markdown import append_step_summary, render_markdown
 from ..report.merge import MergeError, merge_results
 from ..report.writers import RESULTS_JSON, write_reports
-
-ERRORS = (MergeError, BaselineError)
 
 
 def read_shard(folder: Path, kind: str = "shard folder") -> dict:
@@ -80,10 +80,18 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="do not append report.md to $GITHUB_STEP_SUMMARY",
     )
-    merge.set_defaults(run=run)
+    merge.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _merge(args)
+    except (MergeError, BaselineError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _merge(args: argparse.Namespace) -> int:
     docs = [read_shard(d) for d in args.dirs]
     merged = merge_results(docs, names=[str(d) for d in args.dirs])
     status = 0

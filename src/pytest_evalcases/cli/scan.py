@@ -1,13 +1,14 @@
-"""`scan [PATH...]`: check recordings for secrets (for pre-commit and CI).
+"""``python -m pytest_evalcases scan [PATH...]``: check recordings for secrets.
 
-Exit codes: 0 clean; 1 a secret found, or a file that could not be checked; 2 bad arguments or
-a path that does not exist.
+Exit codes: 0 clean; 1 a secret found, or a file that could not be checked; 2 bad arguments
+or a path that does not exist.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,6 @@ from ..redaction import (
     scan_summary,
     secret_values_from_env,
 )
-
-ERRORS = (ScanPathError,)
 
 
 def add_parser(sub: Any) -> None:
@@ -42,10 +41,18 @@ def add_parser(sub: Any) -> None:
         help="file or folder to scan (default: the eval_cassettes folder of "
         "the pytest configuration in the current directory, or cassettes)",
     )
-    scan.set_defaults(run=run)
+    scan.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _scan(args)
+    except ScanPathError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _scan(args: argparse.Namespace) -> int:
     paths = args.paths
     if not paths:
         folder, origin = cassettes_folder_from_ini(Path.cwd())

@@ -12,7 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from ..outcomes import DECIDED, OUTCOMES, PASS_LIKE, SUMMARY_KEYS, check_outcome
+from ..outcomes import (
+    ACCURACY_LABELS,
+    ACCURACY_STAGE,
+    COMPLETENESS_LABELS,
+    COMPLETENESS_STAGE,
+    DECIDED,
+    OUTCOMES,
+    PASS_LIKE,
+    SUMMARY_KEYS,
+    check_outcome,
+)
 from ..stats import bootstrap_ci, mean, median, wilson_interval
 
 RESULTS_FORMAT = "pytest-evalcases/results"
@@ -28,11 +38,13 @@ RETRIEVAL_METRICS: tuple[str, ...] = (
 )
 # The graph stage's rates, averaged over its cases (its score, F1, has the stage mean).
 GRAPH_METRICS: tuple[str, ...] = ("precision", "recall", "hallucination_rate", "omission_rate")
-COMPLETENESS_STAGE = "context_completeness"
-ACCURACY_STAGE = "answer_accuracy"
-COMPLETENESS_LABELS: tuple[str, ...] = ("COMPLETE", "PARTIAL", "INSUFFICIENT")
-ACCURACY_LABELS: tuple[str, ...] = ("CORRECT", "WRONG")
 HISTOGRAM_BINS = 10
+# Labelled stages whose label counts the per-category and per-group rows carry: stage ->
+# (the rows' field, the labels always listed).
+_LABELLED_STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    COMPLETENESS_STAGE: ("completeness", COMPLETENESS_LABELS),
+    ACCURACY_STAGE: ("accuracy", ACCURACY_LABELS),
+}
 
 Result = dict[str, Any]
 
@@ -61,6 +73,7 @@ def aggregate(
         "stages": _stages(scan, order),
         "categories": _breakdown(cases, "category", scan, order),
         "groups": _breakdown(cases, "group", scan, order),
+        "group_kind": group_kind(cases),
         "completeness_vs_accuracy": _completeness_vs_accuracy(cases),
         "calibration": _calibration(cases),
         "runs": _runs(cases, order),
@@ -126,7 +139,7 @@ def _stage_order(seen: Mapping[str, bool], preferred: Sequence[str]) -> list[str
 class _StageAcc:
     """Accumulator for one stage across cases."""
 
-    __slots__ = ("status", "idx", "scores", "gating", "metrics", "ks", "unstable")
+    __slots__ = ("status", "idx", "scores", "gating", "metrics", "ks", "unstable", "labels")
 
     def __init__(self) -> None:
         self.status = {"passed": 0, "failed": 0, "skipped": 0, "judge_error": 0}
@@ -136,6 +149,7 @@ class _StageAcc:
         self.gating = False
         self.metrics: dict[str, list[float]] = {m: [] for m in _MEAN_METRICS}
         self.ks: set[int] = set()
+        self.labels: dict[int, str] = {}  # case position -> label (completeness, accuracy)
 
 
 class _Scan:
@@ -161,6 +175,10 @@ class _Scan:
                 if status == "judge_error":
                     self.judge_error[i] = True
                     continue
+                if name in _LABELLED_STAGES:
+                    label = _label(stage)
+                    if label is not None:
+                        acc.labels[i] = label
                 score = stage_score(stage)
                 if score is not None:
                     acc.idx.append(i)
@@ -279,6 +297,18 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
         scores = np.asarray(acc.scores, dtype=float)[keep]
         means[name] = (np.bincount(b[keep], weights=scores, minlength=nb),
                        np.bincount(b[keep], minlength=nb))
+    # Completeness and accuracy label counts per bucket, beside the means (Zep's figures).
+    label_counts: dict[str, list[dict[str, int]]] = {}
+    for stage, (field, known) in _LABELLED_STAGES.items():
+        acc = scan.stages.get(stage)
+        if acc is None:
+            continue
+        per_bucket = [dict.fromkeys(known, 0) for _ in names]
+        for i, label in acc.labels.items():
+            if bucket[i] >= 0:
+                counts_j = per_bucket[bucket[i]]
+                counts_j[label] = counts_j.get(label, 0) + 1
+        label_counts[field] = per_bucket
     out: dict[str, Any] = {}
     for j, name in enumerate(names):
         entry = _counts(outcome_counts[j], int(judge_errors[j]))
@@ -286,8 +316,16 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
             stage: float(sums[j] / counts[j])
             for stage, (sums, counts) in means.items() if counts[j]
         }
+        for field, per_bucket in label_counts.items():
+            entry[field] = per_bucket[j]
         out[name] = entry
     return out
+
+
+def group_kind(cases: Iterable[Mapping[str, Any]]) -> str:
+    """`user` when every case with a group is grouped by its suite user, else `group`."""
+    grouped = [case for case in cases if case.get("group") not in (None, "")]
+    return "user" if grouped and all(case.get("user") for case in grouped) else "group"
 
 
 def _label(stage: Mapping[str, Any] | None) -> str | None:

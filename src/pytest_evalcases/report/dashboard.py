@@ -201,6 +201,7 @@ def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
         outcome=case["outcome"],
         category="" if category is None else str(category),
         group="" if group is None else str(group),
+        group_kind="user" if case.get("user") else "group",
         ff_stage=ff_stage or "",
         ff_text=(f"turn {(case.get('first_failure') or {}).get('turn')} {ff_stage}"
                  if ff_stage and (case.get("first_failure") or {}).get("turn") else ff_stage or ""),
@@ -251,7 +252,15 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else _json_text(value)
 
 
+def breakdown_labels(section: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(field, label) columns of a memory suite's rows: completeness then accuracy counts."""
+    return [(field, label) for field in ("completeness", "accuracy")
+            for label in dict.fromkeys(label for c in section.values()
+                                       for label in c.get(field) or {})]
+
+
 def _breakdown_rows(section: Mapping[str, Any], stage_order: Sequence[str]) -> list[dict]:
+    labels = breakdown_labels(section)
     rows = []
     for name, c in section.items():
         rows.append({
@@ -262,6 +271,7 @@ def _breakdown_rows(section: Mapping[str, Any], stage_order: Sequence[str]) -> l
             "other": c["cases"] - c["decided"],
             "rate": fmt_pct(c["pass_rate"]),
             "ci": fmt_pct_ci(c["pass_rate_ci95"]),
+            "labels": [(c.get(field) or {}).get(label, 0) for field, label in labels],
             "means": [fmt_score(c["stage_means"].get(s)) for s in stage_order],
         })
     return rows
@@ -323,6 +333,9 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "category_chart": category_chart,
         "categories": _breakdown_rows(cats, stage_order),
         "groups": _breakdown_rows(doc.get("groups") or {}, stage_order),
+        "category_labels": [label for _, label in breakdown_labels(cats)],
+        "group_labels": [label for _, label in breakdown_labels(doc.get("groups") or {})],
+        "group_kind": doc.get("group_kind") or "group",
         "cva": doc.get("completeness_vs_accuracy"),
         "cva_accuracy": fmt_pct((doc.get("completeness_vs_accuracy") or {}).get(
             "accuracy_when_complete")),

@@ -221,22 +221,20 @@ def _categories(doc: Mapping[str, Any]) -> list[str]:
     cats = doc.get("categories") or {}
     if not cats:
         return []
-    rows = [(name, c["cases"], c["passed"] + c["xpassed"], c["failed"] + c["xfailed"],
-             fmt_pct(c["pass_rate"]), fmt_pct_ci(c["pass_rate_ci95"]))
-            for name, c in cats.items()]
     lines = ["### Categories", ""]
-    lines += _table(["category", "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"],
-                    rows, ["l", "r", "r", "r", "r", "l"])
+    lines += _breakdown_table("category", cats, list(cats), [])
     lines.append("")
     return lines
 
 
 def _groups(doc: Mapping[str, Any]) -> list[str]:
-    """Per-group rows (a case's `group`, e.g. a user id), when any case has one. Beyond
-    GROUP_ROWS_CAP groups, those with the lowest pass rates, in name order."""
+    """Per-group rows (a case's `group`, or its suite `user`), when any case has one, with the
+    per-stage means. Beyond GROUP_ROWS_CAP groups, those with the lowest pass rates, in name
+    order."""
     groups = doc.get("groups") or {}
     if not groups:
         return []
+    kind = doc.get("group_kind") or "group"
     names = sorted(groups)
     if len(names) > GROUP_ROWS_CAP:
         def rank(name: str) -> tuple[float, str]:
@@ -244,17 +242,40 @@ def _groups(doc: Mapping[str, Any]) -> list[str]:
             return (2.0 if rate is None else rate, name)
 
         names = sorted(sorted(names, key=rank)[:GROUP_ROWS_CAP])
-    rows = [(name, g["cases"], g["passed"] + g["xpassed"], g["failed"] + g["xfailed"],
-             fmt_pct(g["pass_rate"]), fmt_pct_ci(g["pass_rate_ci95"]))
-            for name in names for g in [groups[name]]]
-    lines = ["### Groups", ""]
-    lines += _table(["group", "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"],
-                    rows, ["l", "r", "r", "r", "r", "l"])
+    means = [stage for stage in doc.get("stage_order") or []
+             if any(stage in g.get("stage_means", {}) for g in groups.values())]
+    lines = ["### Users" if kind == "user" else "### Groups", ""]
+    lines += _breakdown_table(kind, groups, names, means)
     if len(groups) > GROUP_ROWS_CAP:
-        lines += ["", f"_…and {len(groups) - GROUP_ROWS_CAP} more groups with higher pass rates "
-                  "(see dashboard.html)_"]
+        lines += ["", f"_…and {len(groups) - GROUP_ROWS_CAP} more {kind}s with higher pass "
+                  "rates (see dashboard.html)_"]
     lines.append("")
     return lines
+
+
+def _breakdown_table(title: str, rows: Mapping[str, Any], names: Sequence[str],
+                     means: Sequence[str]) -> list[str]:
+    """One row a category or group: counts, Wilson pass rate, then the completeness and
+    accuracy label counts of a memory suite (Zep's figures), then the stage means asked for."""
+    labelled = [(field, list(dict.fromkeys(label for r in rows.values()
+                                            for label in r.get(field) or {})))
+                for field in ("completeness", "accuracy")
+                if any(field in r for r in rows.values())]
+    header = [title, "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"]
+    header += [label for _, labels in labelled for label in labels]
+    header += [f"mean {stage}" for stage in means]
+    table = []
+    for name in names:
+        r = rows[name]
+        row: list[object] = [name, r["cases"], r["passed"] + r["xpassed"],
+                             r["failed"] + r["xfailed"], fmt_pct(r["pass_rate"]),
+                             fmt_pct_ci(r["pass_rate_ci95"])]
+        row += [(r.get(field) or {}).get(label, 0) for field, labels in labelled
+                for label in labels]
+        row += [fmt_score((r.get("stage_means") or {}).get(stage)) for stage in means]
+        table.append(row)
+    align = ["l", "r", "r", "r", "r", "l"] + ["r"] * (len(header) - 6)
+    return _table(header, table, align)
 
 
 def _completeness(cva: Mapping[str, Any] | None) -> list[str]:

@@ -1,0 +1,169 @@
+"""A small offline memory agent: it remembers each user's conversations (and notes) and
+answers questions about them from that user's memory only.
+
+- `setup_user(user)` ingests one user: every message of its `conversations` file (sessions of
+  dated turns, the layout `python -m pytest_evalcases import locomo` writes) and every
+  paragraph of its `documents`, into a BM25 index (bm25s) of that user alone.
+- `run(case)` retrieves the `K` best memories of `case.user` for the question and answers with
+  the retrieved sentence that shares the most content words with it, prefixed by the date it
+  was said; with too little overlap it abstains ("I don't know: ...").
+
+Deterministic except `latency_ms`. bm25s is imported on the first ingestion only, so a replay
+(which imports this module for its fingerprint) never loads it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+K = 3
+MODEL = "extractive-memory-v1"
+MIN_OVERLAP = 0.5
+NOTE = "note"  # the speaker of a paragraph of the user's documents
+WORD = re.compile(r"\w\w+")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+STOPWORDS = frozenset(
+    """a about after again all also am an and any are as at be been before but by can could
+    did do does doing for from had has have her his how i if in into is it its just me my no
+    not of on or our she he should so than that the their them then there these they this
+    those to up was we were what when where which while who why will with would you your
+    name called""".split()
+)
+DONT_KNOW = "I don't know: the conversations do not mention {topic}."
+ANSWER_RULES = (
+    f"Retrieve the user's {K} best memories by BM25; answer with the retrieved sentence sharing "
+    "the most content words with the question (ties: the higher-ranked memory, then the earlier "
+    f"sentence), prefixed by its date; below {MIN_OVERLAP:.0%} of the question's content words, "
+    f"answer exactly: {DONT_KNOW}"
+)
+
+
+def tokenize(text: str) -> list[str]:
+    return [word for word in WORD.findall(text.lower()) if word not in STOPWORDS]
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    id: str  # a dialogue id (D1:3) or a note paragraph (notes.md#2)
+    when: str
+    speaker: str
+    text: str
+
+    def line(self) -> str:
+        return f"[{self.when}] {self.speaker}: {self.text}"
+
+    def source(self) -> str:
+        """Where a quoted sentence comes from, as the answer names it."""
+        if self.speaker == NOTE:
+            return f"From the notes ({self.when})"
+        return f"On {self.when}, {self.speaker} said"
+
+
+def read_memories(user: Mapping[str, Any]) -> list[Memory]:
+    """Every message of the user's conversations and every paragraph of its documents."""
+    memories = []
+    conversations = json.loads(Path(user["conversations"]).read_text(encoding="utf-8"))
+    for session in conversations["sessions"]:
+        when = session.get("date_time") or f"session {session['session']}"
+        for turn in session["turns"]:
+            memories.append(Memory(turn["dia_id"], when, turn["speaker"], turn["text"]))
+    for path in user.get("documents") or []:
+        paragraphs = Path(path).read_text(encoding="utf-8").split("\n\n")
+        for number, paragraph in enumerate(p.strip() for p in paragraphs):
+            if paragraph and not paragraph.startswith("#"):
+                memories.append(
+                    Memory(
+                        f"{Path(path).name}#{number}",
+                        Path(path).name,
+                        NOTE,
+                        " ".join(paragraph.split()),
+                    )
+                )
+    return memories
+
+
+class UserMemory:
+    def __init__(self, memories: list[Memory]) -> None:
+        import bm25s  # lazy: only when a user is ingested (live runs), never in a replay
+
+        self.memories = memories
+        self.index = bm25s.BM25()
+        # The speaker is part of a memory: "Ana" in a question finds what Ana said.
+        self.index.index([tokenize(f"{m.speaker} {m.text}") for m in memories], show_progress=False)
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        terms = tokenize(query)
+        if not terms:
+            return []
+        scores = self.index.get_scores(terms)
+        ranked = sorted(range(len(self.memories)), key=lambda i: (-float(scores[i]), i))
+        return [self.memories[i] for i in ranked[:k] if scores[i] > 0]
+
+
+def extract_answer(question: str, found: list[Memory]) -> str:
+    wanted = set(tokenize(question))
+    dont_know = DONT_KNOW.format(topic=" ".join(sorted(wanted)) or "that")
+    best, best_overlap = dont_know, 0
+    for memory in found:
+        for sentence in SENTENCE_END.split(memory.text):
+            overlap = len(wanted & set(tokenize(f"{memory.speaker} {sentence}")))
+            if overlap > best_overlap:  # strictly: ties keep the higher-ranked memory
+                best, best_overlap = f"{memory.source()}: {sentence}", overlap
+    return best if wanted and best_overlap >= MIN_OVERLAP * len(wanted) else dont_know
+
+
+class MemoryAgent:
+    def __init__(self, k: int = K) -> None:
+        self.k = k
+        self._users: dict[str, UserMemory] = {}
+        self._lock = threading.Lock()
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "prompt": ANSWER_RULES,
+            # Read from package metadata so fingerprinting never imports bm25s.
+            "retriever": f"bm25s-{version('bm25s')} k={self.k}",
+            "model": MODEL,
+        }
+
+    def setup_user(self, user: Mapping[str, Any]) -> None:
+        memory = UserMemory(read_memories(user))
+        with self._lock:
+            self._users[user["id"]] = memory
+
+    def run(self, case: Mapping[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        memory = self._users.get(case["user"])
+        if memory is None:
+            raise RuntimeError(f"user {case['user']!r} was never ingested (setup_user)")
+        found = memory.search(case["input"], self.k)
+        answer = extract_answer(case["input"], found)
+        context = [m.line() for m in found]
+        return {
+            "answer": answer,
+            "tool_calls": [
+                {
+                    "name": "search_memory",
+                    "args": {"user": case["user"], "query": case["input"], "k": self.k},
+                }
+            ],
+            "retrieved": [m.id for m in found],
+            "context": context,
+            "usage": {
+                "prompt_tokens": sum(len(c.split()) for c in context),
+                "completion_tokens": len(answer.split()),
+                "cost_usd": 0.0,
+            },
+            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+        }
+
+
+system = MemoryAgent()

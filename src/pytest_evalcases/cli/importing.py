@@ -1,0 +1,97 @@
+"""``python -m pytest_evalcases import FORMAT FILE -o OUT``: a suite from a benchmark file.
+
+Exit codes: 0 written; 2 bad arguments, or a file not in the format (nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+FORMAT_NAMES = ("hotpotqa", "musique", "2wikimultihopqa", "locomo")  # importers.FORMATS' keys
+
+
+def add_parser(sub: Any) -> None:
+    command = sub.add_parser(
+        "import",
+        help="write a suite from a benchmark file (HotpotQA, MuSiQue, 2WikiMultihopQA, LoCoMo)",
+        description=(
+            "Write a suite from a local file in a benchmark's published format (nothing is "
+            "downloaded). Every record is checked first: a bad file gives one error naming "
+            "the record and the field, and nothing is written. The corpus paragraphs (and, "
+            "for LoCoMo, each conversation, one user each) go to data files under --data, "
+            "named relative to the current directory, which must be the project's root. "
+            "See docs/benchmarks.md for the fields each format maps."
+        ),
+    )
+    command.add_argument(
+        "format", choices=FORMAT_NAMES, metavar="FORMAT", help=f"one of: {', '.join(FORMAT_NAMES)}"
+    )
+    command.add_argument("file", type=Path, metavar="FILE", help="the benchmark file")
+    command.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        metavar="OUT",
+        help="the suite file to write, e.g. cases/hotpotqa.json",
+    )
+    command.add_argument(
+        "--limit", type=int, metavar="N", help="keep N cases, a stable sample (default: every case)"
+    )
+    command.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="seed of the sample (default 0)"
+    )
+    command.add_argument(
+        "--system",
+        metavar="MODULE:ATTR",
+        help="the suite's system (default: none; set it or ini eval_system)",
+    )
+    command.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="folder of the data files (default: data/<suite name>)",
+    )
+    command.add_argument("--name", help="the suite's name (default: OUT's file name)")
+    command.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    command.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..importers import BenchmarkFormatError, ImportOptions, import_suite
+
+    name = args.name or args.output.stem
+    options = ImportOptions(
+        format=args.format,
+        file=args.file,
+        output=args.output,
+        data_dir=args.data if args.data is not None else Path("data") / name,
+        root=Path.cwd(),
+        limit=args.limit,
+        seed=args.seed,
+        system=args.system,
+        name=args.name,
+        force=args.force,
+    )
+    try:
+        suite, written = import_suite(options)
+    except BenchmarkFormatError as exc:
+        print(f"error: {exc}\nnothing was written", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    source = suite["source"]
+    users = f", {len(suite['users'])} users" if suite.get("users") else ""
+    print(
+        f"imported {source['cases']} of {source['records']} cases{users} from "
+        f"{args.file} ({args.format}, sha256 {source['sha256'][:12]}, seed {args.seed})"
+    )
+    if not suite.get("system"):
+        print(
+            'next: set the suite\'s "system" (or --system, or ini eval_system), then '
+            "record it with pytest --live"
+        )
+    return 0

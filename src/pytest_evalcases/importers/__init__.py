@@ -1,0 +1,199 @@
+"""Benchmark importers: a local file in a benchmark's published format becomes a suite.
+
+One module a format (hotpotqa, musique, twowiki, locomo); each has `FORMAT`, `DESCRIPTION`
+and `parse(path, records) -> Parsed`, which checks every record (a problem is one
+BenchmarkFormatError naming the record and the field). `import_suite` then samples, builds the
+suite and its data files, and writes them all or nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from . import hotpotqa, locomo, musique, twowiki
+from .base import BenchmarkFormatError, Parsed, Unit, read_records
+from .sampling import SAMPLING, sample
+
+FORMATS: dict[str, ModuleType] = {
+    module.FORMAT: module for module in (hotpotqa, musique, twowiki, locomo)
+}
+
+__all__ = ["FORMATS", "BenchmarkFormatError", "ImportOptions", "import_suite", "build_suite"]
+
+
+@dataclass(slots=True)
+class ImportOptions:
+    format: str
+    file: Path
+    output: Path  # the suite file, e.g. cases/hotpot.json
+    data_dir: Path  # where the corpus and the users' files go, e.g. data/hotpot
+    root: Path  # the project's rootdir: the suite names its files relative to it
+    limit: int | None = None
+    seed: int = 0
+    system: str | None = None
+    name: str | None = None
+    force: bool = False
+
+
+def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
+    """Read, check, sample, write. Returns the suite and the files written; raises
+    BenchmarkFormatError (nothing written) for a bad file or bad options."""
+    module = FORMATS[options.format]
+    _check_paths(options)
+    raw = _read_bytes(options.file)
+    parsed = module.parse(options.file, read_records(options.file))
+    _check_unique_ids(options.file, parsed.units)
+    chosen = sample(parsed.units, options.limit, options.seed)
+    suite, files = build_suite(parsed, chosen, options, hashlib.sha256(raw).hexdigest())
+    _check_suite(options.file, suite)
+    written = _write_all({options.output: suite, **files}, options.force)
+    return suite, written
+
+
+def build_suite(
+    parsed: Parsed, chosen: list[Unit], options: ImportOptions, file_sha256: str
+) -> tuple[dict[str, Any], dict[Path, Any]]:
+    """The suite document and its data files (path -> JSON content) for the sampled cases."""
+    name = options.name or options.output.stem
+    files: dict[Path, Any] = {}
+    suite: dict[str, Any] = {"name": name}
+    if options.system:
+        suite["system"] = options.system
+    corpus: dict[tuple[str, str], dict[str, str]] = {}
+    for unit in chosen:
+        for paragraph in unit.paragraphs:
+            corpus.setdefault((paragraph["title"], paragraph["text"]), paragraph)
+    if corpus:
+        path = options.data_dir / "paragraphs.json"
+        files[path] = list(corpus.values())
+        suite["inputs"] = [_relative(path, options.root)]
+    users_used = list(dict.fromkeys(u.case["user"] for u in chosen if u.case.get("user")))
+    if users_used:
+        suite["users"] = []
+        for user_id in users_used:
+            entry: dict[str, Any] = {"id": user_id}
+            for field, content in parsed.users[user_id].items():
+                path = options.data_dir / user_id / f"{field}.json"
+                files[path] = content
+                entry[field] = _relative(path, options.root)
+            suite["users"].append(entry)
+    suite.update(stages=parsed.stages, report_only=parsed.report_only, k=parsed.k)
+    suite["source"] = {
+        "format": options.format,
+        "file": options.file.name,
+        "sha256": file_sha256,
+        "records": len(parsed.units),
+        "cases": len(chosen),
+        "limit": options.limit,
+        "seed": options.seed,
+        "sampling": SAMPLING if options.limit is not None else "all cases, in file order",
+    }
+    suite["cases"] = [unit.case for unit in chosen]
+    return suite, files
+
+
+def _check_paths(options: ImportOptions) -> None:
+    if options.format not in FORMATS:
+        raise BenchmarkFormatError(
+            f"unknown format {options.format!r}; known: {', '.join(FORMATS)}"
+        )
+    if options.limit is not None and options.limit < 1:
+        raise BenchmarkFormatError(f"--limit {options.limit}: give at least 1 case")
+    if options.output.suffix != ".json":
+        raise BenchmarkFormatError(f"{options.output}: a suite file ends in .json")
+    if not options.force and options.output.exists():
+        raise BenchmarkFormatError(
+            f"{options.output} exists; pass --force to replace it (its recordings go stale "
+            "only where cases changed)"
+        )
+    for path, what in ((options.output, "the suite"), (options.data_dir, "the data folder")):
+        if not path.resolve().is_relative_to(options.root.resolve()):
+            raise BenchmarkFormatError(
+                f"{path}: {what} must be inside the project ({options.root}), whose files the "
+                "suite names; run the command from the project's root"
+            )
+    cases_dir = options.output.resolve().parent
+    if options.data_dir.resolve().is_relative_to(cases_dir):
+        raise BenchmarkFormatError(
+            f"{options.data_dir}: the data folder is inside {cases_dir}, where its .json files "
+            "would be collected as case files; pass --data with a folder outside it"
+        )
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BenchmarkFormatError(f"{path}: cannot read the file ({exc.strerror})") from None
+
+
+def _check_unique_ids(path: Path, units: list[Unit]) -> None:
+    from ..collect import unsafe_id_reason
+
+    seen: dict[str, int] = {}
+    for index, unit in enumerate(units):
+        case_id = unit.case["id"]
+        unsafe = unsafe_id_reason(case_id)
+        if unsafe:
+            raise BenchmarkFormatError(
+                f"{path}: case {index} has the id {case_id!r}, which cannot name a cassette "
+                f"file: {unsafe}"
+            )
+        if case_id in seen:
+            raise BenchmarkFormatError(
+                f"{path}: case id {case_id!r} appears twice (cases {seen[case_id]} and "
+                f"{index}); ids name the recordings, so they must be unique"
+            )
+        seen[case_id] = index
+
+
+def _check_suite(path: Path, suite: dict[str, Any]) -> None:
+    """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
+    from ..collect import unsafe_id_reason
+    from ..schema import Suite, ValidationError, format_validation_error, validate_case
+
+    unsafe = unsafe_id_reason(suite["name"])
+    if unsafe:
+        raise BenchmarkFormatError(
+            f"suite name {suite['name']!r} cannot name the cassette folder: {unsafe}; pass "
+            "another --name"
+        )
+
+    try:
+        Suite.model_validate(suite)
+        for case in suite["cases"]:
+            validate_case(case)
+    except ValidationError as exc:
+        raise BenchmarkFormatError(
+            f"{path}: the imported suite would not load:\n{format_validation_error(exc)}"
+        ) from None
+
+
+def _relative(path: Path, root: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+
+
+def _write_all(documents: dict[Path, Any], force: bool) -> list[Path]:
+    """Every file as `<name>.tmp.<pid>` first, then all renamed: a failure before the renames
+    leaves nothing behind."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, content in documents.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+            tmp.write_text(
+                json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+            staged.append((tmp, path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+    return [path for _, path in staged]

@@ -1,0 +1,190 @@
+"""What every benchmark importer shares: reading a published file, checked field access that
+names the record and the field, and the cases a format yields before sampling."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class BenchmarkFormatError(ValueError):
+    """The file is not in the format asked for: the message names the file, the record and
+    the field, and nothing was written."""
+
+
+@dataclass(slots=True)
+class Unit:
+    """One case an importer made of the file, with what it brings to the data files."""
+
+    case: dict[str, Any]
+    paragraphs: list[dict[str, str]] = field(default_factory=list)  # corpus entries it reads
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A whole file, converted: every case (in file order), the users' data (user id -> file
+    field -> JSON content, for formats with users) and the suite's stages."""
+
+    units: list[Unit]
+    stages: list[str]
+    report_only: list[str]
+    k: int = 5
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def read_records(path: Path) -> list[Any]:
+    """The records of a JSON array, or of JSON Lines (one record a line, as MuSiQue ships)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as whole:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            raise BenchmarkFormatError(
+                f"{path}: not valid JSON (line {whole.lineno}, column {whole.colno}: "
+                f"{whole.msg}); expected a JSON array of records or JSON Lines"
+            ) from None
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise BenchmarkFormatError(
+                    f"{path}: line {number} is not valid JSON ({exc.msg} at column "
+                    f"{exc.colno}); expected one record a line (JSON Lines)"
+                ) from None
+        return records
+    if isinstance(doc, dict):
+        doc = [doc]  # a file of one record
+    if not isinstance(doc, list):
+        raise BenchmarkFormatError(
+            f"{path}: expected a JSON array of records, found {type(doc).__name__}"
+        )
+    return doc
+
+
+class RecordReader:
+    """Checked access to one record's fields: a problem raises BenchmarkFormatError naming the
+    file, the record (by position and id) and the field."""
+
+    def __init__(self, path: Path, index: int, record: Any, id_field: str | None) -> None:
+        self.path = path
+        self.index = index
+        if not isinstance(record, dict):
+            raise BenchmarkFormatError(
+                f"{path}: record {index} is {type(record).__name__}, not an object"
+            )
+        self.record = record
+        self.id = None
+        if id_field is not None:
+            self.id = self.text(id_field)
+
+    def where(self, field_path: str) -> str:
+        named = f" ({self.id})" if self.id else ""
+        return f"{self.path}: record {self.index}{named}: field {field_path!r}"
+
+    def error(self, field_path: str, problem: str) -> BenchmarkFormatError:
+        return BenchmarkFormatError(f"{self.where(field_path)} {problem}")
+
+    def get(
+        self,
+        name: str,
+        kinds: type | tuple[type, ...],
+        container: Any = None,
+        field_path: str | None = None,
+        required: bool = True,
+    ) -> Any:
+        source = self.record if container is None else container
+        shown = field_path or name
+        if name not in source:
+            if required:
+                raise self.error(shown, "is missing")
+            return None
+        value = source[name]
+        if not isinstance(value, kinds) or isinstance(value, bool) and bool not in _tuple(kinds):
+            expected = " or ".join(kind.__name__ for kind in _tuple(kinds))
+            raise self.error(shown, f"is {type(value).__name__}, expected {expected}")
+        return value
+
+    def text(
+        self,
+        name: str,
+        container: Any = None,
+        field_path: str | None = None,
+        required: bool = True,
+        numbers: bool = False,
+    ) -> Any:
+        """A string field; with `numbers`, a number is read as its text (LoCoMo answers may be
+        years)."""
+        kinds = (str, int, float) if numbers else str
+        value = self.get(name, kinds, container, field_path, required)
+        if value is None:
+            return None
+        text = value if isinstance(value, str) else json.dumps(value)
+        if not text.strip() and required:
+            raise self.error(field_path or name, "is empty")
+        return text
+
+    def sentences(self, value: Any, field_path: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+            raise self.error(field_path, "must be a list of sentences (strings)")
+        return value
+
+
+def _tuple(kinds: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kinds if isinstance(kinds, tuple) else (kinds,)
+
+
+_NOT_MARKER = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def marker_name(value: str) -> str:
+    """A benchmark's label as a pytest marker (categories become markers): `bridge`,
+    `bridge_comparison`, `hop2`."""
+    name = _NOT_MARKER.sub("_", value.strip()).strip("_").lower() or "unknown"
+    return name if name[0].isalpha() else f"c_{name}"
+
+
+def paragraphs_of(reader: RecordReader, context: Any, field_path: str) -> list[dict[str, str]]:
+    """HotpotQA-style `context`: [[title, [sentence, ...]], ...] as {"title", "text"} entries."""
+    if not isinstance(context, list):
+        raise reader.error(field_path, "must be a list of [title, sentences] pairs")
+    out = []
+    for number, entry in enumerate(context):
+        where = f"{field_path}[{number}]"
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+            raise reader.error(where, "must be a [title, [sentences]] pair")
+        sentences = reader.sentences(entry[1], f"{where}[1]")
+        text = " ".join(sentence.strip() for sentence in sentences if sentence.strip())
+        out.append({"title": entry[0], "text": text})
+    return out
+
+
+def supporting_titles(reader: RecordReader, facts: Any, field_path: str) -> list[str]:
+    """HotpotQA-style `supporting_facts`: [[title, sentence index], ...] -> the distinct titles.
+    A title need not be among the record's paragraphs: in the fullwiki setting it often is not
+    (the retrieval stage then fails on it, as it should)."""
+    if not isinstance(facts, list):
+        raise reader.error(field_path, "must be a list of [title, sentence index] pairs")
+    found: list[str] = []
+    for number, fact in enumerate(facts):
+        where = f"{field_path}[{number}]"
+        if not (
+            isinstance(fact, list)
+            and len(fact) == 2
+            and isinstance(fact[0], str)
+            and isinstance(fact[1], int)
+            and not isinstance(fact[1], bool)
+        ):
+            raise reader.error(where, "must be a [title, sentence index] pair")
+        if fact[0] not in found:
+            found.append(fact[0])
+    return found

@@ -1,0 +1,49 @@
+"""HotpotQA (distractor or fullwiki dev file): a JSON array of records
+
+    {"_id", "question", "answer", "type": "bridge" | "comparison", "level",
+     "supporting_facts": [[title, sentence index], ...],
+     "context": [[title, [sentence, ...]], ...]}
+
+Each record is a case: `reference` = answer, `expected_docs` = the titles of the supporting
+paragraphs, category = type, the level in `metadata`; every context paragraph goes to the
+corpus file the system indexes (the suite's `inputs`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .base import Parsed, RecordReader, Unit, marker_name, paragraphs_of, supporting_titles
+
+FORMAT = "hotpotqa"
+DESCRIPTION = "HotpotQA: multi-hop questions over Wikipedia paragraphs"
+
+
+def parse(path: Path, records: list[Any]) -> Parsed:
+    return Parsed(
+        [unit(RecordReader(path, index, record, "_id")) for index, record in enumerate(records)],
+        stages=["retrieval", "context_completeness", "answer_accuracy"],
+        report_only=["exact_match", "token_f1"],
+    )
+
+
+def unit(reader: RecordReader, extra_metadata: dict[str, Any] | None = None) -> Unit:
+    """A HotpotQA-shaped record as a case (2WikiMultihopQA shares this shape)."""
+    paragraphs = paragraphs_of(reader, reader.get("context", list), "context")
+    docs = supporting_titles(reader, reader.get("supporting_facts", list), "supporting_facts")
+    case: dict[str, Any] = {"id": reader.id, "input": reader.text("question")}
+    metadata: dict[str, Any] = {}
+    kind = reader.text("type", required=False)
+    if kind is not None:  # absent from some files: then no category
+        case["category"] = marker_name(kind)
+        metadata["type"] = kind
+    case["expected_docs"] = docs
+    case["reference"] = reader.text("answer", numbers=True)
+    level = reader.text("level", required=False)
+    if level is not None:
+        metadata["level"] = level
+    metadata.update(extra_metadata or {})
+    if metadata:
+        case["metadata"] = metadata
+    return Unit(case, paragraphs)

@@ -1,0 +1,119 @@
+"""LoCoMo (locomo10.json): a JSON array of conversations
+
+    {"sample_id", "conversation": {"speaker_a", "speaker_b",
+                                   "session_1_date_time": "...", "session_1": [
+                                       {"speaker", "dia_id": "D1:1", "text"}, ...], ...},
+     "qa": [{"question", "answer", "evidence": ["D1:3", ...], "category": 1-5}, ...]}
+
+One suite user per conversation (its sessions, in order, go to the user's `conversations`
+file); each QA is a case of that user, named by its category: 1 multi_hop, 2 temporal,
+3 open_domain, 4 single_hop, 5 adversarial. `expected_docs` = the evidence dialogue ids. An
+adversarial question is `unanswerable` (the right answer is to abstain): its reference states
+the absence, and its `adversarial_answer` (the trap) is kept in `metadata`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..collect import unsafe_id_reason
+from .base import BenchmarkFormatError, Parsed, RecordReader, Unit
+
+FORMAT = "locomo"
+DESCRIPTION = "LoCoMo: questions over long multi-session conversations, one user each"
+CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
+ADVERSARIAL = 5
+UNANSWERABLE_REFERENCE = "The conversations do not say."
+_SESSION = re.compile(r"session_(\d+)")
+
+
+def parse(path: Path, records: list[Any]) -> Parsed:
+    units: list[Unit] = []
+    users: dict[str, dict[str, Any]] = {}
+    for index, record in enumerate(records):
+        reader = RecordReader(path, index, record, "sample_id")
+        unsafe = unsafe_id_reason(reader.id)
+        if unsafe:
+            raise reader.error("sample_id", f"cannot name a user and its cases: {unsafe}")
+        if reader.id in users:
+            raise reader.error("sample_id", "repeats an earlier conversation's id")
+        users[reader.id] = {"conversations": _conversation(reader)}
+        for number, qa in enumerate(reader.get("qa", list)):
+            units.append(_case(reader, number, qa))
+    return Parsed(
+        units,
+        stages=["context_completeness", "answer_accuracy"],
+        report_only=["retrieval", "token_f1"],
+        k=10,
+        users=users,
+    )
+
+
+def _conversation(reader: RecordReader) -> dict[str, Any]:
+    conversation = reader.get("conversation", dict)
+    speakers = {
+        name: reader.text(name, conversation, f"conversation.{name}")
+        for name in ("speaker_a", "speaker_b")
+    }
+    sessions = []
+    for key in sorted(
+        (k for k in conversation if _SESSION.fullmatch(k)), key=lambda k: int(k.split("_")[1])
+    ):
+        where = f"conversation.{key}"
+        turns = reader.get(key, list, conversation, where)
+        for number, turn in enumerate(turns):
+            if not isinstance(turn, dict):
+                raise reader.error(f"{where}[{number}]", "must be an object")
+            for name in ("speaker", "dia_id", "text"):
+                reader.text(name, turn, f"{where}[{number}].{name}")
+        sessions.append(
+            {
+                "session": int(key.split("_")[1]),
+                "date_time": reader.text(
+                    f"{key}_date_time",
+                    conversation,
+                    f"conversation.{key}_date_time",
+                    required=False,
+                ),
+                "turns": turns,
+            }
+        )
+    if not sessions:
+        raise reader.error("conversation", "has no session_<n> list of turns")
+    return {**speakers, "sessions": sessions}
+
+
+def _case(reader: RecordReader, number: int, qa: Any) -> Unit:
+    where = f"qa[{number}]"
+    if not isinstance(qa, dict):
+        raise reader.error(where, "must be an object")
+    category = reader.get("category", int, qa, f"{where}.category")
+    if category not in CATEGORIES:
+        raise reader.error(f"{where}.category", f"is {category}; LoCoMo categories are 1 to 5")
+    evidence = reader.get("evidence", list, qa, f"{where}.evidence", required=False) or []
+    if not all(isinstance(item, str) for item in evidence):
+        raise reader.error(f"{where}.evidence", "must be a list of dialogue ids (strings)")
+    case: dict[str, Any] = {
+        "id": f"{reader.id}-q{number + 1:03d}",
+        "input": reader.text("question", qa, f"{where}.question"),
+        "user": reader.id,
+        "category": CATEGORIES[category],
+    }
+    if evidence:
+        case["expected_docs"] = evidence
+    if category == ADVERSARIAL:
+        trap = reader.text(
+            "adversarial_answer", qa, f"{where}.adversarial_answer", required=False, numbers=True
+        )
+        case["unanswerable"] = True
+        case["reference"] = UNANSWERABLE_REFERENCE
+        if trap is not None:
+            case["metadata"] = {"adversarial_answer": trap}
+    else:
+        case["reference"] = reader.text("answer", qa, f"{where}.answer", numbers=True)
+    return Unit(case)
+
+
+__all__ = ["BenchmarkFormatError", "CATEGORIES", "FORMAT", "parse"]
