@@ -1,5 +1,6 @@
-"""A replay run imports none of deepeval, vcrpy (`vcr`), openai or aiohttp (the judges' HTTP
-client): they belong to live recording."""
+"""A replay run imports none of deepeval, vcrpy (`vcr`), openai, aiohttp (the judges' HTTP
+client) or opentelemetry (--eval-otel's export): they belong to live recording. Nor jsonschema
+unless a suite runs the `schema` stage."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def run_probe(cwd: Path, *args: str) -> tuple[int, list[str], str]:
 
 def test_demo_replay_imports_no_heavy_module() -> None:
     code, heavy, text = run_probe(REPO, "cases/", "-q", "-p", "no:deepeval",
-                                  "-p", "no:cacheprovider")
+                                  "-p", "no:cacheprovider", "--eval-otel")
 
     assert code == 0, text
     assert "per-stage summary" in text and "replayed" in text, text

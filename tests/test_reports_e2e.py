@@ -222,10 +222,10 @@ def test_report_files_are_written(full: Run) -> None:
     assert_not_aborted(full.result)
     full.result.assert_outcomes(passed=2, failed=2, xfailed=1, xpassed=1, skipped=1, errors=3)
     assert sorted(p.name for p in full.out.iterdir()) == [
-        "dashboard.html", "report.md", "results.json"]
+        "dashboard.html", "manifest.json", "report.md", "results.json"]
     reports = [line for line in full.result.outlines if line.startswith("eval reports: ")]
     assert len(reports) == 1
-    for name in ("results.json", "report.md", "dashboard.html"):
+    for name in ("results.json", "report.md", "dashboard.html", "manifest.json"):
         assert str(full.out / name) in reports[0]
     doc = full.doc
     assert doc["format"] == "pytest-evalcases/results"
@@ -546,7 +546,7 @@ def test_xdist_results_equal_a_serial_run(template: Project, full: Run, tmp_path
     done.result.assert_outcomes(passed=2, failed=2, xfailed=1, xpassed=1, skipped=1, errors=3)
     assert "2 workers" in output(done.result)
     assert without_run(done.doc) == without_run(full.doc)
-    timeless = ("started", "finished")
+    timeless = ("started", "finished", "run_id")  # each run has its own id
     assert {k: v for k, v in done.doc["run"].items() if k not in timeless} == {
         k: v for k, v in full.doc["run"].items() if k not in timeless}
     assert target.read_text() == done.md  # appended once, by the controller

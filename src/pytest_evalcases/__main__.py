@@ -1,4 +1,4 @@
-"""``python -m pytest_evalcases COMMAND``: merge, scan, import (see `cli/`, one module each)."""
+"""``python -m pytest_evalcases COMMAND``: merge, scan, import, compare (see `cli/`)."""
 
 from __future__ import annotations
 

@@ -440,6 +440,23 @@ class CaseFile(pytest.File):
         return variant
 
 
+def load_suite_context(session: pytest.Session, path: Path) -> Any:
+    """A case file's suite context outside collection, exactly as collection builds it (the run
+    manifest describes every suite of the case folders, collected or not): a SuiteContext, or a
+    calibration suite's CalibrationContext. Its raw cases stay on `suite.cases`. Raises what
+    loading raises (CaseFileError for a bad file)."""
+    from .session import get_session
+
+    node = CaseFile.from_parent(session, path=path)
+    state = get_session(session.config)
+    raw = node._read_suite_file()
+    if isinstance(raw, dict) and raw.get("kind") == "calibration":
+        from .calibration.collect import _context as calibration_context
+
+        return calibration_context(node, state, raw)
+    return node._load_suite(state, raw)
+
+
 @functools.cache
 def _session_key() -> Any:
     """The stash key of the run state, imported once: session.py imports this module."""

@@ -22,6 +22,7 @@ import pytest
 from .recording import CaseSlots, JudgeBinding, Recording, record
 from .rerecording.stop import NotRun, StopRule
 from .session import LIVE_STALE
+from .telemetry import NO_SPANS
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in
 # progress holds its trace and the state of its judge calls, a few KB), never the throttle.
@@ -75,17 +76,26 @@ class LiveRecorder:
         self, item: CaseItem, limits: _Limits, offline: Any = None
     ) -> Recording:
         binding = self.state.binding_for(item)
+        otel = self.state.otel_export
+        spans = NO_SPANS if otel is None else otel.start_case(item.nodeid, item.ctx, item.case)
         async with limits.cases:
-            return await record(
-                item.ctx,
-                item.case,
-                binding,
-                self.mode,
-                limits.slots,
-                None if offline is not None else self._http_layer,
-                offline,
-                self.dry_run,
-            )
+            try:
+                recording = await record(
+                    item.ctx,
+                    item.case,
+                    binding,
+                    self.mode,
+                    limits.slots,
+                    None if offline is not None else self._http_layer,
+                    offline,
+                    self.dry_run,
+                    spans,
+                )
+            except BaseException as exc:
+                spans.failed(exc)
+                raise
+            spans.recorded(getattr(recording, "spent_usd", 0.0))
+            return recording
 
     def record_batch(
         self, items: list[CaseItem], progress: Any, rule: StopRule | None = None

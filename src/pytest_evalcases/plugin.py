@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import EvalCaseError
-from .runreport import check_report_options, load_baseline
+from .runreport import check_report_options, load_baseline, load_locked_manifest
 from .session import SESSION_KEY, EvalSession, get_session
 
 if TYPE_CHECKING:
@@ -146,7 +146,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="eval_report",
         default=None,
         metavar="DIR",
-        help="write results.json, report.md and dashboard.html to DIR",
+        help="write results.json, report.md, dashboard.html and manifest.json to DIR",
+    )
+    group.addoption(
+        "--eval-otel",
+        action="store_true",
+        dest="eval_otel",
+        help="in live runs, send one OpenTelemetry span per case (children: the system run and "
+        "each judge request) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default "
+        "http://localhost:4318); needs the otel extra",
+    )
+    group.addoption(
+        "--eval-manifest",
+        dest="eval_manifest",
+        default=None,
+        metavar="FILE",
+        help="refuse to run, listing each difference, unless this run's configuration (suites, "
+        "inputs, fingerprints, judges, versions) equals the locked manifest.json",
     )
     group.addoption(
         "--eval-baseline",
@@ -197,9 +213,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not state.is_worker:
         check_report_options(config)
         state.baseline = load_baseline(config)
+        state.locked_manifest = load_locked_manifest(config)
         config.pluginmanager.register(ResultCollector(config, state), RESULTS_PLUGIN)
     if state.live or state.replay_http:  # (xdist workers too: they print with -n and -v)
         config.pluginmanager.register(ErrorStatus(), "evalcases-error-status")
+    if state.otel_requested and state.live:
+        _check_otel_installed()
     if state.live:
         _dont_rewrite_deepeval()
         if not state.is_worker and not state.dry_run:  # temp files of killed runs go first
@@ -207,6 +226,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
             state.removed_temp_files = remove_dead_temp_files(state.cassette_root)
     config.stash[SESSION_KEY] = state
+
+
+def _check_otel_installed() -> None:
+    """--eval-otel needs the otel extra: say so before a paid live run starts."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is not None
+        found = found and importlib.util.find_spec("opentelemetry.sdk") is not None
+    except ImportError:  # a parent package is missing
+        found = False
+    if not found:
+        raise pytest.UsageError(
+            "--eval-otel needs opentelemetry-sdk and the OTLP/HTTP exporter: "
+            'pip install "pytest-evalcases[otel]"'
+        )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: workers tag their spans with this run's id."""
+    state = get_session(node.config)
+    if state.otel_requested and state.live:
+        node.workerinput["evalcases_run_id"] = state.run_id
 
 
 def _dont_rewrite_deepeval() -> None:
@@ -235,6 +278,10 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
+    if state.locked_manifest is not None:  # before any case runs (the controller's check)
+        from .runreport import check_locked_manifest
+
+        check_locked_manifest(session, state)
     if not _batch(session.config) or session.config.option.collectonly:
         return (yield)
     from .live import Progress
@@ -296,6 +343,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             state = get_session(item.config)
             # A plain JSON-able dict: xdist carries it to the controller with the report.
             report.evalcase = case_result(item, outcome, bool(state.report_dir), exc)
+            if state.otel is not None:  # --eval-otel in a live run: the case span ends
+                state.otel.case_reported(item.nodeid, report.evalcase)
             # The result holds all that is needed now: let the trace and scores go (10k cases).
             item.recording = item.scores = None
     return report
@@ -365,6 +414,13 @@ class ResultCollector:
         if self.selected is None:  # every worker collects the same cases
             self.selected = list(ids)
         self.state.note_selected(ids)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker that sent spans (--eval-otel) says how many, for the closing line."""
+        delivery = getattr(node, "workeroutput", {}).get("evalcases_otel")
+        if delivery:
+            self.state.otel_deliveries.append(delivery)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -443,10 +499,11 @@ def _collector(config: pytest.Config) -> ResultCollector | None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller only: the live run's completeness (its exit code), then aggregate, write the
     report files, apply the baseline gate."""
+    state = get_session(session.config)
+    state.close_otel()  # workers too: each sends its own cases' spans
     collector = _collector(session.config)
     if collector is None:
         return
-    state = get_session(session.config)
     changes = collector.changes
     if changes is not None and not session.config.option.collectonly:
         _check_live_run_complete(session, collector, changes, state)
@@ -455,16 +512,23 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from .runreport import build_run_report, judges_used, run_info
 
     judge = judges_used(collector.results, state.judge_override or state.default_judge)
-    run = run_info(session.config, state.mode, judge, state.started)
     report_dir = (
         Path(session.config.invocation_params.dir, state.report_dir) if state.report_dir else None
     )
+    run_config = state.project_config(session) if report_dir is not None else None
+    run = run_info(session.config, state.mode, judge, state.started,
+                   state.run_id if run_config else None, run_config)
     tolerance = session.config.getoption("eval_tolerance")
-    extra = None
+    extra: dict[str, str] = {}
+    if run_config is not None:
+        from .manifest import MANIFEST_JSON, dumps_manifest, manifest_document
+
+        manifest = manifest_document(state.run_id, state.started, run_config)
+        extra[MANIFEST_JSON] = dumps_manifest(manifest)
     if changes is not None:
         from .rerecording.changes import RECORDING_CHANGES_MD
 
-        extra = {RECORDING_CHANGES_MD: changes.markdown()}
+        extra[RECORDING_CHANGES_MD] = changes.markdown()
     state.run_report = build_run_report(
         collector.results, run, state.baseline, tolerance, report_dir, extra
     )
@@ -528,3 +592,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
     if report is not None and report.written:
         terminalreporter.write_line("eval reports: " + ", ".join(str(p) for p in report.written))
+    if state.otel_deliveries:  # this process's, or each xdist worker's
+        from .telemetry import delivery_line
+
+        terminalreporter.write_line(str(delivery_line(state.otel_deliveries)))
+    elif state.otel_requested and not state.live:
+        terminalreporter.write_line("eval otel: a replay sends no spans (--eval-otel traces the "
+                                    "system runs and judge requests of live runs)")

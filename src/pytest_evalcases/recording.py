@@ -52,6 +52,7 @@ from .judging import (
 )
 from .session import LIVE, LIVE_JUDGES
 from .system import CaseInput, key_view, normalize_trace, system_view
+from .telemetry import NO_SPANS, CaseSpans
 
 if TYPE_CHECKING:
     from .collect import SuiteContext
@@ -370,6 +371,7 @@ async def record(
     http: Callable[[], HttpLayer] | None = None,
     offline: tuple[dict[str, Any], dict[str, Any]] | None = None,
     dry_run: bool = False,
+    spans: CaseSpans = NO_SPANS,
 ) -> Recording:
     """Run what this mode needs for one case, and save the cassette if the system run succeeded
     and anything changed (`dry_run`: save nothing, say what would change).
@@ -377,7 +379,8 @@ async def record(
     `slots` bounds the system runs in flight (and applies the run's stop rule); the judge bounds
     its own requests. With `http` (the run's HTTP layer, started on first use), the system's HTTP
     exchanges are recorded into the case's `.http.json`. `offline` (--replay-http --live-judges)
-    is the checked cassette and today's trace from an offline run.
+    is the checked cassette and today's trace from an offline run. `spans` (--eval-otel) traces
+    each system run and each judge request.
 
     --live-stale and --live-judges judge only what the trace lacks: verdicts that are pending,
     missing, edited by hand, made under another key or on another answer or context.
@@ -422,7 +425,7 @@ async def record(
                  for run in existing.get("later_runs") or ()]
     else:
         for number in range(wanted):
-            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http)
+            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http, spans)
             exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
             spent += cost
             runs.append((trace, {}, {}))
@@ -456,7 +459,7 @@ async def record(
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
                 *(judge_with_repeats(judge, stage.name, judged_case, judged_trace,
-                                     ctx.judge_options, expected, ctx.judge_repeats or 1)
+                                     ctx.judge_options, expected, ctx.judge_repeats or 1, spans)
                   for _, _, stage, judged_case, judged_trace, expected in due)
             )
         for (index, name, *_), verdict in zip(due, outcomes, strict=True):
@@ -503,6 +506,7 @@ async def _run_system(
     view: Any,
     slots: CaseSlots | None,
     http: Callable[[], HttpLayer] | None,
+    spans: CaseSpans = NO_SPANS,
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float]:
     """One system run in a system slot: its trace, its HTTP exchanges (with `http`) and cost.
     Set up only when a case really runs the system (not for --live-judges, nor when
@@ -512,15 +516,17 @@ async def _run_system(
         await ctx.system.asetup(ctx.suite)
         if ctx.user is not None:  # the user's data ingested once, before its first case
             await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
-        if http is None:
-            result = await _run_with_timeout(ctx, case, view)
-        else:
-            from .http.router import CaseHttp
-
-            with http().case(CaseHttp(_where(ctx, case))) as case_http:
+        with spans.system_run() as system_span:
+            if http is None:
                 result = await _run_with_timeout(ctx, case, view)
-            exchanges = case_http.interactions
-        trace = normalize_trace(result, _where(ctx, case))
+            else:
+                from .http.router import CaseHttp
+
+                with http().case(CaseHttp(_where(ctx, case))) as case_http:
+                    result = await _run_with_timeout(ctx, case, view)
+                exchanges = case_http.interactions
+            trace = normalize_trace(result, _where(ctx, case))
+            system_span.trace(trace)
         if slots is not None:
             slots.system_ran(ctx, case, trace)
     return trace, exchanges, _cost_of(trace)
@@ -541,13 +547,14 @@ async def judge_with_repeats(
     options: dict[str, Any],
     expected: dict[str, str],
     repeats: int,
+    spans: CaseSpans = NO_SPANS,
 ) -> dict[str, Any]:
     """`repeats` verdicts of one stage, as one recorded verdict (each repeat under its key). A
     repeat whose judge failed makes the whole verdict an error: it is recorded as pending."""
     import asyncio
 
     verdicts = await asyncio.gather(
-        *(_judge_one(judge, stage, case, trace, options) for _ in range(repeats))
+        *(_judge_one(judge, stage, case, trace, options, spans) for _ in range(repeats))
     )
     failed = next((v for v in verdicts if v.get("error")), None)
     if failed is not None:
@@ -678,9 +685,23 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
 
 
 async def _judge_one(
-    judge: JudgeBinding, stage: str, case: Case, trace: dict[str, Any], options: dict[str, Any]
+    judge: JudgeBinding,
+    stage: str,
+    case: Case,
+    trace: dict[str, Any],
+    options: dict[str, Any],
+    spans: CaseSpans = NO_SPANS,
 ) -> dict[str, Any]:
     """One verdict; a judge that fails after its retries yields an error verdict, never a pass."""
+    with spans.judge_request(stage, judge.id) as judge_span:
+        verdict = await _verdict(judge, stage, case, trace, options)
+        judge_span.verdict(verdict)
+    return verdict
+
+
+async def _verdict(
+    judge: JudgeBinding, stage: str, case: Case, trace: dict[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
     from .judges import JudgeError, JudgeInput
 
     data = JudgeInput(

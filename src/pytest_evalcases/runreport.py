@@ -29,6 +29,34 @@ def check_report_options(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--eval-report {folder}: exists and is not a folder")
 
 
+def load_locked_manifest(config: pytest.Config) -> dict[str, Any] | None:
+    """Read --eval-manifest up front: a bad file stops the run before anything runs."""
+    path = config.getoption("eval_manifest")
+    if not path:
+        return None
+    from .manifest import ManifestError, load_manifest
+
+    try:
+        return load_manifest(Path(config.invocation_params.dir, path), path)
+    except ManifestError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def check_locked_manifest(session: pytest.Session, state: Any) -> None:
+    """--eval-manifest: refuse to run (a usage error listing each difference) when this run's
+    configuration differs from the locked one. Before any case runs, live ones included."""
+    locked = state.locked_manifest
+    if locked is None:
+        return
+    from .manifest import config_differences, refusal
+
+    differences = config_differences(locked["config"], state.project_config(session))
+    if differences:
+        raise pytest.UsageError(
+            refusal(session.config.getoption("eval_manifest"), locked, differences)
+        )
+
+
 def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
     """Read --eval-baseline up front, so a bad file stops the run before any case runs."""
     path = config.getoption("eval_baseline")
@@ -57,23 +85,37 @@ def judges_used(results: list[dict[str, Any]], configured: str | None) -> str | 
     return ", ".join(sorted(used)) if used else configured
 
 
-def run_info(config: pytest.Config, mode: str, judge: str | None, started: str) -> dict[str, Any]:
+def run_info(
+    config: pytest.Config,
+    mode: str,
+    judge: str | None,
+    started: str,
+    run_id: str | None = None,
+    run_config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The results document's `run`; `run_config` is the run manifest's `config` (its git state
+    gives `git_commit`, read once)."""
     from .report import git_commit
 
     option = config.option
-    return {
-        "plugin_version": __version__,
-        "mode": mode,
-        "judge": judge,
-        "selection": {
+    commit = (run_config or {}).get("git", {}).get("commit") if run_config else None
+    info: dict[str, Any] = {"run_id": run_id} if run_id else {}
+    info.update(
+        plugin_version=__version__,
+        mode=mode,
+        judge=judge,
+        selection={
             "args": list(config.args),
             "keyword": option.keyword or None,
             "markexpr": option.markexpr or None,
         },
-        "started": started,
-        "finished": utc_now(),
-        "git_commit": git_commit(config.rootpath),
-    }
+        started=started,
+        finished=utc_now(),
+        git_commit=commit if run_config else git_commit(config.rootpath),
+    )
+    if run_config:
+        info["config"] = run_config
+    return info
 
 
 def build_run_report(

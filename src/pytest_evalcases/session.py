@@ -184,6 +184,14 @@ class EvalSession:
         self.stopped: str | None = None  # why a live run stopped starting cases, if it did
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
+        self.locked_manifest: dict[str, Any] | None = None  # --eval-manifest, read at configure
+        # --eval-otel: spans of the cases this process records (live runs only)
+        self.otel_requested = bool(config.getoption("eval_otel"))
+        self.otel: Any = None  # telemetry.export.OtelExport, once the first case records
+        # how the export went: this process's counts, and (xdist controller) each worker's
+        self.otel_deliveries: list[dict[str, Any]] = []
+        self._run_id: str | None = None
+        self._project_config: dict[str, Any] | None = None
         from .runreport import utc_now
 
         self.started = utc_now()
@@ -191,6 +199,51 @@ class EvalSession:
     @property
     def live(self) -> bool:
         return self.mode != REPLAY
+
+    @property
+    def run_id(self) -> str:
+        """This run's id: $EVALCASES_RUN_ID (CI shards of one run share it), else a new UUID;
+        on an xdist worker, the controller's. Made on first use: a plain replay never asks."""
+        if self._run_id is None:
+            given = getattr(self.config, "workerinput", {}).get("evalcases_run_id")
+            given = given or os.environ.get("EVALCASES_RUN_ID", "").strip()
+            if not given:
+                import uuid
+
+                given = str(uuid.uuid4())
+            self._run_id = given
+        return self._run_id
+
+    @property
+    def otel_export(self) -> Any:
+        """The run's OpenTelemetry export (telemetry.export.OtelExport), made when the first
+        case records; None unless this is a live run with --eval-otel."""
+        if self.otel is None and self.otel_requested and self.live:
+            from .telemetry.export import OtelExport
+
+            self.otel = OtelExport(self.run_id)
+        return self.otel
+
+    def close_otel(self) -> None:
+        """Send what is left and keep the counts saying how it went (once, at the end); an
+        xdist worker hands them to the controller with its output."""
+        if self.otel is not None:
+            delivery = self.otel.shutdown()
+            self.otel = None
+            self.otel_requested = False  # nothing is made again after the end
+            self.otel_deliveries.append(delivery)
+            workeroutput = getattr(self.config, "workeroutput", None)
+            if workeroutput is not None:
+                workeroutput["evalcases_otel"] = delivery
+
+    def project_config(self, session: pytest.Session) -> dict[str, Any]:
+        """The run manifest's `config` (every suite of the case folders, versions, git), built
+        once per run and only when a report or a manifest check asks for it."""
+        if self._project_config is None:
+            from .manifest.project import project_config
+
+            self._project_config = project_config(session, self)
+        return self._project_config
 
     @property
     def records_in_batch(self) -> bool:

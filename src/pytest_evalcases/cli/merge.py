@@ -20,11 +20,12 @@ from ..report.merge import MergeError, merge_results
 from ..report.writers import RESULTS_JSON, write_reports
 
 
-def read_shard(folder: Path) -> dict:
-    """Load DIR/results.json (or a results.json path given directly)."""
+def read_shard(folder: Path, kind: str = "shard folder") -> dict:
+    """Load DIR/results.json (or a results.json path given directly); `kind` names the folder
+    in messages."""
     path = folder / RESULTS_JSON if folder.is_dir() else folder
     if not path.exists():
-        raise MergeError(f"{path}: no such file; each shard folder must contain {RESULTS_JSON}")
+        raise MergeError(f"{path}: no such file; each {kind} must contain {RESULTS_JSON}")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

@@ -467,6 +467,11 @@ def _cost(cases: list[Result], run: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def cost_section(cases: list[Result], run: Mapping[str, Any]) -> dict[str, Any]:
+    """The `cost` section over `cases` (a side-by-side comparison takes it over shared cases)."""
+    return _cost(cases, run)
+
+
 __all__ = [
     "ACCURACY_STAGE",
     "COMPLETENESS_STAGE",
@@ -476,6 +481,7 @@ __all__ = [
     "GRAPH_METRICS",
     "RETRIEVAL_METRICS",
     "aggregate",
+    "cost_section",
     "sort_cases",
     "stage_score",
     "stage_status",

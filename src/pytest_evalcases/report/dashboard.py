@@ -23,7 +23,16 @@ from markupsafe import Markup
 
 from ..outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from .aggregate import stage_score, stage_status
-from .formatting import fmt_ci, fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_score, fmt_usd
+from .formatting import (
+    fmt_ci,
+    fmt_int,
+    fmt_ms,
+    fmt_pct,
+    fmt_pct_ci,
+    fmt_score,
+    fmt_usd,
+    uncommitted_changes,
+)
 from .markdown import cost_text
 
 _TEMPLATES = "templates"
@@ -306,7 +315,9 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
              for o in OUTCOMES]
     meta = [(k.replace("_", " "), str(run[k])) for k in
             ("mode", "judge", "plugin_version", "git_commit", "started", "started_at",
-             "finished", "finished_at", "shards") if run.get(k) not in (None, "")]
+             "finished", "finished_at", "shards", "run_id") if run.get(k) not in (None, "")]
+    if uncommitted_changes(run):
+        meta.append(("git", "uncommitted changes"))
     return {
         "title": "pytest-evalcases: " + (", ".join(summary.get("suites") or []) or "eval cases"),
         "summary": summary,

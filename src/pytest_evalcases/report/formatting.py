@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def fmt_score(value: float | None, digits: int = 3) -> str:
@@ -45,3 +46,10 @@ def fmt_int(value: int | None) -> str:
 
 def fmt_ms(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f} ms"
+
+
+def uncommitted_changes(run: Mapping[str, Any]) -> bool:
+    """Whether the run's working tree had uncommitted changes (the run manifest's git state)."""
+    config = run.get("config")
+    git = config.get("git") if isinstance(config, Mapping) else None
+    return isinstance(git, Mapping) and git.get("dirty") is True

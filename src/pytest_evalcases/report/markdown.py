@@ -16,6 +16,7 @@ from .formatting import (
     fmt_pct_ci,
     fmt_score,
     fmt_usd,
+    uncommitted_changes,
 )
 
 FAILING_ROWS_CAP = 50
@@ -115,6 +116,10 @@ def _headline(doc: Mapping[str, Any]) -> list[str]:
             if run.get(k)]
     if run.get("git_commit"):
         meta.append(f"commit {escape_cell(str(run['git_commit'])[:12])}")
+    if uncommitted_changes(run):
+        meta.append("**uncommitted changes**")
+    if run.get("run_id"):
+        meta.append(f"run {escape_cell(str(run['run_id']), 60)}")
     if run.get("shards"):
         meta.append(f"{run['shards']} shards")
     if meta:

@@ -1,0 +1,166 @@
+"""Two results.json documents in, their comparison out (pure).
+
+Cases are matched by (suite, id), as the baseline gate matches them. Every figure that compares
+the two sides is over the shared cases: a case only one run has is counted, never paired, so a
+run with more cases cannot move a mean by itself. Per stage, the means are over the shared cases
+both runs scored, each with its bootstrap interval, and the difference (B - A) has a paired
+bootstrap interval: the shared cases are resampled together (the bootstrap of the per-case
+differences), with the reports' fixed seed, so the same two runs always give the same figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...baseline import case_key, validate_results
+from ...outcomes import DECIDED, NOT_PASSING, PASS_LIKE, case_label, failure_of
+from ...stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean, wilson_interval
+from ..aggregate import cost_section, stage_score
+from ..formatting import uncommitted_changes
+
+COMPARE_FORMAT = "pytest-evalcases/compare"
+UNCATEGORISED = "(none)"
+
+Doc = Mapping[str, Any]
+
+
+def compare_runs(a: Doc, b: Doc, names: Sequence[str] = ("A", "B")) -> dict[str, Any]:
+    """The comparison of run `a` with run `b` (B - A wherever a difference is shown)."""
+    validate_results(a, f"{names[0]} results.json")
+    validate_results(b, f"{names[1]} results.json")
+    a_cases = {case_key(c): c for c in a["cases"]}
+    b_cases = {case_key(c): c for c in b["cases"]}
+    shared_keys = [k for k in a_cases if k in b_cases]
+    pairs = [(a_cases[k], b_cases[k]) for k in shared_keys]
+    order = list(a.get("stage_order") or a["stages"])
+    order += [s for s in (b.get("stage_order") or b["stages"]) if s not in order]
+    shared_a = [pa for pa, _ in pairs]
+    shared_b = [pb for _, pb in pairs]
+    return {
+        "format": COMPARE_FORMAT,
+        "seed": DEFAULT_SEED,
+        "resamples": DEFAULT_RESAMPLES,
+        "runs": {"a": _run_view(a, names[0]), "b": _run_view(b, names[1])},
+        "cases": {
+            "shared": len(pairs),
+            "only_a": len(a_cases) - len(pairs),
+            "only_b": len(b_cases) - len(pairs),
+        },
+        "stage_order": order,
+        "stages": {name: _stage(name, pairs) for name in order},
+        "pass_rate": {"a": _rate(shared_a), "b": _rate(shared_b)},
+        "categories": _categories(pairs),
+        "flipped": _flipped(pairs),
+        "cost": {
+            "a": cost_section(shared_a, a.get("run") or {}),
+            "b": cost_section(shared_b, b.get("run") or {}),
+        },
+    }
+
+
+def _run_view(doc: Doc, name: str) -> dict[str, Any]:
+    run, summary = doc.get("run") or {}, doc["summary"]
+    return {
+        "name": name,
+        "run_id": run.get("run_id"),
+        "mode": run.get("mode"),
+        "judge": run.get("judge"),
+        "git_commit": run.get("git_commit"),
+        "uncommitted_changes": uncommitted_changes(run),
+        "started": run.get("started") or run.get("started_at"),
+        "suites": list(summary.get("suites") or []),
+        "cases": len(doc["cases"]),
+        "pass_rate": summary.get("pass_rate"),
+        "pass_rate_ci95": summary.get("pass_rate_ci95"),
+    }
+
+
+def _interval(values: list[float]) -> list[float] | None:
+    ci = bootstrap_ci(values)
+    return list(ci) if ci else None
+
+
+def _stage(name: str, pairs: list[tuple[Doc, Doc]]) -> dict[str, Any]:
+    a_scores: list[float] = []
+    b_scores: list[float] = []
+    for case_a, case_b in pairs:
+        sa = stage_score((case_a.get("stages") or {}).get(name) or {})
+        sb = stage_score((case_b.get("stages") or {}).get(name) or {})
+        if sa is not None and sb is not None:
+            a_scores.append(sa)
+            b_scores.append(sb)
+    diffs = [sb - sa for sa, sb in zip(a_scores, b_scores, strict=True)]
+    delta, delta_ci = mean(diffs), _interval(diffs)
+    return {
+        "cases": len(diffs),
+        "a_mean": mean(a_scores),
+        "a_ci95": _interval(a_scores),
+        "b_mean": mean(b_scores),
+        "b_ci95": _interval(b_scores),
+        "delta": delta,
+        "delta_ci95": delta_ci,
+        "verdict": _verdict(delta, delta_ci),
+    }
+
+
+def _verdict(delta: float | None, ci: list[float] | None) -> str | None:
+    """`B higher` / `B lower` when the paired interval leaves out 0, else `no clear difference`
+    (`same` when every shared case scored the same)."""
+    if delta is None or ci is None:
+        return None
+    if ci[0] == ci[1] == 0.0:
+        return "same"
+    if ci[0] > 0:
+        return "B higher"
+    if ci[1] < 0:
+        return "B lower"
+    return "no clear difference"
+
+
+def _rate(cases: list[Doc]) -> dict[str, Any]:
+    passed = sum(1 for c in cases if c.get("outcome") in PASS_LIKE)
+    decided = sum(1 for c in cases if c.get("outcome") in DECIDED)
+    ci = wilson_interval(passed, decided)
+    return {
+        "passed": passed,
+        "decided": decided,
+        "pass_rate": passed / decided if decided else None,
+        "pass_rate_ci95": list(ci) if ci else None,
+    }
+
+
+def _categories(pairs: list[tuple[Doc, Doc]]) -> dict[str, dict[str, Any]]:
+    """Pass rates per category over the shared cases, each side by its own case's category."""
+    by_side: dict[str, dict[str, list[Doc]]] = {"a": {}, "b": {}}
+    for case_a, case_b in pairs:
+        for side, case in (("a", case_a), ("b", case_b)):
+            name = str(case.get("category") or UNCATEGORISED)
+            by_side[side].setdefault(name, []).append(case)
+    names = sorted(by_side["a"].keys() | by_side["b"].keys())
+    return {
+        name: {side: _rate(by_side[side].get(name, [])) for side in ("a", "b")} for name in names
+    }
+
+
+def _flipped(pairs: list[tuple[Doc, Doc]]) -> dict[str, list[dict[str, Any]]]:
+    """Shared cases that passed in one run and not in the other (skipped ones never flip)."""
+    to_failing: list[dict[str, Any]] = []
+    to_passing: list[dict[str, Any]] = []
+    for case_a, case_b in pairs:
+        was, now = case_a.get("outcome"), case_b.get("outcome")
+        if was in PASS_LIKE and now in NOT_PASSING:
+            to_failing.append(_flip(case_a, case_b))
+        elif was in NOT_PASSING and now in PASS_LIKE:
+            to_passing.append(_flip(case_a, case_b))
+    return {"to_failing": to_failing, "to_passing": to_passing}
+
+
+def _flip(case_a: Doc, case_b: Doc) -> dict[str, Any]:
+    def side(case: Doc) -> dict[str, Any]:
+        if case.get("outcome") in PASS_LIKE:
+            return {"outcome": case.get("outcome"), "stage": None, "reason": ""}
+        stage, reason = failure_of(case)
+        return {"outcome": case.get("outcome"), "stage": stage, "reason": reason}
+
+    return {"case": case_label(case_b), "a": side(case_a), "b": side(case_b)}

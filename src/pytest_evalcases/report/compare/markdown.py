@@ -1,0 +1,198 @@
+"""compare.md: the comparison as GitHub-flavoured markdown (every cell escaped as in report.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..formatting import fmt_ci, fmt_delta, fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_score, fmt_usd
+from ..markdown import _table as markdown_table
+from ..markdown import escape_cell
+
+FLIPPED_ROWS_CAP = 100
+
+Comparison = Mapping[str, Any]
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    return markdown_table(header, rows) + [""]
+
+
+def render_compare_markdown(cmp: Comparison) -> str:
+    a, b = cmp["runs"]["a"], cmp["runs"]["b"]
+    lines = [f"## pytest-evalcases: {escape_cell(a['name'])} vs {escape_cell(b['name'])}", ""]
+    lines += _runs(cmp)
+    lines += _stages(cmp)
+    lines += _categories(cmp)
+    lines += _flipped(cmp)
+    lines += _cost(cmp)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def run_label(run: Mapping[str, Any]) -> str:
+    """A run in one line: its mode, judge, commit (and uncommitted changes), start and id."""
+    parts = [f"{run[k]}" for k in ("mode", "judge") if run.get(k)]
+    if run.get("git_commit"):
+        parts.append(f"commit {str(run['git_commit'])[:12]}")
+    if run.get("uncommitted_changes"):
+        parts.append("uncommitted changes")
+    if run.get("started"):
+        parts.append(str(run["started"]))
+    if run.get("run_id"):
+        parts.append(f"run {run['run_id']}")
+    return " · ".join(parts) or "-"
+
+
+def shared_text(cmp: Comparison) -> str:
+    counts = cmp["cases"]
+    return (
+        f"{counts['shared']} shared cases (compared); {counts['only_a']} only in "
+        f"{cmp['runs']['a']['name']}, {counts['only_b']} only in {cmp['runs']['b']['name']} "
+        "(counted, not compared)"
+    )
+
+
+def _runs(cmp: Comparison) -> list[str]:
+    rows = []
+    for side in ("a", "b"):
+        run, rate = cmp["runs"][side], cmp["pass_rate"][side]
+        rows.append(
+            [
+                f"{side.upper()}: {run['name']}",
+                run_label(run),
+                run["cases"],
+                f"{fmt_pct(rate['pass_rate'])} {fmt_pct_ci(rate['pass_rate_ci95'])} "
+                f"({rate['passed']}/{rate['decided']})",
+            ]
+        )
+    return [escape_cell(shared_text(cmp), 1000), ""] + _table(
+        ["run", "details", "cases", "pass rate on shared cases (95% Wilson)"], rows
+    )
+
+
+def _stages(cmp: Comparison) -> list[str]:
+    a, b = cmp["runs"]["a"]["name"], cmp["runs"]["b"]["name"]
+    rows = []
+    for name in cmp["stage_order"]:
+        s = cmp["stages"][name]
+        rows.append(
+            [
+                name,
+                s["cases"],
+                fmt_score(s["a_mean"]),
+                fmt_ci(s["a_ci95"]),
+                fmt_score(s["b_mean"]),
+                fmt_ci(s["b_ci95"]),
+                fmt_delta(s["delta"]),
+                fmt_ci(s["delta_ci95"]),
+                s["verdict"] or "–",
+            ]
+        )
+    head = [
+        f"### Stages (B − A over the cases both scored; paired bootstrap, seed "
+        f"{cmp['seed']}, {cmp['resamples']} resamples)",
+        "",
+    ]
+    return head + _table(
+        [
+            "stage",
+            "cases",
+            f"A {a}",
+            "A 95% CI",
+            f"B {b}",
+            "B 95% CI",
+            "B − A",
+            "95% CI",
+            "verdict",
+        ],
+        rows,
+    )
+
+
+def category_cells(name: str, sides: Mapping[str, Any]) -> tuple[list[str], float | None]:
+    """A category's row (passed, rate and interval on each side, B − A in points) and the
+    difference of its pass rates (None when a side decided no case)."""
+    ra, rb = sides["a"], sides["b"]
+    delta = (
+        rb["pass_rate"] - ra["pass_rate"]
+        if ra["pass_rate"] is not None and rb["pass_rate"] is not None
+        else None
+    )
+    cells = [name]
+    for rate in (ra, rb):
+        cells += [
+            f"{rate['passed']}/{rate['decided']}",
+            fmt_pct(rate["pass_rate"]),
+            fmt_pct_ci(rate["pass_rate_ci95"]),
+        ]
+    cells.append("–" if delta is None else f"{100 * delta:+.1f} pts")
+    return cells, delta
+
+
+def _categories(cmp: Comparison) -> list[str]:
+    if not cmp["categories"]:
+        return []
+    rows = [category_cells(name, sides)[0] for name, sides in cmp["categories"].items()]
+    return ["### Pass rate by category (shared cases)", ""] + _table(
+        ["category", "A passed", "A rate", "A 95% CI", "B passed", "B rate", "B 95% CI", "B − A"],
+        rows,
+    )
+
+
+def flip_text(side: Mapping[str, Any]) -> str:
+    if side["stage"] is None and not side["reason"]:
+        return str(side["outcome"])
+    where = f" at {side['stage']}" if side["stage"] else ""
+    return (
+        f"{side['outcome']}{where}: {side['reason']}"
+        if side["reason"]
+        else (f"{side['outcome']}{where}")
+    )
+
+
+def _flipped(cmp: Comparison) -> list[str]:
+    lines: list[str] = []
+    for key, title in (
+        ("to_failing", "Passed in A, not in B"),
+        ("to_passing", "Not passed in A, passed in B"),
+    ):
+        flips = cmp["flipped"][key]
+        lines += [f"### {title} ({len(flips)})", ""]
+        if not flips:
+            lines += ["None.", ""]
+            continue
+        rows = [[f["case"], flip_text(f["a"]), flip_text(f["b"])] for f in flips[:FLIPPED_ROWS_CAP]]
+        lines += _table(["case", "A", "B"], rows)
+        if len(flips) > FLIPPED_ROWS_CAP:
+            lines += [f"… and {len(flips) - FLIPPED_ROWS_CAP} more (compare.html lists all)", ""]
+    return lines
+
+
+def cost_rows(cmp: Comparison) -> list[list[str]]:
+    """[what, A, B] rows: cost, tokens and median latency of the system and the judge."""
+    rows = []
+    for part in ("system", "judge"):
+        ca, cb = cmp["cost"]["a"][part], cmp["cost"]["b"][part]
+        rows.append([f"{part} cost", fmt_usd(ca["cost_usd"]), fmt_usd(cb["cost_usd"])])
+        rows.append([f"{part} tokens", fmt_int(ca["total_tokens"]), fmt_int(cb["total_tokens"])])
+        rows.append(
+            [
+                f"{part} median latency",
+                fmt_ms(ca["latency_ms_median"]),
+                fmt_ms(cb["latency_ms_median"]),
+            ]
+        )
+    rows.append(
+        [
+            "recorded cost, in all",
+            fmt_usd(cmp["cost"]["a"]["recorded_cost_usd"]),
+            fmt_usd(cmp["cost"]["b"]["recorded_cost_usd"]),
+        ]
+    )
+    return rows
+
+
+def _cost(cmp: Comparison) -> list[str]:
+    return ["### Cost and latency (shared cases, as recorded)", ""] + _table(
+        ["", f"A {cmp['runs']['a']['name']}", f"B {cmp['runs']['b']['name']}"], cost_rows(cmp)
+    )

@@ -1,0 +1,129 @@
+"""compare.html: one small offline page (inline CSS, an inline SVG chart, no script), every
+string autoescaped, and a Content-Security-Policy that allows nothing but its own stylesheet."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from markupsafe import Markup
+
+from ..dashboard import _asset, _csp_hash, _env
+from ..formatting import fmt_ci, fmt_delta, fmt_pct, fmt_pct_ci, fmt_score
+from .markdown import category_cells, cost_rows, flip_text, run_label, shared_text
+
+_LABEL_W, _PLOT_W, _ROW_H, _TOP = 190, 420, 24, 22
+
+Comparison = Mapping[str, Any]
+
+
+def render_compare_html(cmp: Comparison) -> str:
+    style = _asset("compare.css")
+    csp = f"default-src 'none'; style-src {_csp_hash(style)}; base-uri 'none'; form-action 'none'"
+    a, b = cmp["runs"]["a"], cmp["runs"]["b"]
+    context = {
+        "title": f"pytest-evalcases: {a['name']} vs {b['name']}",
+        "csp": csp,
+        "style": Markup(style),  # our own static stylesheet; all data below is autoescaped
+        "shared": shared_text(cmp),
+        "runs": [_run_row(cmp, side) for side in ("a", "b")],
+        "a_name": a["name"],
+        "b_name": b["name"],
+        "seed": cmp["seed"],
+        "resamples": cmp["resamples"],
+        "forest": forest_chart(cmp),
+        "stages": [_stage_row(name, cmp["stages"][name]) for name in cmp["stage_order"]],
+        "categories": [_category_row(name, sides) for name, sides in cmp["categories"].items()],
+        "flipped": [
+            {
+                "title": title,
+                "rows": [
+                    {"case": f["case"], "a": flip_text(f["a"]), "b": flip_text(f["b"])}
+                    for f in cmp["flipped"][key]
+                ],
+            }
+            for key, title in (
+                ("to_failing", "Passed in A, not in B"),
+                ("to_passing", "Not passed in A, passed in B"),
+            )
+        ],
+        "cost": cost_rows(cmp),
+    }
+    return _env().get_template("compare.html.j2").render(**context)
+
+
+def _run_row(cmp: Comparison, side: str) -> dict[str, Any]:
+    run, rate = cmp["runs"][side], cmp["pass_rate"][side]
+    return {
+        "side": side.upper(),
+        "name": run["name"],
+        "label": run_label(run),
+        "cases": run["cases"],
+        "rate": f"{fmt_pct(rate['pass_rate'])} {fmt_pct_ci(rate['pass_rate_ci95'])} "
+        f"({rate['passed']}/{rate['decided']})",
+    }
+
+
+def _direction(verdict: str | None) -> str:
+    return {"B higher": "up", "B lower": "down"}.get(verdict or "", "")
+
+
+def _stage_row(name: str, s: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "cases": s["cases"],
+        "a": fmt_score(s["a_mean"]),
+        "a_ci": fmt_ci(s["a_ci95"]),
+        "b": fmt_score(s["b_mean"]),
+        "b_ci": fmt_ci(s["b_ci95"]),
+        "delta": fmt_delta(s["delta"]),
+        "delta_ci": fmt_ci(s["delta_ci95"]),
+        "verdict": s["verdict"] or "–",
+        "cls": _direction(s["verdict"]),
+    }
+
+
+def _category_row(name: str, sides: Mapping[str, Any]) -> dict[str, Any]:
+    cells, delta = category_cells(name, sides)
+    return {"cells": cells, "cls": "" if not delta else ("up" if delta > 0 else "down")}
+
+
+def forest_chart(cmp: Comparison) -> dict[str, Any]:
+    """Each stage's difference B − A as a point with its paired interval, on [-1, 1]."""
+
+    def x(v: float) -> float:
+        return round(_LABEL_W + (min(max(v, -1.0), 1.0) + 1.0) / 2.0 * _PLOT_W, 1)
+
+    rows = []
+    for name in cmp["stage_order"]:
+        s = cmp["stages"][name]
+        if s["delta"] is None:
+            continue
+        y = _TOP + len(rows) * _ROW_H
+        ci = s["delta_ci95"]
+        rows.append(
+            {
+                "name": name,
+                "label": name if len(name) <= 26 else name[:25] + "…",
+                "x": x(s["delta"]),
+                "ci": [x(ci[0]), x(ci[1])] if ci else None,
+                "cy": y + 11,
+                "ty": y + 15,
+                "cls": _direction(s["verdict"]),
+                "text": f"{fmt_delta(s['delta'])} {fmt_ci(s['delta_ci95'], 2)} (n={s['cases']})",
+            }
+        )
+    ticks = [
+        {"x": x(t), "label": f"{t:+g}" if t else "0", "zero": t == 0}
+        for t in (-1.0, -0.5, 0.0, 0.5, 1.0)
+    ]
+    bottom = _TOP + len(rows) * _ROW_H
+    return {
+        "rows": rows,
+        "ticks": ticks,
+        "x0": _LABEL_W,
+        "text_x": _LABEL_W + _PLOT_W + 10,
+        "width": _LABEL_W + _PLOT_W + 200,
+        "height": bottom + 4,
+        "bottom": bottom,
+    }
