@@ -166,3 +166,30 @@ def test_verbose_lines_show_the_node_ids_of_items_that_error(project: Project) -
     nodeids = [line.split()[1] for line in result.outlines if line.startswith("ERROR ")]
     assert len(nodeids) == 2 and nodeids[0].startswith("cases/"), result.outlines
     assert sorted(shown) == sorted(nodeids)
+
+
+def test_case_items_give_the_location_pytest_would_compute(project: Project) -> None:
+    """CaseItem works out its file's relative path once per case file: the locations must still
+    be exactly pytest's own (reports, --lf and the terminal read them), nested folders too."""
+    project.write_suite(suite_doc())
+    project.write_suite(suite_doc("more", cases=[make_case("delta", "delta x")]),
+                        file="cases/sub/more.json")
+    project.write_text("location_check.py", (
+        "import pytest\n"
+        "def pytest_collection_finish(session):\n"
+        "    for item in session.items:\n"
+        "        ours, pytests = item.location, pytest.Item.location.func(item)\n"
+        "        assert ours == pytests, (ours, pytests)\n"
+        "        print('LOCATION', ours)\n"
+    ))
+
+    result = project.run("--collect-only", "-q", "-s", "-p", "location_check")
+
+    assert result.ret == pytest.ExitCode.OK, output(result)
+    locations = sorted(line for line in result.outlines if line.startswith("LOCATION "))
+    assert locations == [
+        "LOCATION ('cases/sub/more.json', 0, 'more::delta')",
+        "LOCATION ('cases/suite.json', 0, 'suite::alpha')",
+        "LOCATION ('cases/suite.json', 0, 'suite::epsilon')",
+        "LOCATION ('cases/suite.json', 0, 'suite::gamma')",
+    ]

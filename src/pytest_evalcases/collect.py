@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,6 +185,11 @@ def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[st
 
 class CaseFile(pytest.File):
     """A suite file: `{"name", "system", "stages", "cases": [...]}`."""
+
+    @functools.cached_property
+    def item_relpath(self) -> str:
+        """The file's path as its items' locations give it (pytest's own rule, computed once)."""
+        return self.session._node_location_to_relpath(Path(os.path.abspath(self.path)))
 
     def collect(self) -> Iterator[pytest.Item]:
         from .session import get_session
@@ -587,3 +593,13 @@ class CaseItem(EvalItem):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"{self.ctx.suite.name}::{self.case.id}"
+
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's location (what reportinfo says, the path relative to the rootdir), with the
+        file's relative path worked out once per case file rather than once per case (~5 us)."""
+        parent = self.parent
+        relpath = parent.item_relpath if isinstance(parent, CaseFile) else None
+        if relpath is None:
+            return super().location
+        return relpath, 0, f"{self.ctx.suite.name}::{self.case.id}"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .errors import EvalCaseError, MissingRecording, StageFailure, StaleRecording
+from .scoring import result_stages
 
 if TYPE_CHECKING:
     from .recording import Recording
@@ -77,8 +78,6 @@ def case_result(
         if user is not None:
             broken["user"] = user
         return broken
-    from .scoring import result_stages
-
     case, scores, recording = item.case, item.scores, item.recording
     first = unscored
     if scores is not None and scores.first_failure is not None:
@@ -141,27 +140,38 @@ def _recording_info(
                 "note": f"{live_error}; the previous recording was kept",
             }
         return {"status": outcome if outcome in ("stale", "missing") else None}
-    verdicts = [v for v in recording.verdicts.values() if isinstance(v, dict)]
-    if any("later_repeats" in v for v in verdicts):  # each repeat cost a judge call of its own
-        verdicts = [part for v in verdicts for part in [v, *(v.get("later_repeats") or ())]]
-    judge_usage = _sum_usage(v.get("usage") for v in verdicts)
-    latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
+    trace = recording.trace
     info = {
         "status": recording.status,
         "recorded_at": recording.recorded_at,
         "note": recording.note,
-        "usage": recording.trace.get("usage"),
-        "latency_ms": recording.trace.get("latency_ms"),
-        "judge_usage": judge_usage,
-        "judge_latency_ms": sum(latencies) if latencies else None,
-        "judges": sorted({str(v["judge"]) for v in verdicts if v.get("judge")}),
+        "usage": trace.get("usage"),
+        "latency_ms": trace.get("latency_ms"),
+        "judge_usage": None,
+        "judge_latency_ms": None,
+        "judges": [],
         "redacted": recording.redacted,
     }
+    if recording.verdicts:  # (a case with no judged stage skips this: replay does it per case)
+        info.update(_judge_info(recording.verdicts))
     if recording.status in ("recorded", "dry_run"):  # what a live run changed, for the reviewer
         info["change"] = getattr(recording, "change", None)
         info["pending"] = getattr(recording, "pending", None) or []
         info["spent_usd"] = getattr(recording, "spent_usd", 0.0)
     return info
+
+
+def _judge_info(recorded: dict[str, Any]) -> dict[str, Any]:
+    """What the judge's verdicts cost and who made them."""
+    verdicts = [v for v in recorded.values() if isinstance(v, dict)]
+    if any("later_repeats" in v for v in verdicts):  # each repeat cost a judge call of its own
+        verdicts = [part for v in verdicts for part in [v, *(v.get("later_repeats") or ())]]
+    latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
+    return {
+        "judge_usage": _sum_usage(v.get("usage") for v in verdicts),
+        "judge_latency_ms": sum(latencies) if latencies else None,
+        "judges": sorted({str(v["judge"]) for v in verdicts if v.get("judge")}),
+    }
 
 
 def _sum_usage(usages: Any) -> dict[str, float] | None:

@@ -180,7 +180,8 @@ class RunSummary:
         outcome = result["outcome"]
         for position, (name, stage) in enumerate(result["stages"].items()):
             seen = (name, bool(stage["gating"]))
-            if seen not in self._first_seen or (order, position) < self._first_seen[seen]:
+            first = self._first_seen.get(seen)
+            if first is None or (order, position) < first:
                 self._first_seen[seen] = (order, position)
             self._stages.setdefault(name, _StageTally()).add(stage)
         category = result.get("category") or "-"
