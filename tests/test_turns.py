@@ -265,3 +265,27 @@ def test_each_scored_turn_is_judged_with_the_conversation_before_it() -> None:
         "user: Where is A-1?\nassistant: It is processing.\nuser: Can I cancel it?"
     )
     assert unit.case.reference == "Yes." and unit.case.turns is None
+
+
+def test_an_unstable_verdict_of_a_turn_is_unstable_for_the_case() -> None:
+    """--eval-judge-repeats on a conversation: the case's stage row (what the summary's
+    `unstable` column and the baseline gate read) keeps the turn's instability."""
+    from pytest_evalcases.schema import Suite, validate_case
+    from pytest_evalcases.scoring import result_stages, score_case
+
+    suite = Suite(name="s", stages=["faithfulness"], cases=[])
+    case = validate_case({"id": "c", "turns": ["Where is A-1?", "Can I cancel it?"]})
+    trace = {"answer": "Yes.", "turns": [{"answer": "Hi."}, {"answer": "Yes.", "context": ["x"]}]}
+
+    def repeats(*scores: float) -> dict:
+        parts = [{"score": s, "key": {"n": str(i)}} for i, s in enumerate(scores)]
+        return {**parts[0], "later_repeats": parts[1:]}
+
+    unstable = score_case(suite, case, trace, {"turn2.faithfulness": repeats(0.0, 1.0, 1.0)},
+                          ["faithfulness"], [])
+    stage = result_stages(unstable)["faithfulness"]
+    assert stage["passed"] is False and stage["unstable"] is True
+    assert stage["repeat_scores"] == [0.0, 1.0, 1.0]
+    passing = score_case(suite, case, trace, {"turn2.faithfulness": repeats(1.0, 1.0, 1.0)},
+                         ["faithfulness"], [])
+    assert result_stages(passing)["faithfulness"]["unstable"] is False
