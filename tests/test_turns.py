@@ -289,3 +289,25 @@ def test_an_unstable_verdict_of_a_turn_is_unstable_for_the_case() -> None:
     passing = score_case(suite, case, trace, {"turn2.faithfulness": repeats(1.0, 1.0, 1.0)},
                          ["faithfulness"], [])
     assert result_stages(passing)["faithfulness"]["unstable"] is False
+
+
+def test_the_case_own_structured_expectations_go_to_the_last_turn_only() -> None:
+    """`answer_schema`, `rubric` and `expected_triples` given beside `turns` are the case's own
+    expectations: the last turn takes them, an earlier turn with expectations of its own not."""
+    from pytest_evalcases.schema import validate_case
+    from pytest_evalcases.turns.score import turn_units
+
+    case = validate_case({
+        "id": "c", "turns": [{"input": "Where is my order?", "expected_tools": ["lookup"]}, "A-1"],
+        "answer_schema": {"type": "object"}, "rubric": ["names the order"],
+        "expected_triples": [["A-1", "status", "shipped"]],
+    })
+    trace = {"answer": "{}", "turns": [{"answer": "Which order?"}, {"answer": "{}"}]}
+
+    first, last = turn_units(case, trace)
+
+    assert (first.case.answer_schema, first.case.rubric, first.case.expected_triples) == (
+        None, None, None)
+    assert last.case.answer_schema == {"type": "object"}
+    assert last.case.rubric == (("names the order", 1.0),)
+    assert last.case.expected_triples == case.expected_triples

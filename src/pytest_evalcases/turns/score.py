@@ -25,6 +25,8 @@ _EXPECTATIONS = (
     "unanswerable",
 )
 _DEFAULTS = {"tool_order": "any", "unanswerable": False}
+# The case's own expectations a turn cannot give: the last turn takes them, no other turn.
+_LAST_TURN_ONLY = ("expected_triples", "answer_schema", "rubric")
 
 
 def verdict_name(turn: int, stage: str) -> str:
@@ -51,6 +53,8 @@ def _expectations(case: Case, turn: Turn, last: bool) -> dict[str, Any]:
         if last and value == _DEFAULTS.get(name):
             value = getattr(case, name)
         found[name] = value
+    for name in _LAST_TURN_ONLY:
+        found[name] = getattr(case, name) if last else None
     return found
 
 
