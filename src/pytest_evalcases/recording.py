@@ -334,9 +334,11 @@ class CaseSlots:
         self.counted: set[str] = set()  # cases whose failure the rule has counted already
 
     @asynccontextmanager
-    async def system(self) -> AsyncIterator[None]:
+    async def system(self, starts_case: bool = True) -> AsyncIterator[None]:
+        """`starts_case` False: a later run (--eval-runs) of a case already started, which the
+        stop rule lets finish, as it lets running cases finish."""
         async with self._slots:
-            if self.rule is not None and self.rule.reason is not None:
+            if starts_case and self.rule is not None and self.rule.reason is not None:
                 raise self.rule.not_run()
             yield
 
@@ -357,8 +359,10 @@ class CaseSlots:
         cost = _cost_of(trace)
         if cost:
             rule.spend(cost)
-        if rule.maxfail and not case.xfail and _fails_without_judge(ctx, case, trace):
-            self.counted.add(_where(ctx, case))
+        where = _where(ctx, case)  # a case fails once, however many of its runs fail
+        if (rule.maxfail and not case.xfail and where not in self.counted
+                and _fails_without_judge(ctx, case, trace)):
+            self.counted.add(where)
             rule.count(True)
 
 
@@ -425,7 +429,8 @@ async def record(
                  for run in existing.get("later_runs") or ()]
     else:
         for number in range(wanted):
-            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http, spans)
+            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http, spans,
+                                                           starts_case=number == 0)
             exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
             spent += cost
             runs.append((trace, {}, {}))
@@ -507,12 +512,13 @@ async def _run_system(
     slots: CaseSlots | None,
     http: Callable[[], HttpLayer] | None,
     spans: CaseSpans = NO_SPANS,
+    starts_case: bool = True,
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float]:
     """One system run in a system slot: its trace, its HTTP exchanges (with `http`) and cost.
     Set up only when a case really runs the system (not for --live-judges, nor when
     --live-stale finds every recording current)."""
     exchanges = None
-    async with slots.system() if slots is not None else nullcontext():
+    async with slots.system(starts_case) if slots is not None else nullcontext():
         await ctx.system.asetup(ctx.suite)
         if ctx.user is not None:  # the user's data ingested once, before its first case
             await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
