@@ -311,3 +311,47 @@ def test_the_case_own_structured_expectations_go_to_the_last_turn_only() -> None
     assert last.case.answer_schema == {"type": "object"}
     assert last.case.rubric == (("names the order", 1.0),)
     assert last.case.expected_triples == case.expected_triples
+
+
+HISTORY_BOT = '''\
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+class Bot:
+    def run(self, case):
+        raise AssertionError("run_turn is preferred for a conversation")
+
+    def run_turn(self, case, history):
+        if history:
+            return {"answer": "Yes, you can return it within the window."}
+        steer = ROOT / "behaviour.json"
+        first = json.loads(steer.read_text())["first"] if steer.exists() else "Thirty days."
+        return {"answer": first}
+
+
+bot = Bot()
+'''
+
+
+def test_replay_http_re_judges_a_turn_whose_earlier_turns_changed(project: Project) -> None:
+    """A turn's relevancy verdict was judged with the conversation before it: when today's
+    code answers an earlier turn differently, the verdict no longer holds, even though the
+    turn's own answer is the same; --replay-http --live-judges judges it again."""
+    project.write_text("bot.py", HISTORY_BOT)
+    project.write_suite({
+        "name": "s", "system": "bot:bot", "stages": ["answer_relevancy"], "judge": "lexical",
+        "cases": [{"id": "c", "turns": ["What is the refund window?", "Can I return it?"]}],
+    })
+    assert project.run("--live").ret == 0
+    project.write_text("behaviour.json", json.dumps({"first": "It is sunny today."}))
+
+    offline = project.run("--replay-http")
+    assert offline.ret != 0, output(offline)
+    assert "needs re-judging: the conversation before it changed" in output(offline)
+
+    judged = project.run("--replay-http", "--live-judges")
+    assert judged.ret == 0, output(judged)
+    assert project.run("--replay-http").ret == 0

@@ -441,11 +441,15 @@ async def record(
     due = []
     for index, (trace, old_verdicts, judged) in enumerate(runs):
         verdicts: dict[str, Any] = {}
+        judged_inputs = _judged_inputs(ctx, case, judged) if judged is not trace else {}
         for name, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
             expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
             old = old_verdicts.get(name)
-            if mode != LIVE and _still_valid(stage, old, expected, judged_part(judged, name),
-                                             judged_trace, ctx.judge_repeats):
+            same_input = "input" not in stage.reads or (
+                judged_inputs.get(name, judged_case.input) == judged_case.input)
+            if mode != LIVE and same_input and _still_valid(
+                    stage, old, expected, judged_part(judged, name), judged_trace,
+                    ctx.judge_repeats):
                 verdicts[name] = old
             else:
                 due.append((index, name, stage, judged_case, judged_trace, expected))
@@ -750,13 +754,18 @@ def replay_http(
         doc=doc,
     )
     rejudge = False
-    for verdict, stage, _, judged_trace in judged_units(ctx.judged, case, trace):
+    recorded_inputs = _judged_inputs(ctx, case, recorded_trace)
+    for verdict, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
         recorded_part = judged_part(recorded_trace, verdict)
         changed = [
             name
             for name in ("answer", "context")
             if name in stage.reads and judged_trace.get(name) != recorded_part.get(name)
         ]
+        if "input" in stage.reads and recorded_inputs.get(verdict, judged_case.input) != (
+            judged_case.input
+        ):
+            changed.append("the conversation before it")
         if changed:
             rejudge = True
             verdicts[verdict] = {
@@ -768,6 +777,15 @@ def replay_http(
     if refresh and not rejudge:
         return _refresh(ctx, case, doc, key, trace, verdicts, dry_run)
     return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
+
+
+def _judged_inputs(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> dict[str, str]:
+    """A conversation's verdicts -> the input each judged on `trace` (the turns before it, with
+    their answers: a verdict on turn 2 no longer holds when turn 1's answer changed). Empty for a
+    one-question case, whose input is the case's own (in the key)."""
+    if case.turns is None:
+        return {}
+    return {name: unit.input for name, _, unit, _ in judged_units(ctx.judged, case, trace)}
 
 
 def run_recorded(
