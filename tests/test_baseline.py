@@ -181,3 +181,13 @@ def test_load_results_missing_file(tmp_path: Path) -> None:
 def test_compare_validates_documents() -> None:
     with pytest.raises(BaselineError, match="baseline is not a results.json"):
         compare(current_doc(), {"cases": []})
+
+
+def test_a_regressed_conversation_names_the_turn_it_fails_at() -> None:
+    before = aggregate([case("a", 0, "passed", 1, 1.0)], {"mode": "replay"})
+    now = aggregate([case("a", 0, "failed", 0, 1.0, ff={"stage": "tools", "turn": 2,
+                                                          "reason": "turn 2: missing: x"})],
+                    {"mode": "replay"})
+    cmp = compare(now, before)
+    assert cmp["regressions"][0]["stage"] == "turn 2 tools"
+    assert "s::a: passed -> failed at turn 2 tools" in "\n".join(render_baseline_terminal(cmp))

@@ -268,6 +268,10 @@ def test_calibration_cases_run_beside_eval_cases_and_dry_runs_write_nothing(
             lambda d: d["cases"][3].update(expect="maybe"),
             "cases[3].expect: Input should be 'fail' or 'pass'",
         ),
+        (  # found when the file is read, not by the judge of a --live run
+            lambda d: d["cases"][0].update(stage="answer_accuracy"),
+            'cases[0]: Value error, stage answer_accuracy reads a "reference"',
+        ),
     ],
 )
 def test_a_bad_calibration_case_errors_alone_naming_the_file_and_the_case(

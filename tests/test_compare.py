@@ -263,3 +263,13 @@ def test_the_compare_command_names_a_folder_without_results(reports: Path) -> No
         proc.stderr
     )
     assert not (reports / "compare.md").exists()
+
+
+def test_a_flipped_conversation_names_its_failing_turn() -> None:
+    """A conversation case's first failure is at a turn: the flip says which, as the terminal
+    does (`turn 2 tools`)."""
+    passing = result("c1", "passed", {"tools": 1.0})
+    failing = result("c1", "failed", {"tools": 0.0})
+    failing["first_failure"] = {"stage": "tools", "reason": "turn 2: missing: x", "turn": 2}
+    cmp = compare_runs(doc_of([passing]), doc_of([failing]))
+    assert cmp["flipped"]["to_failing"][0]["b"]["stage"] == "turn 2 tools"

@@ -313,3 +313,24 @@ def test_the_demo_manifest_describes_every_suite(tmp_path: Path) -> None:
     calibration = config["suites"]["judge-calibration"]
     assert calibration["kind"] == "calibration" and calibration["judge"] == "lexical"
     assert calibration["file"] == "cases/calibration.json"
+
+
+def test_a_changed_user_file_refuses_to_run(tmp_path: Path) -> None:
+    """A suite user's files key that user's cases as `inputs` key everyone's: the lock holds
+    them too, so a manifest-locked live run refuses an edited user file."""
+    project = Project(tmp_path).write_base()
+    project.write_text("data/ana.json", "[]\n")
+    users = [{"id": "ana", "conversations": "data/ana.json"}]
+    project.write_suite(suite_doc(cases=[make_case("alpha", "alpha beta", user="ana")],
+                                  users=users))
+    _, manifest = report(project, "--live", folder="lock")
+    assert set(manifest["config"]["suites"]["suite"]["users"]) == {"ana"}
+    (project.root / "data" / "ana.json").write_text('["edited"]\n')
+    project.clear_calls()
+
+    result = project.run("-p", "no:cacheprovider", "--live", "--eval-manifest",
+                         "lock/manifest.json")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
+    assert "suite suite: users.ana: " in output(result)
+    assert project.calls() == []

@@ -319,3 +319,12 @@ def test_the_closing_line_sums_every_process_and_names_undelivered_spans() -> No
         "eval otel: 5 spans sent to http://c:4318/v1/traces; 3 could not be delivered (is the "
         "collector running? check OTEL_EXPORTER_OTLP_ENDPOINT)"
     )
+
+
+def test_a_conversation_span_names_the_tools_of_every_turn() -> None:
+    from pytest_evalcases.telemetry.attributes import trace_attributes
+
+    conversation = {"answer": "ok", "turns": [{"tool_calls": [{"name": "get_order"}]},
+                                              {"tool_calls": [{"name": "search_kb"}]}]}
+    attrs = trace_attributes(conversation, None)
+    assert attrs["evalcases.tool_calls"] == "get_order, search_kb"

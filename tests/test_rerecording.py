@@ -603,3 +603,25 @@ def _no_judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     yield
+
+
+def test_the_changes_of_a_later_run_are_described() -> None:
+    """--eval-runs: a re-recording whose runs 2..K changed (or whose run count changed) says so,
+    instead of a bare `(changed)`."""
+    from pytest_evalcases.rerecording.diff import describe_changes
+
+    def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
+        passed = recording["trace"]["answer"] == "good"
+        return {"tools": (passed, 1.0 if passed else 0.0)}
+
+    def run(answer: str) -> dict[str, Any]:
+        return {"trace": {"answer": answer}, "verdicts": {}}
+
+    old = {"key": {}, **run("good"), "later_runs": [run("bad")]}
+    new = {"key": {}, **run("good"), "later_runs": [run("good")]}
+    assert describe_changes(old, new, scores) == [
+        "run 2: answer: 'bad' -> 'good'", "run 2: tools: FAIL -> pass (0.00 -> 1.00)",
+    ]
+    more = {**new, "later_runs": [run("good"), run("good")]}
+    assert describe_changes(new, more, scores) == ["runs: 2 -> 3"]
+    assert describe_changes({"key": {}, **run("good")}, new, scores) == ["runs: 1 -> 2"]

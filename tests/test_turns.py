@@ -265,3 +265,93 @@ def test_each_scored_turn_is_judged_with_the_conversation_before_it() -> None:
         "user: Where is A-1?\nassistant: It is processing.\nuser: Can I cancel it?"
     )
     assert unit.case.reference == "Yes." and unit.case.turns is None
+
+
+def test_an_unstable_verdict_of_a_turn_is_unstable_for_the_case() -> None:
+    """--eval-judge-repeats on a conversation: the case's stage row (what the summary's
+    `unstable` column and the baseline gate read) keeps the turn's instability."""
+    from pytest_evalcases.schema import Suite, validate_case
+    from pytest_evalcases.scoring import result_stages, score_case
+
+    suite = Suite(name="s", stages=["faithfulness"], cases=[])
+    case = validate_case({"id": "c", "turns": ["Where is A-1?", "Can I cancel it?"]})
+    trace = {"answer": "Yes.", "turns": [{"answer": "Hi."}, {"answer": "Yes.", "context": ["x"]}]}
+
+    def repeats(*scores: float) -> dict:
+        parts = [{"score": s, "key": {"n": str(i)}} for i, s in enumerate(scores)]
+        return {**parts[0], "later_repeats": parts[1:]}
+
+    unstable = score_case(suite, case, trace, {"turn2.faithfulness": repeats(0.0, 1.0, 1.0)},
+                          ["faithfulness"], [])
+    stage = result_stages(unstable)["faithfulness"]
+    assert stage["passed"] is False and stage["unstable"] is True
+    assert stage["repeat_scores"] == [0.0, 1.0, 1.0]
+    passing = score_case(suite, case, trace, {"turn2.faithfulness": repeats(1.0, 1.0, 1.0)},
+                         ["faithfulness"], [])
+    assert result_stages(passing)["faithfulness"]["unstable"] is False
+
+
+def test_the_case_own_structured_expectations_go_to_the_last_turn_only() -> None:
+    """`answer_schema`, `rubric` and `expected_triples` given beside `turns` are the case's own
+    expectations: the last turn takes them, an earlier turn with expectations of its own not."""
+    from pytest_evalcases.schema import validate_case
+    from pytest_evalcases.turns.score import turn_units
+
+    case = validate_case({
+        "id": "c", "turns": [{"input": "Where is my order?", "expected_tools": ["lookup"]}, "A-1"],
+        "answer_schema": {"type": "object"}, "rubric": ["names the order"],
+        "expected_triples": [["A-1", "status", "shipped"]],
+    })
+    trace = {"answer": "{}", "turns": [{"answer": "Which order?"}, {"answer": "{}"}]}
+
+    first, last = turn_units(case, trace)
+
+    assert (first.case.answer_schema, first.case.rubric, first.case.expected_triples) == (
+        None, None, None)
+    assert last.case.answer_schema == {"type": "object"}
+    assert last.case.rubric == (("names the order", 1.0),)
+    assert last.case.expected_triples == case.expected_triples
+
+
+HISTORY_BOT = '''\
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+class Bot:
+    def run(self, case):
+        raise AssertionError("run_turn is preferred for a conversation")
+
+    def run_turn(self, case, history):
+        if history:
+            return {"answer": "Yes, you can return it within the window."}
+        steer = ROOT / "behaviour.json"
+        first = json.loads(steer.read_text())["first"] if steer.exists() else "Thirty days."
+        return {"answer": first}
+
+
+bot = Bot()
+'''
+
+
+def test_replay_http_re_judges_a_turn_whose_earlier_turns_changed(project: Project) -> None:
+    """A turn's relevancy verdict was judged with the conversation before it: when today's
+    code answers an earlier turn differently, the verdict no longer holds, even though the
+    turn's own answer is the same; --replay-http --live-judges judges it again."""
+    project.write_text("bot.py", HISTORY_BOT)
+    project.write_suite({
+        "name": "s", "system": "bot:bot", "stages": ["answer_relevancy"], "judge": "lexical",
+        "cases": [{"id": "c", "turns": ["What is the refund window?", "Can I return it?"]}],
+    })
+    assert project.run("--live").ret == 0
+    project.write_text("behaviour.json", json.dumps({"first": "It is sunny today."}))
+
+    offline = project.run("--replay-http")
+    assert offline.ret != 0, output(offline)
+    assert "needs re-judging: the conversation before it changed" in output(offline)
+
+    judged = project.run("--replay-http", "--live-judges")
+    assert judged.ret == 0, output(judged)
+    assert project.run("--replay-http").ret == 0

@@ -134,6 +134,9 @@ def compare(current: dict, baseline: dict, tolerance: float = 0.0) -> dict:
         compared += 1
         if was in PASS_LIKE and now in NOT_PASSING:
             stage, reason = failure_of(case)
+            turn = (case.get("first_failure") or {}).get("turn")
+            if stage is not None and turn:  # a conversation: the turn, as the terminal says it
+                stage = f"turn {turn} {stage}"
             entry = {**_ref(case), "baseline_outcome": was, "stage": stage, "reason": reason}
             (unstable if _noise_only(before, case) else regressions).append(entry)
         elif was in NOT_PASSING and now in PASS_LIKE:

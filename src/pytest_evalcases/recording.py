@@ -334,9 +334,11 @@ class CaseSlots:
         self.counted: set[str] = set()  # cases whose failure the rule has counted already
 
     @asynccontextmanager
-    async def system(self) -> AsyncIterator[None]:
+    async def system(self, starts_case: bool = True) -> AsyncIterator[None]:
+        """`starts_case` False: a later run (--eval-runs) of a case already started, which the
+        stop rule lets finish, as it lets running cases finish."""
         async with self._slots:
-            if self.rule is not None and self.rule.reason is not None:
+            if starts_case and self.rule is not None and self.rule.reason is not None:
                 raise self.rule.not_run()
             yield
 
@@ -357,8 +359,10 @@ class CaseSlots:
         cost = _cost_of(trace)
         if cost:
             rule.spend(cost)
-        if rule.maxfail and not case.xfail and _fails_without_judge(ctx, case, trace):
-            self.counted.add(_where(ctx, case))
+        where = _where(ctx, case)  # a case fails once, however many of its runs fail
+        if (rule.maxfail and not case.xfail and where not in self.counted
+                and _fails_without_judge(ctx, case, trace)):
+            self.counted.add(where)
             rule.count(True)
 
 
@@ -425,7 +429,8 @@ async def record(
                  for run in existing.get("later_runs") or ()]
     else:
         for number in range(wanted):
-            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http, spans)
+            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http, spans,
+                                                           starts_case=number == 0)
             exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
             spent += cost
             runs.append((trace, {}, {}))
@@ -436,11 +441,15 @@ async def record(
     due = []
     for index, (trace, old_verdicts, judged) in enumerate(runs):
         verdicts: dict[str, Any] = {}
+        judged_inputs = _judged_inputs(ctx, case, judged) if judged is not trace else {}
         for name, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
             expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
             old = old_verdicts.get(name)
-            if mode != LIVE and _still_valid(stage, old, expected, judged_part(judged, name),
-                                             judged_trace, ctx.judge_repeats):
+            same_input = "input" not in stage.reads or (
+                judged_inputs.get(name, judged_case.input) == judged_case.input)
+            if mode != LIVE and same_input and _still_valid(
+                    stage, old, expected, judged_part(judged, name), judged_trace,
+                    ctx.judge_repeats):
                 verdicts[name] = old
             else:
                 due.append((index, name, stage, judged_case, judged_trace, expected))
@@ -507,12 +516,13 @@ async def _run_system(
     slots: CaseSlots | None,
     http: Callable[[], HttpLayer] | None,
     spans: CaseSpans = NO_SPANS,
+    starts_case: bool = True,
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float]:
     """One system run in a system slot: its trace, its HTTP exchanges (with `http`) and cost.
     Set up only when a case really runs the system (not for --live-judges, nor when
     --live-stale finds every recording current)."""
     exchanges = None
-    async with slots.system() if slots is not None else nullcontext():
+    async with slots.system(starts_case) if slots is not None else nullcontext():
         await ctx.system.asetup(ctx.suite)
         if ctx.user is not None:  # the user's data ingested once, before its first case
             await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
@@ -744,13 +754,18 @@ def replay_http(
         doc=doc,
     )
     rejudge = False
-    for verdict, stage, _, judged_trace in judged_units(ctx.judged, case, trace):
+    recorded_inputs = _judged_inputs(ctx, case, recorded_trace)
+    for verdict, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
         recorded_part = judged_part(recorded_trace, verdict)
         changed = [
             name
             for name in ("answer", "context")
             if name in stage.reads and judged_trace.get(name) != recorded_part.get(name)
         ]
+        if "input" in stage.reads and recorded_inputs.get(verdict, judged_case.input) != (
+            judged_case.input
+        ):
+            changed.append("the conversation before it")
         if changed:
             rejudge = True
             verdicts[verdict] = {
@@ -762,6 +777,15 @@ def replay_http(
     if refresh and not rejudge:
         return _refresh(ctx, case, doc, key, trace, verdicts, dry_run)
     return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
+
+
+def _judged_inputs(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> dict[str, str]:
+    """A conversation's verdicts -> the input each judged on `trace` (the turns before it, with
+    their answers: a verdict on turn 2 no longer holds when turn 1's answer changed). Empty for a
+    one-question case, whose input is the case's own (in the key)."""
+    if case.turns is None:
+        return {}
+    return {name: unit.input for name, _, unit, _ in judged_units(ctx.judged, case, trace)}
 
 
 def run_recorded(

@@ -105,7 +105,20 @@ def suite_config(
             if name.startswith("code.")
         },
         "settings": dict(sorted(settings.items())),
+        **_users(ctx),
     }
+
+
+def _users(ctx: SuiteContext) -> dict[str, Any]:
+    """A suite with users: each user's files, as the hash its key field `user.<id>` holds (or
+    why they cannot be read), so an edited user file changes the manifest as an input does."""
+    users = getattr(ctx, "users", None)
+    if users is None:
+        return {}
+    return {"users": {
+        user_id: user.key_hash if hasattr(user, "key_hash") else f"unreadable: {user}"
+        for user_id, user in sorted(users.items())
+    }}
 
 
 def calibration_config(

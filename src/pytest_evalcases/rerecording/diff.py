@@ -167,6 +167,7 @@ def describe_changes(
     flips = _stage_flips(old, new, scores)
     found += flips
     found += _verdict_changes(old, new, {flip.split(":", 1)[0] for flip in flips})
+    found += _run_changes(old, new, scores)
     if http_counts is not None:
         before_count, after_count = http_counts
         if before_count == after_count:
@@ -174,6 +175,24 @@ def describe_changes(
         else:
             shown_before = "none" if before_count is None else str(before_count)
             found.append(f"HTTP exchanges: {shown_before} -> {after_count}")
+    return found
+
+
+def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageScores
+                 ) -> list[str]:
+    """--eval-runs: `runs: 1 -> 3` when the count changed, else each later run's own changes
+    (`run 2: ...`)."""
+    before, after = old.get("later_runs") or [], new.get("later_runs") or []
+    if not isinstance(before, list) or not isinstance(after, list):
+        return []
+    if len(before) != len(after):
+        return [f"runs: {len(before) + 1} -> {len(after) + 1}"]
+    found = []
+    for number, (was, now) in enumerate(zip(before, after, strict=True), start=2):
+        if not isinstance(was, dict) or not isinstance(now, dict):
+            continue
+        found += [f"run {number}: {change}"
+                  for change in describe_changes({"key": {}, **was}, {"key": {}, **now}, scores)]
     return found
 
 

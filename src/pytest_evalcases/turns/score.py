@@ -25,6 +25,8 @@ _EXPECTATIONS = (
     "unanswerable",
 )
 _DEFAULTS = {"tool_order": "any", "unanswerable": False}
+# The case's own expectations a turn cannot give: the last turn takes them, no other turn.
+_LAST_TURN_ONLY = ("expected_triples", "answer_schema", "rubric")
 
 
 def verdict_name(turn: int, stage: str) -> str:
@@ -51,6 +53,8 @@ def _expectations(case: Case, turn: Turn, last: bool) -> dict[str, Any]:
         if last and value == _DEFAULTS.get(name):
             value = getattr(case, name)
         found[name] = value
+    for name in _LAST_TURN_ONLY:
+        found[name] = getattr(case, name) if last else None
     return found
 
 
@@ -126,6 +130,15 @@ def summed_up(per_turn: list[tuple[int, StageResult]]) -> StageResult:
     mean = sum(scores) / len(scores) if scores else None
     failed = next(((n, r) for n, r in applied if r.passed is False), None)
     last = applied[-1][1]
+    # --eval-judge-repeats: the stage is unstable when unstable verdicts alone decide it (every
+    # failing turn's, or on a pass any turn's), as the summary and the baseline gate read it.
+    repeated = [result for _, result in applied if result.repeat_scores is not None]
+    failing = [result for _, result in applied if result.passed is False]
+    unstable = bool(repeated) and (
+        all(r.unstable for r in failing) if failing else any(r.unstable for r in repeated)
+    )
+    deciding = failing[0] if failing else next((r for r in repeated if r.unstable), None)
+    repeat_scores = (deciding or (repeated[-1] if repeated else last)).repeat_scores
     if failed is not None:
         number, result = failed
         return StageResult(
@@ -136,9 +149,12 @@ def summed_up(per_turn: list[tuple[int, StageResult]]) -> StageResult:
             result.label,
             result.metrics,
             result.judge_error,
+            repeat_scores,
+            unstable,
         )
     reason = "; ".join(f"turn {number}: {result.reason}" for number, result in applied)
-    return StageResult(mean, True, reason, last.threshold, last.label, last.metrics)
+    return StageResult(mean, True, reason, last.threshold, last.label, last.metrics,
+                       repeat_scores=repeat_scores, unstable=unstable)
 
 
 def turn_results(case: Case, scores: Any, trace: Mapping[str, Any]) -> list[dict[str, Any]]:

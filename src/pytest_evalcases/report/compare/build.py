@@ -161,6 +161,9 @@ def _flip(case_a: Doc, case_b: Doc) -> dict[str, Any]:
         if case.get("outcome") in PASS_LIKE:
             return {"outcome": case.get("outcome"), "stage": None, "reason": ""}
         stage, reason = failure_of(case)
+        turn = (case.get("first_failure") or {}).get("turn")
+        if stage is not None and turn:  # a conversation: the turn it failed at, as the terminal
+            stage = f"turn {turn} {stage}"
         return {"outcome": case.get("outcome"), "stage": stage, "reason": reason}
 
     return {"case": case_label(case_b), "a": side(case_a), "b": side(case_b)}
