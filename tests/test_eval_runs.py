@@ -97,6 +97,10 @@ def test_eval_runs_records_k_runs_and_a_flaky_case_fails_with_2_of_3(project: Pr
     assert alpha["runs"]["passed_runs"] == 2 and alpha["runs"]["k"] == 3
     assert alpha["runs"]["passed"] == [True, False, True]
     assert alpha["runs"]["stages"]["exact_match"] == [True, False, True]
+    # The detail is the shown run's (run 2, the failing one): its answer beside its scores.
+    assert alpha["runs"]["shown_run"] == 2
+    assert alpha["detail"]["answer"] == "something else"
+    assert alpha["stages"]["exact_match"]["passed"] is False
     runs = results["runs"]
     # alpha: n=3, c=2; gamma: n=3, c=3
     assert runs["pass_at_k"] == {"1": pytest.approx(5 / 6), "2": 1.0, "3": 1.0}

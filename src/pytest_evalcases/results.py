@@ -104,11 +104,11 @@ def case_result(
     if scores is not None and scores.turns is not None:
         from .turns.score import turn_results
 
-        result["turns"] = turn_results(case, scores, recording.trace if recording else {})
+        result["turns"] = turn_results(case, scores, _shown_trace(item, recording))
     if getattr(item, "run_results", None) is not None:  # --eval-runs: passed_runs/K and more
         result["runs"] = item.run_results
     if with_detail and recording is not None:
-        trace = recording.trace
+        trace = _shown_trace(item, recording)
         if isinstance(trace.get("turns"), list):  # a conversation: every turn's, in order
             from .turns.score import all_turns
 
@@ -122,6 +122,18 @@ def case_result(
             "context": trace.get("context", []),
         }
     return result
+
+
+def _shown_trace(item: Any, recording: Recording | None) -> dict[str, Any]:
+    """The trace of the run whose scores the result shows: under --eval-runs, the first failing
+    run's (its answer must stand beside its scores), else the one run's."""
+    if recording is None:
+        return {}
+    runs = getattr(item, "run_results", None)
+    shown = runs.get("shown_run", 1) if runs else 1
+    if shown > 1 and recording.later_runs:
+        return recording.later_runs[shown - 2]["trace"]
+    return recording.trace
 
 
 def _relpath(item: Any) -> str:
