@@ -17,10 +17,9 @@ from .errors import CaseFileError, TraceError, UserCodeExit
 from .schema import SYSTEM_HIDDEN_FIELDS, Case, Trace, format_validation_error
 
 
-class CaseInput(dict):
-    """What the system receives: `input`, `id` and the case's extra fields, as a mapping that also
-    allows attribute access (`case.input`, `case["input"]`). Expectations are left out, so a
-    system cannot peek at the answer and editing them never stales a recording."""
+class AttributeMapping(dict):
+    """A dict whose keys also read as attributes (`case.input`, `case["input"]`): what user code
+    receives from the plugin."""
 
     __slots__ = ()
 
@@ -29,6 +28,14 @@ class CaseInput(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+class CaseInput(AttributeMapping):
+    """What the system receives: `input`, `id` and the case's extra fields. Expectations are
+    left out, so a system cannot peek at the answer and editing them never stales a
+    recording."""
+
+    __slots__ = ()
 
 
 def system_view(case: Case) -> CaseInput:

@@ -15,22 +15,17 @@ from typing import Any
 
 from .cassette import LABEL_CHARS, SHOW_CHARS, content_hash
 from .errors import CaseFileError, UserCodeExit
+from .system import AttributeMapping
 
 USER_FIELD_PREFIX = "user."
 
 
-class UserData(dict):
+class UserData(AttributeMapping):
     """What `setup_user(user)` receives: `id` and each named file field as absolute paths (a
     `Path`, or a list of them where the suite lists several), with attribute access
     (`user.id`, `user["conversations"]`)."""
 
     __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
 
 class SuiteUser:
