@@ -128,19 +128,19 @@ def summed_up(per_turn: list[tuple[int, StageResult]]) -> StageResult:
         return skipped(per_turn[-1][1].reason if per_turn else "no turn scored")
     scores = [result.score for _, result in applied if result.score is not None]
     mean = sum(scores) / len(scores) if scores else None
-    failed = next(((n, r) for n, r in applied if r.passed is False), None)
     last = applied[-1][1]
     # --eval-judge-repeats: the stage is unstable when unstable verdicts alone decide it (every
     # failing turn's, or on a pass any turn's), as the summary and the baseline gate read it.
     repeated = [result for _, result in applied if result.repeat_scores is not None]
-    failing = [result for _, result in applied if result.passed is False]
+    failing_turns = [(number, result) for number, result in applied if result.passed is False]
+    failing = [result for _, result in failing_turns]
     unstable = bool(repeated) and (
         all(r.unstable for r in failing) if failing else any(r.unstable for r in repeated)
     )
     deciding = failing[0] if failing else next((r for r in repeated if r.unstable), None)
     repeat_scores = (deciding or (repeated[-1] if repeated else last)).repeat_scores
-    if failed is not None:
-        number, result = failed
+    if failing_turns:
+        number, result = failing_turns[0]
         return StageResult(
             mean,
             False,
