@@ -13,7 +13,7 @@ import json
 import timeit
 from typing import Any
 
-from pytest_evalcases.redaction import redact
+from pytest_evalcases.store.redaction import redact
 
 WORDS = (
     "Run jotter doctor to check the database, the config file and the sync remote in one go. "

@@ -19,8 +19,8 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_evalcases.outcomes import DECIDED, PASS_LIKE
-from pytest_evalcases.summary import (
+from pytest_evalcases.core.outcomes import DECIDED, PASS_LIKE
+from pytest_evalcases.report.terminal import (
     GROUP_ROWS,
     QUIET_OUTCOMES,
     _rate_table,

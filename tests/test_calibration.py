@@ -22,7 +22,7 @@ from evalhelpers import (
 )
 from judge_server import JudgeServer, judge_server_fixture
 
-from pytest_evalcases.calibration.scoring import (
+from pytest_evalcases.domain.calibration_scoring import (
     calibration_section,
     case_status,
     cohen_kappa,
@@ -352,7 +352,7 @@ def test_a_judge_that_answers_differently_on_repeats_misses_and_false_alarms(
 def test_the_demo_calibration_suite_covers_every_judged_stage_the_demo_uses() -> None:
     demo = json.loads((ROOT / "cases" / "docs.json").read_text())
     calibration = json.loads((ROOT / "cases" / "calibration.json").read_text())
-    from pytest_evalcases.stages import STAGES
+    from pytest_evalcases.domain.stages import STAGES
 
     used = {s for s in demo["stages"] + demo["report_only"] if STAGES[s].judged}
     covered: dict[str, set[str]] = {}
@@ -364,7 +364,7 @@ def test_the_demo_calibration_suite_covers_every_judged_stage_the_demo_uses() ->
 
 
 def test_the_terminal_section_fits_the_width_with_short_headers_and_a_legend() -> None:
-    from pytest_evalcases.calibration.scoring import terminal_lines
+    from pytest_evalcases.domain.calibration_scoring import terminal_lines
 
     rows = [
         {

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from pytest_evalcases.cassette import (
+from pytest_evalcases.store.cassette import (
     build_cassette,
     changed_fields,
     check_key,
@@ -21,7 +21,7 @@ from pytest_evalcases.cassette import (
     suite_key_labels,
     value_label,
 )
-from pytest_evalcases.errors import CassetteError, StaleRecording
+from pytest_evalcases.core.errors import CassetteError, StaleRecording
 
 
 def test_content_hash_ignores_key_order_and_sees_values():
@@ -185,7 +185,7 @@ def test_a_cassette_is_checked_on_load(tmp_path, edit, message):
 
 
 def test_a_newer_cassette_is_its_own_error(tmp_path):
-    from pytest_evalcases.errors import NewerCassette
+    from pytest_evalcases.core.errors import NewerCassette
 
     path = tmp_path / "c.json"
     path.write_text(json.dumps({**build_cassette("s", "c", {}, {"answer": "x"}, {}), "format": 3}))
@@ -200,7 +200,7 @@ def test_a_folder_in_place_of_a_cassette_names_it(tmp_path):
 
 
 def test_content_hashes_refuse_a_hand_edit():
-    from pytest_evalcases.cassette import check_integrity, edited_verdicts
+    from pytest_evalcases.store.cassette import check_integrity, edited_verdicts
 
     doc = build_cassette("s", "c", {}, {"answer": "x", "tool_calls": []},
                          {"faithfulness": {"score": 0.5}, "answer_relevancy": {"score": 1.0}})

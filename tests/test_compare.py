@@ -23,7 +23,7 @@ from pytest_evalcases.report.compare import (
     render_compare_html,
     render_compare_markdown,
 )
-from pytest_evalcases.stats import DEFAULT_SEED, bootstrap_ci
+from pytest_evalcases.core.stats import DEFAULT_SEED, bootstrap_ci
 
 XSS = '<script>alert("x")</script>'
 
@@ -198,7 +198,7 @@ def test_markdown_and_html_show_the_comparison(two_runs: tuple[dict, dict]) -> N
 
 
 def test_documents_that_are_not_results_are_refused() -> None:
-    from pytest_evalcases.baseline import BaselineError
+    from pytest_evalcases.report.baseline import BaselineError
 
     good = doc_of([result("c1", "passed", {"tools": 1.0})])
     with pytest.raises(BaselineError, match="B results.json is not a results.json"):

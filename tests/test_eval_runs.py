@@ -21,7 +21,7 @@ from evalhelpers import (
 )
 
 from pytest_evalcases.report.aggregate import aggregate
-from pytest_evalcases.stats import pass_at_k, pass_hat_k
+from pytest_evalcases.core.stats import pass_at_k, pass_hat_k
 
 FLAKY_SYSTEM = '''\
 """A system whose n-th run of a case answers wrong when flaky.json says so."""

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.__main__ import main
-from pytest_evalcases.schema import Suite, validate_case
+from pytest_evalcases.core.schema import Suite, validate_case
 
 SAMPLES = Path(__file__).parent / "data" / "benchmarks"
 SAMPLE_FILES = {

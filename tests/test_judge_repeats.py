@@ -26,13 +26,13 @@ from evalhelpers import (
 )
 from judge_server import JudgeServer, judge_server_fixture
 
-from pytest_evalcases.baseline import compare, render_baseline_terminal
-from pytest_evalcases.judging import repeats_problem
+from pytest_evalcases.report.baseline import compare, render_baseline_terminal
+from pytest_evalcases.domain.judging import repeats_problem
 from pytest_evalcases.report.aggregate import aggregate
 from pytest_evalcases.report.markdown import render_markdown
-from pytest_evalcases.schema import Case, Suite
-from pytest_evalcases.stages import STAGES
-from pytest_evalcases.summary import RunSummary
+from pytest_evalcases.core.schema import Case, Suite
+from pytest_evalcases.domain.stages import STAGES
+from pytest_evalcases.report.terminal import RunSummary
 
 judge_server = judge_server_fixture()
 

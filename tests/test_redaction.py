@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evalcases.redaction import (
+from pytest_evalcases.store.redaction import (
     KEY_SHAPES,
     Finding,
     ScanPathError,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.__main__ import main
-from pytest_evalcases.baseline import compare
+from pytest_evalcases.report.baseline import compare
 from pytest_evalcases.report import (
     MergeError,
     aggregate,
@@ -31,8 +31,8 @@ from pytest_evalcases.report import (
 from pytest_evalcases.report.dashboard import histogram_bars, interval_chart
 from pytest_evalcases.report.markdown import escape_cell
 from pytest_evalcases.report.merge import merge_orders
-from pytest_evalcases.runreport import judges_used
-from pytest_evalcases.stats import bootstrap_ci, wilson_interval
+from pytest_evalcases.report.run import judges_used
+from pytest_evalcases.core.stats import bootstrap_ci, wilson_interval
 
 TEMPLATES = Path(__file__).parents[1] / "src" / "pytest_evalcases" / "report" / "templates"
 RUN = {"plugin_version": "0.1.0", "judge": "lexical", "mode": "replay",

@@ -35,7 +35,7 @@ from evalhelpers import (
 )
 
 import pytest_evalcases
-from pytest_evalcases.stats import bootstrap_ci
+from pytest_evalcases.core.stats import bootstrap_ci
 
 XSS = "<script>alert(1)</script>"
 XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

@@ -525,7 +525,7 @@ def test_eval_budget_counts_the_judge_cost_and_stops_live_judges_too(
 
 # ---- the pure parts ------------------------------------------------------------------------------
 def test_same_recording_ignores_timings_usage_and_call_counts() -> None:
-    from pytest_evalcases.rerecording.diff import same_recording
+    from pytest_evalcases.engine.diff import same_recording
 
     old = {"format": 2, "suite": "s", "case": "a", "key": {"case": "k"},
            "recorded_at": "2024-01-01T00:00:00Z", "plugin_version": "0.0.1",
@@ -545,7 +545,7 @@ def test_same_recording_ignores_timings_usage_and_call_counts() -> None:
 
 
 def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
-    from pytest_evalcases.rerecording.diff import same_exchanges
+    from pytest_evalcases.engine.diff import same_exchanges
 
     def exchange(question: str, reply_id: str, date: str) -> dict[str, Any]:
         return {"request": {"method": "POST", "uri": "http://h/v1/chat", "headers": {},
@@ -565,7 +565,7 @@ def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
 
 
 def test_the_recording_changes_markdown_cannot_form_links() -> None:
-    from pytest_evalcases.rerecording.changes import RecordingChanges
+    from pytest_evalcases.report.changes import RecordingChanges
 
     changes = RecordingChanges()
     changes.add({"suite": "s", "id": "a", "file": "f", "index": 0, "outcome": "passed",
@@ -581,7 +581,7 @@ def test_the_recording_changes_markdown_cannot_form_links() -> None:
 
 
 def test_the_stop_rule() -> None:
-    from pytest_evalcases.rerecording.stop import StopRule, budget_text
+    from pytest_evalcases.engine.limits import StopRule, budget_text
 
     rule = StopRule(maxfail=2)
     rule.count(True)
@@ -608,7 +608,7 @@ def _no_judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_the_changes_of_a_later_run_are_described() -> None:
     """--eval-runs: a re-recording whose runs 2..K changed (or whose run count changed) says so,
     instead of a bare `(changed)`."""
-    from pytest_evalcases.rerecording.diff import describe_changes
+    from pytest_evalcases.engine.diff import describe_changes
 
     def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
         passed = recording["trace"]["answer"] == "good"

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from pytest_evalcases.schema import (
+from pytest_evalcases.core.schema import (
     Case,
     CaseModel,
     ToolExpectation,
@@ -14,7 +14,7 @@ from pytest_evalcases.schema import (
     format_validation_error,
     validate_case,
 )
-from pytest_evalcases.system import key_view, system_view
+from pytest_evalcases.domain.system import key_view, system_view
 
 
 def test_case_has_the_model_fields_and_the_extra_ones() -> None:

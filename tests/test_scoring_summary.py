@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import summary_reference as reference
 
-from pytest_evalcases.outcomes import OUTCOMES
-from pytest_evalcases.schema import Suite, validate_case
-from pytest_evalcases.scoring import failure_message, result_stages, score_case
-from pytest_evalcases.summary import (
+from pytest_evalcases.core.outcomes import OUTCOMES
+from pytest_evalcases.core.schema import Suite, validate_case
+from pytest_evalcases.domain.scoring import failure_message, result_stages, score_case
+from pytest_evalcases.report.terminal import (
     GROUP_ROWS,
     ROWS_NONE,
     RunSummary,

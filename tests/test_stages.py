@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from pytest_evalcases.schema import Case, Suite, validate_case
-from pytest_evalcases.stages import STAGES
-from pytest_evalcases.stages.retrieval import rank_metrics
-from pytest_evalcases.stages.text import normalize_text, token_f1
+from pytest_evalcases.core.schema import Case, Suite, validate_case
+from pytest_evalcases.domain.stages import STAGES
+from pytest_evalcases.domain.stages.retrieval import rank_metrics
+from pytest_evalcases.domain.stages.text import normalize_text, token_f1
 
 
 def suite(**fields) -> Suite:
@@ -106,7 +106,7 @@ class TestToolOrderAndBounds:
             case(max_tool_calls=-1)
 
     def test_editing_them_never_stales_a_recording(self):
-        from pytest_evalcases.system import key_view, system_view
+        from pytest_evalcases.domain.system import key_view, system_view
 
         view = key_view(system_view(case(tool_order="strict", max_tool_calls=2)))
         assert view == {"input": "q"}

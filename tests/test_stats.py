@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from pytest_evalcases.stats import (
+from pytest_evalcases.core.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     bootstrap_ci,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evalcases.errors import CaseFileError
+from pytest_evalcases.core.errors import CaseFileError
 from pytest_evalcases.judges import JudgeInput, make_judge
-from pytest_evalcases.judging import verdict_key, verdict_labels
-from pytest_evalcases.schema import Suite, ValidationError, validate_case
-from pytest_evalcases.stages import STAGES, prepare_stages
-from pytest_evalcases.stages.graph import match_edges, normalize_label
+from pytest_evalcases.domain.judging import verdict_key, verdict_labels
+from pytest_evalcases.core.schema import Suite, ValidationError, validate_case
+from pytest_evalcases.domain.stages import STAGES, prepare_stages
+from pytest_evalcases.domain.stages.graph import match_edges, normalize_label
 
 _modules = itertools.count()
 
@@ -437,11 +437,11 @@ def test_the_four_stage_modules_load_on_first_use_only() -> None:
     import subprocess
 
     probe = (
-        "import sys, pytest_evalcases.stages as s, pytest_evalcases.collect\n"
+        "import sys, pytest_evalcases.domain.stages as s, pytest_evalcases.collect\n"
         "loaded = lambda: [n for n in ('graph', 'citations', 'answer_schema', 'rubric')\n"
-        "                  if f'pytest_evalcases.stages.{n}' in sys.modules]\n"
+        "                  if f'pytest_evalcases.domain.stages.{n}' in sys.modules]\n"
         "print(loaded(), 'jsonschema' in sys.modules, 'rubric' in s.STAGES)\n"
-        "from pytest_evalcases.schema import Suite, validate_case\n"
+        "from pytest_evalcases.core.schema import Suite, validate_case\n"
         "suite = Suite.model_validate({'name': 'x', 'stages': ['citations'], 'cases': []})\n"
         "s.STAGES['citations'].score(validate_case({'id': 'c', 'input': 'q'}), {}, suite, None)\n"
         "print(loaded(), s.STAGES['citations'].score.__module__)\n"
@@ -449,5 +449,5 @@ def test_the_four_stage_modules_load_on_first_use_only() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == [
         "[] False True",
-        "['citations'] pytest_evalcases.stages.citations",  # the real function took over
+        "['citations'] pytest_evalcases.domain.stages.citations",  # the real function took over
     ]

@@ -250,8 +250,8 @@ def test_recorded_verdicts_of_each_turn_stay_valid_and_replay_http_runs_the_turn
 
 
 def test_each_scored_turn_is_judged_with_the_conversation_before_it() -> None:
-    from pytest_evalcases.schema import validate_case
-    from pytest_evalcases.turns.score import turn_units
+    from pytest_evalcases.core.schema import validate_case
+    from pytest_evalcases.domain.turns import turn_units
 
     case = validate_case(
         {"id": "c", "reference": "Yes.", "turns": ["Where is A-1?", "Can I cancel it?"]}
@@ -270,8 +270,8 @@ def test_each_scored_turn_is_judged_with_the_conversation_before_it() -> None:
 def test_an_unstable_verdict_of_a_turn_is_unstable_for_the_case() -> None:
     """--eval-judge-repeats on a conversation: the case's stage row (what the summary's
     `unstable` column and the baseline gate read) keeps the turn's instability."""
-    from pytest_evalcases.schema import Suite, validate_case
-    from pytest_evalcases.scoring import result_stages, score_case
+    from pytest_evalcases.core.schema import Suite, validate_case
+    from pytest_evalcases.domain.scoring import result_stages, score_case
 
     suite = Suite(name="s", stages=["faithfulness"], cases=[])
     case = validate_case({"id": "c", "turns": ["Where is A-1?", "Can I cancel it?"]})
@@ -294,8 +294,8 @@ def test_an_unstable_verdict_of_a_turn_is_unstable_for_the_case() -> None:
 def test_the_case_own_structured_expectations_go_to_the_last_turn_only() -> None:
     """`answer_schema`, `rubric` and `expected_triples` given beside `turns` are the case's own
     expectations: the last turn takes them, an earlier turn with expectations of its own not."""
-    from pytest_evalcases.schema import validate_case
-    from pytest_evalcases.turns.score import turn_units
+    from pytest_evalcases.core.schema import validate_case
+    from pytest_evalcases.domain.turns import turn_units
 
     case = validate_case({
         "id": "c", "turns": [{"input": "Where is my order?", "expected_tools": ["lookup"]}, "A-1"],

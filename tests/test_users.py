@@ -298,8 +298,8 @@ def test_replay_http_runs_setup_user_once_per_user_then_the_cases(memory: Projec
 
 
 def test_a_suite_without_users_keys_and_views_its_cases_as_before() -> None:
-    from pytest_evalcases.schema import validate_case
-    from pytest_evalcases.system import key_view, system_view
+    from pytest_evalcases.core.schema import validate_case
+    from pytest_evalcases.domain.system import key_view, system_view
 
     plain = validate_case({"id": "c", "input": "q", "tone": "dry"})
     assert system_view(plain) == {"id": "c", "input": "q", "tone": "dry"}
@@ -313,7 +313,7 @@ def test_a_suite_without_users_keys_and_views_its_cases_as_before() -> None:
 
 
 def test_a_case_grouped_apart_from_its_user_is_refused() -> None:
-    from pytest_evalcases.schema import ValidationError, validate_case
+    from pytest_evalcases.core.schema import ValidationError, validate_case
 
     with pytest.raises(ValidationError, match='grouped by its user: remove "group"'):
         validate_case({"id": "c", "input": "q", "user": "u-ana", "group": "team-1"})
@@ -323,7 +323,7 @@ def test_a_case_grouped_apart_from_its_user_is_refused() -> None:
 
 
 def test_a_stale_user_names_only_the_files_that_changed() -> None:
-    from pytest_evalcases.users import changed_user_files, user_label
+    from pytest_evalcases.domain.users import changed_user_files, user_label
 
     old = user_label(
         {

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import ValidationError
 
-from .cassette import LABEL_CHARS, file_hash, suite_key_fields, suite_key_labels
-from .code_fingerprint import default_code
-from .errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
-from .schema import Case, Suite, format_validation_error, validate_case
-from .scoring import failure_message, runs_failure_message, score_case, score_runs
-from .stages import STAGES, Stage, prepare_stages
-from .system import System, resolve_system
+from .store.cassette import LABEL_CHARS, file_hash, suite_key_fields, suite_key_labels
+from .domain.code import default_code
+from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from .core.schema import Case, Suite, format_validation_error, validate_case
+from .domain.scoring import failure_message, runs_failure_message, score_case, score_runs
+from .domain.stages import STAGES, Stage, prepare_stages
+from .domain.system import System, resolve_system
 
 if TYPE_CHECKING:
     from .session import EvalSession
-    from .users import SuiteUser
+    from .domain.users import SuiteUser
 
 
 @dataclass(slots=True)
@@ -199,7 +199,7 @@ class CaseFile(pytest.File):
         try:
             raw = self._read_suite_file()
             if isinstance(raw, dict) and raw.get("kind") == "calibration":
-                from .calibration.collect import collect_calibration
+                from .calibration_items import collect_calibration
 
                 yield from collect_calibration(self, state, raw)
                 return
@@ -286,7 +286,7 @@ class CaseFile(pytest.File):
             raise CaseFileError(f"{self.nodeid}: {exc}") from None
         report_only = [name for name in suite.report_only if name not in suite.stages]
         from .judges import JudgeConfigError
-        from .judging import (
+        from .domain.judging import (
             JUDGE_INI,
             JUDGE_OPTION,
             JUDGE_SUITE,
@@ -330,7 +330,7 @@ class CaseFile(pytest.File):
         )
 
     def _users(self, suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
-        from .users import build_users
+        from .domain.users import build_users
 
         def hash_file(path: str, where: str) -> str:
             return hash_inputs([path], state, where)[path]
@@ -457,7 +457,7 @@ def load_suite_context(session: pytest.Session, path: Path) -> Any:
     state = get_session(session.config)
     raw = node._read_suite_file()
     if isinstance(raw, dict) and raw.get("kind") == "calibration":
-        from .calibration.collect import _context as calibration_context
+        from .calibration_items import _context as calibration_context
 
         return calibration_context(node, state, raw)
     return node._load_suite(state, raw)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import EvalCaseError
-from .runreport import check_report_options, load_baseline, load_locked_manifest
+from .core.errors import EvalCaseError
+from .report.run import check_report_options, load_baseline, load_locked_manifest
 from .session import SESSION_KEY, EvalSession, get_session
 
 if TYPE_CHECKING:
-    from .rerecording.changes import RecordingChanges
-    from .summary import RunSummary
+    from .report.changes import RecordingChanges
+    from .report.terminal import RunSummary
 
 RESULTS_PLUGIN = "evalcases-results"
 
@@ -222,7 +222,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.live:
         _dont_rewrite_deepeval()
         if not state.is_worker and not state.dry_run:  # temp files of killed runs go first
-            from .cassette import remove_dead_temp_files
+            from .store.cassette import remove_dead_temp_files
 
             state.removed_temp_files = remove_dead_temp_files(state.cassette_root)
     config.stash[SESSION_KEY] = state
@@ -279,13 +279,13 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
     if state.locked_manifest is not None:  # before any case runs (the controller's check)
-        from .runreport import check_locked_manifest
+        from .report.run import check_locked_manifest
 
         check_locked_manifest(session, state)
     if not _batch(session.config) or session.config.option.collectonly:
         return (yield)
-    from .live import Progress
-    from .rerecording.stop import StopRule
+    from .batch import Progress
+    from .engine.limits import StopRule
 
     items = [item for item in session.items if getattr(item, "is_eval_case", False)]
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -296,7 +296,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
     state.recorder.record_batch(items, Progress(len(items), write, tty), rule)
     state.stopped = rule.reason
     if rule.reason is not None and rule.budget is not None:
-        from .rerecording.stop import budget_text
+        from .engine.limits import budget_text
 
         # the cases already running finished and were paid for: say what the run cost in all
         state.stopped += f"; the run's recorded cost came to {budget_text(rule.spent)}"
@@ -399,7 +399,7 @@ class ResultCollector:
         self.budget_stop: str | None = None
         self.session: pytest.Session | None = None
         if state.live:
-            from .rerecording.changes import RecordingChanges
+            from .report.changes import RecordingChanges
 
             self.changes = RecordingChanges(dry_run=state.dry_run, verbose=self.verbose)
 
@@ -430,7 +430,7 @@ class ResultCollector:
         if result is None:
             return
         if self.summary is None:
-            from .summary import RunSummary
+            from .report.terminal import RunSummary
 
             self.summary = RunSummary(rows=self.rows)
         self.summary.add(result)
@@ -445,7 +445,7 @@ class ResultCollector:
     def _apply_budget(self, result: dict[str, Any]) -> None:
         """Cases record in their own items: stop the run between items once the budget is
         reached (under xdist, the items already handed to a worker still run)."""
-        from .rerecording.stop import budget_text
+        from .engine.limits import budget_text
 
         self.spent += float((result.get("recording") or {}).get("spent_usd") or 0.0)
         budget = self.state.budget
@@ -509,7 +509,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         _check_live_run_complete(session, collector, changes, state)
     if not collector.results:  # no eval case, or no report asked for
         return
-    from .runreport import build_run_report, judges_used, run_info
+    from .report.run import build_run_report, judges_used, run_info
 
     judge = judges_used(collector.results, state.judge_override or state.default_judge)
     report_dir = (
@@ -526,7 +526,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         manifest = manifest_document(state.run_id, state.started, run_config)
         extra[MANIFEST_JSON] = dumps_manifest(manifest)
     if changes is not None:
-        from .rerecording.changes import RECORDING_CHANGES_MD
+        from .report.changes import RECORDING_CHANGES_MD
 
         extra[RECORDING_CHANGES_MD] = changes.markdown()
     state.run_report = build_run_report(
@@ -585,7 +585,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
     report = state.run_report
     if report is not None and report.doc.get("baseline") is not None:
-        from .baseline import render_baseline_terminal
+        from .report.baseline import render_baseline_terminal
 
         terminalreporter.write_sep("=", "regressions vs baseline")
         for line in render_baseline_terminal(report.doc["baseline"]):

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .errors import EvalCaseError
+from .core.errors import EvalCaseError
 
 if TYPE_CHECKING:
-    from .code_fingerprint import CodeFingerprints
+    from .domain.code import CodeFingerprints
     from .collect import CaseItem
     from .http.router import HttpLayer
-    from .live import LiveRecorder
-    from .recording import JudgeBinding, Recording
+    from .batch import LiveRecorder
+    from .engine.recording import JudgeBinding, Recording
 
 REPLAY, LIVE, LIVE_STALE, LIVE_JUDGES = "replay", "live", "live_stale", "live_judges"
 SESSION_KEY = pytest.StashKey["EvalSession"]()
@@ -33,7 +33,7 @@ def _judge_setting(value: str | None, where: str) -> str | None:
     if not value:
         return None
     from .judges import JudgeConfigError
-    from .judging import canonical_judge
+    from .domain.judging import canonical_judge
 
     try:
         return canonical_judge(value)
@@ -192,7 +192,7 @@ class EvalSession:
         self.otel_deliveries: list[dict[str, Any]] = []
         self._run_id: str | None = None
         self._project_config: dict[str, Any] | None = None
-        from .runreport import utc_now
+        from .report.run import utc_now
 
         self.started = utc_now()
 
@@ -240,7 +240,7 @@ class EvalSession:
         """The run manifest's `config` (every suite of the case folders, versions, git), built
         once per run and only when a report or a manifest check asks for it."""
         if self._project_config is None:
-            from .manifest.project import project_config
+            from .project import project_config
 
             self._project_config = project_config(session, self)
         return self._project_config
@@ -325,7 +325,7 @@ class EvalSession:
     def code_fingerprints(self) -> CodeFingerprints:
         """Hashes of the systems' source files, each file parsed once per run."""
         if self._code_fingerprints is None:
-            from .code_fingerprint import CodeFingerprints
+            from .domain.code import CodeFingerprints
 
             self._code_fingerprints = CodeFingerprints(self.rootdir)
         return self._code_fingerprints
@@ -346,7 +346,7 @@ class EvalSession:
         them), and a note on what was done with them. A `--live` run deletes the orphans of each
         suite it selected every case of, whatever selected them; those of a suite that is gone
         when it selected every case of every suite."""
-        from .cassette import find_orphans
+        from .store.cassette import find_orphans
 
         per_file, unreadable = scan_suites(
             self.case_dirs, self.cassette_root, self.collected_suites
@@ -415,7 +415,7 @@ class EvalSession:
                 from .judges import judge_version
 
                 version = judge_version(spec)
-            from .recording import JudgeBinding
+            from .engine.recording import JudgeBinding
 
             binding = JudgeBinding(spec, version)
             self._judges[spec] = binding
@@ -447,7 +447,7 @@ class EvalSession:
     @property
     def recorder(self) -> LiveRecorder:
         if self._recorder is None:
-            from .live import LiveRecorder
+            from .batch import LiveRecorder
 
             self._recorder = LiveRecorder(self)
         return self._recorder
@@ -456,19 +456,19 @@ class EvalSession:
         if not self.live and not self.replay_http:  # the default replay: decided first, per case
             return _replay()(item.ctx, item.case, self.judge_binding(item.ctx.judge_spec, False))
         if self.replay_http and self.mode in (REPLAY, LIVE_STALE):
-            from .recording import replay_http
+            from .engine.recording import replay_http
 
             binding = self.judge_binding(item.ctx.judge_spec, False)
             return replay_http(item.ctx, item.case, binding, self.http_layer,
                                refresh=self.mode == LIVE_STALE, dry_run=self.dry_run)
         if not self.live:
             return _replay()(item.ctx, item.case, self.binding_for(item))
-        from .errors import MissingRecording, StaleRecording
-        from .rerecording.stop import NotRun
+        from .core.errors import MissingRecording, StaleRecording
+        from .engine.limits import NotRun
 
         try:
             if self.replay_http:  # --live-judges: judge what today's code answers, offline
-                from .recording import run_recorded
+                from .engine.recording import run_recorded
 
                 doc, _, trace = run_recorded(item.ctx, item.case, self.http_layer)
                 return self.recorder.recording_for(item, offline=(doc, trace))
@@ -487,7 +487,7 @@ class EvalSession:
 @functools.cache
 def _replay() -> Any:
     """recording.replay, imported once (recording.py imports this module)."""
-    from .recording import replay
+    from .engine.recording import replay
 
     return replay
 
@@ -514,7 +514,7 @@ def prune_orphans(config: pytest.Config) -> int:
     """--live-prune: delete every recording whose case (or suite) no longer exists, list what was
     deleted, and run nothing else. Refuses while a case file cannot be read (its cassettes would
     look orphaned)."""
-    from .cassette import find_orphans
+    from .store.cassette import find_orphans
 
     flags = [flag for flag, dest in (("--live", "eval_live"), ("--live-stale", "eval_live_stale"),
                                      ("--live-judges", "eval_live_judges"))

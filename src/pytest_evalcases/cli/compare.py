@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..baseline import BaselineError
+from ..report.baseline import BaselineError
 from ..report.merge import MergeError
 from .merge import read_shard
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..baseline import BaselineError, compare, load_results, render_baseline_terminal
+from ..report.baseline import BaselineError, compare, load_results, render_baseline_terminal
 from ..report.markdown import append_step_summary, render_markdown
 from ..report.merge import MergeError, merge_results
 from ..report.writers import RESULTS_JSON, write_reports

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..redaction import (
+from ..store.redaction import (
     ScanPathError,
     cassettes_folder_from_ini,
     json_files,

@@ -156,7 +156,7 @@ def _check_unique_ids(path: Path, units: list[Unit]) -> None:
 def _check_suite(path: Path, suite: dict[str, Any]) -> None:
     """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
     from ..collect import unsafe_id_reason
-    from ..schema import Suite, ValidationError, format_validation_error, validate_case
+    from ..core.schema import Suite, ValidationError, format_validation_error, validate_case
 
     unsafe = unsafe_id_reason(suite["name"])
     if unsafe:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..outcomes import (
+from ..core.outcomes import (
     ACCURACY_LABELS,
     ACCURACY_STAGE,
     COMPLETENESS_LABELS,
@@ -23,7 +23,7 @@ from ..outcomes import (
     SUMMARY_KEYS,
     check_outcome,
 )
-from ..stats import bootstrap_ci, mean, median, wilson_interval
+from ..core.stats import bootstrap_ci, mean, median, wilson_interval
 
 RESULTS_FORMAT = "pytest-evalcases/results"
 RESULTS_VERSION = 1
@@ -367,7 +367,7 @@ def _completeness_vs_accuracy(cases: list[Result]) -> dict[str, Any] | None:
 def _pass_estimates(counts: list[tuple[int, int]]) -> dict[str, dict[str, float]]:
     """Mean pass@k and pass^k over cases of (runs, passes), for k = 1 .. the most runs; each
     k over the cases with at least k runs."""
-    from ..stats import pass_at_k, pass_hat_k
+    from ..core.stats import pass_at_k, pass_hat_k
 
     at: dict[str, float] = {}
     hat: dict[str, float] = {}
@@ -419,7 +419,7 @@ def _calibration(cases: list[Result]) -> dict[str, Any] | None:
     """The judge calibration section (None: no calibration case in the run)."""
     if not any("calibration" in case for case in cases):
         return None
-    from ..calibration.scoring import calibration_section
+    from ..domain.calibration_scoring import calibration_section
 
     return calibration_section(cases)
 

@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ..outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
+from ..core.outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from .aggregate import stage_score, stage_status
 from .formatting import (
     fmt_ci,
@@ -354,7 +354,7 @@ def _calibration_view(section: Mapping[str, Any] | None) -> dict[str, Any] | Non
     """The judge calibration tables as rows of cells (header first), or None."""
     if not section:
         return None
-    from ..calibration.scoring import case_rows, figures_rows
+    from ..domain.calibration_scoring import case_rows, figures_rows
 
     return {"cases": case_rows(section), "figures": figures_rows(section)}
 

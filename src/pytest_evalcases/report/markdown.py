@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
+from ..core.outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from .formatting import (
     fmt_ci,
     fmt_delta,
@@ -329,7 +329,7 @@ def _calibration(section: Mapping[str, Any] | None) -> list[str]:
     judge (see docs/judges.md#calibrating-a-judge)."""
     if not section:
         return []
-    from ..calibration.scoring import case_rows, figures_rows
+    from ..domain.calibration_scoring import case_rows, figures_rows
 
     cases, figures = case_rows(section), figures_rows(section)
     lines = ["### Judge calibration", ""]

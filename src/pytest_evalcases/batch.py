@@ -1,0 +1,222 @@
+"""Live recording: the selected cases run in one event loop before the items report; under xdist
+each worker records its items one at a time.
+
+`--eval-concurrency C` bounds the system runs in flight (C) and, separately, the judge's model
+requests in flight (C, the judge's own gate). A case does not hold a system slot while it waits
+for its judge, so the next systems run meanwhile, and the judge always has work queued.
+
+-x / --maxfail and --eval-budget are applied here, to the batch: once reached, no further case
+starts (the ones running finish and are saved) and every case still reports, the ones not
+started as skipped ("not run"). Under xdist and --replay-http, cases record one at a time in
+their own items, and pytest (or xdist) stops the run between items.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .engine.recording import CaseSlots, JudgeBinding, Recording, record
+from .engine.limits import NotRun, StopRule
+from .session import LIVE_STALE
+from .telemetry import NO_SPANS
+
+# Cases between their start and their last verdict, at most: only a memory bound (a case in
+# progress holds its trace and the state of its judge calls, a few KB), never the throttle.
+CASES_IN_PROGRESS = 1000
+
+if TYPE_CHECKING:
+    from .collect import CaseItem
+    from .session import EvalSession
+
+
+class LiveRecorder:
+    def __init__(self, state: EvalSession) -> None:
+        self.state = state
+        self.concurrency = state.concurrency
+        self.mode = state.mode
+        self.dry_run = state.dry_run
+        self.rule = StopRule()  # set by record_batch; without limits it never stops anything
+        self._prepared: dict[str, Recording | BaseException] = {}
+
+    def recording_for(self, item: CaseItem, offline: Any = None) -> Recording:
+        """The batch's result for this item, or (under xdist, or judging an offline run's
+        trace) a recording made now."""
+        prepared = self._prepared.pop(item.nodeid, None)
+        if isinstance(prepared, BaseException):
+            raise prepared
+        return prepared or asyncio.run(self._record_single(item, offline))
+
+    async def _record_single(self, item: CaseItem, offline: Any = None) -> Recording:
+        try:
+            self._warm_up([self.state.binding_for(item)])
+            return await self._record_one(item, _Limits(self.concurrency, None), offline)
+        finally:
+            await self._close_judges()
+
+    def _warm_up(self, bindings: list[JudgeBinding]) -> None:
+        """Every case will be judged (not so with --live-stale): let the judges get ready now."""
+        if self.mode != LIVE_STALE:
+            for judge in {id(b.live): b.live for b in bindings if b.live is not None}.values():
+                judge.warm_up()
+
+    async def _close_judges(self) -> None:
+        """Judge clients belong to one event loop: close them before it ends."""
+        for binding in self.state.judge_bindings():
+            if binding.live is not None:
+                await binding.live.aclose()
+
+    def _http_layer(self) -> Any:
+        return self.state.http_layer
+
+    async def _record_one(
+        self, item: CaseItem, limits: _Limits, offline: Any = None
+    ) -> Recording:
+        binding = self.state.binding_for(item)
+        otel = self.state.otel_export
+        spans = NO_SPANS if otel is None else otel.start_case(item.nodeid, item.ctx, item.case)
+        async with limits.cases:
+            try:
+                recording = await record(
+                    item.ctx,
+                    item.case,
+                    binding,
+                    self.mode,
+                    limits.slots,
+                    None if offline is not None else self._http_layer,
+                    offline,
+                    self.dry_run,
+                    spans,
+                )
+            except BaseException as exc:
+                spans.failed(exc)
+                raise
+            spans.recorded(getattr(recording, "spent_usd", 0.0))
+            return recording
+
+    def record_batch(
+        self, items: list[CaseItem], progress: Any, rule: StopRule | None = None
+    ) -> None:
+        """Live mode without xdist: record every selected case in one event loop, at most
+        `concurrency` system runs at a time, before the items report in their usual order.
+        `rule` (-x / --maxfail, --eval-budget) stops new cases from starting."""
+        self.rule = rule or StopRule()
+        # A case of a suite whose name two files declare errors in setup: never record it.
+        items = [i for i in items if not i.case.skip and i.suite_conflict(self.state) is None]
+        bindings = []
+        for item in items:  # judges first: a missing key fails before any case runs
+            try:
+                bindings.append(self.state.binding_for(item))
+            except Exception as exc:
+                raise pytest.UsageError(str(exc)) from None
+        self._warm_up(bindings)
+        if items:
+            progress.total = len(items)
+            asyncio.run(self._record_all(items, progress))
+
+    async def _record_all(self, items: list[CaseItem], progress: Any) -> None:
+        limits = _Limits(self.concurrency, self.rule)
+        not_run = 0
+
+        async def one(item: CaseItem) -> None:
+            nonlocal not_run
+            try:
+                recording = await self._record_one(item, limits)
+                self._prepared[item.nodeid] = recording
+                counted = limits.slots.counted
+                if self.rule.maxfail and f"{item.ctx.suite.name}::{item.case.id}" not in counted:
+                    self.rule.count(_failed(item, recording))
+            except NotRun as exc:
+                self._prepared[item.nodeid] = exc
+                not_run += 1
+            except Exception as exc:  # shown by that item; the others go on
+                self._prepared[item.nodeid] = exc
+                # Counted before the next case can take the slot: the exception reached here
+                # without a pause from the system run that raised it.
+                self.rule.count(True)
+            progress.case_done(self.state.judge_bindings())
+
+        try:
+            await asyncio.gather(*(one(item) for item in items))
+        finally:
+            progress.finish(self.state.judge_bindings())
+            if self.rule.reason is not None:
+                progress.stopped(self.rule.reason, not_run)
+            await self._close_judges()
+
+
+def _failed(item: CaseItem, recording: Recording) -> bool:
+    """Whether a recorded case counts against -x / --maxfail as pytest will count it: a judge
+    error, or a gating stage failure of a case not marked xfail."""
+    if getattr(recording, "pending", None):
+        return True
+    if item.case.xfail or recording.status == "replayed":
+        return False
+    from .domain.scoring import score_case, score_runs
+
+    ctx = item.ctx
+    if recording.later_runs:  # --eval-runs: any failing run fails the case
+        runs = [(recording.trace, recording.verdicts)]
+        runs += [(run["trace"], run.get("verdicts") or {}) for run in recording.later_runs]
+        shown, _ = score_runs(ctx.suite, item.case, runs, ctx.gating, ctx.report_only)
+        return shown.first_failure is not None
+    scores = score_case(ctx.suite, item.case, recording.trace, recording.verdicts, ctx.gating,
+                        ctx.report_only)
+    return scores.first_failure is not None
+
+
+class _Limits:
+    """The limits of the running event loop: cases in progress, system runs in flight (and the
+    stop rule), and worker threads for that many sync systems plus cassette writes. (asyncio's
+    default pool has min(32, CPUs + 4) threads: on a 2-core machine, sync systems would run 6 at
+    a time.)"""
+
+    def __init__(self, concurrency: int, rule: StopRule | None) -> None:
+        self.cases = asyncio.Semaphore(max(CASES_IN_PROGRESS, concurrency))
+        self.slots = CaseSlots(concurrency, rule)
+        workers = ThreadPoolExecutor(concurrency + 4, thread_name_prefix="evalcases-worker")
+        asyncio.get_running_loop().set_default_executor(workers)  # asyncio.run shuts it down
+
+
+class Progress:
+    """The live recording progress line: cases done/total, judge calls, retries, tokens, cost."""
+
+    def __init__(self, total: int, write: Any, is_tty: bool) -> None:
+        self.total, self.done, self._write, self._tty = total, 0, write, is_tty
+
+    def _line(self, bindings: Any) -> str:
+        calls = retries = tokens = 0
+        cost = 0.0
+        for binding in bindings:
+            stats = getattr(binding.live, "stats", None)
+            if stats is not None:
+                calls += stats.calls
+                retries += stats.retries
+                tokens += stats.prompt_tokens + stats.completion_tokens
+                cost += stats.cost_usd
+        return (
+            f"recording: {self.done}/{self.total} cases, {calls} judge calls, {retries} retries, "
+            f"{tokens} tokens, ${cost:.4f}"
+        )
+
+    def case_done(self, bindings: Any) -> None:
+        self.done += 1
+        step = max(1, self.total // 10)  # without a terminal, about ten lines in all
+        if self._tty:
+            self._write("\r" + self._line(bindings))
+        elif self.done % step == 0 and self.done != self.total:
+            self._write(self._line(bindings) + "\n")
+
+    def stopped(self, reason: str, not_run: int) -> None:
+        self._write(f"stopped starting cases: {reason}; {not_run} not run\n")
+
+    def finish(self, bindings: Any) -> None:
+        self._write(("\r" if self._tty else "") + self._line(bindings) + "\n")
+        judges = [b.live for b in bindings if getattr(b.live, "stats", None) is not None]
+        for judge in judges:  # how the judges' rate limits held the run back, if they did
+            summary = judge.stats.rate_limit_summary()
+            if summary:
+                self._write(summary + (f" ({judge.id})" if len(judges) > 1 else "") + "\n")

@@ -1,0 +1,442 @@
+"""Pydantic models for suites, cases and traces: the case-file contract lives here.
+
+Cases are validated one by one (so one bad case never hides the others) and kept as small
+slotted `Case` objects; traces are validated when they are recorded and replayed as plain dicts.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "Case",
+    "CaseModel",
+    "Suite",
+    "ToolExpectation",
+    "Trace",
+    "User",
+    "ValidationError",
+    "format_validation_error",
+    "validate_case",
+    "SYSTEM_HIDDEN_FIELDS",
+]
+
+
+class ToolExpectation(BaseModel):
+    """An expected tool call; `args`, when given, must match the call's arguments exactly."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    args: dict[str, Any] | None = None
+
+
+class RubricItem(BaseModel):
+    """A weighted rubric item; a plain string is an item of weight 1."""
+
+    model_config = ConfigDict(extra="forbid")
+    item: str = Field(min_length=1)
+    weight: float = Field(1.0, gt=0, allow_inf_nan=False)
+
+
+# A knowledge-graph edge as cases and traces state it: [subject, relation, object]; a label may
+# be a whole number (`["Marie Curie", "born in year", 1867]`), compared as its digits.
+TripleLabel = str | StrictInt
+Triple = tuple[TripleLabel, TripleLabel, TripleLabel]
+
+
+# Markers pytest (or a common plugin) acts on: a category named `xfail` would hide failures.
+RESERVED_MARKERS = frozenset(
+    {
+        "skip",
+        "skipif",
+        "xfail",
+        "parametrize",
+        "usefixtures",
+        "filterwarnings",
+        "tryfirst",
+        "trylast",
+        "asyncio",
+        "flaky",
+        "repeat",
+        "timeout",
+    }
+)
+
+
+MaxToolCalls = Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
+
+
+class TurnModel(BaseModel):
+    """One user message of a conversation case, with this turn's own expectations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str
+    expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: Literal["any", "strict"] = "any"
+    max_tool_calls: MaxToolCalls = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+
+
+class CaseModel(BaseModel):
+    """One eval case as a case file states it. Unknown fields are kept: the system receives them
+    with `input`. Validation only: a run keeps each case as a `Case` (see `validate_case`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1)
+    input: str  # a conversation case may leave it out: its first turn's input
+    category: str | None = None
+    group: str | None = None
+    marks: list[str] = []
+    xfail: str | None = None
+    skip: str | None = None
+    expected_tools: list[str | ToolExpectation] | None = None
+    # "strict": the expected tools are called in the listed order (others may come between).
+    tool_order: Literal["any", "strict"] = "any"
+    # At most this many tool calls in all, or per tool name ({"search_kb": 1}).
+    max_tool_calls: MaxToolCalls = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+    # Data files this case's system run reads, replacing the suite's `inputs` for this case
+    # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
+    inputs: list[str] | None = None
+    # The suite user whose data (conversations, documents, ...) this case asks about: its files
+    # key the case, `setup_user` ingests them, and it is the case's group in the reports.
+    user: str | None = Field(None, min_length=1)
+    # Facts about the case for the people reading it (a benchmark's level, a trap answer): never
+    # given to the system, never in a key.
+    metadata: dict[str, Any] | None = None
+    expected_triples: list[Triple] | None = None  # the `graph` stage's gold edges
+    answer_schema: dict[str, Any] | bool | None = None  # the `schema` stage's JSON Schema
+    rubric: list[str | RubricItem] | None = None  # the `rubric` stage's items
+    # A conversation: user messages (strings, or objects with their own expectations).
+    turns: list[str | TurnModel] | None = Field(None, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation_input(cls, raw: Any) -> Any:
+        """A conversation's `input` is its first turn's; giving both would say it twice."""
+        if isinstance(raw, dict) and isinstance(raw.get("turns"), list) and raw["turns"]:
+            if "input" in raw:
+                raise ValueError(
+                    'a conversation case gives its messages in "turns"; remove "input" (the '
+                    "first turn is the conversation's input)"
+                )
+            first = raw["turns"][0]
+            first_input = first.get("input") if isinstance(first, dict) else first
+            if isinstance(first_input, str):
+                raw = {**raw, "input": first_input}
+        return raw
+
+    @field_validator("rubric")
+    @classmethod
+    def _rubric_items(cls, value: Any) -> Any:
+        if value is not None and not value:
+            raise ValueError("give at least one rubric item, or leave the field out")
+        for item in value or []:
+            if isinstance(item, str) and not item.strip():
+                raise ValueError("a rubric item is an empty string")
+        return value
+
+    @field_validator("category", "marks")
+    @classmethod
+    def _marker_safe(cls, value: Any) -> Any:
+        names = value if isinstance(value, list) else [value] if value else []
+        for name in names:
+            if not name.isidentifier():
+                raise ValueError(f"{name!r} cannot be a pytest marker: use letters, digits, _")
+            if name in RESERVED_MARKERS:
+                raise ValueError(f"{name!r} is a pytest marker with its own meaning; rename it")
+        return value
+
+    @model_validator(mode="after")
+    def _user_is_the_group(self) -> CaseModel:
+        if self.user is not None and self.group is not None and self.group != self.user:
+            raise ValueError(
+                f"a case of user {self.user!r} is grouped by its user: remove \"group\" "
+                f"({self.group!r}) or make it the user's id"
+            )
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of a conversation case as a run keeps it."""
+
+    input: str
+    expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: str = "any"
+    max_tool_calls: int | dict[str, int] | None = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+
+    @property
+    def has_expectations(self) -> bool:
+        return (
+            self.expected_tools is not None
+            or self.max_tool_calls is not None
+            or self.expected_docs is not None
+            or self.reference is not None
+            or self.unanswerable
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """A validated case as a run keeps it, one per item: CaseModel's fields, with the unknown ones
+    in `extra`. A pydantic instance costs ~1.5 KB, this ~0.2 KB (10,000 items: ~13 MB less)."""
+
+    id: str
+    input: str
+    category: str | None = None
+    group: str | None = None
+    marks: tuple[str, ...] = ()
+    xfail: str | None = None
+    skip: str | None = None
+    expected_tools: list[str | ToolExpectation] | None = None
+    tool_order: str = "any"
+    max_tool_calls: int | dict[str, int] | None = None
+    expected_docs: list[str] | None = None
+    reference: str | None = None
+    unanswerable: bool = False
+    inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
+    user: str | None = None  # the suite user the case belongs to (its group)
+    metadata: dict[str, Any] | None = None
+    expected_triples: list[Triple] | None = None
+    answer_schema: dict[str, Any] | bool | None = None
+    rubric: tuple[tuple[str, float], ...] | None = None  # (item, weight) pairs
+    turns: tuple[Turn, ...] | None = None  # a conversation case's turns (None: one question)
+    extra: dict[str, Any] | None = None  # the case file's other fields, for the system
+
+
+def validate_case(raw: Any) -> Case:
+    """One raw case from a case file, validated; raises ValidationError as CaseModel does."""
+    model = CaseModel.model_validate(raw)
+    fields = dict(model.__dict__)  # the declared fields (pydantic keeps extras apart)
+    fields["marks"] = tuple(model.marks)
+    if model.inputs is not None:
+        fields["inputs"] = tuple(model.inputs)
+    if model.user is not None:  # the user is the case's group
+        fields["group"] = model.user
+    if model.rubric is not None:
+        fields["rubric"] = tuple(
+            (item, 1.0) if isinstance(item, str) else (item.item, item.weight)
+            for item in model.rubric
+        )
+    if model.turns is not None:
+        fields["turns"] = tuple(
+            Turn(input=turn) if isinstance(turn, str) else Turn(**turn.__dict__)
+            for turn in model.turns
+        )
+    if model.category:  # a marker name shared by many cases: one string object for all of them
+        fields["category"] = sys.intern(model.category)
+    return Case(**fields, extra=model.model_extra or None)
+
+
+# Fields that describe how to judge a case rather than what the system sees: they are kept out
+# of the system's view and out of the trace's recording key, so editing them never needs a
+# re-record (judged stages key the ones they read, e.g. `reference`, per verdict).
+SYSTEM_HIDDEN_FIELDS = frozenset(
+    {
+        "id",
+        "category",
+        "group",
+        "marks",
+        "xfail",
+        "skip",
+        "expected_tools",
+        "tool_order",
+        "max_tool_calls",
+        "expected_docs",
+        "reference",
+        "unanswerable",
+        "inputs",  # keyed by the files' contents, not by their names
+        "metadata",
+        "expected_triples",
+        "answer_schema",
+        "rubric",
+    }
+)
+
+
+class User(BaseModel):
+    """A suite user (a memory agent's tenant): an id and named data files, each a path or a list
+    of paths relative to the rootdir. The plugin never reads inside them: it hashes them into
+    the key of that user's cases, and hands their absolute paths to `setup_user(user)`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _files_only(self) -> User:
+        for name, value in (self.model_extra or {}).items():
+            paths = value if isinstance(value, list) else [value]
+            if not paths or not all(isinstance(p, str) and p for p in paths):
+                raise ValueError(
+                    f"field {name!r} must be a file path or a non-empty list of file paths "
+                    "(every field of a user but `id` names data files)"
+                )
+        return self
+
+    def files(self) -> dict[str, list[str]]:
+        """Field name -> its paths, in the order the suite lists them."""
+        return {name: value if isinstance(value, list) else [value]
+                for name, value in (self.model_extra or {}).items()}
+class GraphOptions(BaseModel):
+    """The `graph` stage's suite settings (see stages/graph.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # alias -> canonical label, for entities and relations alike (normalised before use)
+    aliases: dict[str, str] = {}
+    similarity: str | None = None  # "module:function" scoring two labels in [0, 1]
+    min_similarity: float = Field(0.8, ge=0, le=1, allow_inf_nan=False)
+    soft: list[Literal["subject", "relation", "object"]] = Field(
+        default=["subject", "relation", "object"], min_length=1
+    )
+    # set once per suite: the imported `similarity` (at collection), the normalised aliases
+    _similarity_function: Any = PrivateAttr(default=None)
+    _aliases: dict[str, str] | None = PrivateAttr(default=None)
+
+
+class CitationOptions(BaseModel):
+    """The `citations` stage's suite settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    every_sentence: bool = False  # with per-sentence citations: each sentence cites a document
+
+
+class Suite(BaseModel):
+    """A case file's suite-level settings (cases are validated separately, one by one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    # "calibration" suites hold judge test cases and are loaded by calibration.collect instead.
+    kind: Literal["eval", "calibration"] = "eval"
+    version: int = 1
+    system: str | None = None
+    inputs: list[str] = []
+    stages: list[str] = Field(min_length=1)
+    report_only: list[str] = []
+    # NaN and infinities are refused by name ("a finite number"), not by a confusing bound.
+    threshold: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
+    thresholds: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]] = {}
+    k: int = Field(3, ge=1)
+    judge: str | None = None
+    strict: bool = False
+    accept_partial: bool = False
+    correctness_criteria: str | None = None
+    # Verdicts per judged stage (None: --eval-judge-repeats, else ini eval_judge_repeats, else
+    # whatever the cassette holds on replay and 1 when recording).
+    judge_repeats: int | None = Field(None, ge=1)
+    # Independent system runs per case (None: --eval-runs, else as recorded on replay and 1
+    # when recording); a case passes when every run passes (pass^k).
+    runs: int | None = Field(None, ge=1)
+    # Whether a gating stage whose repeats fall on both sides of the threshold fails the case.
+    unstable: Literal["fail", "pass"] = "fail"
+    timeout: float | None = Field(None, gt=0)  # seconds a system run may take (live, HTTP replay)
+    # The system's source, hashed into the key (None: the module holding `system`; []: none).
+    code: list[str] | None = None
+    # JSONPaths of request body fields --replay-http ignores when matching (e.g. "$.user").
+    http_ignore: list[str] = []
+    # Hosts the system may reach directly under --replay-http (loopback only when listed).
+    allow_hosts: list[str] = []
+    # Users whose data files key their cases (see User); a case names one with "user".
+    users: list[User] = []
+    # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
+    source: dict[str, Any] | None = None
+    graph: GraphOptions | None = None
+    citations: CitationOptions | None = None
+    answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
+    cases: list[Any]  # validated one by one, so one bad case errors only itself
+
+    def threshold_for(self, stage: str, default: float | None = None) -> float:
+        if stage in self.thresholds:
+            return self.thresholds[stage]
+        return self.threshold if default is None else default
+
+    @field_validator("users")
+    @classmethod
+    def _unique_user_ids(cls, users: list[User]) -> list[User]:
+        seen: set[str] = set()
+        for user in users:
+            if user.id in seen:
+                raise ValueError(f"user id {user.id!r} is declared twice; user ids are unique")
+            seen.add(user.id)
+        return users
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    args: dict[str, Any] = {}
+
+
+class ToolOutput(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    tool: str
+    content: str
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class CitedSentence(BaseModel):
+    """One sentence of the answer and the document ids it cites."""
+
+    model_config = ConfigDict(extra="allow")
+    sentence: str
+    docs: list[str] = []
+
+
+class Trace(BaseModel):
+    """What the system did for one case; stages score it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    answer: str
+    tool_calls: list[ToolCall] = []
+    tool_outputs: list[ToolOutput] = []
+    retrieved: list[str] = []
+    context: list[str] = []
+    usage: Usage | None = None
+    latency_ms: float | None = None
+    # None rather than []: an unused field stays out of every recorded trace
+    triples: list[Triple] | None = None
+    citations: list[str | CitedSentence] | None = None
+
+
+def format_validation_error(error: ValidationError, prefix: str = "") -> str:
+    """One line per problem, each naming the field path: `cases[3].input: Field required`."""
+    lines = []
+    for item in error.errors():
+        path = prefix
+        for part in item["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        lines.append(f"{path or '<root>'}: {item['msg']}")
+    return "\n".join(lines)

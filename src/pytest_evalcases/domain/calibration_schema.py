@@ -1,0 +1,115 @@
+"""The calibration case-file contract: a suite of judge test cases."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .stages.judged import JUDGE_READS, OWN_SCORER
+
+# The judged stages a calibration case can test: those scored from the verdict alone (a rubric
+# is graded against the case's own items, which calibration cases do not have).
+CALIBRATED_STAGES = tuple(name for name in JUDGE_READS if name not in OWN_SCORER)
+
+DEFAULT_REPEATS = 3
+
+
+class StageOptions(BaseModel):
+    """Options of one judged stage (`"faithfulness": {"strict": true}`), per suite or per case;
+    unset fields fall back on the suite's block, then on the defaults of ordinary suites."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    strict: bool | None = None
+    accept_partial: bool | None = None
+    correctness_criteria: str | None = None
+    threshold: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+
+
+def _stage_blocks(raw: Any) -> Any:
+    """Move `"<judged stage>": {...}` blocks into `stage_options` (the issue's own spelling)."""
+    if not isinstance(raw, dict):
+        return raw
+    blocks = {name: raw[name] for name in CALIBRATED_STAGES if name in raw}
+    if not blocks:
+        return raw
+    rest = {key: value for key, value in raw.items() if key not in blocks}
+    return {**rest, "stage_options": blocks}
+
+
+class CalibrationCase(BaseModel):
+    """One judge test case: the material a judged stage reads, and the verdict expected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    stage: Literal[CALIBRATED_STAGES]  # type: ignore[valid-type]
+    input: str = ""
+    answer: str = ""
+    context: list[str] = []
+    reference: str | None = None
+    unanswerable: bool = False
+    expect: Literal["fail", "pass"]
+    defect: str | None = None
+    xfail: str | None = None
+    skip: str | None = None
+    stage_options: dict[str, StageOptions] = {}
+
+    _blocks = model_validator(mode="before")(_stage_blocks)
+
+    @model_validator(mode="after")
+    def _defect_named(self) -> CalibrationCase:
+        others = sorted(set(self.stage_options) - {self.stage})
+        if others:
+            raise ValueError(
+                f"options for {', '.join(others)} in a case judged at {self.stage}: a case "
+                f'holds options of its own stage only ("{self.stage}": {{...}})'
+            )
+        if self.expect == "fail" and not self.defect:
+            raise ValueError(
+                'a case with "expect": "fail" plants a defect: describe it in "defect" '
+                '(e.g. "claims --format csv removes colour codes")'
+            )
+        if (self.reference is None and "reference" in JUDGE_READS[self.stage]
+                and not (self.stage == "answer_accuracy" and self.unanswerable)):
+            raise ValueError(
+                f'stage {self.stage} reads a "reference" (the golden answer the judge compares '
+                'with): give the case one'
+            )
+        if self.expect == "pass" and self.defect:
+            raise ValueError(
+                '"defect" describes a planted defect: a control ("expect": '
+                '"pass") has none; remove it or set "expect": "fail"'
+            )
+        return self
+
+    @property
+    def category(self) -> None:  # read by the outcome rules shared with eval cases
+        return None
+
+
+class CalibrationSuite(BaseModel):
+    """A calibration suite's settings (cases are validated one by one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    kind: Literal["calibration"]
+    version: int = 1
+    judge: str | None = None
+    repeats: int = Field(DEFAULT_REPEATS, ge=1)
+    threshold: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
+    stage_options: dict[str, StageOptions] = {}
+    cases: list[Any]
+
+    _blocks = model_validator(mode="before")(_stage_blocks)
+
+    def options_for(self, case: CalibrationCase) -> dict[str, Any]:
+        """The stage options a case is judged and scored with: the case's block, then the
+        suite's, then the defaults of ordinary suites."""
+        merged: dict[str, Any] = {"threshold": self.threshold}
+        for block in (self.stage_options.get(case.stage), case.stage_options.get(case.stage)):
+            if block is not None:
+                merged.update(block.model_dump(exclude_none=True))
+        return merged

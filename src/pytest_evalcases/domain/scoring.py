@@ -1,0 +1,116 @@
+"""Scoring one case: every stage on the recorded trace, then the first failing gating stage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.schema import Case, Suite
+from .stages import STAGES, StageResult
+
+
+@dataclass(slots=True)
+class CaseScores:
+    results: list[tuple[str, StageResult, bool]]  # (stage, result, gating) in suite order
+    first_failure: tuple[str, StageResult] | None
+    # A conversation case: each scored turn's own scores, and the turn of first_failure.
+    turns: list[tuple[int, CaseScores]] | None = None
+    failure_turn: int | None = None
+
+
+def score_case(
+    suite: Suite,
+    case: Case,
+    trace: dict[str, Any],
+    verdicts: Mapping[str, Any],
+    gating: Sequence[str],
+    report_only: Sequence[str],
+) -> CaseScores:
+    """Every stage is scored (so the table is complete); only gating stages can fail the case."""
+    if case.turns is not None:
+        from .turns import score_conversation
+
+        return score_conversation(suite, case, trace, verdicts, gating, report_only)
+    results = []
+    first_failure = None
+    for names, is_gating in ((gating, True), (report_only, False)):
+        for name in names:
+            result = STAGES[name].score(case, trace, suite, verdicts.get(name))
+            results.append((name, result, is_gating))
+            if is_gating and first_failure is None and result.passed is False:
+                first_failure = (name, result)
+    return CaseScores(results, first_failure)
+
+
+def score_runs(
+    suite: Suite,
+    case: Case,
+    runs: Sequence[tuple[dict[str, Any], Mapping[str, Any]]],
+    gating: Sequence[str],
+    report_only: Sequence[str],
+) -> tuple[CaseScores, dict[str, Any]]:
+    """A case recorded with --eval-runs: every run scored. Returns the scores shown (the first
+    failing run's, else run 1's) and the result's `runs` block: per run whether it passed, and
+    per stage whether it passed in each run (None: it did not apply, or its judge failed)."""
+    scored = [score_case(suite, case, trace, verdicts, gating, report_only)
+              for trace, verdicts in runs]
+    shown = next((s for s in scored if s.first_failure is not None), scored[0])
+    passed = [s.first_failure is None for s in scored]
+    stages: dict[str, list[bool | None]] = {}
+    for scores in scored:
+        for name, result, _ in scores.results:
+            stages.setdefault(name, []).append(None if result.judge_error else result.passed)
+    info = {"k": len(runs), "passed_runs": sum(passed), "passed": passed,
+            "shown_run": scored.index(shown) + 1, "stages": stages}
+    return shown, info
+
+
+def runs_failure_message(scores: CaseScores, runs: Mapping[str, Any]) -> str:
+    """A failing --eval-runs case: how many runs passed, and the first failing run's table."""
+    return (f"{runs['passed_runs']}/{runs['k']} runs passed (pass^k needs all); run "
+            f"{runs['shown_run']}: " + failure_message(scores))
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def stage_table(scores: CaseScores) -> list[str]:
+    """The per-stage table shown under a failing case (a conversation: one row a turn and
+    stage)."""
+    rows = [("stage", "score", "threshold", "pass", "reason")]
+    parts = (
+        [("", scores)]
+        if scores.turns is None
+        else [(f"turn {number} ", turn) for number, turn in scores.turns]
+    )
+    for prefix, part in parts:
+        for name, result, gating in part.results:
+            verdict = "-" if result.passed is None else "pass" if result.passed else "FAIL"
+            if result.judge_error:
+                verdict = "JUDGE ERROR"
+            elif result.unstable:
+                verdict = "UNSTABLE"
+            label = prefix + (name if gating else f"{name} (report only)")
+            rows.append(
+                (label, _cell(result.score), _cell(result.threshold), verdict, result.reason)
+            )
+    widths = [max(len(row[col]) for row in rows) for col in range(4)]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True))
+        + "  "
+        + row[4]
+        for row in rows
+    ]
+
+
+def failure_message(scores: CaseScores) -> str:
+    name, result = scores.first_failure  # type: ignore[misc]
+    if scores.failure_turn is not None:
+        name = f"turn {scores.failure_turn} {name}"
+    return "\n".join([f"first failing stage: {name} ({result.reason})", "", *stage_table(scores)])
+
+
+def result_stages(scores: CaseScores) -> dict[str, dict[str, Any]]:
+    return {name: result.to_dict(gating) for name, result, gating in scores.results}

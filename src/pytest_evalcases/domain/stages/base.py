@@ -1,0 +1,66 @@
+"""What a stage is and returns: a pure function of (case, trace, suite, verdict)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...core.schema import Case, Suite
+
+
+@dataclass(slots=True)
+class StageResult:
+    """One stage's outcome for one case. `passed is None` means the stage did not apply."""
+
+    score: float | None
+    passed: bool | None
+    reason: str
+    threshold: float | None = None
+    label: str | None = None
+    metrics: dict[str, Any] | None = None
+    judge_error: bool = False
+    # A stage judged more than once: every repeat's score, and whether they fell on both sides
+    # of the pass rule (then `passed` is the suite's "unstable" choice).
+    repeat_scores: list[float] | None = None
+    unstable: bool = False
+
+    @property
+    def skipped(self) -> bool:
+        return self.passed is None
+
+    def to_dict(self, gating: bool) -> dict[str, Any]:
+        result = {
+            "score": self.score,
+            "passed": self.passed,
+            "gating": gating,
+            "threshold": self.threshold,
+            "reason": self.reason,
+            "label": self.label,
+            "metrics": self.metrics or {},
+            "judge_error": self.judge_error,
+        }
+        if self.repeat_scores is not None:  # only judged stages with repeats: results stay small
+            result["repeat_scores"] = self.repeat_scores
+            result["unstable"] = self.unstable
+        return result
+
+
+def skipped(reason: str) -> StageResult:
+    return StageResult(score=None, passed=None, reason=reason)
+
+
+ScoreFn = Callable[[Case, dict[str, Any], Suite, dict[str, Any] | None], StageResult]
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str
+    score: ScoreFn
+    judged: bool = False
+    # judged stages only: which case/trace fields the judge reads (they go into the verdict key)
+    reads: tuple[str, ...] = field(default=())
+    # once per suite that runs the stage, at collection: check or load the suite's options for
+    # it (raise CaseFileError); keeps per-case scoring free of set-up work
+    prepare: Callable[[Suite, Path], None] | None = None

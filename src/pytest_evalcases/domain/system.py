@@ -1,0 +1,322 @@
+"""The system under test: resolving `module:attribute`, running it (sync or async), fingerprint."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..core.errors import CaseFileError, TraceError, UserCodeExit
+from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case, Trace, format_validation_error
+
+
+class AttributeMapping(dict):
+    """A dict whose keys also read as attributes (`case.input`, `case["input"]`): what user code
+    receives from the plugin."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class CaseInput(AttributeMapping):
+    """What the system receives: `input`, `id` and the case's extra fields. Expectations are
+    left out, so a system cannot peek at the answer and editing them never stales a
+    recording."""
+
+    __slots__ = ()
+
+
+def system_view(case: Case) -> CaseInput:
+    view = CaseInput(id=case.id, input=case.input)
+    if case.user is not None:  # whose memory the system answers from
+        view["user"] = case.user
+    if case.extra:
+        view.update(case.extra)
+    if case.turns is not None:  # the whole conversation: every user message, nothing before it
+        view["turns"] = [turn.input for turn in case.turns]
+        view["history"] = []
+    return view
+
+
+def key_view(view: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of the system's view that goes into the key: not the id (it names the cassette)."""
+    return {name: value for name, value in view.items() if name not in SYSTEM_HIDDEN_FIELDS}
+
+
+class System:
+    """A resolved system: `run(case)`, optional `fingerprint()` and `setup(suite)`."""
+
+    def __init__(self, spec: str, target: Any) -> None:
+        self.spec = spec
+        run = getattr(target, "run", None)
+        if run is None and callable(target):
+            run = target
+        if not callable(run):
+            raise CaseFileError(
+                f"system {spec!r} has no run(case) method and is not callable; point 'system' at "
+                "an object with run(case) or at a function"
+            )
+        self._run: Callable[[Any], Any] = run
+        # Conversation cases: the plugin drives the turns itself when the system has run_turn.
+        run_turn = getattr(target, "run_turn", None)
+        self.run_turn: Callable[[Any, list[dict[str, str]]], Any] | None = (
+            run_turn if callable(run_turn) else None
+        )
+        self._target = target
+        self._fingerprint: dict[str, Any] | None = None
+        self._set_up = False
+        self._setup_error: BaseException | None = None
+        self._setup_lock = threading.Lock()  # setup runs in worker threads, once
+
+    @property
+    def target(self) -> Any:
+        """The object `system` names (its optional hooks, e.g. `setup_user`, are read off it)."""
+        return self._target
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self._run)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Computed once per session: it may read prompts or config files."""
+        if self._fingerprint is None:
+            method = getattr(self._target, "fingerprint", None)
+            try:
+                value = method() if callable(method) else {}
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # user code: report it on the suite, not as a crash
+                raise CaseFileError(
+                    f"system {self.spec!r}: fingerprint() raised {type(exc).__name__}: {exc}"
+                ) from None
+            if not isinstance(value, dict):
+                raise CaseFileError(f"system {self.spec!r}: fingerprint() must return a dict")
+            self._fingerprint = value
+        return self._fingerprint
+
+    def setup(self, suite: Any) -> None:
+        """Called once, before the first live case; if it raised, every later case gets the same
+        error (the system is not set up, so none of its cases can be recorded)."""
+        with self._setup_lock:
+            if not self._set_up:
+                method = getattr(self._target, "setup", None)
+                if callable(method):
+                    try:
+                        method(suite)
+                    except (KeyboardInterrupt, Exception) as exc:
+                        if isinstance(exc, KeyboardInterrupt):
+                            raise
+                        self._setup_error = exc
+                    except BaseException as exc:
+                        # SystemExit & co. would end the session; an unserved --replay-http
+                        # request keeps its own type, so the case reads as stale.
+                        exit_like = type(exc).__name__ != "UnservedRequest"
+                        self._setup_error = (
+                            UserCodeExit(exit_message("setup(suite)", exc)) if exit_like else exc
+                        )
+                self._set_up = True  # only now: `asetup` reads it without the lock
+        if self._setup_error is not None:
+            raise self._setup_error
+
+    async def asetup(self, suite: Any) -> None:
+        """`setup` for the event loop: in a worker thread the first time (it may block), inline
+        once it has run (then it only re-raises its error, if any: no thread hop per case)."""
+        import asyncio  # live only: replay never pays for importing it
+
+        if self._set_up:
+            self.setup(suite)
+        else:
+            await asyncio.to_thread(self.setup, suite)
+
+    def call(self, case: CaseInput) -> Any:
+        """`run(case)` as written: a value, or an awaitable for an async system."""
+        try:
+            return self._run(case)
+        except (KeyboardInterrupt, Exception):
+            raise
+        except BaseException as exc:  # SystemExit & co. would end the whole session
+            raise UserCodeExit(exit_message("run(case)", exc)) from exc
+
+    async def arun(self, case: CaseInput) -> Any:
+        """Run one case; a sync system runs in a daemon thread of its own, so cases overlap and
+        a system that hangs past its timeout is left behind without holding up the exit."""
+        try:
+            if self.is_async:
+                return await self._run(case)
+            result = await run_in_daemon_thread(self._run, case)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except (KeyboardInterrupt, Exception):
+            raise
+        except BaseException as exc:
+            if type(exc).__name__ == "CancelledError":  # a timeout or Ctrl-C cancelling us
+                raise
+            raise UserCodeExit(exit_message("run(case)", exc)) from exc
+
+
+def exit_message(what: str, exc: BaseException) -> str:
+    return (
+        f"{what} raised {type(exc).__name__}({', '.join(map(repr, exc.args))}): a system may "
+        "not end the test session; raise an exception instead"
+    )
+
+
+async def run_in_daemon_thread(function: Callable[[Any], Any], argument: Any) -> Any:
+    """`function(argument)` in a new daemon thread, with this context (so a request it makes
+    belongs to this case). Unlike a thread pool's worker, a thread that never returns does not
+    hold up the end of the run: the interpreter does not wait for daemon threads."""
+    import asyncio
+    import contextvars
+
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(outcome: tuple[bool, Any]) -> None:
+        if not future.done():
+            ok, value = outcome
+            future.set_result(value) if ok else future.set_exception(value)
+
+    def target() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, context.run(function, argument))
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the loop is gone: nobody waits for this case any more
+            pass
+
+    threading.Thread(target=target, name="evalcases-system", daemon=True).start()
+    return await future
+
+
+def split_spec(spec: str) -> tuple[str, str] | None:
+    """(module, attribute path) of a `module:attribute` spec, or None for another form."""
+    module_name, sep, attr_path = spec.partition(":")
+    return (module_name, attr_path) if sep and module_name and attr_path else None
+
+
+def import_spec(module_name: str, attr_path: str, rootdir: Path) -> Any:
+    """The object `module:attribute` names, imported with the rootdir on sys.path; raises
+    whatever the import raises."""
+    root = str(rootdir)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    target: Any = importlib.import_module(module_name)
+    for part in attr_path.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System:
+    """Import `module:attribute` with the rootdir on sys.path (once per spec per session)."""
+    if spec in cache:
+        return cache[spec]
+    parts = split_spec(spec)
+    if parts is None:
+        raise CaseFileError(
+            f"system {spec!r} must read 'module:attribute', e.g. 'demo.assistant:system'"
+        )
+    module_name = parts[0]
+    try:
+        target = import_spec(*parts, rootdir)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # any import-time failure of user code, SystemExit included
+        if isinstance(exc, ImportError | AttributeError):
+            hint = f"check the module path (imported with {rootdir} on sys.path)"
+        else:  # the module was found and raised while it ran
+            hint = (
+                f"the module raised while being imported; a replay imports {module_name!r} to "
+                "read its fingerprint but never runs it, so build clients and read keys "
+                "lazily (in setup(suite) or on the first run(case)): see docs/system.md"
+            )
+        raise CaseFileError(
+            f"cannot import system {spec!r}: {type(exc).__name__}: {exc}; {hint}"
+        ) from None
+    system = System(spec, target)
+    cache[spec] = system
+    return system
+
+
+def json_problem(value: Any, path: str = "$") -> str | None:
+    """Where `value` stops being plain JSON, e.g. `$.tool_outputs[0].content is bytes`, or None.
+    Nothing is converted: a set, a datetime or a Decimal would be stored as something else than
+    what the system returned, so they are refused like any other object."""
+    seen: set[int] = set()
+
+    def walk(item: Any, where: str) -> str | None:
+        if item is None or isinstance(item, str | bool | int):
+            return None
+        if isinstance(item, BaseModel):  # e.g. a ToolCall: declared, so its dump is intended
+            return walk(item.model_dump(mode="json", exclude_none=True), where)
+        if isinstance(item, float):
+            return None if math.isfinite(item) else f"{where} is {item!r} (not a JSON number)"
+        if isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                return f"{where} refers back to itself (a circular structure)"
+            seen.add(id(item))
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        return f"{where} has a key {key!r} that is not a string"
+                    problem = walk(child, f"{where}.{key}")
+                    if problem:
+                        return problem
+            else:
+                for index, child in enumerate(item):
+                    problem = walk(child, f"{where}[{index}]")
+                    if problem:
+                        return problem
+            seen.discard(id(item))
+            return None
+        return f"{where} is a {type(item).__name__} ({_preview(item)})"
+
+    return walk(value, path)
+
+
+def _preview(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ of user code: say what it is instead
+        text = object.__repr__(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def normalize_trace(value: Any, where: str) -> dict[str, Any]:
+    """Validate what the system returned; a plain JSON dict comes out (that is what is recorded)."""
+    if isinstance(value, Trace):
+        value = value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, dict):
+        problem = json_problem(value)
+        if problem:
+            raise TraceError(
+                f"malformed trace for {where}: {problem}, which a recording cannot store as "
+                "JSON; return strings, numbers, booleans, None, lists and dicts"
+            )
+    if not isinstance(value, dict):
+        raise TraceError(
+            f"malformed trace for {where}: run(case) returned {type(value).__name__}, expected a "
+            "dict or Trace with 'answer', 'tool_calls', 'retrieved', 'context'"
+        )
+    try:
+        trace = Trace.model_validate(value)
+    except ValidationError as exc:
+        raise TraceError(
+            f"malformed trace for {where}; bad fields:\n{format_validation_error(exc)}"
+        ) from None
+    return trace.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,158 @@
+"""Suite users (a memory agent's tenants): their files key their cases, `setup_user` ingests them.
+
+A suite declares `"users": [{"id": "u-ana", "conversations": "data/ana/chats.json", ...}]`; a
+case names its `"user"`. Each user's files form one key field, `user.<id>`, of that user's cases
+only, so editing Ana's chats stales Ana's cases and no one else's. Everything here is computed
+once per user per run, at collection: a suite without users never reaches this module.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..store.cassette import LABEL_CHARS, SHOW_CHARS, content_hash
+from ..core.errors import CaseFileError, UserCodeExit
+from .system import AttributeMapping
+
+USER_FIELD_PREFIX = "user."
+
+
+class UserData(AttributeMapping):
+    """What `setup_user(user)` receives: `id` and each named file field as absolute paths (a
+    `Path`, or a list of them where the suite lists several), with attribute access
+    (`user.id`, `user["conversations"]`)."""
+
+    __slots__ = ()
+
+
+class SuiteUser:
+    """One declared user of a suite: its key field and label, its data, and whether the system
+    has been set up for it in this run (`setup_user` runs once per user, in worker threads)."""
+
+    def __init__(
+        self, user_id: str, key_field: str, key_hash: str, label: str | None, data: UserData
+    ) -> None:
+        self.id = user_id
+        self.key_field = key_field
+        self.key_hash = key_hash
+        self.label = label
+        self.data = data
+        self._lock = threading.Lock()
+        self._done = False
+        self._error: BaseException | None = None
+
+    def set_up(self, system_target: Any, suite_name: str) -> None:
+        """Call the system's `setup_user(user)` the first time; re-raise its error after."""
+        with self._lock:
+            if not self._done:
+                method = getattr(system_target, "setup_user", None)
+                if callable(method):
+                    try:
+                        method(self.data)
+                    except KeyboardInterrupt:
+                        raise
+                    except BaseException as exc:  # user code: fail this user's cases only
+                        self._error = _setup_error(self.id, suite_name, exc)
+                self._done = True
+        if self._error is not None:
+            raise self._error
+
+    async def aset_up(self, system_target: Any, suite_name: str) -> None:
+        """`set_up` for the event loop: in a worker thread the first time (it may ingest a lot),
+        inline afterwards."""
+        import asyncio  # live only
+
+        if self._done:
+            self.set_up(system_target, suite_name)
+        else:
+            await asyncio.to_thread(self.set_up, system_target, suite_name)
+
+
+class UserSetupError(CaseFileError):
+    """`setup_user` raised: every case of that user errors with this, the others run."""
+
+
+def _setup_error(user_id: str, suite_name: str, exc: BaseException) -> BaseException:
+    if type(exc).__name__ == "UnservedRequest":  # --replay-http: reads as a stale recording
+        return exc
+    what = (
+        f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, Exception)
+        else (f"{type(exc).__name__}({', '.join(map(repr, exc.args))})")
+    )
+    error: BaseException = UserSetupError(
+        f"setup_user({user_id!r}) of suite {suite_name!r} raised {what}; none of user "
+        f"{user_id!r}'s cases can be recorded until it succeeds (the other users' cases run)"
+    )
+    if not isinstance(exc, Exception):  # SystemExit & co. must not end the session
+        error = UserCodeExit(str(error))
+    return error
+
+
+def user_key_field(user_id: str) -> str:
+    return f"{USER_FIELD_PREFIX}{user_id}"
+
+
+def user_label(files: Mapping[str, list[tuple[str, str]]]) -> str | None:
+    """`path@hash6 path@hash6`, in the suite's order, when short enough to read in a message."""
+    text = " ".join(
+        f"{path}@{digest[:SHOW_CHARS]}" for entries in files.values() for path, digest in entries
+    )
+    return text if len(text) <= LABEL_CHARS else None
+
+
+def changed_user_files(old_label: str, new_label: str) -> str | None:
+    """Of two `user_label`s, only the files that differ: `data/ana/chats.json@1a2b3c ->
+    data/ana/chats.json@9f8e7d` (None when the labels do not read as file lists)."""
+
+    def parse(label: str) -> dict[str, str] | None:
+        entries = {}
+        for token in label.split(" "):
+            path, at, digest = token.rpartition("@")
+            if not at or not path:
+                return None
+            entries[path] = digest
+        return entries
+
+    old, new = parse(old_label), parse(new_label)
+    if old is None or new is None:
+        return None
+    gone = [f"{path}@{old[path]}" for path in old if new.get(path) != old[path]]
+    came = [f"{path}@{new[path]}" for path in new if old.get(path) != new[path]]
+    return f"{' '.join(gone) or '-'} -> {' '.join(came) or '-'}"
+
+
+def build_users(
+    users: list[Any],
+    rootdir: Path,
+    hash_file: Callable[[str, str], str],
+) -> dict[str, SuiteUser | CaseFileError]:
+    """Each declared user (schema.User) as a SuiteUser, or the error its cases get (a missing or
+    outside file errors only that user's cases). `hash_file(path, where)` hashes one path
+    relative to the rootdir, raising CaseFileError starting with `where`."""
+    built: dict[str, SuiteUser | CaseFileError] = {}
+    for user in users:
+        try:
+            hashed: dict[str, list[tuple[str, str]]] = {}
+            for field, paths in user.files().items():
+                where = f"user {user.id!r}, field {field!r}: "
+                hashed[field] = [(path, hash_file(path, where)) for path in paths]
+        except CaseFileError as exc:
+            built[user.id] = exc
+            continue
+        data = UserData(id=user.id)
+        for field, paths in user.files().items():
+            absolute = [(rootdir / path).resolve() for path in paths]
+            listed = isinstance((user.model_extra or {})[field], list)
+            data[field] = absolute if listed else absolute[0]
+        built[user.id] = SuiteUser(
+            user.id,
+            user_key_field(user.id),
+            content_hash({field: entries for field, entries in hashed.items()}),
+            user_label(hashed),
+            data,
+        )
+    return built

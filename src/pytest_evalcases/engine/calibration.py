@@ -1,0 +1,249 @@
+"""A calibration case's verdicts: replayed from its cassette, or judged live and saved.
+
+The cassette is an ordinary one: its `trace` is the material the judge read, its one verdict
+holds every repeat (see judging.LATER_REPEATS), each keyed by judge, stage options, material
+and repeat number. Replay checks all of it and calls nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..store.cassette import (
+    CASSETTE_FORMAT,
+    build_cassette,
+    check_integrity,
+    check_key,
+    content_hash,
+    load_cassette,
+    save_cassette,
+    shown_path,
+    stored_labels,
+)
+from ..core.errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
+from ..domain.judging import repeats_problem, verdict_key, verdict_labels
+from ..domain.stages import STAGES
+from ..domain.stages.judged import JUDGE_READS
+
+if TYPE_CHECKING:
+    from .recording import JudgeBinding
+    from ..calibration_items import CalibrationContext, CalibrationTarget
+
+
+@dataclass(slots=True)
+class CalibrationRecording:
+    verdict: dict[str, Any]  # the stage's verdict, its later repeats inside
+    status: str  # replayed | recorded | dry_run
+    recorded_at: str | None = None
+    note: str = ""
+    change: dict[str, Any] | None = None
+
+
+def material(target: CalibrationTarget) -> dict[str, Any]:
+    """What the stage's judge reads of the case (the cassette's `trace`): editing anything else
+    of the case (its id aside) never needs a re-record."""
+    case = target.case
+    fields = {
+        "answer": case.answer,
+        "context": list(case.context),
+        "input": case.input,
+        "reference": case.reference,
+        "unanswerable": case.unanswerable,
+    }
+    return {"stage": case.stage, **{name: fields[name] for name in JUDGE_READS[case.stage]}}
+
+
+def cassette_key(target: CalibrationTarget) -> dict[str, str]:
+    return {
+        "format": str(CASSETTE_FORMAT),
+        "kind": content_hash("calibration"),
+        "material": content_hash(material(target)),
+    }
+
+
+def expected_verdict_key(target: CalibrationTarget, judge: JudgeBinding) -> dict[str, str]:
+    """Repeat 1's key: what ordinary verdicts are keyed on, plus the material."""
+    stage = STAGES[target.case.stage]
+    key = verdict_key(stage, target.as_case, target.options, judge.id, judge.version)
+    return {**key, "material": content_hash(material(target))}
+
+
+def _path(ctx: CalibrationContext, case_id: str) -> str:
+    return f"{ctx.cassette_dir}{os.sep}{case_id}.json"
+
+
+def _where(ctx: CalibrationContext, target: CalibrationTarget) -> str:
+    return f"{ctx.suite.name}::{target.case.id}"
+
+
+def replay(
+    ctx: CalibrationContext, target: CalibrationTarget, judge: JudgeBinding
+) -> CalibrationRecording:
+    """Load and check a calibration cassette; raises MissingRecording, StaleRecording,
+    PendingVerdict or CassetteError, each naming the case and what to do."""
+    path = _path(ctx, target.case.id)
+    doc = load_cassette(path, ctx.rootdir)
+    if doc is None:
+        raise MissingRecording(
+            f"no recording for calibration case {_where(ctx, target)}; record it with --live "
+            f"({shown_path(path, ctx.rootdir)})"
+        )
+    check_key(
+        doc.get("key"),
+        cassette_key(target),
+        "",
+        "--live",
+        labels=lambda: (stored_labels(doc, "key"), {}),
+    )
+    check_integrity(doc, path, ctx.rootdir)
+    stage = target.case.stage
+    verdict = (doc.get("verdicts") or {}).get(stage)
+    if not isinstance(verdict, dict):
+        raise MissingRecording(
+            f"no recorded verdict for stage {stage} of calibration case {_where(ctx, target)}; "
+            "record it with --live"
+        )
+    if verdict.get("pending"):
+        raise PendingVerdict(
+            f"judge verdict pending for {stage} of {_where(ctx, target)}; record it with --live"
+        )
+    expected = expected_verdict_key(target, judge)
+    old = dict(verdict.get("key") or {})
+    if judge.id is None:  # no judge configured: accept whichever judge recorded it
+        for name in ("judge", "judge_version"):
+            expected.pop(name, None), old.pop(name, None)
+    check_key(
+        old,
+        expected,
+        f" (verdict {stage})",
+        "--live",
+        labels=lambda: (stored_labels(doc, "verdicts", stage), _labels(target, judge)),
+    )
+    problem = repeats_problem(_comparable(verdict, judge), expected, ctx.suite.repeats)
+    if problem is not None:
+        from ..core.errors import StaleRecording
+
+        raise StaleRecording(
+            f'stale recording (verdict {stage}): {problem} (the suite\'s "repeats"); '
+            "re-record with --live"
+        )
+    return CalibrationRecording(verdict, "replayed", doc.get("recorded_at"))
+
+
+def _comparable(verdict: dict[str, Any], judge: JudgeBinding) -> dict[str, Any]:
+    """With no judge configured, the repeats' judge fields are not compared either."""
+    if judge.id is not None or "later_repeats" not in verdict:
+        return verdict
+    later = []
+    for repeat in verdict["later_repeats"]:
+        key = {
+            k: v
+            for k, v in (repeat.get("key") or {}).items()
+            if k not in ("judge", "judge_version")
+        }
+        later.append({**repeat, "key": key})
+    return {**verdict, "later_repeats": later}
+
+
+def _labels(target: CalibrationTarget, judge: JudgeBinding) -> dict[str, str]:
+    stage = STAGES[target.case.stage]
+    return verdict_labels(stage, target.as_case, target.options, judge.id, judge.version)
+
+
+async def record(
+    ctx: CalibrationContext,
+    target: CalibrationTarget,
+    judge: JudgeBinding,
+    rerecord_all: bool,
+    dry_run: bool,
+) -> CalibrationRecording:
+    """Judge the case `repeats` times and save its cassette when it changed (`rerecord_all`:
+    --live; else only what replay would refuse is judged). A judge error saves nothing: the
+    verdict comes back as an error, and the old cassette stays."""
+    from .recording import judge_with_repeats
+
+    path = Path(_path(ctx, target.case.id))
+    if not rerecord_all:
+        try:
+            return replay(ctx, target, judge)
+        except NewerCassette:
+            raise
+        except (MissingRecording, CassetteError, PendingVerdict):
+            pass
+        except Exception as exc:  # stale: judged again below
+            if type(exc).__name__ != "StaleRecording":
+                raise
+    try:
+        old = load_cassette(path, ctx.rootdir)
+    except NewerCassette:
+        raise
+    except CassetteError:
+        old = None
+    expected = expected_verdict_key(target, judge)
+    trace = material(target)
+    verdict = await judge_with_repeats(
+        judge,
+        target.case.stage,
+        target.as_case,
+        trace,
+        target.options,
+        expected,
+        ctx.suite.repeats,
+    )
+    if verdict.get("error"):
+        note = f"judge error ({verdict['error']}); the previous recording was kept"
+        return CalibrationRecording(verdict, "not_rerecorded", None, note)
+    labels = {
+        "key": {"kind": "calibration", "stage": target.case.stage},
+        "verdicts": {target.case.stage: _labels(target, judge)},
+    }
+    if ctx.judge_from:
+        labels["judge_from"] = ctx.judge_from
+    doc = build_cassette(
+        ctx.suite.name,
+        target.case.id,
+        cassette_key(target),
+        trace,
+        {target.case.stage: verdict},
+        None,
+        labels,
+    )
+    change = _change(old, doc, target.case.stage)
+    if change["kind"] == "unchanged":
+        assert old is not None
+        return CalibrationRecording(
+            old["verdicts"][target.case.stage], "recorded", old.get("recorded_at"), change=change
+        )
+    if not dry_run:
+        import asyncio
+
+        await asyncio.to_thread(save_cassette, path, doc)
+    return CalibrationRecording(
+        verdict, "dry_run" if dry_run else "recorded", doc["recorded_at"], change=change
+    )
+
+
+def _change(old: dict[str, Any] | None, new: dict[str, Any], stage: str) -> dict[str, Any]:
+    """What a re-recording changed, as the `recording changes` section lists it."""
+    from ..domain.judging import repeats_of
+    from .diff import same_recording
+    from ..domain.stages.judged import scores_text
+
+    if old is None:
+        return {"kind": "new"}
+    if same_recording(old, new):
+        return {"kind": "unchanged"}
+
+    def scores(doc: dict[str, Any]) -> str:
+        verdict = (doc.get("verdicts") or {}).get(stage)
+        if not isinstance(verdict, dict):
+            return "-"
+        return scores_text([float(v.get("score") or 0.0) for v in repeats_of(verdict)])
+
+    return {
+        "kind": "changed",
+        "details": [f"{stage}: repeat scores {scores(old)} -> {scores(new)}"],
+    }

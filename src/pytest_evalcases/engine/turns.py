@@ -1,0 +1,128 @@
+"""Running a conversation case: one trace per turn, kept together as one recorded trace.
+
+A system with `run_turn(case, history)` is driven turn by turn: `case.input` is this turn's
+message, `case.turns` the user messages so far, `case.history` (and `history`) the earlier
+turns as `[{"role": "user", ...}, {"role": "assistant", ...}]`. Otherwise `run(case)` gets the
+whole conversation (`case.turns`) and returns one trace per turn, as a list.
+
+The recorded trace is `{"answer": <the last turn's>, "turns": [<trace>, ...], "usage": <sum>}`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ..core.errors import TraceError, UserCodeExit
+from ..domain.system import CaseInput, System, exit_message, normalize_trace
+
+_RUN_TURN = "run_turn(case, history)"
+
+
+def _turn_view(view: CaseInput, index: int, history: list[dict[str, str]]) -> CaseInput:
+    turn = CaseInput(view)
+    turn["input"] = view["turns"][index]
+    turn["turns"] = view["turns"][: index + 1]
+    turn["history"] = [dict(message) for message in history]
+    return turn
+
+
+def _next_history(history: list[dict[str, str]], user: str, trace: dict[str, Any]) -> None:
+    history.append({"role": "user", "content": user})
+    history.append({"role": "assistant", "content": trace.get("answer", "")})
+
+
+def conversation_trace(traces: list[dict[str, Any]]) -> dict[str, Any]:
+    """The recorded trace of a conversation: its turns, the last answer, the summed usage."""
+    combined: dict[str, Any] = {"answer": traces[-1].get("answer", ""), "turns": traces}
+    usages = [trace["usage"] for trace in traces if isinstance(trace.get("usage"), dict)]
+    if usages:
+        total: dict[str, Any] = {}
+        for usage in usages:
+            for name, value in usage.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    total[name] = total.get(name, 0) + value
+        combined["usage"] = total
+    latencies = [t["latency_ms"] for t in traces if isinstance(t.get("latency_ms"), int | float)]
+    if latencies:
+        combined["latency_ms"] = sum(latencies)
+    return combined
+
+
+def split_traces(result: Any, view: CaseInput, where: str) -> dict[str, Any]:
+    """`run(case)`'s list of per-turn traces, checked, as the conversation's trace."""
+    count = len(view["turns"])
+    if not isinstance(result, list | tuple) or len(result) != count:
+        got = (
+            f"a list of {len(result)}"
+            if isinstance(result, list | tuple)
+            else (type(result).__name__)
+        )
+        raise TraceError(
+            f"malformed trace for {where}: a conversation case of {count} turns needs one trace "
+            f"per turn from run(case), a list of {count}; it returned {got} (or implement "
+            "run_turn(case, history) and the plugin drives the turns)"
+        )
+    return conversation_trace(
+        [normalize_trace(trace, f"{where} turn {n}") for n, trace in enumerate(result, 1)]
+    )
+
+
+def run_conversation_sync(system: System, view: CaseInput, where: str) -> dict[str, Any]:
+    """The whole conversation, in this thread (an async `run_turn` runs in its own loop)."""
+    if system.run_turn is None:
+        result = system.call(view)
+        if inspect.isawaitable(result):
+            import asyncio
+
+            result = asyncio.run(_awaited(result))
+        return split_traces(result, view, where)
+    traces: list[dict[str, Any]] = []
+    history: list[dict[str, str]] = []
+    for index in range(len(view["turns"])):
+        turn = _turn_view(view, index, history)
+        try:
+            result = system.run_turn(turn, turn["history"])
+        except (KeyboardInterrupt, Exception):
+            raise
+        except BaseException as exc:  # SystemExit & co. would end the whole session
+            raise UserCodeExit(exit_message(_RUN_TURN, exc)) from exc
+        if inspect.isawaitable(result):
+            import asyncio
+
+            result = asyncio.run(_awaited(result))
+        trace = normalize_trace(result, f"{where} turn {index + 1}")
+        traces.append(trace)
+        _next_history(history, turn["input"], trace)
+    return conversation_trace(traces)
+
+
+async def run_conversation(system: System, view: CaseInput, where: str) -> dict[str, Any]:
+    """The whole conversation in the event loop: an async `run_turn` is awaited turn after
+    turn, a sync system runs in a daemon thread of its own (as `System.arun` runs `run`)."""
+    if system.run_turn is None:
+        return split_traces(await system.arun(view), view, where)
+    if not inspect.iscoroutinefunction(system.run_turn):
+        from ..domain.system import run_in_daemon_thread
+
+        return await run_in_daemon_thread(lambda v: run_conversation_sync(system, v, where), view)
+    traces: list[dict[str, Any]] = []
+    history: list[dict[str, str]] = []
+    for index in range(len(view["turns"])):
+        turn = _turn_view(view, index, history)
+        try:
+            result = await system.run_turn(turn, turn["history"])
+        except (KeyboardInterrupt, Exception):
+            raise
+        except BaseException as exc:
+            if type(exc).__name__ == "CancelledError":  # a timeout or Ctrl-C cancelling us
+                raise
+            raise UserCodeExit(exit_message(_RUN_TURN, exc)) from exc
+        trace = normalize_trace(result, f"{where} turn {index + 1}")
+        traces.append(trace)
+        _next_history(history, turn["input"], trace)
+    return conversation_trace(traces)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable

@@ -1,0 +1,92 @@
+"""The configuration of this run's project: every suite of the case folders, read through the
+collection code (so it is what the cases run with), the package versions and the git state.
+
+Computed once per run, on the controller, and only when a report is written or a manifest is
+checked: it reads every case file again, resolves every system and hashes every input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .manifest.config import calibration_config, package_versions, suite_config
+
+if TYPE_CHECKING:
+    import pytest
+
+    from .session import EvalSession
+
+
+def project_config(session: pytest.Session, state: EvalSession) -> dict[str, Any]:
+    """{"suites": {name: ...}, "unloadable": {file: why}, "versions": {...}, "git": {...}}."""
+    from .report.gitinfo import git_state
+
+    suites: dict[str, dict[str, Any]] = {}
+    unloadable: dict[str, str] = {}
+    for path in case_files(state):
+        file = (
+            path.relative_to(state.rootdir).as_posix()
+            if path.is_relative_to(state.rootdir)
+            else str(path)
+        )
+        try:
+            name, entry = _suite_entry(session, state, path, file)
+        except Exception as exc:  # the run itself reports it on the suite's item
+            unloadable[file] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            continue
+        if name in suites:
+            unloadable[file] = f"suite name {name!r} is also declared by {suites[name]['file']}"
+            continue
+        suites[name] = entry
+    return {
+        "suites": dict(sorted(suites.items())),
+        "unloadable": dict(sorted(unloadable.items())),
+        "versions": package_versions(),
+        "git": git_state(state.rootdir),
+    }
+
+
+def case_files(state: EvalSession) -> list[Path]:
+    """Every case file of the case folders, as collection would take them, sorted."""
+    found: set[Path] = set()
+    for folder in state.case_dirs:
+        if folder.is_dir():
+            found.update(p for p in folder.rglob("*.json") if state.is_case_file(p))
+    return sorted(found)
+
+
+def _suite_entry(
+    session: pytest.Session, state: EvalSession, path: Path, file: str
+) -> tuple[str, dict[str, Any]]:
+    from .store.cassette import file_hash
+    from .collect import hash_inputs, load_suite_context
+    from .core.errors import CaseFileError
+
+    ctx = load_suite_context(session, path)
+    raw_cases = ctx.suite.cases if isinstance(ctx.suite.cases, list) else []
+    version = None
+    if ctx.judge_spec:
+        from .judges import judge_version
+
+        version = judge_version(ctx.judge_spec)
+    if not hasattr(ctx, "system"):  # a calibration suite: judge test cases, no system
+        entry = calibration_config(ctx, file, file_hash(path), len(raw_cases), version)
+        return ctx.suite.name, entry
+    case_inputs: dict[str, str] = {}
+    names = sorted(
+        {
+            name
+            for case in raw_cases
+            if isinstance(case, dict) and isinstance(case.get("inputs"), list)
+            for name in case["inputs"]
+            if isinstance(name, str)
+        }
+    )
+    for name in names:
+        try:
+            case_inputs.update(hash_inputs([name], state, ""))
+        except CaseFileError as exc:  # the case errors in the run; here, say it cannot be read
+            case_inputs[name] = f"unreadable: {exc}"
+    entry = suite_config(ctx, file, file_hash(path), len(raw_cases), case_inputs, version)
+    return ctx.suite.name, entry

@@ -1,0 +1,142 @@
+"""The `recording changes` section of a live run, and recording-changes.md (pure, from the
+per-case result dicts): what each re-recorded case changed, the counts `N unchanged, M changed,
+K new`, and every selected case the run did not (fully) record, with the reason.
+
+Built on the controller as results arrive (the same with and without xdist); the dicts carry
+the change each worker described (`recording.change`), never the recordings themselves. Kept out
+of the `report` package: importing that loads numpy and jinja2, which a live run without
+--eval-report never needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
+# shows them all); cases not recorded are always listed.
+TERMINAL_CHANGES_LIMIT = 50
+RECORDING_CHANGES_MD = "recording-changes.md"
+
+Order = tuple[str, int, str, int]
+
+
+@dataclass(slots=True)
+class _Entry:
+    order: Order
+    label: str
+    text: str  # the kind (changed, new), or why the case was not recorded
+    details: list[str] = field(default_factory=list)
+
+
+def not_recorded_reason(result: Mapping[str, Any]) -> str | None:
+    """Why a live run did not (fully) record this case, or None when it did (or the user
+    skipped it: a skipped or deselected case is not a case the run was asked to record)."""
+    recording = result.get("recording") or {}
+    status, outcome = recording.get("status"), result.get("outcome")
+    if status in ("not_run", "not_rerecorded"):
+        return str(recording.get("note") or status)
+    if recording.get("pending"):
+        return str(recording.get("note") or "judge verdict pending")
+    if status in ("recorded", "dry_run", "replayed", "replayed_http") or outcome == "skipped":
+        return None
+    reason = (result.get("first_failure") or {}).get("reason") or ""
+    if outcome in ("stale", "missing", "error"):
+        return f"{outcome}: {reason}" if reason else outcome
+    return None
+
+
+class RecordingChanges:
+    """`add` every case's result dict of a live run, then `lines` (terminal) or `markdown`."""
+
+    def __init__(self, *, dry_run: bool = False, verbose: bool = False) -> None:
+        self.dry_run = dry_run
+        self.verbose = verbose
+        self.counts = {"unchanged": 0, "changed": 0, "new": 0}
+        self.current = 0  # --live-stale / --live-judges: already current, nothing to do
+        self.changed: list[_Entry] = []
+        self.not_recorded: list[_Entry] = []
+        self.stopped: str | None = None  # why the run stopped starting cases, if it did
+        self._count = 0
+
+    def add(self, result: Mapping[str, Any]) -> None:
+        order = (str(result.get("file") or ""), result.get("index") or 0,
+                 str(result.get("id") or ""), self._count)
+        self._count += 1
+        label = f"{result.get('suite')}::{result.get('id')}"
+        recording = result.get("recording") or {}
+        change = recording.get("change") or None
+        if isinstance(change, Mapping) and change.get("kind") in self.counts:
+            kind = str(change["kind"])
+            self.counts[kind] += 1
+            if kind != "unchanged":
+                self.changed.append(_Entry(order, label, kind, list(change.get("details") or [])))
+        elif recording.get("status") in ("replayed", "replayed_http"):
+            self.current += 1
+        reason = not_recorded_reason(result)
+        if reason is not None:
+            self.not_recorded.append(_Entry(order, label, reason))
+
+    def add_unreported(self, nodeids: Sequence[str], reason: str) -> None:
+        """Selected cases that never reported (the run stopped, or was stopped, before them)."""
+        for nodeid in nodeids:
+            self.not_recorded.append(
+                _Entry(("~", 0, nodeid, self._count), nodeid, f"not run: {reason}"))
+            self._count += 1
+
+    @property
+    def incomplete(self) -> bool:
+        return bool(self.not_recorded)
+
+    def counts_text(self) -> str:
+        counts = self.counts
+        text = f"{counts['unchanged']} unchanged, {counts['changed']} changed, {counts['new']} new"
+        if self.current:
+            text += f", {self.current} already current"
+        if self.not_recorded:
+            text += f"; {len(self.not_recorded)} not recorded"
+        return text + (" (dry run: nothing was written)" if self.dry_run else "")
+
+    def lines(self) -> list[str]:
+        """The terminal section, under its `recording changes` heading."""
+        changed = sorted(self.changed, key=lambda e: e.order)
+        shown = changed if self.verbose else changed[:TERMINAL_CHANGES_LIMIT]
+        lines = []
+        for entry in shown:
+            lines.append(f"{entry.label} ({entry.text})")
+            lines += [f"  {detail}" for detail in entry.details]
+        if len(shown) < len(changed):
+            lines.append(f"({len(changed) - len(shown)} more changed cases not shown; -v shows "
+                         f"them, and --eval-report writes them all to {RECORDING_CHANGES_MD})")
+        lines.append(self.counts_text())
+        if self.stopped:
+            lines.append(f"stopped starting cases: {self.stopped}")
+        for entry in sorted(self.not_recorded, key=lambda e: e.order):
+            lines.append(f"  not recorded: {entry.label} ({entry.text})")
+        return lines
+
+    def markdown(self) -> str:
+        """recording-changes.md: the same, ready for a PR description."""
+        from .markdown import escape_cell
+
+        out = ["## Recording changes", "", f"**{self.counts_text()}**", ""]
+        if self.dry_run:
+            out += ["Dry run (`--live-dry-run`): the system and judges ran; no recording was "
+                    "written.", ""]
+        if self.stopped:
+            out += [f"Stopped starting cases: {escape_cell(self.stopped, 300)}.", ""]
+        changed = sorted(self.changed, key=lambda e: e.order)
+        if changed:
+            out += ["| case | change | what changed |", "| --- | --- | --- |"]
+            for entry in changed:
+                what = "<br>".join(escape_cell(d, 300) for d in entry.details) or " "
+                out.append(f"| {escape_cell(entry.label)} | {entry.text} | {what} |")
+            out.append("")
+        if self.not_recorded:
+            out += [f"### Not recorded ({len(self.not_recorded)})", "",
+                    "| case | why |", "| --- | --- |"]
+            for entry in sorted(self.not_recorded, key=lambda e: e.order):
+                out.append(f"| {escape_cell(entry.label)} | {escape_cell(entry.text, 400)} |")
+            out.append("")
+        return "\n".join(out).rstrip() + "\n"

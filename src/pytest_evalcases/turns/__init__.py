@@ -1,1 +1,0 @@
-"""Conversation cases (`"turns"`): running a conversation turn by turn, and scoring each turn."""
