@@ -352,7 +352,7 @@ def test_a_judge_that_answers_differently_on_repeats_misses_and_false_alarms(
 def test_the_demo_calibration_suite_covers_every_judged_stage_the_demo_uses() -> None:
     demo = json.loads((ROOT / "cases" / "docs.json").read_text())
     calibration = json.loads((ROOT / "cases" / "calibration.json").read_text())
-    from pytest_evalcases.domain.stages import STAGES
+    from pytest_evalcases.domain.stages.registry import STAGES
 
     used = {s for s in demo["stages"] + demo["report_only"] if STAGES[s].judged}
     covered: dict[str, set[str]] = {}

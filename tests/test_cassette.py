@@ -9,18 +9,19 @@ import pytest
 
 from pytest_evalcases.store.cassette import (
     build_cassette,
-    changed_fields,
-    check_key,
-    content_hash,
     find_orphans,
     load_cassette,
-    recording_key,
     save_cassette,
+)
+from pytest_evalcases.store.keys import (
+    changed_fields,
+    check_key,
+    recording_key,
     stored_labels,
     suite_key_fields,
     suite_key_labels,
-    value_label,
 )
+from pytest_evalcases.core.hashing import content_hash, value_label
 from pytest_evalcases.core.errors import CassetteError, StaleRecording
 
 

@@ -23,7 +23,7 @@ from evalhelpers import (
     suite_doc,
 )
 
-from pytest_evalcases.collect import MAX_NAME_BYTES, unsafe_id_reason
+from pytest_evalcases.core.names import MAX_NAME_BYTES, unsafe_id_reason
 from pytest_evalcases.session import scan_suites
 
 DEEP_JSON = '{"name": "deep", "cases": ' + "[" * 100_000 + "]" * 100_000 + "}"

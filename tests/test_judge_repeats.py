@@ -31,7 +31,7 @@ from pytest_evalcases.domain.judging import repeats_problem
 from pytest_evalcases.report.aggregate import aggregate
 from pytest_evalcases.report.markdown import render_markdown
 from pytest_evalcases.core.schema import Case, Suite
-from pytest_evalcases.domain.stages import STAGES
+from pytest_evalcases.domain.stages.registry import STAGES
 from pytest_evalcases.report.terminal import RunSummary
 
 judge_server = judge_server_fixture()

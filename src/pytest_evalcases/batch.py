@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .engine.recording import CaseSlots, JudgeBinding, Recording, record
 from .engine.limits import NotRun, StopRule
+from .engine.recording import CaseSlots, JudgeBinding, Recording, record
 from .session import LIVE_STALE
 from .telemetry import NO_SPANS
 

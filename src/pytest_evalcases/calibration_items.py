@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import ValidationError
 
-from .collect import EvalItem, SuiteErrorItem, _case_ids, _shown_name, unsafe_id_reason
+from .collect import EvalItem, SuiteErrorItem
 from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from .core.names import case_ids, shown_name, unsafe_id_reason
 from .core.schema import Case, Suite, format_validation_error
 from .domain.calibration_schema import CalibrationCase, CalibrationSuite
 
 if TYPE_CHECKING:
+    from .engine.calibration import CalibrationRecording
     from .engine.recording import JudgeBinding
     from .session import EvalSession
-    from .engine.calibration import CalibrationRecording
 
 
 @dataclass(slots=True)
@@ -87,15 +88,16 @@ def collect_calibration(
         )
         return
     raw_cases, ctx.suite.cases = ctx.suite.cases, []
-    state.collected_suites[parent.path] = (ctx.suite.name, _case_ids(raw_cases))
+    state.collected_suites[parent.path] = (ctx.suite.name, case_ids(raw_cases))
     seen: set[str] = set()
     for index, raw_case in enumerate(raw_cases):
         yield _item(parent, ctx, index, raw_case, seen, state)
 
 
 def _context(parent: pytest.File, state: EvalSession, raw: dict[str, Any]) -> CalibrationContext:
+    from .domain.judging import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE
     from .judges import JudgeConfigError
-    from .domain.judging import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, canonical_judge
+    from .judges.spec import canonical_judge
 
     nodeid = parent.nodeid
     try:
@@ -107,7 +109,7 @@ def _context(parent: pytest.File, state: EvalSession, raw: dict[str, Any]) -> Ca
     reason = unsafe_id_reason(suite.name)
     if reason:
         raise CaseFileError(
-            f"{nodeid}: suite name {_shown_name(suite.name)} cannot name a "
+            f"{nodeid}: suite name {shown_name(suite.name)} cannot name a "
             f"folder: {reason}; rename the suite"
         )
     try:
@@ -178,7 +180,7 @@ def _item(
     if unsafe:
         return error(
             f"cases[{index}]",
-            f"case id {_shown_name(case.id)} (cases[{index}]) cannot "
+            f"case id {shown_name(case.id)} (cases[{index}]) cannot "
             f"name a cassette file: {unsafe}; rename it",
         )
     target = CalibrationTarget.of(ctx.suite, case)
@@ -208,7 +210,8 @@ class CalibrationItem(EvalItem):
         self.scores: dict[str, Any] | None = None  # the `calibration` block of the result
 
     def setup(self) -> None:
-        from .session import REPLAY, get_session
+        from .core.modes import REPLAY
+        from .session import get_session
 
         state = get_session(self.config)
         others = state.suite_conflict(self.ctx.suite.name, self.parent.nodeid)  # type: ignore
@@ -238,8 +241,8 @@ class CalibrationItem(EvalItem):
         """Judge now, in an event loop of this item's own (the judge's clients belong to it)."""
         import asyncio
 
-        from .session import LIVE
         from .engine.calibration import record
+        from .session import LIVE
 
         async def judged() -> CalibrationRecording:
             try:
@@ -253,9 +256,9 @@ class CalibrationItem(EvalItem):
         return asyncio.run(judged())
 
     def runtest(self) -> None:
+        from .domain.calibration_scoring import RIGHT, case_message, case_status, spread
         from .domain.judging import repeats_of
         from .domain.stages.judged import score_verdict
-        from .domain.calibration_scoring import RIGHT, case_message, case_status, spread
 
         assert self.recording is not None
         verdict = self.recording.verdict

@@ -18,17 +18,20 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import ValidationError
 
-from .store.cassette import LABEL_CHARS, file_hash, suite_key_fields, suite_key_labels
-from .domain.code import default_code
 from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from .core.hashing import LABEL_CHARS, file_hash
+from .core.names import case_ids, shown_name, unsafe_id_reason
 from .core.schema import Case, Suite, format_validation_error, validate_case
+from .domain.code import default_code
 from .domain.scoring import failure_message, runs_failure_message, score_case, score_runs
-from .domain.stages import STAGES, Stage, prepare_stages
+from .domain.stages import Stage
+from .domain.stages.registry import STAGES, prepare_stages
 from .domain.system import System, resolve_system
+from .store.keys import suite_key_fields, suite_key_labels
 
 if TYPE_CHECKING:
-    from .session import EvalSession
     from .domain.users import SuiteUser
+    from .session import EvalSession
 
 
 @dataclass(slots=True)
@@ -81,43 +84,6 @@ def _parse_case_file(nodeid: str, text: str) -> Any:
             f"{nodeid}: cannot read the JSON: {str(exc).split(';')[0]}; write numbers this long "
             "as strings"
         ) from None
-
-
-# Case ids and suite names name files (`<id>.json`, written first as `<id>.json.tmp.<pid>`):
-# 200 bytes leaves room for the suffixes under the usual 255-byte limit of a file name.
-MAX_NAME_BYTES = 200
-
-
-def _case_ids(raw_cases: list[Any]) -> list[str]:
-    """The ids a case file names (valid or not): what orphan detection compares cassettes with."""
-    return [c["id"] for c in raw_cases if isinstance(c, dict) and isinstance(c.get("id"), str)]
-
-
-def unsafe_id_reason(case_id: str) -> str | None:
-    """Why an id cannot name a cassette file (and a node id), or None."""
-    if len(case_id) > MAX_NAME_BYTES or not case_id.isascii():  # isascii() is O(1): cheap
-        try:
-            size = len(case_id.encode())
-        except UnicodeEncodeError:
-            return "lone surrogates (invalid Unicode) are not allowed"
-        if size > MAX_NAME_BYTES:
-            return f"it is {size} bytes long in UTF-8, over the limit of {MAX_NAME_BYTES}"
-    if case_id in {".", ".."} or "/" in case_id or "\\" in case_id:
-        return "path separators and '.'/'..' are not allowed"
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in case_id):
-        return "control characters are not allowed"
-    if "::" in case_id:
-        return "'::' is not allowed (it separates node id parts)"
-    if case_id != case_id.strip():
-        return "leading or trailing white space is not allowed"
-    if case_id.endswith(".http"):
-        return "'.http' at the end is not allowed (<id>.http.json is the case's HTTP recording)"
-    return None
-
-
-def _shown_name(name: str) -> str:
-    """A name as a message shows it: a 5,000-character id by its start and its length."""
-    return repr(name) if len(name) <= 60 else f"{name[:40]!r}… ({len(name)} characters)"
 
 
 def _threshold_problems(suite: Suite) -> list[str]:
@@ -215,7 +181,7 @@ class CaseFile(pytest.File):
             return
         # The raw cases are not kept on the suite: each item holds its validated case only.
         raw_cases, ctx.suite.cases = ctx.suite.cases, []
-        state.collected_suites[self.path] = (ctx.suite.name, _case_ids(raw_cases))
+        state.collected_suites[self.path] = (ctx.suite.name, case_ids(raw_cases))
         # One context per distinct per-case `inputs` list, shared by the cases naming it.
         self._input_variants: dict[tuple[str, ...], SuiteContext] = {}
         self._user_variants: dict[tuple[tuple[str, ...], str], SuiteContext] = {}
@@ -264,7 +230,7 @@ class CaseFile(pytest.File):
         reason = unsafe_id_reason(suite.name)
         if reason:
             raise CaseFileError(
-                f"{self.nodeid}: suite name {_shown_name(suite.name)} cannot name a folder: "
+                f"{self.nodeid}: suite name {shown_name(suite.name)} cannot name a folder: "
                 f"{reason}; rename the suite"
             )
         spec = suite.system or state.default_system
@@ -285,15 +251,15 @@ class CaseFile(pytest.File):
         except CaseFileError as exc:
             raise CaseFileError(f"{self.nodeid}: {exc}") from None
         report_only = [name for name in suite.report_only if name not in suite.stages]
-        from .judges import JudgeConfigError
         from .domain.judging import (
             JUDGE_INI,
             JUDGE_OPTION,
             JUDGE_SUITE,
-            canonical_judge,
             judge_options,
             judged_stages,
         )
+        from .judges import JudgeConfigError
+        from .judges.spec import canonical_judge
 
         try:
             suite_judge = canonical_judge(suite.judge) if suite.judge else None
@@ -380,19 +346,19 @@ class CaseFile(pytest.File):
         if unsafe:  # case.id is raw_id, now known to be a valid string
             return error(
                 f"cases[{index}]",
-                f"case id {_shown_name(case.id)} (cases[{index}]) cannot name a "
+                f"case id {shown_name(case.id)} (cases[{index}]) cannot name a "
                 f"cassette file: {unsafe}; rename it (nothing was recorded for it)",
             )
         if case.inputs is not None:
             try:
                 ctx = self._with_inputs(ctx, state, case.inputs)
             except CaseFileError as exc:
-                return error(case.id, f"case {_shown_name(case.id)} (cases[{index}]): {exc}")
+                return error(case.id, f"case {shown_name(case.id)} (cases[{index}]): {exc}")
         if case.user is not None:
             try:
                 ctx = self._with_user(ctx, case.user)
             except CaseFileError as exc:
-                return error(case.id, f"case {_shown_name(case.id)} (cases[{index}]): {exc}")
+                return error(case.id, f"case {shown_name(case.id)} (cases[{index}]): {exc}")
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
         for marker in filter(None, (case.category, *case.marks)):
             item.add_marker(state.marker(marker))

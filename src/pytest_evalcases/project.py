@@ -59,9 +59,9 @@ def case_files(state: EvalSession) -> list[Path]:
 def _suite_entry(
     session: pytest.Session, state: EvalSession, path: Path, file: str
 ) -> tuple[str, dict[str, Any]]:
-    from .store.cassette import file_hash
     from .collect import hash_inputs, load_suite_context
     from .core.errors import CaseFileError
+    from .core.hashing import file_hash
 
     ctx = load_suite_context(session, path)
     raw_cases = ctx.suite.cases if isinstance(ctx.suite.cases, list) else []

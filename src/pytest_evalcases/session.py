@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .core.errors import EvalCaseError
+from .core.modes import LIVE, LIVE_JUDGES, LIVE_STALE, REPLAY
 
 if TYPE_CHECKING:
-    from .domain.code import CodeFingerprints
-    from .collect import CaseItem
-    from .http.router import HttpLayer
     from .batch import LiveRecorder
+    from .collect import CaseItem
+    from .domain.code import CodeFingerprints
     from .engine.recording import JudgeBinding, Recording
+    from .http.router import HttpLayer
 
-REPLAY, LIVE, LIVE_STALE, LIVE_JUDGES = "replay", "live", "live_stale", "live_judges"
 SESSION_KEY = pytest.StashKey["EvalSession"]()
 
 
@@ -33,7 +33,7 @@ def _judge_setting(value: str | None, where: str) -> str | None:
     if not value:
         return None
     from .judges import JudgeConfigError
-    from .domain.judging import canonical_judge
+    from .judges.spec import canonical_judge
 
     try:
         return canonical_judge(value)

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CaseFileError
+from ..core.hashing import HASH_CHARS
 
 CODE_PREFIX = "code."
-HASH_CHARS = 16
 
 
 _encode_string = json.JSONEncoder(ensure_ascii=True).encode

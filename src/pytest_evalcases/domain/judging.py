@@ -8,22 +8,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..store.cassette import content_hash, name_label, value_label
+from ..core.hashing import content_hash, name_label, value_label
 from ..core.schema import Case, Suite
-from .stages import STAGES, Stage
+from .stages import Stage
 from .stages.judged import judged_skip_reason
+from .stages.registry import STAGES
+from .turns import turn_units, verdict_name
 
 DEFAULT_CORRECTNESS_CRITERIA = (
     "The answer conveys the same key facts as the reference and nothing contradicting it."
 )
-
-
-def canonical_judge(spec: str) -> str:
-    """The judge id keys are made with (`OpenAI:x` and `openai:x` are one judge). Checks the
-    form only, no key, so replay can validate it; raises JudgeConfigError listing the forms."""
-    from ..judges.spec import parse_spec
-
-    return parse_spec(spec).id
 
 
 def judge_options(suite: Suite) -> dict[str, Any]:
@@ -162,8 +156,6 @@ def judged_units(
     turn (`turn2.faithfulness`, judging that turn as a case of its own)."""
     if case.turns is None:
         return [(stage.name, stage, case, trace) for stage in applicable(stages, case, trace)]
-    from .turns import turn_units, verdict_name
-
     return [
         (verdict_name(unit.number, stage.name), stage, unit.case, unit.trace)
         for unit in turn_units(case, trace)

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.schema import Case, Suite
-from .stages import STAGES, StageResult
+from .stages import StageResult, skipped
+from .stages.registry import STAGES
+from .turns import turn_units, verdict_name
 
 
 @dataclass(slots=True)
@@ -29,8 +31,6 @@ def score_case(
 ) -> CaseScores:
     """Every stage is scored (so the table is complete); only gating stages can fail the case."""
     if case.turns is not None:
-        from .turns import score_conversation
-
         return score_conversation(suite, case, trace, verdicts, gating, report_only)
     results = []
     first_failure = None
@@ -114,3 +114,66 @@ def failure_message(scores: CaseScores) -> str:
 
 def result_stages(scores: CaseScores) -> dict[str, dict[str, Any]]:
     return {name: result.to_dict(gating) for name, result, gating in scores.results}
+
+
+def score_conversation(
+    suite: Suite,
+    case: Case,
+    trace: dict[str, Any],
+    verdicts: Mapping[str, Any],
+    gating: Sequence[str],
+    report_only: Sequence[str],
+) -> CaseScores:
+    turns = []
+    first_failure = None
+    failure_turn = None
+    for unit in turn_units(case, trace):
+        own = {
+            name: verdicts.get(verdict_name(unit.number, name)) for name in (*gating, *report_only)
+        }
+        scores = score_case(suite, unit.case, unit.trace, own, gating, report_only)
+        turns.append((unit.number, scores))
+        if first_failure is None and scores.first_failure is not None:
+            first_failure, failure_turn = scores.first_failure, unit.number
+    results = []
+    for position, (name, _, is_gating) in enumerate(turns[0][1].results):
+        per_turn = [(number, scores.results[position][1]) for number, scores in turns]
+        results.append((name, summed_up(per_turn), is_gating))
+    return CaseScores(results, first_failure, turns=turns, failure_turn=failure_turn)
+
+
+def summed_up(per_turn: list[tuple[int, StageResult]]) -> StageResult:
+    """One stage over the turns: failing at its first failing turn, the mean score of the turns
+    it applied to, every turn's reason."""
+    applied = [(number, result) for number, result in per_turn if result.passed is not None]
+    if not applied:
+        return skipped(per_turn[-1][1].reason if per_turn else "no turn scored")
+    scores = [result.score for _, result in applied if result.score is not None]
+    mean = sum(scores) / len(scores) if scores else None
+    last = applied[-1][1]
+    # --eval-judge-repeats: the stage is unstable when unstable verdicts alone decide it (every
+    # failing turn's, or on a pass any turn's), as the summary and the baseline gate read it.
+    repeated = [result for _, result in applied if result.repeat_scores is not None]
+    failing_turns = [(number, result) for number, result in applied if result.passed is False]
+    failing = [result for _, result in failing_turns]
+    unstable = bool(repeated) and (
+        all(r.unstable for r in failing) if failing else any(r.unstable for r in repeated)
+    )
+    deciding = failing[0] if failing else next((r for r in repeated if r.unstable), None)
+    repeat_scores = (deciding or (repeated[-1] if repeated else last)).repeat_scores
+    if failing_turns:
+        number, result = failing_turns[0]
+        return StageResult(
+            mean,
+            False,
+            f"turn {number}: {result.reason}",
+            result.threshold,
+            result.label,
+            result.metrics,
+            result.judge_error,
+            repeat_scores,
+            unstable,
+        )
+    reason = "; ".join(f"turn {number}: {result.reason}" for number, result in applied)
+    return StageResult(mean, True, reason, last.threshold, last.label, last.metrics,
+                       repeat_scores=repeat_scores, unstable=unstable)

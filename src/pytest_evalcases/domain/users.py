@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..store.cassette import LABEL_CHARS, SHOW_CHARS, content_hash
 from ..core.errors import CaseFileError, UserCodeExit
+from ..core.hashing import LABEL_CHARS, SHOW_CHARS, content_hash
 from .system import AttributeMapping
 
 USER_FIELD_PREFIX = "user."

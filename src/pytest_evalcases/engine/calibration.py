@@ -12,25 +12,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
+from ..core.hashing import content_hash
+from ..domain.judging import repeats_problem, verdict_key, verdict_labels
+from ..domain.stages.judged import JUDGE_READS
+from ..domain.stages.registry import STAGES
 from ..store.cassette import (
-    CASSETTE_FORMAT,
     build_cassette,
     check_integrity,
-    check_key,
-    content_hash,
     load_cassette,
     save_cassette,
     shown_path,
-    stored_labels,
 )
-from ..core.errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
-from ..domain.judging import repeats_problem, verdict_key, verdict_labels
-from ..domain.stages import STAGES
-from ..domain.stages.judged import JUDGE_READS
+from ..store.keys import CASSETTE_FORMAT, check_key, stored_labels
 
 if TYPE_CHECKING:
-    from .recording import JudgeBinding
     from ..calibration_items import CalibrationContext, CalibrationTarget
+    from .recording import JudgeBinding
 
 
 @dataclass(slots=True)
@@ -229,8 +227,8 @@ async def record(
 def _change(old: dict[str, Any] | None, new: dict[str, Any], stage: str) -> dict[str, Any]:
     """What a re-recording changed, as the `recording changes` section lists it."""
     from ..domain.judging import repeats_of
-    from .diff import same_recording
     from ..domain.stages.judged import scores_text
+    from .diff import same_recording
 
     if old is None:
         return {"kind": "new"}

@@ -17,22 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..store.cassette import (
-    LabelSource,
-    build_cassette,
-    case_label,
-    cassette_path,
-    changed_fields,
-    check_integrity,
-    check_key,
-    edited_verdicts,
-    http_path,
-    load_cassette,
-    recording_key,
-    save_cassette,
-    shown_path,
-    stored_labels,
-)
 from ..core.errors import (
     CassetteError,
     MissingRecording,
@@ -50,14 +34,32 @@ from ..domain.judging import (
     verdict_key,
     verdict_labels,
 )
-from ..session import LIVE, LIVE_JUDGES
 from ..domain.system import CaseInput, key_view, normalize_trace, system_view
+from ..session import LIVE, LIVE_JUDGES
+from ..store.cassette import (
+    build_cassette,
+    cassette_path,
+    check_integrity,
+    edited_verdicts,
+    http_path,
+    load_cassette,
+    save_cassette,
+    shown_path,
+)
+from ..store.keys import (
+    LabelSource,
+    case_label,
+    changed_fields,
+    check_key,
+    recording_key,
+    stored_labels,
+)
 from ..telemetry import NO_SPANS, CaseSpans
 
 if TYPE_CHECKING:
     from ..collect import SuiteContext
-    from ..http.router import HttpLayer
     from ..core.schema import Case
+    from ..http.router import HttpLayer
 
 
 @dataclass(slots=True)
@@ -654,7 +656,7 @@ def _ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
 def _fails_without_judge(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> bool:
     """Whether a gating stage that needs no verdict fails on this trace."""
     from ..domain.scoring import score_case
-    from ..domain.stages import STAGES
+    from ..domain.stages.registry import STAGES
 
     plain = [name for name in ctx.gating if not STAGES[name].judged]
     return score_case(ctx.suite, case, trace, {}, plain, []).first_failure is not None
@@ -855,8 +857,8 @@ def run_offline(
     import threading
 
     from ..core.errors import StaleRecording, SystemTimeout, UserCodeExit
-    from ..http.router import CaseHttp, UnservedRequest
     from ..domain.system import exit_message
+    from ..http.router import CaseHttp, UnservedRequest
 
     where = _where(ctx, case)
     suite = ctx.suite

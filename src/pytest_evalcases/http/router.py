@@ -23,10 +23,10 @@ from contextvars import ContextVar
 from typing import Any
 from unittest import mock
 
+from ..store.http import playable_response, stored_request, stored_response
 from ..store.redaction import redact, secret_values_from_env
 from .match import closest, describe, parse_json_path, request_view, summarise
 from .scrub import scrub_request, scrub_response
-from ..store.http import playable_response, stored_request, stored_response
 
 _CURRENT: ContextVar[CaseHttp | None] = ContextVar("evalcases_case_http", default=None)
 

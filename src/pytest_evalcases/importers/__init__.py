@@ -134,7 +134,7 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _check_unique_ids(path: Path, units: list[Unit]) -> None:
-    from ..collect import unsafe_id_reason
+    from ..core.names import unsafe_id_reason
 
     seen: dict[str, int] = {}
     for index, unit in enumerate(units):
@@ -155,7 +155,7 @@ def _check_unique_ids(path: Path, units: list[Unit]) -> None:
 
 def _check_suite(path: Path, suite: dict[str, Any]) -> None:
     """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
-    from ..collect import unsafe_id_reason
+    from ..core.names import unsafe_id_reason
     from ..core.schema import Suite, ValidationError, format_validation_error, validate_case
 
     unsafe = unsafe_id_reason(suite["name"])

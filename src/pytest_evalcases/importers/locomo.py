@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..collect import unsafe_id_reason
+from ..core.names import unsafe_id_reason
 from .base import BenchmarkFormatError, Parsed, RecordReader, Unit
 
 FORMAT = "locomo"

@@ -160,3 +160,9 @@ def resolve_spec(value: str, environ: Mapping[str, str] | None = None) -> JudgeS
             "litellm", spec.model, base_url, key_env or "the provider's API key variable", key
         )
     return spec
+
+
+def canonical_judge(spec: str) -> str:
+    """The judge id keys are made with (`OpenAI:x` and `openai:x` are one judge). Checks the
+    form only, no key, so replay can validate it; raises JudgeConfigError listing the forms."""
+    return parse_spec(spec).id

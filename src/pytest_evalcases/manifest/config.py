@@ -12,7 +12,7 @@ import platform
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..store.cassette import LABEL_CHARS, content_hash
+from ..core.hashing import LABEL_CHARS, content_hash
 
 if TYPE_CHECKING:
     from ..collect import SuiteContext

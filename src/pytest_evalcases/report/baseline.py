@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outcomes import NOT_PASSING, PASS_LIKE, case_label, failure_of
+from ..core.stats import bootstrap_ci, mean
 from .aggregate import RESULTS_FORMAT, stage_score
 from .formatting import fmt_ci, fmt_delta, fmt_score
-from ..core.stats import bootstrap_ci, mean
 
 #: Keys a results.json must have to be usable as a baseline.
 REQUIRED_KEYS: tuple[str, ...] = ("format", "summary", "stages", "cases")

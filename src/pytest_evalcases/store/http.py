@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .cassette import content_hash, save_cassette
 from ..core.errors import CassetteError
+from ..core.hashing import content_hash
+from .cassette import save_cassette
 
 HTTP_FORMAT = 1
 # Request headers are not matched on; only the content type is kept (the rest is SDK noise such

@@ -1,40 +1,14 @@
-"""The stage registry: a stage is one small module that registers itself here."""
+"""The stages: each is one small module that registers itself in `registry`; importing this
+package registers them all (the four that most suites do not run load on first use)."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from .base import Stage, StageResult, skipped
-
-STAGES: dict[str, Stage] = {}
-
-# Suite fields that configure one stage: giving one without running the stage is a mistake.
-STAGE_OPTIONS = {"graph": "graph", "citations": "citations", "answer_schema": "schema"}
-
-
-def register(stage: Stage) -> Stage:
-    STAGES[stage.name] = stage
-    return stage
-
-
-def prepare_stages(suite: object, runs: list[str], rootdir: Path) -> None:
-    """Once per suite, at collection: each stage it runs checks or loads its suite options.
-    Raises CaseFileError (without the file's name: the caller adds it)."""
-    from ...core.errors import CaseFileError
-
-    for option, stage in STAGE_OPTIONS.items():
-        if getattr(suite, option) is not None and stage not in runs:
-            raise CaseFileError(
-                f'"{option}" configures the {stage} stage, which this suite does not run: add '
-                f'"{stage}" to "stages" or "report_only", or remove the option'
-            )
-    for name in runs:
-        prepare = STAGES[name].prepare
-        if prepare is not None:
-            prepare(suite, rootdir)  # type: ignore[arg-type]
+from .registry import STAGES, prepare_stages, register
 
 
 def _on_first_use(module: str, function: str) -> Callable[..., Any]:

@@ -14,8 +14,8 @@ from typing import Any
 
 from ...core.errors import CaseFileError
 from ...core.schema import Case, Suite
-from . import register
 from .base import Stage, StageResult, skipped
+from .registry import register
 
 MAX_LISTED = 20  # violations kept in the metrics (all are counted)
 INSTALL_HINT = "pip install 'pytest-evalcases[schema]' (or pip install jsonschema)"

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.schema import Case, Suite
-from . import register
 from .base import Stage, StageResult, skipped
+from .registry import register
 
 
 def cited_docs(citations: list[Any]) -> tuple[list[str], dict[str, list[int]], list[int]]:

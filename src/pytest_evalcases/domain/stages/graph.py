@@ -21,8 +21,8 @@ from typing import Any
 
 from ...core.errors import CaseFileError
 from ...core.schema import Case, GraphOptions, Suite
-from . import register
 from .base import Stage, StageResult, skipped
+from .registry import register
 
 Edge = tuple[str, str, str]
 Similarity = Callable[[str, str], float]

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core.schema import Case, Suite
-from . import register
 from .base import Stage, StageResult, skipped
+from .registry import register
 
 # Labels that pass a categorical stage (the suite may accept PARTIAL completeness).
 _PASSING_LABELS: dict[str, Callable[[Suite], set[str]]] = {

@@ -7,8 +7,8 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from ...core.schema import Case, Suite
-from . import register
 from .base import Stage, StageResult, skipped
+from .registry import register
 
 _DISCOUNTS = [0.0] + [1 / math.log2(rank + 1) for rank in range(1, 129)]  # nDCG, by rank
 

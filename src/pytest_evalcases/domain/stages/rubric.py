@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.schema import Case, Suite
-from . import register
 from .base import Stage, StageResult
 from .judged import JUDGE_READS, combine_repeats, unusable_verdict
+from .registry import register
 
 MAX_LISTED_CHARS = 80  # an unmet item longer than this is cut in the reason (not in details)
 

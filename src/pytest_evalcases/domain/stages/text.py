@@ -9,8 +9,8 @@ from collections import Counter
 from typing import Any
 
 from ...core.schema import Case, Suite
-from . import register
 from .base import Stage, StageResult, skipped
+from .registry import register
 
 # A regex deletes the punctuation about twice as fast as str.translate with a table.
 _PUNCTUATION = re.compile("[" + re.escape(string.punctuation) + "]")

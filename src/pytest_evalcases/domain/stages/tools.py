@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.schema import Case, Suite, ToolExpectation
-from . import register
 from .base import Stage, StageResult, skipped
+from .registry import register
 
 
 def _matches(expected: str | ToolExpectation, call: dict[str, Any]) -> bool:

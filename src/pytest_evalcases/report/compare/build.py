@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..baseline import case_key, validate_results
 from ...core.outcomes import DECIDED, NOT_PASSING, PASS_LIKE, case_label, failure_of
 from ...core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean, wilson_interval
 from ..aggregate import cost_section, stage_score
+from ..baseline import case_key, validate_results
 from ..formatting import uncommitted_changes
 
 COMPARE_FORMAT = "pytest-evalcases/compare"

@@ -1,0 +1,59 @@
+"""Names that become file names and node ids (case ids, suite names), and the small text helpers
+every message uses: `clip` to shorten, `aligned` to lay out columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Case ids and suite names name files (`<id>.json`, written first as `<id>.json.tmp.<pid>`):
+# 200 bytes leaves room for the suffixes under the usual 255-byte limit of a file name.
+MAX_NAME_BYTES = 200
+
+
+def case_ids(raw_cases: list[Any]) -> list[str]:
+    """The ids a case file names (valid or not): what orphan detection compares cassettes with."""
+    return [c["id"] for c in raw_cases if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
+def unsafe_id_reason(case_id: str) -> str | None:
+    """Why an id cannot name a cassette file (and a node id), or None."""
+    if len(case_id) > MAX_NAME_BYTES or not case_id.isascii():  # isascii() is O(1): cheap
+        try:
+            size = len(case_id.encode())
+        except UnicodeEncodeError:
+            return "lone surrogates (invalid Unicode) are not allowed"
+        if size > MAX_NAME_BYTES:
+            return f"it is {size} bytes long in UTF-8, over the limit of {MAX_NAME_BYTES}"
+    if case_id in {".", ".."} or "/" in case_id or "\\" in case_id:
+        return "path separators and '.'/'..' are not allowed"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in case_id):
+        return "control characters are not allowed"
+    if "::" in case_id:
+        return "'::' is not allowed (it separates node id parts)"
+    if case_id != case_id.strip():
+        return "leading or trailing white space is not allowed"
+    if case_id.endswith(".http"):
+        return "'.http' at the end is not allowed (<id>.http.json is the case's HTTP recording)"
+    return None
+
+
+def shown_name(name: str) -> str:
+    """A name as a message shows it: a 5,000-character id by its start and its length."""
+    return repr(name) if len(name) <= 60 else f"{name[:40]!r}… ({len(name)} characters)"
+
+
+def clip(text: str, limit: int = 200, *, one_line: bool = True) -> str:
+    """`text` cut to `limit` characters with "..." at the cut; `one_line` first folds every run
+    of white space (new lines included) into one space."""
+    if one_line:
+        text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows of cells as lines of left-aligned columns two spaces apart (a terminal table)."""
+    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]

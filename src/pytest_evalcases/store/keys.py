@@ -1,0 +1,170 @@
+"""Recording keys: the named short hashes a recording depends on, their readable labels, and the
+check that names every changed field when a key no longer matches.
+
+Replay recomputes a case's key and compares it with the recorded one field by field, so a stale
+recording says exactly which input changed (and, with labels, from what to what).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..core.errors import CaseFileError, StaleRecording
+from ..core.hashing import LABEL_CHARS, SHOW_CHARS, content_hash, name_label, value_label
+from ..domain.users import changed_user_files
+
+# Bump when the cassette layout or the meaning of a key field changes: every recording goes stale.
+# 2: code fingerprints in the key, content hashes of the trace and verdicts, HTTP recordings.
+CASSETTE_FORMAT = 2
+
+
+# A cassette's `labels`: beside each key hash, what a person can read (a judge spec, a model
+# name, a path). Never compared: only read to word a stale message, once a key differs.
+Labels = Mapping[str, str]
+
+
+def suite_key_fields(
+    system_spec: str, input_hashes: Mapping[str, str], fingerprint: Mapping[str, Any]
+) -> dict[str, str]:
+    """The key fields shared by every case of a suite: computed once per suite, not per case."""
+    key = {"format": str(CASSETTE_FORMAT), "system": content_hash(system_spec)}
+    key.update(input_hashes)
+    for name, value in fingerprint.items():
+        try:
+            key[f"fingerprint.{name}"] = content_hash(value)
+        except (TypeError, ValueError) as exc:
+            raise CaseFileError(
+                f"system {system_spec!r}: fingerprint entry {name!r} is not JSON ({exc}); "
+                "return plain JSON values "
+                "(str, number, bool, list, dict) from fingerprint()"
+            ) from None
+    return key
+
+
+def recording_key(
+    suite_fields: Mapping[str, str], system_view: Mapping[str, Any]
+) -> dict[str, str]:
+    """The trace's key: the suite's fields plus the hash of what the system gets of this case."""
+    key = dict(suite_fields)
+    key["case"] = content_hash(system_view)
+    return key
+
+
+def suite_key_labels(
+    system_spec: str,
+    inputs: Iterable[str],
+    fingerprint: Mapping[str, Any],
+    code_paths: Mapping[str, str],
+) -> dict[str, str]:
+    """Labels of the key fields a suite shares (the `case` label is per case: `case_label`)."""
+    found = {"system": name_label(system_spec)}
+    found.update((name, name_label(name)) for name in inputs)
+    found.update((f"fingerprint.{name}", value_label(v)) for name, v in fingerprint.items())
+    found.update((name, name_label(path)) for name, path in code_paths.items())
+    return {name: label for name, label in found.items() if label is not None}
+
+
+def case_label(key_view: Mapping[str, Any]) -> str | None:
+    """The `case` field's label: the input alone when the system gets nothing else, else the
+    fields as compact JSON, when short enough."""
+    if key_view.keys() == {"input"}:
+        return value_label(key_view["input"])
+    try:
+        text = json.dumps(key_view, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) <= LABEL_CHARS else None
+
+
+def stored_labels(doc: Mapping[str, Any], *path: str) -> dict[str, str] | None:
+    """The labels a cassette holds at `path` (e.g. "key", or "verdicts", stage), or None for a
+    cassette recorded before labels (its messages then show hashes, as they always did)."""
+    found: Any = doc.get("labels")
+    for part in path:
+        found = found.get(part) if isinstance(found, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return {name: label for name, label in found.items() if isinstance(label, str)}
+
+
+def changed_fields(
+    recorded: Mapping[str, str],
+    current: Mapping[str, str],
+    recorded_labels: Labels | None = None,
+    current_labels: Labels | None = None,
+) -> list[str]:
+    """`name changed (old -> new)` for every differing field, in a stable order. With the
+    recorded cassette's labels, a side with a label shows it (`judge changed (lexical ->
+    openai:gpt-4o-mini)`); without them (an older cassette), or when both labels read the
+    same (an input file's path), the short hashes."""
+    changes = []
+    names = sorted(recorded.keys() | current.keys())
+    labelled = recorded_labels is not None
+    if labelled and _differs("judge", recorded, current):
+        names = [name for name in names if name != "judge_version"]  # it follows the judge
+    for name in names:
+        old, new = recorded.get(name), current.get(name)
+        if old != new:
+            verb = "added" if old is None else "removed" if new is None else "changed"
+            shown_old, shown_new = _short(old), _short(new)
+            if labelled:
+                label_old = (recorded_labels or {}).get(name) if old is not None else None
+                label_new = (current_labels or {}).get(name) if new is not None else None
+                if (label_old or shown_old) != (label_new or shown_new):
+                    shown_old, shown_new = label_old or shown_old, label_new or shown_new
+                if name.startswith("user.") and label_old and label_new:
+                    # a stale user: name the files that changed
+                    files = changed_user_files(label_old, label_new)
+                    if files is not None:
+                        changes.append(f"{name} changed ({files})")
+                        continue
+            changes.append(f"{name} {verb} ({shown_old} -> {shown_new})")
+    return changes
+
+
+def _differs(name: str, recorded: Mapping[str, str], current: Mapping[str, str]) -> bool:
+    return recorded.get(name) != current.get(name)
+
+
+def _short(value: str | None) -> str:
+    return "-" if value is None else str(value)[:SHOW_CHARS]
+
+
+# The labels of both sides, asked for only once a key differs (never on the passing path).
+LabelSource = Callable[[], tuple[Labels | None, Labels | None]]
+
+
+def check_key(
+    recorded: Any,
+    current: Mapping[str, str],
+    what: str,
+    rerecord: str,
+    ignore_prefix: str | None = None,
+    labels: LabelSource | None = None,
+    advice: Callable[[set[str]], str | None] | None = None,
+) -> None:
+    """Raise StaleRecording naming every changed field, or return when the key matches. Fields
+    starting with `ignore_prefix` are not compared (e.g. code hashes, when the code runs).
+    `labels` gives the recorded and current labels for the message; `advice`, given the names
+    of the changed fields, may replace the closing `re-record with ...`."""
+    if recorded == current:  # every replay that passes: one dict comparison, no sorting
+        return
+    if not isinstance(recorded, dict):
+        recorded = {}
+    if ignore_prefix is not None:
+        recorded = {k: v for k, v in recorded.items() if not k.startswith(ignore_prefix)}
+        current = {k: v for k, v in current.items() if not k.startswith(ignore_prefix)}
+        if recorded == current:
+            return
+    recorded_labels, current_labels = labels() if labels is not None else (None, None)
+    changes = changed_fields(recorded, current, recorded_labels, current_labels)
+    names = {name for name in recorded.keys() | current.keys()
+             if recorded.get(name) != current.get(name)}
+    closing = advice(names) if advice is not None else None
+    if closing is None:
+        if rerecord == "--live" and any(name.startswith("code.") for name in names):
+            rerecord = "--live, or check it offline with --replay-http"
+        closing = f"re-record with {rerecord}"
+    raise StaleRecording(f"stale recording{what}: {'; '.join(changes)}; {closing}")
