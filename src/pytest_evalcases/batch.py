@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .engine.limits import NotRun, StopRule
-from .engine.recording import CaseSlots, JudgeBinding, Recording, record
-from .session import LIVE_STALE
+from .core.modes import LIVE_STALE
+from .engine.limits import CaseSlots, NotRun, StopRule
+from .engine.record import record
+from .engine.recording import JudgeBinding, Recording
 from .telemetry import NO_SPANS
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in

@@ -241,8 +241,8 @@ class CalibrationItem(EvalItem):
         """Judge now, in an event loop of this item's own (the judge's clients belong to it)."""
         import asyncio
 
+        from .core.modes import LIVE
         from .engine.calibration import record
-        from .session import LIVE
 
         async def judged() -> CalibrationRecording:
             try:

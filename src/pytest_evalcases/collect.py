@@ -11,7 +11,6 @@ import functools
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,45 +22,15 @@ from .core.hashing import LABEL_CHARS, file_hash
 from .core.names import case_ids, shown_name, unsafe_id_reason
 from .core.schema import Case, Suite, format_validation_error, validate_case
 from .domain.code import default_code
+from .domain.context import SuiteContext
 from .domain.scoring import failure_message, runs_failure_message, score_case, score_runs
-from .domain.stages import Stage
 from .domain.stages.registry import STAGES, prepare_stages
-from .domain.system import System, resolve_system
+from .domain.system import resolve_system
 from .store.keys import suite_key_fields, suite_key_labels
 
 if TYPE_CHECKING:
     from .domain.users import SuiteUser
     from .session import EvalSession
-
-
-@dataclass(slots=True)
-class SuiteContext:
-    """Everything the items of one case file share, computed once per file."""
-
-    path: Path
-    suite: Suite
-    system: System
-    cassette_root: Path
-    cassette_dir: str  # this suite's folder of cassettes
-    rootdir: Path  # messages name files relative to it, the same on every machine and shard
-    key_fields: dict[str, str]
-    input_fields: dict[str, str]  # the suite's `inputs` among key_fields (a case may replace them)
-    key_labels: dict[str, str]  # readable labels of key_fields, for stale messages and cassettes
-    gating: list[str]
-    report_only: list[str]
-    judged: list[Stage]
-    judge_spec: str | None
-    judge_from: str | None  # where judge_spec came from: --eval-judge, ini eval_judge or suite
-    judge_options: dict[str, Any]
-    timeout: float  # seconds a system run may take when it runs (live, --replay-http)
-    # The suite's declared users (None: it declares none), each built or the error its cases
-    # get; and the user of the cases sharing this context (a per-user variant), if any.
-    users: dict[str, SuiteUser | CaseFileError] | None = None
-    user: SuiteUser | None = None
-    # Verdicts per judged stage asked for (None: as recorded on replay, 1 when recording).
-    judge_repeats: int | None = None
-    # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).
-    runs: int | None = None
 
 
 def _json_error(nodeid: str, exc: json.JSONDecodeError) -> str:

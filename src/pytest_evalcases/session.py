@@ -456,7 +456,7 @@ class EvalSession:
         if not self.live and not self.replay_http:  # the default replay: decided first, per case
             return _replay()(item.ctx, item.case, self.judge_binding(item.ctx.judge_spec, False))
         if self.replay_http and self.mode in (REPLAY, LIVE_STALE):
-            from .engine.recording import replay_http
+            from .engine.http_replay import replay_http
 
             binding = self.judge_binding(item.ctx.judge_spec, False)
             return replay_http(item.ctx, item.case, binding, self.http_layer,
@@ -468,7 +468,7 @@ class EvalSession:
 
         try:
             if self.replay_http:  # --live-judges: judge what today's code answers, offline
-                from .engine.recording import run_recorded
+                from .engine.http_replay import run_recorded
 
                 doc, _, trace = run_recorded(item.ctx, item.case, self.http_layer)
                 return self.recorder.recording_for(item, offline=(doc, trace))
@@ -487,7 +487,7 @@ class EvalSession:
 @functools.cache
 def _replay() -> Any:
     """recording.replay, imported once (recording.py imports this module)."""
-    from .engine.recording import replay
+    from .engine.replay import replay
 
     return replay
 

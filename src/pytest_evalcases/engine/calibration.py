@@ -12,10 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import CassetteError, MissingRecording, NewerCassette, PendingVerdict
+from ..core.errors import (
+    CassetteError,
+    MissingRecording,
+    NewerCassette,
+    PendingVerdict,
+    StaleRecording,
+)
 from ..core.hashing import content_hash
-from ..domain.judging import repeats_problem, verdict_key, verdict_labels
-from ..domain.stages.judged import JUDGE_READS
+from ..domain.judging import repeats_of, repeats_problem, verdict_key, verdict_labels
+from ..domain.stages.judged import JUDGE_READS, scores_text
 from ..domain.stages.registry import STAGES
 from ..store.cassette import (
     build_cassette,
@@ -25,6 +31,8 @@ from ..store.cassette import (
     shown_path,
 )
 from ..store.keys import CASSETTE_FORMAT, check_key, stored_labels
+from .diff import same_recording
+from .record import judge_with_repeats
 
 if TYPE_CHECKING:
     from ..calibration_items import CalibrationContext, CalibrationTarget
@@ -122,7 +130,6 @@ def replay(
     )
     problem = repeats_problem(_comparable(verdict, judge), expected, ctx.suite.repeats)
     if problem is not None:
-        from ..core.errors import StaleRecording
 
         raise StaleRecording(
             f'stale recording (verdict {stage}): {problem} (the suite\'s "repeats"); '
@@ -161,7 +168,6 @@ async def record(
     """Judge the case `repeats` times and save its cassette when it changed (`rerecord_all`:
     --live; else only what replay would refuse is judged). A judge error saves nothing: the
     verdict comes back as an error, and the old cassette stays."""
-    from .recording import judge_with_repeats
 
     path = Path(_path(ctx, target.case.id))
     if not rerecord_all:
@@ -226,9 +232,6 @@ async def record(
 
 def _change(old: dict[str, Any] | None, new: dict[str, Any], stage: str) -> dict[str, Any]:
     """What a re-recording changed, as the `recording changes` section lists it."""
-    from ..domain.judging import repeats_of
-    from ..domain.stages.judged import scores_text
-    from .diff import same_recording
 
     if old is None:
         return {"kind": "new"}

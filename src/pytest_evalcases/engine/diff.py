@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..http.match import request_view
+
 # Never equal between two runs of the same system: left out wherever they appear in a trace or
 # a verdict (a verdict's `calls` counts its model requests, retries included).
 VOLATILE_KEYS = frozenset({"latency_ms", "usage"})
@@ -75,7 +77,6 @@ def _exchange_view(
     """An HTTP exchange as compared: the request as --replay-http matches it (the suite's
     `http_ignore` paths left out), the response's status and body without volatile fields.
     Response headers are left out: dates, request ids and rate-limit counters change every run."""
-    from ..http.match import request_view
 
     response = exchange.get("response") or {}
     body = response.get("body") or {}

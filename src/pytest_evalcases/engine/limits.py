@@ -6,8 +6,17 @@ reported as not run (skipped, with the reason), and the run's exit code says it 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from typing import TYPE_CHECKING, Any
+
+from ..domain.context import case_where
+from ..domain.scoring import score_case
+from ..domain.stages.registry import STAGES
+
+if TYPE_CHECKING:
+    from ..core.schema import Case
+    from ..domain.context import SuiteContext
 
 
 class NotRun(Exception):  # noqa: N818 (a reason, not a fault: the case is reported as skipped)
@@ -71,3 +80,62 @@ class StopRule:
     def not_run(self) -> NotRun:
         return NotRun(f"not run: {self.reason}; its recording is as it was (run again to "
                       "record it)")
+
+
+class CaseSlots:
+    """How a case waits for its turn: a system slot before its system runs (`system`), and,
+    when a stop rule (-x / --maxfail, --eval-budget) is set, the same slot while a case that
+    needs no system run is judged (`judging`), so that cases start one after another and stop
+    starting once the rule fires. Without a rule, such a case is judged at once, as before."""
+
+    def __init__(self, concurrency: int, rule: Any = None) -> None:
+        import asyncio
+
+        self._slots = asyncio.Semaphore(concurrency)
+        self.rule = rule  # a rerecording.stop.StopRule, or None
+        self.counted: set[str] = set()  # cases whose failure the rule has counted already
+
+    @asynccontextmanager
+    async def system(self, starts_case: bool = True) -> AsyncIterator[None]:
+        """`starts_case` False: a later run (--eval-runs) of a case already started, which the
+        stop rule lets finish, as it lets running cases finish."""
+        async with self._slots:
+            if starts_case and self.rule is not None and self.rule.reason is not None:
+                raise self.rule.not_run()
+            yield
+
+    def judging(self) -> AbstractAsyncContextManager[None]:
+        return self.system() if self.rule is not None and self.rule.active else nullcontext()
+
+    def spend(self, usd: float) -> None:
+        if self.rule is not None and usd:
+            self.rule.spend(usd)
+
+    def system_ran(self, ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> None:
+        """Before the slot is free: the run's cost, and (under -x / --maxfail) a failure of a
+        stage that needs no judge, so the next case already sees them. A judged stage's failure
+        is known, and counted, only once its verdict is in."""
+        rule = self.rule
+        if rule is None:
+            return
+        cost = recorded_cost_of(trace)
+        if cost:
+            rule.spend(cost)
+        where = case_where(ctx, case)  # a case fails once, however many of its runs fail
+        if (rule.maxfail and not case.xfail and where not in self.counted
+                and fails_without_judge(ctx, case, trace)):
+            self.counted.add(where)
+            rule.count(True)
+
+
+def recorded_cost_of(part: dict[str, Any]) -> float:
+    """The recorded cost of a trace, or of a verdict with all its repeats."""
+
+    return recorded_cost(part, part.get("later_repeats") or ())
+
+
+def fails_without_judge(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> bool:
+    """Whether a gating stage that needs no verdict fails on this trace."""
+
+    plain = [name for name in ctx.gating if not STAGES[name].judged]
+    return score_case(ctx.suite, case, trace, {}, plain, []).first_failure is not None

@@ -14,7 +14,7 @@ import inspect
 from typing import Any
 
 from ..core.errors import TraceError, UserCodeExit
-from ..domain.system import CaseInput, System, exit_message, normalize_trace
+from ..domain.system import CaseInput, System, exit_message, normalize_trace, run_in_daemon_thread
 
 _RUN_TURN = "run_turn(case, history)"
 
@@ -103,7 +103,6 @@ async def run_conversation(system: System, view: CaseInput, where: str) -> dict[
     if system.run_turn is None:
         return split_traces(await system.arun(view), view, where)
     if not inspect.iscoroutinefunction(system.run_turn):
-        from ..domain.system import run_in_daemon_thread
 
         return await run_in_daemon_thread(lambda v: run_conversation_sync(system, v, where), view)
     traces: list[dict[str, Any]] = []

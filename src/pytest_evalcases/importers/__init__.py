@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..core.names import unsafe_id_reason
+from ..core.schema import Suite, ValidationError, format_validation_error, validate_case
 from . import hotpotqa, locomo, musique, twowiki
 from .base import BenchmarkFormatError, Parsed, Unit, read_records
 from .sampling import SAMPLING, sample
@@ -134,7 +136,6 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _check_unique_ids(path: Path, units: list[Unit]) -> None:
-    from ..core.names import unsafe_id_reason
 
     seen: dict[str, int] = {}
     for index, unit in enumerate(units):
@@ -155,8 +156,6 @@ def _check_unique_ids(path: Path, units: list[Unit]) -> None:
 
 def _check_suite(path: Path, suite: dict[str, Any]) -> None:
     """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
-    from ..core.names import unsafe_id_reason
-    from ..core.schema import Suite, ValidationError, format_validation_error, validate_case
 
     unsafe = unsafe_id_reason(suite["name"])
     if unsafe:

@@ -12,10 +12,11 @@ import platform
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import __version__
 from ..core.hashing import LABEL_CHARS, content_hash
 
 if TYPE_CHECKING:
-    from ..collect import SuiteContext
+    from ..domain.context import SuiteContext
 
 # Suite settings longer than this (as JSON) are kept as a hash: criteria texts, alias maps.
 SETTING_CHARS = 200
@@ -146,7 +147,6 @@ def package_versions() -> dict[str, str | None]:
     from the installed metadata: nothing is imported."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from .. import __version__
 
     found: dict[str, str | None] = {
         "pytest-evalcases": __version__,

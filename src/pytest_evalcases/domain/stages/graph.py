@@ -21,6 +21,7 @@ from typing import Any
 
 from ...core.errors import CaseFileError
 from ...core.schema import Case, GraphOptions, Suite
+from ..system import import_spec, split_spec
 from .base import Stage, StageResult, skipped
 from .registry import register
 
@@ -204,7 +205,6 @@ def score_graph(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -
 def prepare_graph(suite: Suite, rootdir: Path) -> None:
     """Once per suite, at collection: normalise the aliases and import the similarity function
     (CaseFileError when it cannot be imported or is not callable)."""
-    from ..system import import_spec, split_spec
 
     options = suite.graph or _NO_OPTIONS
     if options.similarity is None:

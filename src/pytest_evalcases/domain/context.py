@@ -1,0 +1,50 @@
+"""A suite's context: everything the cases of one case file share, computed once per file (the
+system, its key fields and labels, the stages, the judge and its options, limits, users)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import CaseFileError
+from ..core.schema import Case, Suite
+from .stages import Stage
+from .system import System
+
+if TYPE_CHECKING:
+    from .users import SuiteUser
+
+
+@dataclass(slots=True)
+class SuiteContext:
+    """Everything the items of one case file share, computed once per file."""
+
+    path: Path
+    suite: Suite
+    system: System
+    cassette_root: Path
+    cassette_dir: str  # this suite's folder of cassettes
+    rootdir: Path  # messages name files relative to it, the same on every machine and shard
+    key_fields: dict[str, str]
+    input_fields: dict[str, str]  # the suite's `inputs` among key_fields (a case may replace them)
+    key_labels: dict[str, str]  # readable labels of key_fields, for stale messages and cassettes
+    gating: list[str]
+    report_only: list[str]
+    judged: list[Stage]
+    judge_spec: str | None
+    judge_from: str | None  # where judge_spec came from: --eval-judge, ini eval_judge or suite
+    judge_options: dict[str, Any]
+    timeout: float  # seconds a system run may take when it runs (live, --replay-http)
+    # The suite's declared users (None: it declares none), each built or the error its cases
+    # get; and the user of the cases sharing this context (a per-user variant), if any.
+    users: dict[str, SuiteUser | CaseFileError] | None = None
+    user: SuiteUser | None = None
+    # Verdicts per judged stage asked for (None: as recorded on replay, 1 when recording).
+    judge_repeats: int | None = None
+    # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).
+    runs: int | None = None
+
+
+def case_where(ctx: SuiteContext, case: Case) -> str:
+    return f"{ctx.suite.name}::{case.id}"

@@ -1,0 +1,204 @@
+"""--replay-http: today's system runs offline while vcrpy serves its recorded HTTP; the fresh
+trace is scored with the verdicts that still hold (--live-stale refreshes the key of a case that
+replays clean, with no model call)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import (
+    CassetteError,
+    MissingRecording,
+    StaleRecording,
+    SystemTimeout,
+    UserCodeExit,
+)
+from ..domain.context import case_where
+from ..domain.judging import (
+    judged_inputs,
+    judged_part,
+    judged_units,
+)
+from ..domain.system import exit_message, normalize_trace
+from ..http.router import CaseHttp, UnservedRequest
+from ..store.cassette import (
+    http_path,
+    shown_path,
+)
+from ..store.http import interactions_hash, load_http
+from .recording import JudgeBinding, LiveRecording, Recording
+from .replay import check_verdicts, checked_cassette
+from .save import save_recording
+from .turns import run_conversation_sync
+
+if TYPE_CHECKING:
+    from ..core.schema import Case
+    from ..domain.context import SuiteContext
+    from ..http.router import HttpLayer
+
+
+def replay_http(
+    ctx: SuiteContext,
+    case: Case,
+    judge: JudgeBinding,
+    http: HttpLayer,
+    refresh: bool = False,
+    dry_run: bool = False,
+) -> Recording:
+    """--replay-http: run today's system with its recorded HTTP answers, score the fresh trace.
+
+    Recorded verdicts are reused while what their judge read is unchanged. With `refresh`
+    (--live-stale), a case that ran clean gets its key (and trace) rewritten, with no model
+    call (`dry_run`: said, not written)."""
+    doc, key, trace = run_recorded(ctx, case, http)
+    recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
+    # Today's trace may need a verdict the recorded one did not (e.g. it now has a context).
+    check_verdicts(
+        ctx, case, judge, trace, verdicts, "--replay-http --live-judges (judges today's trace)",
+        doc=doc,
+    )
+    rejudge = False
+    recorded_inputs = judged_inputs(ctx, case, recorded_trace)
+    for verdict, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
+        recorded_part = judged_part(recorded_trace, verdict)
+        changed = [
+            name
+            for name in ("answer", "context")
+            if name in stage.reads and judged_trace.get(name) != recorded_part.get(name)
+        ]
+        if "input" in stage.reads and recorded_inputs.get(verdict, judged_case.input) != (
+            judged_case.input
+        ):
+            changed.append("the conversation before it")
+        if changed:
+            rejudge = True
+            verdicts[verdict] = {
+                "error": f"needs re-judging: {' and '.join(changed)} changed since it was "
+                "judged; re-judge today's trace with --replay-http --live-judges (no system "
+                "call), or re-record with --live",
+                "score": None,
+            }
+    if refresh and not rejudge:
+        return _refresh(ctx, case, doc, key, trace, verdicts, dry_run)
+    return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
+
+
+def run_recorded(
+    ctx: SuiteContext, case: Case, http: HttpLayer
+) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """The checked cassette, today's key and today's trace, from running the system offline.
+
+    The code fingerprint is no reason for staleness here (the code itself runs); a request the
+    recording cannot serve is."""
+
+    doc, key, view = checked_cassette(ctx, case, ignore_prefix="code.")
+    where = case_where(ctx, case)
+    exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
+    exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
+    if exchanges is None or "http" not in doc["integrity"]:
+        raise MissingRecording(f"no HTTP recording for {where}; record it with --live")
+    if interactions_hash(exchanges) != doc["integrity"]["http"]:
+        raise CassetteError(
+            f"recording edited by hand: HTTP recording changed "
+            f"({shown_path(exchanges_path, ctx.rootdir)}); re-record with --live"
+        )
+    return doc, key, run_offline(ctx, case, view, http, exchanges)
+
+
+def _same_trace(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Equal but for the latency, which no two runs share."""
+    return {k: v for k, v in old.items() if k != "latency_ms"} == {
+        k: v for k, v in new.items() if k != "latency_ms"
+    }
+
+
+def _refresh(
+    ctx: SuiteContext,
+    case: Case,
+    doc: dict[str, Any],
+    key: dict[str, str],
+    trace: dict[str, Any],
+    verdicts: dict[str, Any],
+    dry_run: bool = False,
+) -> Recording:
+    """--replay-http --live-stale: today's code gave a recording whose verdicts all still hold:
+    write its key (and its trace, when it changed) without a model call."""
+    if doc.get("key") == key and _same_trace(doc["trace"], trace):
+        return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
+    kept = doc["trace"] if _same_trace(doc["trace"], trace) else trace
+    new_doc, redacted, change = save_recording(
+        ctx, case, key, kept, doc.get("verdicts") or {}, None, doc["integrity"]["http"], doc,
+        dry_run, doc.get("later_runs"),
+    )
+    return LiveRecording(trace, verdicts, "dry_run" if dry_run else "recorded",
+                         new_doc["recorded_at"], redacted=redacted, change=change)
+
+
+def run_offline(
+    ctx: SuiteContext,
+    case: Case,
+    view: Any,
+    http: HttpLayer,
+    exchanges: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Run the system for one case with vcrpy serving its recorded HTTP; a request or a
+    connection the recording cannot serve fails the case, whatever the system made of it."""
+    import asyncio
+    import contextvars
+    import inspect
+    import threading
+
+
+    where = case_where(ctx, case)
+    suite = ctx.suite
+    with http.case(CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts), sole=True):
+        try:
+            ctx.system.setup(suite)
+            if ctx.user is not None:
+                ctx.user.set_up(ctx.system.target, suite.name)
+        except UnservedRequest as exc:
+            what = "setup(suite)" if ctx.user is None else "setup(suite) or setup_user(user)"
+            raise StaleRecording(
+                f"{what} of {suite.name}: {str(exc).split(' — ')[0]}; --replay-http "
+                "cannot serve requests made in setup (they are not recorded)"
+            ) from None
+    case_http = CaseHttp(where, exchanges, suite.http_ignore, suite.allow_hosts)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            if case.turns is not None:
+
+                outcome["result"] = run_conversation_sync(ctx.system, view, where)
+                return
+            result = ctx.system.call(view)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_awaited(result))
+            outcome["result"] = result
+        except BaseException as exc:  # SystemExit from inside an async system's loop too
+            outcome["error"] = exc
+
+    with http.case(case_http, sole=True):
+        # A daemon thread, so a system that hangs fails its case at the timeout instead of
+        # holding up the gate (the thread is left behind; the interpreter does not wait for it).
+        runner = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+                                  name="evalcases-system", daemon=True)
+        runner.start()
+        runner.join(ctx.timeout)
+    if runner.is_alive():
+        raise SystemTimeout(
+            f"run(case) of {where} did not finish within {ctx.timeout:g} s under --replay-http; "
+            "raise the limit with --eval-timeout (or the suite's \"timeout\") if it is slow"
+        )
+    if case_http.problem:
+        raise StaleRecording(f"stale recording: {case_http.problem}")
+    error = outcome.get("error")
+    if isinstance(error, KeyboardInterrupt | Exception):
+        raise error
+    if error is not None:
+        raise UserCodeExit(exit_message("run(case)", error)) from error
+    return normalize_trace(outcome.get("result"), where)
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable

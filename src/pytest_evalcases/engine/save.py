@@ -1,0 +1,110 @@
+"""Saving a recording: secrets redacted, the HTTP file written before the cassette that holds its
+hash, and nothing written when the new recording equals the old one but for timings and usage."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import (
+    CassetteError,
+)
+from ..domain.scoring import score_case
+from ..http.match import parse_json_path
+from ..store.cassette import (
+    build_cassette,
+    cassette_path,
+    http_path,
+    save_cassette,
+    shown_path,
+)
+from ..store.http import http_document, interactions_hash, load_http, save_http
+from ..store.redaction import redact_secrets
+from .diff import describe_changes, same_exchanges, same_recording
+from .replay import recording_labels
+
+if TYPE_CHECKING:
+    from ..core.schema import Case
+    from ..domain.context import SuiteContext
+
+
+def save_recording(
+    ctx: SuiteContext,
+    case: Case,
+    key: dict[str, str],
+    trace: dict[str, Any],
+    verdicts: dict[str, Any],
+    exchanges: list[dict[str, Any]] | None,
+    http_hash: str | None,
+    old: dict[str, Any] | None = None,
+    dry_run: bool = False,
+    later_runs: list[dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
+    holds the HTTP file's hash: a crash between the two leaves a pair replay refuses, never a
+    pair that lies. Secrets are redacted from both first. Nothing is written when the recording
+    equals `old` (the cassette there was) but for timings and usage, nor in a dry run.
+    Returns the cassette, the count of secrets redacted and what changed."""
+
+    labels = recording_labels(ctx, case, verdicts, trace)
+    (trace, verdicts, exchanges, labels, later_runs), redacted = redact_secrets(
+        [trace, verdicts, exchanges, labels, later_runs]
+    )
+    old_http = ((old or {}).get("integrity") or {}).get("http") if old else None
+    http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
+    http_counts: tuple[int | None, int] | None = None  # (old, new) when the exchanges changed
+    if exchanges is not None:
+
+        http_hash = interactions_hash(exchanges)
+        if old is not None and http_hash != old_http:
+            try:
+                before = load_http(http_file, shown_path(http_file, ctx.rootdir))
+            except CassetteError:
+                before = None
+            ignore = _ignored_paths(ctx)
+            if before is not None and old_http is not None and same_exchanges(
+                before, exchanges, ignore
+            ):
+                http_hash = old_http  # the same requests and answers: keep the file there is
+            else:
+                http_counts = (None if before is None else len(before), len(exchanges))
+    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels,
+                         later_runs)
+    if old is None:
+        change: dict[str, Any] = {"kind": "new"}
+    elif http_counts is None and http_hash == old_http and same_recording(old, doc):
+        # The file stays byte for byte: what is returned is what it holds, bar the timings.
+        return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
+    else:
+        def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
+            return stage_scores(ctx, case, recording)
+
+        change = {"kind": "changed",
+                  "details": describe_changes(old, doc, scores, http_counts)}
+    if not dry_run:
+        if exchanges is not None and http_hash != old_http:
+
+            save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))
+        save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
+    return doc, redacted, change
+
+
+def _ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
+
+    paths = []
+    for path in ctx.suite.http_ignore:
+        try:
+            paths.append(parse_json_path(path))
+        except ValueError:  # the suite's own check reports it
+            continue
+    return paths
+
+
+def stage_scores(
+    ctx: SuiteContext, case: Case, recording: Any
+) -> dict[str, tuple[bool | None, float | None]]:
+    """How the suite scores a recording, stage by stage: (passed, score)."""
+
+    trace, verdicts = dict(recording.get("trace") or {}), recording.get("verdicts") or {}
+    scores = score_case(ctx.suite, case, trace, verdicts, ctx.gating, ctx.report_only)
+    return {name: (None if result.judge_error else result.passed, result.score)
+            for name, result, _ in scores.results}
