@@ -24,7 +24,7 @@ from evalhelpers import (
 )
 
 from pytest_evalcases.core.names import MAX_NAME_BYTES, unsafe_id_reason
-from pytest_evalcases.session import scan_suites
+from pytest_evalcases.housekeeping import scan_suites
 
 DEEP_JSON = '{"name": "deep", "cases": ' + "[" * 100_000 + "]" * 100_000 + "}"
 BIG_NUMBER_JSON = '{"name": "bignumber", "k": ' + "7" * 5_000 + ', "cases": []}'
@@ -194,7 +194,7 @@ def test_orphan_detection_skips_unreadable_case_files(hostile: SimpleNamespace) 
 def test_unexpected_error_loading_a_suite_is_an_error_item(project: Project) -> None:
     # A fault nobody foresaw (here: a patched resolver raising ZeroDivisionError) while loading
     # one suite: that file errors, the others run.
-    project.write_text("conftest.py", "import pytest_evalcases.collect as collect\n\n"
+    project.write_text("conftest.py", "import pytest_evalcases.context as collect\n\n"
                        "real = collect.resolve_system\n\n\n"
                        "def resolve(spec, *args):\n"
                        "    if spec == 'mysys:other_system':\n"

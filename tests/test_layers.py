@@ -36,6 +36,8 @@ FLOORS: dict[str, tuple[int, str]] = {
     "session": (5, "pytest layer: run state and registries"),
     "collect": (5, "pytest layer: collection nodes"),
     "context": (5, "pytest layer: building suite contexts"),
+    "items": (5, "pytest layer: the items of eval cases"),
+    "sources": (5, "pytest layer: where each case's recording comes from"),
     "calibration_items": (5, "pytest layer: calibration nodes"),
     "batch": (5, "pytest layer: live batches"),
     "results": (5, "pytest layer: result dicts of items"),
@@ -54,7 +56,7 @@ FLOORS: dict[str, tuple[int, str]] = {
 # Loaded by pytest in every run where the plugin is installed: the only modules where an
 # import of the package's own code may wait for first use (keeping start-up within +50 ms).
 START_UP_MODULES = {"pytest_evalcases.plugin", "pytest_evalcases.options",
-                    "pytest_evalcases.session"}
+                    "pytest_evalcases.session", "pytest_evalcases.reporting"}
 START_UP_COMMENT = "# start-up:"
 
 
@@ -116,7 +118,14 @@ def _targets(known: dict[str, Path], module: str, node: ast.ImportFrom | ast.Imp
 
 
 def _has_comment(lines: list[str], line: int, comment: str) -> bool:
-    return comment in lines[line - 1] or (line > 1 and comment in lines[line - 2])
+    """`comment` on the import's line, or on the line above it or above the run of imports it
+    belongs to."""
+    if comment in lines[line - 1]:
+        return True
+    above = line - 2
+    while above >= 0 and lines[above].strip().startswith(("from ", "import ")):
+        above -= 1
+    return above >= 0 and comment in lines[above]
 
 
 def import_edges() -> list[Edge]:

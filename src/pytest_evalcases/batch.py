@@ -14,12 +14,15 @@ their own items, and pytest (or xdist) stops the run between items.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .core.modes import LIVE_STALE
+from .domain.scoring import score_recording
 from .engine.limits import CaseSlots, NotRun, StopRule
 from .engine.record import record
 from .engine.recording import JudgeBinding, Recording
@@ -30,16 +33,28 @@ from .telemetry import NO_SPANS
 CASES_IN_PROGRESS = 1000
 
 if TYPE_CHECKING:
-    from .collect import CaseItem
-    from .session import EvalSession
+    from .domain.context import SuiteContext
+    from .http.router import HttpLayer
+    from .items import CaseItem
+
+
+@dataclass(frozen=True, slots=True)
+class LiveServices:
+    """What a live batch needs of the run, handed in as callables: the batch never calls back
+    into the run state."""
+
+    binding_for: Callable[[SuiteContext], JudgeBinding]  # the judge of a suite's cases
+    judge_bindings: Callable[[], list[JudgeBinding]]  # every judge the run has made
+    http_layer: Callable[[], HttpLayer]  # vcrpy's patches, started on first use
+    otel_export: Callable[[], Any]  # the run's OpenTelemetry export, or None
 
 
 class LiveRecorder:
-    def __init__(self, state: EvalSession) -> None:
-        self.state = state
-        self.concurrency = state.concurrency
-        self.mode = state.mode
-        self.dry_run = state.dry_run
+    def __init__(self, services: LiveServices, concurrency: int, mode: str, dry_run: bool) -> None:
+        self.services = services
+        self.concurrency = concurrency
+        self.mode = mode
+        self.dry_run = dry_run
         self.rule = StopRule()  # set by record_batch; without limits it never stops anything
         self._prepared: dict[str, Recording | BaseException] = {}
 
@@ -53,7 +68,7 @@ class LiveRecorder:
 
     async def _record_single(self, item: CaseItem, offline: Any = None) -> Recording:
         try:
-            self._warm_up([self.state.binding_for(item)])
+            self._warm_up([self.services.binding_for(item.ctx)])
             return await self._record_one(item, _Limits(self.concurrency, None), offline)
         finally:
             await self._close_judges()
@@ -66,18 +81,15 @@ class LiveRecorder:
 
     async def _close_judges(self) -> None:
         """Judge clients belong to one event loop: close them before it ends."""
-        for binding in self.state.judge_bindings():
+        for binding in self.services.judge_bindings():
             if binding.live is not None:
                 await binding.live.aclose()
-
-    def _http_layer(self) -> Any:
-        return self.state.http_layer
 
     async def _record_one(
         self, item: CaseItem, limits: _Limits, offline: Any = None
     ) -> Recording:
-        binding = self.state.binding_for(item)
-        otel = self.state.otel_export
+        binding = self.services.binding_for(item.ctx)
+        otel = self.services.otel_export()
         spans = NO_SPANS if otel is None else otel.start_case(item.nodeid, item.ctx, item.case)
         async with limits.cases:
             try:
@@ -87,7 +99,7 @@ class LiveRecorder:
                     binding,
                     self.mode,
                     limits.slots,
-                    None if offline is not None else self._http_layer,
+                    None if offline is not None else self.services.http_layer,
                     offline,
                     self.dry_run,
                     spans,
@@ -103,14 +115,13 @@ class LiveRecorder:
     ) -> None:
         """Live mode without xdist: record every selected case in one event loop, at most
         `concurrency` system runs at a time, before the items report in their usual order.
-        `rule` (-x / --maxfail, --eval-budget) stops new cases from starting."""
+        `rule` (-x / --maxfail, --eval-budget) stops new cases from starting. `items` are the
+        cases to record (the caller leaves out skipped ones and suites two files declare)."""
         self.rule = rule or StopRule()
-        # A case of a suite whose name two files declare errors in setup: never record it.
-        items = [i for i in items if not i.case.skip and i.suite_conflict(self.state) is None]
         bindings = []
         for item in items:  # judges first: a missing key fails before any case runs
             try:
-                bindings.append(self.state.binding_for(item))
+                bindings.append(self.services.binding_for(item.ctx))
             except Exception as exc:
                 raise pytest.UsageError(str(exc)) from None
         self._warm_up(bindings)
@@ -138,12 +149,12 @@ class LiveRecorder:
                 # Counted before the next case can take the slot: the exception reached here
                 # without a pause from the system run that raised it.
                 self.rule.count(True)
-            progress.case_done(self.state.judge_bindings())
+            progress.case_done(self.services.judge_bindings())
 
         try:
             await asyncio.gather(*(one(item) for item in items))
         finally:
-            progress.finish(self.state.judge_bindings())
+            progress.finish(self.services.judge_bindings())
             if self.rule.reason is not None:
                 progress.stopped(self.rule.reason, not_run)
             await self._close_judges()
@@ -156,18 +167,9 @@ def _failed(item: CaseItem, recording: Recording) -> bool:
         return True
     if item.case.xfail or recording.status == "replayed":
         return False
-    from .domain.scoring import score_case, score_runs
-
-    ctx = item.ctx
-    if recording.later_runs:  # --eval-runs: any failing run fails the case
-        runs = [(recording.trace, recording.verdicts)]
-        runs += [(run["trace"], run.get("verdicts") or {}) for run in recording.later_runs]
-        shown, _ = score_runs(ctx.suite, item.case, runs, ctx.gating, ctx.report_only)
-        return shown.first_failure is not None
-    scores = score_case(ctx.suite, item.case, recording.trace, recording.verdicts, ctx.gating,
-                        ctx.report_only)
+    scores, _ = score_recording(item.ctx, item.case, recording.trace, recording.verdicts,
+                                recording.later_runs)
     return scores.first_failure is not None
-
 
 class _Limits:
     """The limits of the running event loop: cases in progress, system runs in flight (and the

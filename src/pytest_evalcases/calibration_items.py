@@ -7,69 +7,31 @@ An item passes when every repeat of its verdict lands on the expected side of th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic import ValidationError
 
-from .collect import EvalItem, SuiteErrorItem
+from .context import calibration_context
 from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from .core.modes import LIVE, REPLAY
 from .core.names import case_ids, shown_name, unsafe_id_reason
-from .core.schema import Case, Suite, format_validation_error
-from .domain.calibration_schema import CalibrationCase, CalibrationSuite
+from .core.schema import format_validation_error
+from .domain.calibration_schema import CalibrationCase
+from .domain.calibration_scoring import RIGHT, case_message, case_status, spread
+from .domain.context import CalibrationContext, CalibrationTarget
+from .domain.judging import repeats_of
+from .domain.stages.judged import score_verdict
+from .engine.calibration import record, replay
+from .items import EvalItem, SuiteErrorItem
+from .results import error_summary
+from .session import get_session
 
 if TYPE_CHECKING:
     from .engine.calibration import CalibrationRecording
     from .engine.recording import JudgeBinding
     from .session import EvalSession
-
-
-@dataclass(slots=True)
-class CalibrationContext:
-    """What the items of one calibration suite share."""
-
-    path: Path
-    suite: CalibrationSuite
-    cassette_dir: str
-    rootdir: Path
-    judge_spec: str | None
-    judge_from: str | None
-
-
-@dataclass(slots=True)
-class CalibrationTarget:
-    """One case with what judging and scoring it need: the case as the judge sees it, the stage
-    options it is judged with, and the pass rule (a one-stage Suite) its repeats are held to."""
-
-    case: CalibrationCase
-    as_case: Case
-    options: dict[str, Any]
-    rule: Suite
-
-    @classmethod
-    def of(cls, suite: CalibrationSuite, case: CalibrationCase) -> CalibrationTarget:
-        from .domain.judging import judge_options
-
-        chosen = suite.options_for(case)
-        rule = Suite(
-            name=suite.name,
-            stages=[case.stage],
-            threshold=chosen["threshold"],
-            strict=chosen.get("strict", False),
-            accept_partial=chosen.get("accept_partial", False),
-            correctness_criteria=chosen.get("correctness_criteria"),
-            cases=[],
-        )
-        as_case = Case(
-            id=case.id,
-            input=case.input,
-            reference=case.reference,
-            unanswerable=case.unanswerable,
-            xfail=case.xfail,
-        )
-        return cls(case, as_case, judge_options(rule), rule)
 
 
 def collect_calibration(
@@ -81,7 +43,7 @@ def collect_calibration(
     if isinstance(raw.get("name"), str):
         state.claim_suite_name(raw["name"], nodeid)
     try:
-        ctx = _context(parent, state, raw)
+        ctx = calibration_context(state, raw, parent.path, parent.nodeid)
     except CaseFileError as exc:
         yield SuiteErrorItem.from_parent(
             parent, name="suite", message=str(exc), suite_name=parent.path.stem, index=-1
@@ -92,47 +54,6 @@ def collect_calibration(
     seen: set[str] = set()
     for index, raw_case in enumerate(raw_cases):
         yield _item(parent, ctx, index, raw_case, seen, state)
-
-
-def _context(parent: pytest.File, state: EvalSession, raw: dict[str, Any]) -> CalibrationContext:
-    from .domain.judging import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE
-    from .judges import JudgeConfigError
-    from .judges.spec import canonical_judge
-
-    nodeid = parent.nodeid
-    try:
-        suite = CalibrationSuite.model_validate(raw)
-    except ValidationError as exc:
-        raise CaseFileError(
-            f"{nodeid}: invalid calibration suite\n{format_validation_error(exc)}"
-        ) from None
-    reason = unsafe_id_reason(suite.name)
-    if reason:
-        raise CaseFileError(
-            f"{nodeid}: suite name {shown_name(suite.name)} cannot name a "
-            f"folder: {reason}; rename the suite"
-        )
-    try:
-        suite_judge = canonical_judge(suite.judge) if suite.judge else None
-    except JudgeConfigError as exc:
-        raise CaseFileError(f'{nodeid}: "judge": {exc}') from None
-    judge_from = (
-        JUDGE_OPTION
-        if state.judge_override
-        else JUDGE_SUITE
-        if suite_judge
-        else JUDGE_INI
-        if state.default_judge
-        else None
-    )
-    return CalibrationContext(
-        path=parent.path,
-        suite=suite,
-        cassette_dir=str(state.cassette_root / suite.name),
-        rootdir=state.rootdir,
-        judge_spec=state.judge_override or suite_judge or state.default_judge,
-        judge_from=judge_from,
-    )
 
 
 def _item(
@@ -210,8 +131,6 @@ class CalibrationItem(EvalItem):
         self.scores: dict[str, Any] | None = None  # the `calibration` block of the result
 
     def setup(self) -> None:
-        from .core.modes import REPLAY
-        from .session import get_session
 
         state = get_session(self.config)
         others = state.suite_conflict(self.ctx.suite.name, self.parent.nodeid)  # type: ignore
@@ -221,9 +140,8 @@ class CalibrationItem(EvalItem):
                 f"{', '.join(others)}; suite names name the cassette folders, so rename the "
                 "suite in one of these files"
             )
-        binding = self._judge(state, live=state.mode != REPLAY)
-        if state.mode == REPLAY:
-            from .engine.calibration import replay
+        binding = self._judge(state, live=state.settings.mode != REPLAY)
+        if state.settings.mode == REPLAY:
 
             self.recording = replay(self.ctx, self.target, binding)
         else:
@@ -241,13 +159,11 @@ class CalibrationItem(EvalItem):
         """Judge now, in an event loop of this item's own (the judge's clients belong to it)."""
         import asyncio
 
-        from .core.modes import LIVE
-        from .engine.calibration import record
 
         async def judged() -> CalibrationRecording:
             try:
                 return await record(
-                    self.ctx, self.target, binding, state.mode == LIVE, state.dry_run
+                    self.ctx, self.target, binding, state.settings.mode == LIVE, state.settings.dry_run
                 )
             finally:
                 if binding.live is not None:
@@ -256,9 +172,6 @@ class CalibrationItem(EvalItem):
         return asyncio.run(judged())
 
     def runtest(self) -> None:
-        from .domain.calibration_scoring import RIGHT, case_message, case_status, spread
-        from .domain.judging import repeats_of
-        from .domain.stages.judged import score_verdict
 
         assert self.recording is not None
         verdict = self.recording.verdict
@@ -287,7 +200,6 @@ class CalibrationItem(EvalItem):
         self, outcome: str, with_detail: bool, exc: BaseException | None
     ) -> dict[str, Any]:
         """The per-case result dict (see results.case_result) of a calibration case."""
-        from .results import error_summary
 
         recording = self.recording
         failure = None
@@ -333,6 +245,5 @@ class CalibrationItem(EvalItem):
 
 
 def _judges(verdict: dict[str, Any]) -> set[str]:
-    from .domain.judging import repeats_of
 
     return {str(v["judge"]) for v in repeats_of(verdict) if isinstance(v, dict) and v.get("judge")}

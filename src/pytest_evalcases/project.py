@@ -10,28 +10,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .context import hash_inputs, load_suite_context
+from .core.errors import CaseFileError
+from .core.hashing import file_hash
+from .judges import judge_version
 from .manifest.config import calibration_config, package_versions, suite_config
+from .report.gitinfo import git_state
 
 if TYPE_CHECKING:
-    import pytest
 
     from .session import EvalSession
 
 
-def project_config(session: pytest.Session, state: EvalSession) -> dict[str, Any]:
-    """{"suites": {name: ...}, "unloadable": {file: why}, "versions": {...}, "git": {...}}."""
-    from .report.gitinfo import git_state
+def project_config(state: EvalSession) -> dict[str, Any]:
+    """{"suites": {name: ...}, "unloadable": {file: why}, "versions": {...}, "git": {...}},
+    built once per run (kept on the run state) and only when a report or a check asks."""
+    if state.project_config is None:
+        state.project_config = _read_project(state)
+    return state.project_config
+
+
+def _read_project(state: EvalSession) -> dict[str, Any]:
 
     suites: dict[str, dict[str, Any]] = {}
     unloadable: dict[str, str] = {}
     for path in case_files(state):
         file = (
-            path.relative_to(state.rootdir).as_posix()
-            if path.is_relative_to(state.rootdir)
+            path.relative_to(state.settings.rootdir).as_posix()
+            if path.is_relative_to(state.settings.rootdir)
             else str(path)
         )
         try:
-            name, entry = _suite_entry(session, state, path, file)
+            name, entry = _suite_entry(state, path, file)
         except Exception as exc:  # the run itself reports it on the suite's item
             unloadable[file] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             continue
@@ -43,31 +53,27 @@ def project_config(session: pytest.Session, state: EvalSession) -> dict[str, Any
         "suites": dict(sorted(suites.items())),
         "unloadable": dict(sorted(unloadable.items())),
         "versions": package_versions(),
-        "git": git_state(state.rootdir),
+        "git": git_state(state.settings.rootdir),
     }
 
 
 def case_files(state: EvalSession) -> list[Path]:
     """Every case file of the case folders, as collection would take them, sorted."""
     found: set[Path] = set()
-    for folder in state.case_dirs:
+    for folder in state.settings.case_dirs:
         if folder.is_dir():
             found.update(p for p in folder.rglob("*.json") if state.is_case_file(p))
     return sorted(found)
 
 
 def _suite_entry(
-    session: pytest.Session, state: EvalSession, path: Path, file: str
+    state: EvalSession, path: Path, file: str
 ) -> tuple[str, dict[str, Any]]:
-    from .collect import hash_inputs, load_suite_context
-    from .core.errors import CaseFileError
-    from .core.hashing import file_hash
 
-    ctx = load_suite_context(session, path)
+    ctx = load_suite_context(state, path)
     raw_cases = ctx.suite.cases if isinstance(ctx.suite.cases, list) else []
     version = None
     if ctx.judge_spec:
-        from .judges import judge_version
 
         version = judge_version(ctx.judge_spec)
     if not hasattr(ctx, "system"):  # a calibration suite: judge test cases, no system

@@ -8,9 +8,11 @@ import pytest
 
 from .core.errors import EvalCaseError, MissingRecording, StageFailure, StaleRecording
 from .domain.scoring import result_stages
+from .domain.turns import all_turns, turn_results
 
 if TYPE_CHECKING:
     from .engine.recording import Recording
+
 
 UNSCORED = ("stale", "missing", "error")
 
@@ -102,7 +104,6 @@ def case_result(
     if case.user is not None:  # the group is a suite user: the reports title it so
         result["user"] = case.user
     if scores is not None and scores.turns is not None:
-        from .domain.turns import turn_results
 
         result["turns"] = turn_results(case, scores, _shown_trace(item, recording))
     if getattr(item, "run_results", None) is not None:  # --eval-runs: passed_runs/K and more
@@ -110,7 +111,6 @@ def case_result(
     if with_detail and recording is not None:
         trace = _shown_trace(item, recording)
         if isinstance(trace.get("turns"), list):  # a conversation: every turn's, in order
-            from .domain.turns import all_turns
 
             trace = all_turns(trace)
         result["detail"] = {

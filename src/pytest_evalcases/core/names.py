@@ -4,6 +4,7 @@ every message uses: `clip` to shorten, `aligned` to lay out columns."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 # Case ids and suite names name files (`<id>.json`, written first as `<id>.json.tmp.<pid>`):
@@ -57,3 +58,8 @@ def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
     return [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
+
+
+def shown_file(path: Path, rootdir: Path) -> str:
+    """A case file as messages name it: relative to the rootdir, as its node id starts."""
+    return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)

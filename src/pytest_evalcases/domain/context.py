@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CaseFileError
 from ..core.schema import Case, Suite
+from .calibration_schema import CalibrationCase, CalibrationSuite
+from .judging import judge_options
 from .stages import Stage
 from .system import System
 
@@ -48,3 +50,47 @@ class SuiteContext:
 
 def case_where(ctx: SuiteContext, case: Case) -> str:
     return f"{ctx.suite.name}::{case.id}"
+
+
+@dataclass(slots=True)
+class CalibrationContext:
+    """What the items of one calibration suite share."""
+
+    path: Path
+    suite: CalibrationSuite
+    cassette_dir: str
+    rootdir: Path
+    judge_spec: str | None
+    judge_from: str | None
+
+
+@dataclass(slots=True)
+class CalibrationTarget:
+    """One case with what judging and scoring it need: the case as the judge sees it, the stage
+    options it is judged with, and the pass rule (a one-stage Suite) its repeats are held to."""
+
+    case: CalibrationCase
+    as_case: Case
+    options: dict[str, Any]
+    rule: Suite
+
+    @classmethod
+    def of(cls, suite: CalibrationSuite, case: CalibrationCase) -> CalibrationTarget:
+        chosen = suite.options_for(case)
+        rule = Suite(
+            name=suite.name,
+            stages=[case.stage],
+            threshold=chosen["threshold"],
+            strict=chosen.get("strict", False),
+            accept_partial=chosen.get("accept_partial", False),
+            correctness_criteria=chosen.get("correctness_criteria"),
+            cases=[],
+        )
+        as_case = Case(
+            id=case.id,
+            input=case.input,
+            reference=case.reference,
+            unanswerable=case.unanswerable,
+            xfail=case.xfail,
+        )
+        return cls(case, as_case, judge_options(rule), rule)

@@ -6,7 +6,7 @@ Kept free of deepeval and of any network client, so replay can check verdict key
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.hashing import content_hash, name_label, value_label
 from ..core.schema import Case, Suite
@@ -14,9 +14,6 @@ from .stages import Stage
 from .stages.judged import judged_skip_reason
 from .stages.registry import STAGES
 from .turns import turn_units, verdict_name
-
-if TYPE_CHECKING:
-    from .context import SuiteContext
 
 DEFAULT_CORRECTNESS_CRITERIA = (
     "The answer conveys the same key facts as the reference and nothing contradicting it."
@@ -222,10 +219,10 @@ def repeats_problem(
     return None
 
 
-def judged_inputs(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> dict[str, str]:
+def judged_inputs(judged: list[Stage], case: Case, trace: dict[str, Any]) -> dict[str, str]:
     """A conversation's verdicts -> the input each judged on `trace` (the turns before it, with
     their answers: a verdict on turn 2 no longer holds when turn 1's answer changed). Empty for a
     one-question case, whose input is the case's own (in the key)."""
     if case.turns is None:
         return {}
-    return {name: unit.input for name, _, unit, _ in judged_units(ctx.judged, case, trace)}
+    return {name: unit.input for name, _, unit, _ in judged_units(judged, case, trace)}

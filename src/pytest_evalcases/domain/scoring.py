@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.schema import Case, Suite
 from .stages import StageResult, skipped
 from .stages.registry import STAGES
 from .turns import turn_units, verdict_name
+
+if TYPE_CHECKING:
+    from .context import SuiteContext
 
 
 @dataclass(slots=True)
@@ -64,6 +67,23 @@ def score_runs(
     info = {"k": len(runs), "passed_runs": sum(passed), "passed": passed,
             "shown_run": scored.index(shown) + 1, "stages": stages}
     return shown, info
+
+
+def score_recording(
+    ctx: SuiteContext,
+    case: Case,
+    trace: dict[str, Any],
+    verdicts: Mapping[str, Any],
+    later_runs: Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[CaseScores, dict[str, Any] | None]:
+    """How the suite scores a case's recording, the one way every caller scores it: the item,
+    a live batch's stop rule, and the description of a re-recording. With later runs
+    (--eval-runs) every run is scored: the scores shown and the result's `runs` block."""
+    if later_runs:
+        runs = [(trace, verdicts)]
+        runs += [(run["trace"], run.get("verdicts") or {}) for run in later_runs]
+        return score_runs(ctx.suite, case, runs, ctx.gating, ctx.report_only)
+    return score_case(ctx.suite, case, trace, verdicts, ctx.gating, ctx.report_only), None
 
 
 def runs_failure_message(scores: CaseScores, runs: Mapping[str, Any]) -> str:

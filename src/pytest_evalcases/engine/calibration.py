@@ -35,7 +35,7 @@ from .diff import same_recording
 from .record import judge_with_repeats
 
 if TYPE_CHECKING:
-    from ..calibration_items import CalibrationContext, CalibrationTarget
+    from ..domain.context import CalibrationContext, CalibrationTarget
     from .recording import JudgeBinding
 
 

@@ -58,7 +58,7 @@ def replay_http(
         doc=doc,
     )
     rejudge = False
-    recorded_inputs = judged_inputs(ctx, case, recorded_trace)
+    recorded_inputs = judged_inputs(ctx.judged, case, recorded_trace)
     for verdict, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
         recorded_part = judged_part(recorded_trace, verdict)
         changed = [

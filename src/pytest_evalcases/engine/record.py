@@ -182,7 +182,7 @@ async def record(
     due = []
     for index, (trace, old_verdicts, judged) in enumerate(runs):
         verdicts: dict[str, Any] = {}
-        inputs_judged = judged_inputs(ctx, case, judged) if judged is not trace else {}
+        inputs_judged = judged_inputs(ctx.judged, case, judged) if judged is not trace else {}
         for name, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
             expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
             old = old_verdicts.get(name)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import (
     CassetteError,
 )
-from ..domain.scoring import score_case
+from ..domain.scoring import score_recording
 from ..http.match import parse_json_path
 from ..store.cassette import (
     build_cassette,
@@ -103,8 +103,7 @@ def stage_scores(
     ctx: SuiteContext, case: Case, recording: Any
 ) -> dict[str, tuple[bool | None, float | None]]:
     """How the suite scores a recording, stage by stage: (passed, score)."""
-
     trace, verdicts = dict(recording.get("trace") or {}), recording.get("verdicts") or {}
-    scores = score_case(ctx.suite, case, trace, verdicts, ctx.gating, ctx.report_only)
+    scores, _ = score_recording(ctx, case, trace, verdicts)
     return {name: (None if result.judge_error else result.passed, result.score)
             for name, result, _ in scores.results}

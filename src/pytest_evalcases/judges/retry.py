@@ -39,6 +39,7 @@ from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeReplyErro
 if TYPE_CHECKING:
     from .endpoint import Endpoint
 
+
 T = TypeVar("T")
 
 FailureKind = Literal["rate_limited", "transient", "reply", "auth", "fatal"]

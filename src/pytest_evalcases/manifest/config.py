@@ -18,6 +18,7 @@ from ..core.hashing import LABEL_CHARS, content_hash
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
 
+
 # Suite settings longer than this (as JSON) are kept as a hash: criteria texts, alias maps.
 SETTING_CHARS = 200
 # Suite fields the suite's entry shows under their own names (the rest go under `settings`).

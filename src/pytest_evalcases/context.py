@@ -1,0 +1,329 @@
+"""Suite contexts, built from a case file: read and parse it, validate the suite, resolve its
+system, hash its inputs and code, pick its judge. Collection, calibration collection and the run
+manifest all build contexts here, so the manifest describes exactly what the cases run with."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from .core.errors import CaseFileError
+from .core.hashing import LABEL_CHARS, file_hash
+from .core.names import shown_file, shown_name, unsafe_id_reason
+from .core.schema import Suite, format_validation_error
+from .domain.calibration_schema import CalibrationSuite
+from .domain.code import default_code
+from .domain.context import CalibrationContext, SuiteContext
+from .domain.judging import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
+from .domain.stages.registry import STAGES, prepare_stages
+from .domain.system import resolve_system
+from .domain.users import SuiteUser, build_users
+from .judges import JudgeConfigError
+from .judges.spec import canonical_judge
+from .store.keys import suite_key_fields, suite_key_labels
+
+if TYPE_CHECKING:
+    from .session import EvalSession
+
+
+def _json_error(nodeid: str, exc: json.JSONDecodeError) -> str:
+    return f"{nodeid}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+
+
+def _parse_case_file(nodeid: str, text: str) -> Any:
+    """The file's JSON; anything the parser raises is a CaseFileError naming the file, so one
+    hostile file (100,000 nested arrays, a 5,000-digit number) never aborts collection."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CaseFileError(_json_error(nodeid, exc)) from None
+    except RecursionError:
+        raise CaseFileError(
+            f"{nodeid}: the JSON nests deeper than Python's parser can read; flatten it"
+        ) from None
+    except ValueError as exc:  # an integer longer than sys.get_int_max_str_digits()
+        raise CaseFileError(
+            f"{nodeid}: cannot read the JSON: {str(exc).split(';')[0]}; write numbers this long "
+            "as strings"
+        ) from None
+
+
+def _threshold_problems(suite: Suite) -> list[str]:
+    """Per-stage thresholds must name stages the suite runs: a typo would be silently ignored
+    (its values are checked against [0, 1] by the schema)."""
+    runs = suite.stages + suite.report_only
+    problems = []
+    for name in suite.thresholds:
+        if name in runs:
+            continue
+        if name in STAGES:
+            problems.append(
+                f'stage {name!r} is not run by this suite: add it to "stages" or "report_only", '
+                "or remove its threshold"
+            )
+            continue
+        import difflib  # only for a typo: not on every run's import path
+
+        close = difflib.get_close_matches(name, runs, n=1) or difflib.get_close_matches(
+            name, list(STAGES), n=1
+        )
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(f"unknown stage {name!r}{hint}")
+    return problems
+
+
+def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
+    """Why an `inputs` entry is not a file inside the rootdir, or None. Symlinks are followed: the
+    key must depend only on files every checkout of the project has."""
+    if Path(name).is_absolute():
+        return "is an absolute path"
+    try:
+        real = (rootdir / name).resolve()
+        root = rootdir.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+        return f"cannot be resolved ({exc})"
+    if not real.is_relative_to(root):
+        return f"resolves to {real}, outside the rootdir"
+    return None
+
+
+def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[str, str]:
+    """Key fields of `inputs` entries: path -> hash of the file's bytes (each file hashed once
+    per run). CaseFileError, starting with `where`, for an entry outside the rootdir or
+    unreadable."""
+    hashes = {}
+    for name in names:
+        outside = _input_outside_rootdir(name, state.settings.rootdir)
+        if outside:
+            raise CaseFileError(
+                f"{where}input {name!r} {outside}; inputs are hashed into every "
+                f"recording's key, so they must be files inside the rootdir {state.settings.rootdir} "
+                "(copy the file into the project and name it relative to the rootdir)"
+            )
+        try:
+            hashes[name] = state.input_hash(name, file_hash)
+        except OSError as exc:
+            raise CaseFileError(
+                f"{where}input file {name!r} cannot be read ({exc.strerror}); "
+                f"inputs are paths relative to the rootdir {state.settings.rootdir}: fix the path or "
+                "add the file"
+            ) from None
+    return hashes
+
+
+def load_suite_context(state: EvalSession, path: Path) -> SuiteContext | CalibrationContext:
+    """A case file's suite context outside collection, exactly as collection builds it (the run
+    manifest describes every suite of the case folders, collected or not): a SuiteContext, or a
+    calibration suite's CalibrationContext. Its raw cases stay on `suite.cases`. Raises what
+    loading raises (CaseFileError for a bad file)."""
+    nodeid = shown_file(path, state.settings.rootdir)
+    raw = read_suite_file(path, nodeid)
+    if isinstance(raw, dict) and raw.get("kind") == "calibration":
+        return calibration_context(state, raw, path, nodeid)
+    return suite_context(state, raw, path, nodeid)
+
+
+def calibration_context(
+    state: EvalSession, raw: dict[str, Any], path: Path, nodeid: str
+) -> CalibrationContext:
+    """The context of a calibration suite file's cases. Raises CaseFileError naming the file."""
+
+    try:
+        suite = CalibrationSuite.model_validate(raw)
+    except ValidationError as exc:
+        raise CaseFileError(
+            f"{nodeid}: invalid calibration suite\n{format_validation_error(exc)}"
+        ) from None
+    reason = unsafe_id_reason(suite.name)
+    if reason:
+        raise CaseFileError(
+            f"{nodeid}: suite name {shown_name(suite.name)} cannot name a "
+            f"folder: {reason}; rename the suite"
+        )
+    try:
+        suite_judge = canonical_judge(suite.judge) if suite.judge else None
+    except JudgeConfigError as exc:
+        raise CaseFileError(f'{nodeid}: "judge": {exc}') from None
+    judge_from = (
+        JUDGE_OPTION
+        if state.settings.judge_override
+        else JUDGE_SUITE
+        if suite_judge
+        else JUDGE_INI
+        if state.settings.default_judge
+        else None
+    )
+    return CalibrationContext(
+        path=path,
+        suite=suite,
+        cassette_dir=str(state.settings.cassette_root / suite.name),
+        rootdir=state.settings.rootdir,
+        judge_spec=state.settings.judge_override or suite_judge or state.settings.default_judge,
+        judge_from=judge_from,
+    )
+
+
+def read_suite_file(path: Path, nodeid: str) -> Any:
+    """A case file's JSON; CaseFileError (naming the file) when it cannot be read or parsed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseFileError(
+            f"{nodeid}: cannot read the file as UTF-8 text ({exc})"
+        ) from None
+    return _parse_case_file(nodeid, text)
+
+
+def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> SuiteContext:
+    """The context of a suite file's cases, exactly as collection and the manifest see it.
+    Raises CaseFileError naming the file."""
+    if not isinstance(raw, dict):
+        raise CaseFileError(f"{nodeid}: a case file holds one JSON object (a suite)")
+    if isinstance(raw.get("name"), str):
+        # Claimed before validation: a scan of the files this run does not collect reads the
+        # name alone, and both must see the same two files declaring one name.
+        state.claim_suite_name(raw["name"], nodeid)
+    try:
+        suite = Suite.model_validate(raw)
+    except ValidationError as exc:
+        raise CaseFileError(
+            f"{nodeid}: invalid suite\n{format_validation_error(exc)}"
+        ) from None
+    unknown = [name for name in suite.stages + suite.report_only if name not in STAGES]
+    if unknown:
+        raise CaseFileError(
+            f"{nodeid}: unknown stage(s) {', '.join(unknown)}; known stages: "
+            f"{', '.join(STAGES)}"
+        )
+    threshold_problems = _threshold_problems(suite)
+    if threshold_problems:
+        raise CaseFileError(
+            f'{nodeid}: "thresholds": {"; ".join(threshold_problems)}; this suite runs '
+            f"{', '.join(suite.stages + suite.report_only)}"
+        )
+    try:
+        prepare_stages(suite, suite.stages + suite.report_only, state.settings.rootdir)
+    except CaseFileError as exc:
+        raise CaseFileError(f"{nodeid}: {exc}") from None
+    reason = unsafe_id_reason(suite.name)
+    if reason:
+        raise CaseFileError(
+            f"{nodeid}: suite name {shown_name(suite.name)} cannot name a folder: "
+            f"{reason}; rename the suite"
+        )
+    spec = suite.system or state.settings.default_system
+    if not spec:
+        raise CaseFileError(
+            f'{nodeid}: no system: set "system": "module:attribute" in the suite or '
+            "eval_system in the pytest ini"
+        )
+    input_hashes = hash_inputs(suite.inputs, state, f"{nodeid}: ")
+    try:
+        system = resolve_system(spec, state.settings.rootdir, state.systems)
+        fingerprint = system.fingerprint()
+        key_fields = suite_key_fields(spec, input_hashes, fingerprint)
+        code = suite.code if suite.code is not None else default_code(spec)
+        code_paths: dict[str, str] = {}
+        key_fields.update(state.code_fingerprints.key_fields(code, code_paths))
+        key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
+    except CaseFileError as exc:
+        raise CaseFileError(f"{nodeid}: {exc}") from None
+    report_only = [name for name in suite.report_only if name not in suite.stages]
+
+    try:
+        suite_judge = canonical_judge(suite.judge) if suite.judge else None
+    except JudgeConfigError as exc:
+        raise CaseFileError(f"{nodeid}: \"judge\": {exc}") from None
+    judge_from = (
+        JUDGE_OPTION if state.settings.judge_override
+        else JUDGE_SUITE if suite_judge
+        else JUDGE_INI if state.settings.default_judge
+        else None
+    )
+
+    return SuiteContext(
+        path=path,
+        suite=suite,
+        system=system,
+        cassette_root=state.settings.cassette_root,
+        cassette_dir=str(state.settings.cassette_root / suite.name),
+        rootdir=state.settings.rootdir,
+        key_fields=key_fields,
+        input_fields=input_hashes,
+        key_labels=key_labels,
+        gating=list(suite.stages),
+        report_only=report_only,
+        judged=judged_stages(suite.stages + report_only),
+        judge_spec=state.settings.judge_override or suite_judge or state.settings.default_judge,
+        judge_from=judge_from,
+        judge_options=judge_options(suite),
+        timeout=state.settings.timeout_override or suite.timeout or state.settings.default_timeout,
+        users=_suite_users(suite, state) if suite.users else None,
+        judge_repeats=state.settings.judge_repeats_override or suite.judge_repeats
+        or state.settings.default_judge_repeats,
+        runs=state.settings.runs_override or suite.runs,
+    )
+
+
+def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
+
+    def hash_file(path: str, where: str) -> str:
+        return hash_inputs([path], state, where)[path]
+
+    return build_users(suite.users, state.settings.rootdir, hash_file)
+
+
+class ContextVariants:
+    """A case file's per-case contexts: one per distinct `inputs` list and one per user (and
+    inputs), each shared by the cases naming it."""
+
+    def __init__(self, state: EvalSession) -> None:
+        self.state = state
+        self._inputs: dict[tuple[str, ...], SuiteContext] = {}
+        self._users: dict[tuple[tuple[str, ...], str], SuiteContext] = {}
+
+    def with_inputs(
+        self, ctx: SuiteContext, inputs: tuple[str, ...]
+    ) -> SuiteContext:
+        """The suite's context with a case's own `inputs` in place of the suite's."""
+        variant = self._inputs.get(inputs)
+        if variant is None:
+            own = hash_inputs(inputs, self.state, "")  # before any change: an error leaves no variant
+            fields = {k: v for k, v in ctx.key_fields.items() if k not in ctx.input_fields}
+            fields.update(own)
+            labels = {k: v for k, v in ctx.key_labels.items() if k not in ctx.input_fields}
+            labels.update((name, name) for name in own if len(name) <= LABEL_CHARS)
+            variant = dataclasses.replace(
+                ctx, key_fields=fields, input_fields=own, key_labels=labels
+            )
+            self._inputs[inputs] = variant
+        return variant
+
+    def with_user(self, ctx: SuiteContext, user_id: str) -> SuiteContext:
+        """The context of one user's cases: the user's files as key field `user.<id>`."""
+        known = ctx.users or {}
+        user = known.get(user_id)
+        if user is None:
+            declared = ", ".join(map(repr, known)) or "none"
+            raise CaseFileError(
+                f"user {user_id!r} is not declared by the suite (its \"users\": {declared}); "
+                "add it to \"users\" with its data files, or fix the case's \"user\""
+            )
+        if isinstance(user, CaseFileError):
+            raise user
+        # One context per user and inputs variant, shared by the cases naming both.
+        shared = (tuple(ctx.input_fields), user_id)
+        variant = self._users.get(shared)
+        if variant is None:
+            fields = {**ctx.key_fields, user.key_field: user.key_hash}
+            labels = dict(ctx.key_labels)
+            if user.label is not None:
+                labels[user.key_field] = user.label
+            variant = dataclasses.replace(ctx, key_fields=fields, key_labels=labels, user=user)
+            self._users[shared] = variant
+        return variant

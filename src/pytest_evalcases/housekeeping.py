@@ -1,0 +1,180 @@
+"""Housekeeping of the cassette folders: which recordings are orphans (their case or suite is
+gone), which a --live run may delete, --live-prune, and the suite names of the case files a run
+does not collect (two files declaring one suite are refused whatever the selection)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .core.modes import LIVE
+from .core.names import shown_file
+from .store.cassette import find_orphans
+
+if TYPE_CHECKING:
+    from .session import EvalSession
+
+
+def _ids_by_suite(per_file: dict[Path, tuple[str, list[str]]]) -> dict[str, list[str]]:
+    suites: dict[str, list[str]] = {}
+    for name, ids in per_file.values():
+        suites.setdefault(name, []).extend(ids)
+    return suites
+
+
+def remove_orphans(paths: list[Path]) -> None:
+    """Delete orphaned recordings, and the folder of a gone suite once it is empty."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+    for folder in sorted({path.parent for path in paths}):
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            pass
+
+
+def prune_orphans(config: pytest.Config) -> int:
+    """--live-prune: delete every recording whose case (or suite) no longer exists, list what was
+    deleted, and run nothing else. Refuses while a case file cannot be read (its cassettes would
+    look orphaned)."""
+    flags = [flag for flag, dest in (("--live", "eval_live"), ("--live-stale", "eval_live_stale"),
+                                     ("--live-judges", "eval_live_judges"))
+             if config.getoption(dest)]
+    if flags:
+        raise pytest.UsageError(
+            f"--live-prune deletes orphaned recordings and runs nothing; it cannot be combined "
+            f"with {', '.join(flags)}: run them one after the other"
+        )
+    rootdir = Path(config.rootpath)
+    case_dirs = [(rootdir / p).resolve() for p in config.getini("eval_cases")]
+    cassette_root = (rootdir / config.getini("eval_cassettes")).resolve()
+    per_file, unreadable = scan_suites(case_dirs, cassette_root, {})
+    if unreadable:
+        names = ", ".join(shown_file(p, rootdir) for p in unreadable)
+        raise pytest.UsageError(
+            f"--live-prune deleted nothing: cannot read the case file(s) {names}, whose "
+            "recordings would look orphaned; fix or remove them, then prune again"
+        )
+    orphans = find_orphans(cassette_root, _ids_by_suite(per_file))
+    remove_orphans(orphans)
+    count = len(orphans)
+    print(f"--live-prune: deleted {count} orphaned recording{'s' * (count != 1)}"
+          + (":" if orphans else f" (none under {shown_file(cassette_root, rootdir)})"))
+    for path in orphans:
+        print(f"  {shown_file(path, rootdir)}")
+    return int(pytest.ExitCode.OK)
+
+
+def scan_suites(
+    case_dirs: list[Path],
+    cassette_root: Path,
+    known: dict[Path, tuple[str, list[str]]],
+    skip: set[Path] | frozenset[Path] = frozenset(),
+) -> tuple[dict[Path, tuple[str, list[str]]], list[Path]]:
+    """Case file -> (suite name, case ids) for every case file under the case folders (`known`
+    ones are not read again, `skip` ones are left out), and the files that could not be read
+    (then no cassette can safely be called an orphan)."""
+    suites: dict[Path, tuple[str, list[str]]] = {}
+    unreadable: list[Path] = []
+    for folder in case_dirs:
+        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+            if path.is_relative_to(cassette_root) or path in skip:
+                continue
+            if path in known:
+                suites[path] = known[path]
+                continue
+            try:
+                doc = json.loads(path.read_bytes())
+                ids = [
+                    c["id"]
+                    for c in doc["cases"]
+                    if isinstance(c, dict) and isinstance(c.get("id"), str)
+                ]
+                name = doc["name"]
+                if not isinstance(name, str):
+                    raise TypeError("the suite name is not a string")
+                suites[path] = (name, ids)
+            except Exception:  # anything a hostile file raises (RecursionError, a huge int...)
+                unreadable.append(path)
+    return suites, unreadable
+
+
+def claim_uncollected_suites(state: EvalSession) -> None:
+    """After collection: claim the suite names of the case files this run did not collect
+    (a node id or a folder selected part of them), so that a suite whose name another file
+    also declares is refused whatever the selection. Their case ids are kept for orphan
+    detection, which then need not read them again."""
+    if not state.seen_case_files:  # no eval case in this run: read nothing
+        return
+    suites, _ = scan_suites(state.settings.case_dirs, state.settings.cassette_root, {}, state.seen_case_files)
+    for path, (name, ids) in suites.items():
+        state.claim_suite_name(name, shown_file(path, state.settings.rootdir))
+        state.collected_suites[path] = (name, ids)
+
+
+def orphan_report(state: EvalSession) -> tuple[list[str], str]:
+    """Recordings with no case (as shown: relative paths, `(deleted)` when this run deleted
+    them), and a note on what was done with them. A `--live` run deletes the orphans of each
+    suite it selected every case of, whatever selected them; those of a suite that is gone
+    when it selected every case of every suite."""
+    per_file, unreadable = scan_suites(
+        state.settings.case_dirs, state.settings.cassette_root, state.collected_suites
+    )
+    if unreadable:
+        names = ", ".join(shown_file(p, state.settings.rootdir) for p in unreadable[:3])
+        return [], f" (not checked: unreadable case file {names})"
+    orphans = find_orphans(state.settings.cassette_root, _ids_by_suite(per_file))
+    if not orphans:
+        return [], ""
+    live = state.settings.mode == LIVE and not state.settings.dry_run  # a dry run writes and deletes nothing
+    deletable = set(_deletable(state, orphans, per_file)) if live else set()
+    remove_orphans(sorted(deletable))
+    shown = [
+        shown_file(path, state.settings.rootdir) + (" (deleted)" if path in deletable else "")
+        for path in orphans
+    ]
+    kept = len(orphans) - len(deletable)
+    if not kept:
+        return shown, " (deleted: this --live run selected every case of their suites)"
+    if deletable:
+        return shown, (
+            f" ({len(deletable)} deleted: this --live run selected every case of their "
+            "suites; --live-prune deletes the rest)"
+        )
+    return shown, (
+        " (--live-prune deletes them, as does a --live run that selects every case of their "
+        "suite)"
+    )
+
+
+def _deletable(
+    state: EvalSession, orphans: list[Path], per_file: dict[Path, tuple[str, list[str]]]
+) -> list[Path]:
+    """The orphans this --live run may delete: those of the suites whose every case it
+    selected (a suite two files declare never: nothing of it is recorded either)."""
+    files_of: dict[str, list[Path]] = {}
+    for path, (name, _) in per_file.items():
+        files_of.setdefault(name, []).append(path)
+    complete_files = {path for path, (_, ids) in per_file.items() if _selects(state, path, ids)}
+    complete = {
+        name for name, files in files_of.items()
+        if len(files) == 1 and files[0] in complete_files
+    }
+    # A gone suite's folder: when every case of every suite was selected (a full run), as
+    # long as it selected any case at all.
+    everything = bool(state.selected) and all(
+        path in complete_files or not ids for path, (_, ids) in per_file.items()
+    )
+    return [
+        path for path in orphans
+        if path.parent.name in complete or (path.parent.name not in files_of and everything)
+    ]
+
+
+def _selects(state: EvalSession, path: Path, ids: list[str]) -> bool:
+    """Whether every case of the case file at `path` was selected (an empty file: no)."""
+    prefix = shown_file(path, state.settings.rootdir) + "::"
+    return bool(ids) and all(prefix + case_id in state.selected for case_id in ids)

@@ -1,0 +1,386 @@
+"""The plugin's options: the command-line flags and ini keys it adds, and `Settings`, everything
+they say read and checked once per run (a bad value is a usage error before anything runs)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .core.modes import LIVE, LIVE_JUDGES, LIVE_STALE, REPLAY
+
+
+def _judge_setting(value: str | None, where: str) -> str | None:
+    """A judge named on the command line or in the ini, checked before anything runs."""
+    if not value:
+        return None
+    # start-up: judges/ loads the case schema (pydantic); only a run that names a judge pays
+    from .judges import JudgeConfigError
+    from .judges.spec import canonical_judge
+
+    try:
+        return canonical_judge(value)
+    except JudgeConfigError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
+
+
+def _positive(value: Any, where: str) -> Any:
+    """A number of seconds above zero, or None when not given."""
+    if value in (None, ""):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {value!r} is not a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise pytest.UsageError(f"{where}: {value!r} must be a number of seconds above 0")
+    return seconds
+
+
+def _rate_setting(config: pytest.Config, name: str, env_name: str) -> float | None:
+    """--eval-rpm / --eval-tpm, else EVALCASES_RPM / EVALCASES_TPM, else the ini option."""
+    sources = ((config.getoption(name), f"--{name.replace('_', '-')}"),
+               (os.environ.get(env_name, "").strip(), env_name),
+               (config.getini(name).strip(), f"ini option {name}"))
+    raw, where = next(((raw, where) for raw, where in sources if raw not in (None, "")),
+                      (None, ""))
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {raw!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise pytest.UsageError(f"{where} must be a positive number, not {raw!r}")
+    return value
+
+
+def _count_setting(value: Any, where: str) -> int | None:
+    """A whole number of at least 1 (repeats, runs), or None when not given."""
+    if value in (None, ""):
+        return None
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        raise pytest.UsageError(f"{where}: {value!r} is not a whole number") from None
+    if count < 1:
+        raise pytest.UsageError(f"{where} must be at least 1, not {value!r}")
+    return count
+
+
+def _mode(config: pytest.Config) -> str:
+    live, stale, judges = (
+        config.getoption(n) for n in ("eval_live", "eval_live_stale", "eval_live_judges")
+    )
+    if sum(map(bool, (live, stale, judges))) > 1:
+        raise pytest.UsageError(
+            "--live, --live-stale and --live-judges cannot be combined: pick one"
+        )
+    # --live-dry-run alone is a dry --live; with --live-stale or --live-judges, a dry one of those
+    live = live or (config.getoption("eval_live_dry_run") and not (stale or judges))
+    return LIVE if live else LIVE_STALE if stale else LIVE_JUDGES if judges else REPLAY
+
+
+def _budget(value: float | None) -> float | None:
+    """--eval-budget USD: a cost above 0, or None when not given."""
+    if value is None:
+        return None
+    if not 0 < value < float("inf"):
+        raise pytest.UsageError(f"--eval-budget must be an amount of USD above 0, not {value!r}")
+    return float(value)
+
+
+def _replay_http(config: pytest.Config, mode: str) -> bool:
+    ini = (config.getini("eval_replay") or "trace").strip()
+    if ini not in ("trace", "http"):
+        raise pytest.UsageError(f"ini option eval_replay: {ini!r} is not 'trace' or 'http'")
+    flag = bool(config.getoption("eval_replay_http"))
+    if flag and mode == LIVE:
+        live = "--live" if config.getoption("eval_live") else "--live-dry-run (a dry --live)"
+        raise pytest.UsageError(
+            f"{live} runs the system against the real network; --replay-http serves it the "
+            "recorded answers: pick one (--replay-http --live-stale refreshes what replays clean)"
+        )
+    # The ini says how to replay; it never turns --live, --live-stale or --live-judges into
+    # their offline variants (those take the --replay-http flag).
+    return flag or (ini == "http" and mode == REPLAY)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evalcases", "LLM eval cases (pytest-evalcases)")
+    group.addoption(
+        "--live",
+        action="store_true",
+        dest="eval_live",
+        help="run the real system and judges for every selected case and re-record (only "
+        "the cassettes that changed are written)",
+    )
+    group.addoption(
+        "--live-stale",
+        action="store_true",
+        dest="eval_live_stale",
+        help="record only missing or stale recordings; replay the rest",
+    )
+    group.addoption(
+        "--live-judges",
+        action="store_true",
+        dest="eval_live_judges",
+        help="judge what the recorded traces lack (pending, missing or stale verdicts) "
+        "without running the system again",
+    )
+    group.addoption(
+        "--live-dry-run",
+        action="store_true",
+        dest="eval_live_dry_run",
+        help="run the system and judges as --live would (or --live-stale, --live-judges with "
+        "them), show the recording changes, and write no recording",
+    )
+    group.addoption(
+        "--eval-budget",
+        dest="eval_budget",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="in live modes, start no further case once the recorded cost of the run (system + "
+        "judge) reaches USD; the cases not started are reported as not run",
+    )
+    group.addoption(
+        "--live-prune",
+        action="store_true",
+        dest="eval_live_prune",
+        help="delete every orphaned recording (its case or suite is gone), list them, and run "
+        "nothing else",
+    )
+    group.addoption(
+        "--replay-http",
+        action="store_true",
+        dest="eval_replay_http",
+        help="run the real system offline: vcrpy serves its HTTP from each case's recording",
+    )
+    group.addoption(
+        "--eval-judge",
+        dest="eval_judge",
+        default=None,
+        help="judge for judged stages: openai:<model>, gemini:<model>, "
+        "ollama:<model>, litellm:<model> or lexical",
+    )
+    group.addoption(
+        "--eval-concurrency",
+        dest="eval_concurrency",
+        type=int,
+        default=None,
+        help="system runs in flight, and judge requests in flight, when recording (default 8)",
+    )
+    group.addoption(
+        "--eval-timeout",
+        dest="eval_timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="longest system run of one case when recording or replaying HTTP (default 300); "
+        "past it the case is an error and keeps its old recording",
+    )
+    group.addoption(
+        "--eval-judge-repeats",
+        dest="eval_judge_repeats",
+        type=int,
+        default=None,
+        metavar="N",
+        help="record N verdicts per judged stage (the score is their mean; repeats that "
+        "disagree make the verdict unstable, kept out of the baseline gate)",
+    )
+    group.addoption(
+        "--eval-runs",
+        dest="eval_runs",
+        type=int,
+        default=None,
+        metavar="K",
+        help="record K independent system runs per case (each judged); a case passes when all "
+        "K pass (pass^k); replay needs no flag",
+    )
+    group.addoption(
+        "--eval-rpm",
+        dest="eval_rpm",
+        type=float,
+        default=None,
+        metavar="N",
+        help="judge requests per minute at most, per judge endpoint (env EVALCASES_RPM)",
+    )
+    group.addoption(
+        "--eval-tpm",
+        dest="eval_tpm",
+        type=float,
+        default=None,
+        metavar="N",
+        help="judge tokens per minute at most, per judge endpoint (env EVALCASES_TPM)",
+    )
+    group.addoption(
+        "--eval-summary",
+        dest="eval_summary",
+        default=None,
+        choices=("failed", "all", "none"),
+        help="rows of the per-case summary table: cases that did not pass (default), all "
+        "(as with -v) or none (as with -q -q); the per-stage tables are always shown",
+    )
+    group.addoption(
+        "--eval-report",
+        dest="eval_report",
+        default=None,
+        metavar="DIR",
+        help="write results.json, report.md, dashboard.html and manifest.json to DIR",
+    )
+    group.addoption(
+        "--eval-otel",
+        action="store_true",
+        dest="eval_otel",
+        help="in live runs, send one OpenTelemetry span per case (children: the system run and "
+        "each judge request) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default "
+        "http://localhost:4318); needs the otel extra",
+    )
+    group.addoption(
+        "--eval-manifest",
+        dest="eval_manifest",
+        default=None,
+        metavar="FILE",
+        help="refuse to run, listing each difference, unless this run's configuration (suites, "
+        "inputs, fingerprints, judges, versions) equals the locked manifest.json",
+    )
+    group.addoption(
+        "--eval-baseline",
+        dest="eval_baseline",
+        default=None,
+        metavar="FILE",
+        help="compare with an earlier results.json; fail on regressions",
+    )
+    group.addoption(
+        "--eval-tolerance",
+        dest="eval_tolerance",
+        type=float,
+        default=0.0,
+        help="largest drop of a stage's mean score the baseline gate accepts",
+    )
+    parser.addini(
+        "eval_cases",
+        type="args",
+        default=["cases"],
+        help="folders whose *.json files are eval suites",
+    )
+    parser.addini("eval_cassettes", default="cassettes", help="folder of the recordings")
+    parser.addini("eval_system", default="", help="default system, 'module:attribute'")
+    parser.addini("eval_judge", default="", help="default judge for judged stages")
+    parser.addini("eval_concurrency", default="8", help="default --eval-concurrency")
+    parser.addini("eval_timeout", default="300", help="default --eval-timeout, in seconds")
+    parser.addini(
+        "eval_replay", default="trace", help="'http' makes every replay a --replay-http replay"
+    )
+    parser.addini("eval_summary", default="", help="default --eval-summary (failed, all, none)")
+    parser.addini("eval_judge_repeats", default="", help="default --eval-judge-repeats")
+    parser.addini("eval_rpm", default="", help="default --eval-rpm")
+    parser.addini("eval_tpm", default="", help="default --eval-tpm")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What this run's flags and ini keys ask for, read once at configure."""
+
+    rootdir: Path
+    mode: str  # core.modes: replay, live, live_stale, live_judges
+    dry_run: bool  # --live-dry-run: run and judge, write nothing
+    budget: float | None  # --eval-budget USD
+    replay_http: bool
+    is_worker: bool  # an xdist worker
+    case_dirs: list[Path]
+    cassette_root: Path
+    default_system: str | None
+    default_judge: str | None  # ini eval_judge, canonical
+    judge_override: str | None  # --eval-judge, canonical
+    concurrency: int
+    timeout_override: float | None
+    default_timeout: float
+    judge_repeats_override: int | None
+    default_judge_repeats: int | None
+    runs_override: int | None
+    judge_rpm: float | None  # client-side judge limits, per judge endpoint
+    judge_tpm: float | None
+    report_dir: str | None
+    otel: bool  # --eval-otel
+
+    @property
+    def live(self) -> bool:
+        return self.mode != REPLAY
+
+    @property
+    def records_in_batch(self) -> bool:
+        """Whether the selected cases are recorded in one event loop before they report (with
+        --replay-http, each case runs offline in its own item, one at a time)."""
+        return self.live and not self.replay_http and not self.is_worker
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """The run's settings; pytest.UsageError naming the flag, variable or ini key at fault."""
+    rootdir = Path(config.rootpath)
+    mode = _mode(config)
+    concurrency = int(config.getoption("eval_concurrency") or config.getini("eval_concurrency"))
+    if concurrency < 1:
+        raise pytest.UsageError("--eval-concurrency must be at least 1")
+    return Settings(
+        rootdir=rootdir,
+        mode=mode,
+        dry_run=bool(config.getoption("eval_live_dry_run")),
+        budget=_budget(config.getoption("eval_budget")),
+        replay_http=_replay_http(config, mode),
+        is_worker=hasattr(config, "workerinput"),
+        case_dirs=[(rootdir / p).resolve() for p in config.getini("eval_cases")],
+        cassette_root=(rootdir / config.getini("eval_cassettes")).resolve(),
+        default_system=config.getini("eval_system") or None,
+        default_judge=_judge_setting(config.getini("eval_judge"), "ini option eval_judge"),
+        judge_override=_judge_setting(config.getoption("eval_judge"), "--eval-judge"),
+        concurrency=concurrency,
+        timeout_override=_positive(config.getoption("eval_timeout"), "--eval-timeout"),
+        default_timeout=_positive(config.getini("eval_timeout"), "ini eval_timeout"),
+        judge_repeats_override=_count_setting(
+            config.getoption("eval_judge_repeats"), "--eval-judge-repeats"
+        ),
+        default_judge_repeats=_count_setting(
+            config.getini("eval_judge_repeats"), "ini option eval_judge_repeats"
+        ),
+        runs_override=_count_setting(config.getoption("eval_runs"), "--eval-runs"),
+        judge_rpm=_rate_setting(config, "eval_rpm", "EVALCASES_RPM"),
+        judge_tpm=_rate_setting(config, "eval_tpm", "EVALCASES_TPM"),
+        report_dir=config.getoption("eval_report"),
+        otel=bool(config.getoption("eval_otel")),
+    )
+
+
+def check_otel_installed() -> None:
+    """--eval-otel needs the otel extra: say so before a paid live run starts."""
+    try:
+        found = importlib.util.find_spec("opentelemetry.exporter.otlp.proto.http") is not None
+        found = found and importlib.util.find_spec("opentelemetry.sdk") is not None
+    except ImportError:  # a parent package is missing
+        found = False
+    if not found:
+        raise pytest.UsageError(
+            "--eval-otel needs opentelemetry-sdk and the OTLP/HTTP exporter: "
+            'pip install "pytest-evalcases[otel]"'
+        )
+
+
+def dont_rewrite_deepeval() -> None:
+    """pytest marks every package with a pytest11 entry point for assertion rewriting, even when
+    `-p no:deepeval` blocks the plugin. Rewriting deepeval on its lazy import costs ~5 s a live
+    run (no bytecode cache when PYTHONDONTWRITEBYTECODE is set) and checks nothing of ours.
+    Private pytest attributes, hence the guards: at worst deepeval is rewritten as before."""
+    for hook in sys.meta_path:
+        marked = getattr(hook, "_must_rewrite", None)
+        if not isinstance(marked, set):
+            continue
+        marked.difference_update({name for name in marked if name.split(".")[0] == "deepeval"})
+        cache = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
