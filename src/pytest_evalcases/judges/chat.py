@@ -222,7 +222,10 @@ class ChatClient:
             return content if schema is None else parse_reply(content, schema)
 
         return await self._retry.run(
-            attempt, what=what, key_env=self._key_env, on_retry=log_retry(what),
+            attempt,
+            what=what,
+            key_env=self._key_env,
+            on_retry=log_retry(what),
             endpoint=self.endpoint,
         )
 
@@ -242,8 +245,10 @@ class ChatClient:
                 break
             except ChatHTTPError as exc:  # a fallback, not a retry: same attempt, fewer options
                 if "response_format" in payload and _rejects(exc, "response_format"):
-                    log.warning("%s: server rejects JSON mode; asking for JSON in the prompt "
-                                "only", self.judge_id)
+                    log.warning(
+                        "%s: server rejects JSON mode; asking for JSON in the prompt only",
+                        self.judge_id,
+                    )
                     self._json_mode = False
                 elif "temperature" in payload and _rejects(exc, "temperature"):
                     log.warning("%s: model rejects `temperature`; sending none", self.judge_id)
@@ -255,8 +260,9 @@ class ChatClient:
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         return message.get("content") if isinstance(message, dict) else None
 
-    async def _post(self, payload: dict[str, Any], prompt_chars: int, retry: bool
-                    ) -> dict[str, Any]:
+    async def _post(
+        self, payload: dict[str, Any], prompt_chars: int, retry: bool
+    ) -> dict[str, Any]:
         import aiohttp
 
         async with self.endpoint.request(prompt_chars) as ticket:

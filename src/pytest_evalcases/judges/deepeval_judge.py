@@ -106,7 +106,9 @@ def start_loading_deepeval() -> concurrent.futures.Future[None]:
                 with contextlib.suppress(ImportError):
                     importlib.import_module(name)
             threading.Thread(
-                target=_load_deepeval, args=(_loading,), name="evalcases-deepeval-import",
+                target=_load_deepeval,
+                args=(_loading,),
+                name="evalcases-deepeval-import",
                 daemon=True,
             ).start()
         return _loading
@@ -257,9 +259,14 @@ class DeepEvalJudge(Judge):
     def _new_endpoint(self, name: str) -> Endpoint:
         """The gate of this judge's model requests: its rate limits and its breaker."""
         return Endpoint(
-            name, max_concurrency=self._max_concurrency, stats=self.stats,
-            backoff=self._retry.backoff, max_pause=self._retry.max_delay,
-            limits=self._rate_limits, breaker_after=self._breaker_after, sleep=self._retry.sleep,
+            name,
+            max_concurrency=self._max_concurrency,
+            stats=self.stats,
+            backoff=self._retry.backoff,
+            max_pause=self._retry.max_delay,
+            limits=self._rate_limits,
+            breaker_after=self._breaker_after,
+            sleep=self._retry.sleep,
         )
 
     async def _deepeval_loaded(self) -> None:
@@ -357,14 +364,18 @@ class DeepEvalJudge(Judge):
                 {"unanswerable": data.unanswerable},
             )
         if stage == "rubric":  # item by item, the requests in flight together
-            graded = await asyncio.gather(*(
-                self._ask(rubric_item_prompt(data.input, data.answer, text), RubricItemGrade)
-                for text, _ in data.rubric
-            ))
-            return rubric_grade([
-                (text, weight, grade.met, _clip(grade.reason))
-                for (text, weight), grade in zip(data.rubric, graded, strict=True)
-            ])
+            graded = await asyncio.gather(
+                *(
+                    self._ask(rubric_item_prompt(data.input, data.answer, text), RubricItemGrade)
+                    for text, _ in data.rubric
+                )
+            )
+            return rubric_grade(
+                [
+                    (text, weight, grade.met, _clip(grade.reason))
+                    for (text, weight), grade in zip(data.rubric, graded, strict=True)
+                ]
+            )
         model = await self.model()
         criteria = options.correctness_criteria
         if stage == "correctness" and criteria not in self._correctness_steps:
@@ -477,9 +488,12 @@ def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) 
 
     One exception: an answer that abstains ("the documents do not say") may hold no claim, and
     is then faithful."""
+
     def empty(what: str, source: str) -> JudgeError:
-        return JudgeError(f"{judge_id}: the judge returned no {what} for a non-empty {source} "
-                          f"({stage}); an empty extraction is a judge error, never a score")
+        return JudgeError(
+            f"{judge_id}: the judge returned no {what} for a non-empty {source} "
+            f"({stage}); an empty extraction is a judge error, never a score"
+        )
 
     def verdicts_for(items: list[Any], name: str) -> None:
         if items and not getattr(metric, "verdicts", None):

@@ -51,9 +51,7 @@ class OpenAIJudgeModel(_AsyncOnlyModel):
     def get_model_name(self, *args: Any, **kwargs: Any) -> str:
         return self.name
 
-    async def a_generate(
-        self, prompt: str, schema: type[BaseModel] | None = None, **_: Any
-    ) -> Any:
+    async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None, **_: Any) -> Any:
         return await self.client.complete(prompt, schema)
 
 
@@ -88,9 +86,7 @@ class NativeJudgeModel(_AsyncOnlyModel):
             self._inner = self._build()
         return self._inner
 
-    async def a_generate(
-        self, prompt: str, schema: type[BaseModel] | None = None, **_: Any
-    ) -> Any:
+    async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None, **_: Any) -> Any:
         what = f"{self._judge_id} ({schema.__name__ if schema else 'text'} request)"
         inner = self.inner()
 
@@ -113,12 +109,17 @@ class NativeJudgeModel(_AsyncOnlyModel):
                     ticket.used(prompt_tokens, completion_tokens)
             value = getattr(cost, "value", cost)
             count_usage(
-                self._stats, prompt_tokens, completion_tokens,
+                self._stats,
+                prompt_tokens,
+                completion_tokens,
                 float(value) if isinstance(value, (int, float)) else 0.0,
             )
             return result if schema is None else parse_reply(result, schema)
 
         return await self._retry.run(
-            request, what=what, key_env=self._key_env, on_retry=log_retry(what),
+            request,
+            what=what,
+            key_env=self._key_env,
+            on_retry=log_retry(what),
             endpoint=self._endpoint,
         )

@@ -137,7 +137,9 @@ def parse_duration(text: str) -> float | None:
         return None
     parts = match.groupdict()
     return (
-        float(parts["h"] or 0) * 3600 + float(parts["m"] or 0) * 60 + float(parts["s"] or 0)
+        float(parts["h"] or 0) * 3600
+        + float(parts["m"] or 0) * 60
+        + float(parts["s"] or 0)
         + float(parts["ms"] or 0) / 1000
     )
 
@@ -296,8 +298,11 @@ class RetryPolicy:
                 if failure.kind == "rate_limited":
                     now = time.monotonic()
                     limited_since = now if limited_since is None else limited_since
-                    wait = (endpoint.pause_left() if endpoint is not None
-                            else self.delay_for(failure, 1))
+                    wait = (
+                        endpoint.pause_left()
+                        if endpoint is not None
+                        else self.delay_for(failure, 1)
+                    )
                     if now + wait - limited_since > self.rate_limit_wait:
                         raise JudgeError(
                             self._rate_limit_message(what, now - limited_since, failure, endpoint)
