@@ -27,6 +27,7 @@ import sys
 import threading
 from typing import Any
 
+from ..core.names import clip
 from .base import (
     ACCURACY_SCORES,
     COMPLETENESS_SCORES,
@@ -349,8 +350,8 @@ class DeepEvalJudge(Judge):
                 completeness.reason,
                 completeness.label,
                 {
-                    "present_elements": _clip_list(completeness.present_elements),
-                    "missing_elements": _clip_list(completeness.missing_elements),
+                    "present_elements": _recorded_texts(completeness.present_elements),
+                    "missing_elements": _recorded_texts(completeness.missing_elements),
                 },
             )
         if stage == "answer_accuracy":
@@ -372,7 +373,7 @@ class DeepEvalJudge(Judge):
             )
             return rubric_grade(
                 [
-                    (text, weight, grade.met, _clip(grade.reason))
+                    (text, weight, grade.met, _recorded_text(grade.reason))
                     for (text, weight), grade in zip(data.rubric, graded, strict=True)
                 ]
             )
@@ -544,13 +545,13 @@ def metric_score(judge_id: str, stage: str, metric: Any) -> float:
     return score
 
 
-def _clip(text: Any) -> str:
-    text = "" if text is None else str(text)
-    return text if len(text) <= _MAX_CHARS else text[: _MAX_CHARS - 3] + "..."
+def _recorded_text(value: Any) -> str:
+    """A reason, claim or step as recorded: its text (None: empty), clipped, new lines kept."""
+    return clip("" if value is None else str(value), _MAX_CHARS, one_line=False)
 
 
-def _clip_list(items: Any) -> list[str]:
-    return [_clip(item) for item in list(items or [])[:_MAX_ITEMS]]
+def _recorded_texts(items: Any) -> list[str]:
+    return [_recorded_text(item) for item in list(items or [])[:_MAX_ITEMS]]
 
 
 def _verdict_rows(verdicts: Any, *fields: str) -> list[dict[str, Any]]:
@@ -559,7 +560,7 @@ def _verdict_rows(verdicts: Any, *fields: str) -> list[dict[str, Any]]:
         value = getattr(verdict, "verdict", None)
         row: dict[str, Any] = {"verdict": str(getattr(value, "value", value))}
         for name in fields:
-            row[name] = _clip(getattr(verdict, name, None))
+            row[name] = _recorded_text(getattr(verdict, name, None))
         rows.append(row)
     return rows
 
@@ -568,13 +569,13 @@ def metric_details(stage: str, metric: Any) -> dict[str, Any]:
     """The small, JSON-able part of a metric's state worth keeping in the cassette."""
     if stage == "faithfulness":
         return {
-            "claims": _clip_list(getattr(metric, "claims", [])),
+            "claims": _recorded_texts(getattr(metric, "claims", [])),
             "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
             "truths": len(getattr(metric, "truths", []) or []),
         }
     if stage == "answer_relevancy":
         return {
-            "statements": _clip_list(getattr(metric, "statements", [])),
+            "statements": _recorded_texts(getattr(metric, "statements", [])),
             "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
         }
     if stage in ("contextual_recall", "contextual_precision"):
@@ -583,5 +584,5 @@ def metric_details(stage: str, metric: Any) -> dict[str, Any]:
         flat = [v for group in getattr(metric, "verdicts_list", []) or [] for v in group.verdicts]
         return {"verdicts": _verdict_rows(flat, "statement", "reason")}
     if stage == "correctness":
-        return {"evaluation_steps": _clip_list(getattr(metric, "evaluation_steps", []))}
+        return {"evaluation_steps": _recorded_texts(getattr(metric, "evaluation_steps", []))}
     return {}

@@ -48,6 +48,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.names import clip
 from .base import (
     ACCURACY_SCORES,
     COMPLETENESS_SCORES,
@@ -175,17 +176,13 @@ def _support_rows(
         share, where = _best_support(set(terms(text)), passages)
         rows.append(
             {
-                label: _clip(text),
+                label: clip(text, one_line=False),
                 "support": round(share, 3),
                 "passage": where,
                 "supported": share >= ratio,
             }
         )
     return rows
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 _MAX_ITEMS = 20  # keep verdict details small

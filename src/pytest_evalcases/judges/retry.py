@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from ..core.names import clip
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeReplyError
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def rate_limit_reset_of(exc: BaseException) -> float | None:
 
 def classify(exc: BaseException) -> Failure:
     """Decide whether a failed request is worth another try."""
-    text = _short(exc)
+    text = clip(f"{type(exc).__name__}: {exc}".strip(), 300, one_line=False)
     if isinstance(exc, JudgeReplyError) or _is_parse_error(exc):
         return Failure("reply", text)
     if _is_certificate_error(exc):  # a connection error to aiohttp and httpx, but no retry fixes it
@@ -209,11 +210,6 @@ def _is_parse_error(exc: BaseException) -> bool:
         return True
     # pydantic's ValidationError, without importing pydantic here
     return any(cls.__name__ == "ValidationError" for cls in type(exc).__mro__)
-
-
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # Environment settings of the policy (documented in docs/judges.md).
