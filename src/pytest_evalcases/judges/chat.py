@@ -11,7 +11,7 @@ accuracy) can judge while deepeval is still being imported.
 One `aiohttp.ClientSession` per client and event loop (a session must not outlive its loop),
 kept alive across calls. HTTP(S)_PROXY and NO_PROXY are honoured like the SDK does, read once per
 client (aiohttp's `trust_env` reads them, and ~/.netrc, in a worker thread on every request).
-Errors carry what `retry.classify` reads: `status_code`, `headers`, `code`.
+Errors carry what `failures.classify` reads: `status_code`, `headers`, `code`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from pydantic import BaseModel, ValidationError
 
 from .endpoint import Endpoint, Ticket
 from .errors import JudgeReplyError
-from .retry import Failure, RetryPolicy, status_of
+from .failures import Failure, status_of
+from .retry import RetryPolicy
 from .usage import JudgeStats, UsageMeter, count_call, count_cost, count_usage, current_meter
 
 log = logging.getLogger("pytest_evalcases.judges")

@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any
 
 from .errors import JudgeError
-from .retry import Failure, classify
+from .failures import Failure, classify
 from .usage import JudgeStats
 
 BREAKER_ENV = "EVALCASES_JUDGE_BREAKER"
