@@ -37,6 +37,7 @@ from .base import (
 from .chat import ChatClient, LoopBound, completions_url, endpoint_name
 from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits
 from .errors import JudgeConfigError, JudgeError
+from .llm import NativeJudgeModel, OpenAIJudgeModel, deepeval_model, deepeval_model_class
 from .metrics import (
     build_metric,
     check_extractions,
@@ -77,19 +78,20 @@ def prepare_deepeval_env() -> None:
     os.environ.setdefault("DEEPEVAL_RETRY_MAX_ATTEMPTS", "1")
 
 
-# What a live LLM judge needs: deepeval's metrics, test case, price table, and our adapters.
+# What a live LLM judge needs of deepeval: its metrics, test case, price table, and the model
+# base class our model wrapper subclasses (llm.deepeval_model_class, made by the loader too).
 _DEEPEVAL_MODULES = (
     "deepeval.metrics",
     "deepeval.test_case",
     "deepeval.models.llms.constants",
-    f"{__package__}.llm",
+    "deepeval.models",
 )
 _loading: concurrent.futures.Future[None] | None = None
 _loading_lock = threading.Lock()
 
 
 def start_loading_deepeval() -> concurrent.futures.Future[None]:
-    """Import deepeval (and our model adapters over it) in a background thread, once per process.
+    """Import deepeval (and make our model class over it) in a background thread, once per process.
 
     Everything of ours that touches deepeval waits for this future first, so no two threads run
     deepeval's module code at once.
@@ -133,6 +135,7 @@ def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
         prepare_deepeval_env()
         for module in _DEEPEVAL_MODULES:
             importlib.import_module(module)
+        deepeval_model_class()  # subclassing deepeval's base class runs deepeval's code too
     except BaseException as exc:  # handed to whoever waits for deepeval
         done.set_exception(exc)
     else:
@@ -175,6 +178,7 @@ def llm_judge_version() -> str:
 
 def _price_per_token(model: str) -> tuple[float, float] | None:
     """USD per prompt / completion token: OPENAI_COST_PER_*_TOKEN, else deepeval's table."""
+    # deepeval: heavy; loaded in the background by now (_deepeval_loaded)
     from deepeval.models.llms.constants import OPENAI_MODELS_DATA
 
     data = OPENAI_MODELS_DATA.get(model)
@@ -235,7 +239,7 @@ class DeepEvalJudge(Judge):
         if self._spec.provider == "openai":
             # The chat client's transport, first and at full speed (~0.1 s): the first requests
             # need it, and deepeval's import, which would import it too, finds it done.
-            import aiohttp  # noqa: F401
+            import aiohttp  # noqa: F401  (aiohttp: heavy, live judges only)
         start_loading_deepeval()
 
     def _chat_client(self) -> ChatClient:
@@ -291,17 +295,16 @@ class DeepEvalJudge(Judge):
         await self._deepeval_loaded()
         if self._model is None:
             prepare_deepeval_env()  # done by the loader already; cheap, and safe if it was not
-            from . import llm
-
             spec = self._spec
             assert spec.model is not None
+            judge_model: OpenAIJudgeModel | NativeJudgeModel
             if spec.provider == "openai":
-                self._model = llm.OpenAIJudgeModel(self._chat_client())
+                judge_model = OpenAIJudgeModel(self._chat_client())
             else:
                 endpoint = self._new_endpoint(
                     f"{self.id} ({spec.base_url})" if spec.base_url else self.id
                 )
-                self._model = llm.NativeJudgeModel(
+                judge_model = NativeJudgeModel(
                     spec.model,
                     lambda: self._build_native(spec),
                     judge_id=self.id,
@@ -310,6 +313,7 @@ class DeepEvalJudge(Judge):
                     key_env=spec.key_env,
                     endpoint=endpoint,
                 )
+            self._model = deepeval_model(judge_model)
         return self._model
 
     async def _ask(self, prompt: str, schema: type[Any]) -> Any:
@@ -326,6 +330,7 @@ class DeepEvalJudge(Judge):
     @staticmethod
     def _build_native(spec: JudgeSpec) -> Any:
         """deepeval's own provider class; untested here beyond construction (see docs)."""
+        # deepeval: heavy; loaded in the background by now (model() waits for it)
         from deepeval import models
 
         try:
@@ -390,6 +395,7 @@ class DeepEvalJudge(Judge):
     async def _measure(
         self, stage: str, data: JudgeInput, options: StageOptions, model: Any
     ) -> Grade:
+        # deepeval: heavy; loaded in the background by now (model() waits for it)
         from deepeval.test_case import LLMTestCase
 
         steps = self._correctness_steps.get(options.correctness_criteria)
