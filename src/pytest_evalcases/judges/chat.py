@@ -22,9 +22,11 @@ import json
 import logging
 import os
 import re
+import ssl
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
@@ -148,8 +150,6 @@ def completions_url(base_url: str | None) -> str:
 
 def endpoint_name(url: str) -> str:
     """A URL fit for a message: no user name or password."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
@@ -201,7 +201,7 @@ class ChatClient:
         self._tls: Any = None  # one SSL context for every session (loading CAs costs ~25 ms)
 
     def _make_session(self) -> Any:
-        import aiohttp
+        import aiohttp  # aiohttp: heavy, live judges only
 
         if self._tls is None and self._url.startswith("https:"):
             self._tls = tls_context(os.environ)
@@ -264,7 +264,7 @@ class ChatClient:
     async def _post(
         self, payload: dict[str, Any], prompt_chars: int, retry: bool
     ) -> dict[str, Any]:
-        import aiohttp
+        import aiohttp  # aiohttp: heavy, live judges only
 
         async with self.endpoint.request(prompt_chars) as ticket:
             count_call(self._stats, retry=retry)
@@ -355,7 +355,7 @@ def usage_counts(usage: Any) -> tuple[int, int] | None:
 
 def env_proxy(url: str) -> str | None:
     """The proxy HTTP(S)_PROXY / ALL_PROXY name for `url`, unless NO_PROXY exempts its host."""
-    from urllib.parse import urlsplit
+    # urllib.request: ~4 ms (http.client, email), needed only once a live judge connects
     from urllib.request import getproxies, proxy_bypass
 
     parts = urlsplit(url)
@@ -365,16 +365,14 @@ def env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def tls_context(environ: Mapping[str, str]) -> Any:
+def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
     """The CAs to trust: SSL_CERT_FILE / SSL_CERT_DIR when set (a company CA, a TLS-inspecting
     proxy), else certifi's bundle when installed (as the openai SDK does), else the system's."""
-    import ssl
-
     cafile, capath = environ.get("SSL_CERT_FILE") or None, environ.get("SSL_CERT_DIR") or None
     if cafile or capath:
         return ssl.create_default_context(cafile=cafile, capath=capath)
     try:
-        import certifi
+        import certifi  # certifi: optional, a live https judge's CA bundle
     except ImportError:
         return ssl.create_default_context()
     return ssl.create_default_context(cafile=certifi.where())
