@@ -8,7 +8,12 @@ first case, through `warm_up`); meanwhile the systems go on running and, for
 `openai:` judges, our own graders (context completeness, answer accuracy) already judge: they
 need only the chat client. deepeval's metrics wait for the import to finish.
 Each metric (built by metrics.py, one per verdict: metrics are stateful) runs through
-`a_measure(test_case, _show_indicator=False)` (no progress spinner on stderr).
+`a_measure(test_case, _show_indicator=False)` (no progress spinner on stderr), with the judge's
+one model object (llm.py: our model, wrapped in the subclass of deepeval's model class that
+llm.py makes once deepeval is loaded).
+
+Every import of deepeval (and aiohttp) here is inside the function that needs it, so importing
+this module, as `pytest_evalcases.judges` does for `judge_version`, loads neither.
 """
 
 from __future__ import annotations
