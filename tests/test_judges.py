@@ -33,8 +33,8 @@ from pytest_evalcases.judges import (
 )
 from pytest_evalcases.judges import deepeval_judge as deepeval_judge_module
 from pytest_evalcases.judges.chat import env_proxy, error_from_reply, tls_context
+from pytest_evalcases.judges.failures import classify, retry_after_of
 from pytest_evalcases.judges.lexical import is_abstention, stem
-from pytest_evalcases.judges.retry import classify, retry_after_of
 from pytest_evalcases.judges.spec import parse_spec, resolve_spec
 
 judge_server = judge_server_fixture()

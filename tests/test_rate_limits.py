@@ -35,7 +35,7 @@ from pytest_evalcases.judges import (
     make_judge,
 )
 from pytest_evalcases.judges.endpoint import Endpoint, TokenBucket
-from pytest_evalcases.judges.retry import classify, parse_duration
+from pytest_evalcases.judges.failures import classify, parse_duration
 from pytest_evalcases.judges.usage import JudgeStats
 from pytest_evalcases.session import get_session
 

@@ -4,8 +4,9 @@
     verdict = await judge.evaluate("faithfulness", JudgeInput(...), {"strict": True})
     await judge.aclose()
 
-Importing this package (and using the lexical judge) imports neither deepeval nor openai; LLM
-judges import them on their first verdict.
+Importing this package (and using the lexical judge) imports none of deepeval, openai or
+aiohttp: every module here imports them inside the functions that use them, and LLM judges
+call those on their first verdict (see deepeval_judge.py and llm.py).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from .base import (
     StageOptions,
     Verdict,
 )
+from .deepeval_judge import DeepEvalJudge, check_dependencies, llm_judge_version
 from .endpoint import BREAKER_ENV, DEFAULT_BREAKER_AFTER, RateLimits
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeInputError
+from .lexical import LEXICAL_REVISION, LexicalJudge
 from .retry import RetryPolicy, env_number
 from .spec import ACCEPTED_FORMS, parse_spec, resolve_spec
 from .usage import JudgeStats
@@ -74,11 +77,7 @@ def make_judge(
     env = os.environ if environ is None else environ
     parsed = resolve_spec(spec, env)
     if parsed.provider == "lexical":
-        from .lexical import LexicalJudge
-
         return LexicalJudge()
-    from .deepeval_judge import DeepEvalJudge, check_dependencies
-
     check_dependencies(parsed)
     if timeout is None:
         timeout = env_number(env, "EVALCASES_JUDGE_TIMEOUT", DEFAULT_TIMEOUT)
@@ -111,9 +110,5 @@ def judge_version(spec: str) -> str:
     """
     parsed = parse_spec(spec)
     if parsed.provider == "lexical":
-        from .lexical import LEXICAL_REVISION
-
         return f"lexical-{LEXICAL_REVISION}"
-    from .deepeval_judge import llm_judge_version
-
     return llm_judge_version()

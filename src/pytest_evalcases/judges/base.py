@@ -171,20 +171,21 @@ def _check_input(stage: str, data: JudgeInput) -> None:
     needs_reference = "reference" in reads and not abstention_expected
     if "rubric" in reads and not data.rubric:
         raise JudgeInputError(
-            f"stage {stage!r} needs rubric items; add \"rubric\" to the case or drop the stage "
+            f'stage {stage!r} needs rubric items; add "rubric" to the case or drop the stage '
             "from the suite"
         )
     if needs_reference and not (data.reference or "").strip():
         raise JudgeInputError(
-            f"stage {stage!r} needs a reference (golden answer); add \"reference\" to the case "
+            f'stage {stage!r} needs a reference (golden answer); add "reference" to the case '
             "or drop the stage from the suite"
         )
 
 
 def _empty_answer_grade(stage: str, data: JudgeInput) -> Grade:
     if stage == "rubric":
-        return rubric_grade([(text, weight, False, "the answer is empty")
-                             for text, weight in data.rubric])
+        return rubric_grade(
+            [(text, weight, False, "the answer is empty") for text, weight in data.rubric]
+        )
     return Grade(0.0, "the answer is empty", "WRONG" if stage == "answer_accuracy" else None)
 
 

@@ -11,7 +11,7 @@ accuracy) can judge while deepeval is still being imported.
 One `aiohttp.ClientSession` per client and event loop (a session must not outlive its loop),
 kept alive across calls. HTTP(S)_PROXY and NO_PROXY are honoured like the SDK does, read once per
 client (aiohttp's `trust_env` reads them, and ~/.netrc, in a worker thread on every request).
-Errors carry what `retry.classify` reads: `status_code`, `headers`, `code`.
+Errors carry what `failures.classify` reads: `status_code`, `headers`, `code`.
 """
 
 from __future__ import annotations
@@ -22,15 +22,18 @@ import json
 import logging
 import os
 import re
+import ssl
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
 from .endpoint import Endpoint, Ticket
 from .errors import JudgeReplyError
-from .retry import Failure, RetryPolicy, status_of
+from .failures import Failure, status_of
+from .retry import RetryPolicy
 from .usage import JudgeStats, UsageMeter, count_call, count_cost, count_usage, current_meter
 
 log = logging.getLogger("pytest_evalcases.judges")
@@ -147,8 +150,6 @@ def completions_url(base_url: str | None) -> str:
 
 def endpoint_name(url: str) -> str:
     """A URL fit for a message: no user name or password."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
@@ -200,7 +201,7 @@ class ChatClient:
         self._tls: Any = None  # one SSL context for every session (loading CAs costs ~25 ms)
 
     def _make_session(self) -> Any:
-        import aiohttp
+        import aiohttp  # aiohttp: heavy, live judges only
 
         if self._tls is None and self._url.startswith("https:"):
             self._tls = tls_context(os.environ)
@@ -222,7 +223,10 @@ class ChatClient:
             return content if schema is None else parse_reply(content, schema)
 
         return await self._retry.run(
-            attempt, what=what, key_env=self._key_env, on_retry=log_retry(what),
+            attempt,
+            what=what,
+            key_env=self._key_env,
+            on_retry=log_retry(what),
             endpoint=self.endpoint,
         )
 
@@ -242,8 +246,10 @@ class ChatClient:
                 break
             except ChatHTTPError as exc:  # a fallback, not a retry: same attempt, fewer options
                 if "response_format" in payload and _rejects(exc, "response_format"):
-                    log.warning("%s: server rejects JSON mode; asking for JSON in the prompt "
-                                "only", self.judge_id)
+                    log.warning(
+                        "%s: server rejects JSON mode; asking for JSON in the prompt only",
+                        self.judge_id,
+                    )
                     self._json_mode = False
                 elif "temperature" in payload and _rejects(exc, "temperature"):
                     log.warning("%s: model rejects `temperature`; sending none", self.judge_id)
@@ -255,9 +261,10 @@ class ChatClient:
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         return message.get("content") if isinstance(message, dict) else None
 
-    async def _post(self, payload: dict[str, Any], prompt_chars: int, retry: bool
-                    ) -> dict[str, Any]:
-        import aiohttp
+    async def _post(
+        self, payload: dict[str, Any], prompt_chars: int, retry: bool
+    ) -> dict[str, Any]:
+        import aiohttp  # aiohttp: heavy, live judges only
 
         async with self.endpoint.request(prompt_chars) as ticket:
             count_call(self._stats, retry=retry)
@@ -348,7 +355,7 @@ def usage_counts(usage: Any) -> tuple[int, int] | None:
 
 def env_proxy(url: str) -> str | None:
     """The proxy HTTP(S)_PROXY / ALL_PROXY name for `url`, unless NO_PROXY exempts its host."""
-    from urllib.parse import urlsplit
+    # urllib.request: ~4 ms (http.client, email), needed only once a live judge connects
     from urllib.request import getproxies, proxy_bypass
 
     parts = urlsplit(url)
@@ -358,16 +365,14 @@ def env_proxy(url: str) -> str | None:
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
-def tls_context(environ: Mapping[str, str]) -> Any:
+def tls_context(environ: Mapping[str, str]) -> ssl.SSLContext:
     """The CAs to trust: SSL_CERT_FILE / SSL_CERT_DIR when set (a company CA, a TLS-inspecting
     proxy), else certifi's bundle when installed (as the openai SDK does), else the system's."""
-    import ssl
-
     cafile, capath = environ.get("SSL_CERT_FILE") or None, environ.get("SSL_CERT_DIR") or None
     if cafile or capath:
         return ssl.create_default_context(cafile=cafile, capath=capath)
     try:
-        import certifi
+        import certifi  # certifi: optional, a live https judge's CA bundle
     except ImportError:
         return ssl.create_default_context()
     return ssl.create_default_context(cafile=certifi.where())

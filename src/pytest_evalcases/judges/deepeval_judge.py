@@ -7,10 +7,13 @@ background thread (`start_loading_deepeval`; a --live or --live-judges run start
 first case, through `warm_up`); meanwhile the systems go on running and, for
 `openai:` judges, our own graders (context completeness, answer accuracy) already judge: they
 need only the chat client. deepeval's metrics wait for the import to finish.
-Every metric gets an explicit model object (never deepeval's default, which needs OPENAI_API_KEY
-even for metrics that make no call), `async_mode=True`, `eval_mode="llm"` (so a stray
-DEEPEVAL_EVAL_MODE cannot route decisions elsewhere) and runs through
-`a_measure(test_case, _show_indicator=False)` (no progress spinner on stderr).
+Each metric (built by metrics.py, one per verdict: metrics are stateful) runs through
+`a_measure(test_case, _show_indicator=False)` (no progress spinner on stderr), with the judge's
+one model object (llm.py: our model, wrapped in the subclass of deepeval's model class that
+llm.py makes once deepeval is loaded).
+
+Every import of deepeval (and aiohttp) here is inside the function that needs it, so importing
+this module, as `pytest_evalcases.judges` does for `judge_version`, loads neither.
 """
 
 from __future__ import annotations
@@ -39,7 +42,15 @@ from .base import (
 from .chat import ChatClient, LoopBound, completions_url, endpoint_name
 from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits
 from .errors import JudgeConfigError, JudgeError
-from .lexical import is_abstention
+from .llm import NativeJudgeModel, OpenAIJudgeModel, deepeval_model, deepeval_model_class
+from .metrics import (
+    build_metric,
+    check_extractions,
+    detail_text,
+    detail_texts,
+    metric_details,
+    metric_score,
+)
 from .prompts import (
     PROMPTS_REVISION,
     AnswerAccuracyGrade,
@@ -62,9 +73,6 @@ _REQUIRED: dict[str, tuple[tuple[str, str], ...]] = {
     "litellm": (("deepeval", _LIVE_EXTRA), ("litellm", "litellm")),
 }
 
-_MAX_ITEMS = 20
-_MAX_CHARS = 300
-
 
 def prepare_deepeval_env() -> None:
     """Environment deepeval reads at import (and, for settings, at call time)."""
@@ -75,19 +83,20 @@ def prepare_deepeval_env() -> None:
     os.environ.setdefault("DEEPEVAL_RETRY_MAX_ATTEMPTS", "1")
 
 
-# What a live LLM judge needs: deepeval's metrics, test case, price table, and our adapters.
+# What a live LLM judge needs of deepeval: its metrics, test case, price table, and the model
+# base class our model wrapper subclasses (llm.deepeval_model_class, made by the loader too).
 _DEEPEVAL_MODULES = (
     "deepeval.metrics",
     "deepeval.test_case",
     "deepeval.models.llms.constants",
-    f"{__package__}.llm",
+    "deepeval.models",
 )
 _loading: concurrent.futures.Future[None] | None = None
 _loading_lock = threading.Lock()
 
 
 def start_loading_deepeval() -> concurrent.futures.Future[None]:
-    """Import deepeval (and our model adapters over it) in a background thread, once per process.
+    """Import deepeval (and make our model class over it) in a background thread, once per process.
 
     Everything of ours that touches deepeval waits for this future first, so no two threads run
     deepeval's module code at once.
@@ -106,7 +115,9 @@ def start_loading_deepeval() -> concurrent.futures.Future[None]:
                 with contextlib.suppress(ImportError):
                     importlib.import_module(name)
             threading.Thread(
-                target=_load_deepeval, args=(_loading,), name="evalcases-deepeval-import",
+                target=_load_deepeval,
+                args=(_loading,),
+                name="evalcases-deepeval-import",
                 daemon=True,
             ).start()
         return _loading
@@ -129,6 +140,7 @@ def _load_deepeval(done: concurrent.futures.Future[None]) -> None:
         prepare_deepeval_env()
         for module in _DEEPEVAL_MODULES:
             importlib.import_module(module)
+        deepeval_model_class()  # subclassing deepeval's base class runs deepeval's code too
     except BaseException as exc:  # handed to whoever waits for deepeval
         done.set_exception(exc)
     else:
@@ -171,6 +183,7 @@ def llm_judge_version() -> str:
 
 def _price_per_token(model: str) -> tuple[float, float] | None:
     """USD per prompt / completion token: OPENAI_COST_PER_*_TOKEN, else deepeval's table."""
+    # deepeval: heavy; loaded in the background by now (_deepeval_loaded)
     from deepeval.models.llms.constants import OPENAI_MODELS_DATA
 
     data = OPENAI_MODELS_DATA.get(model)
@@ -231,7 +244,7 @@ class DeepEvalJudge(Judge):
         if self._spec.provider == "openai":
             # The chat client's transport, first and at full speed (~0.1 s): the first requests
             # need it, and deepeval's import, which would import it too, finds it done.
-            import aiohttp  # noqa: F401
+            import aiohttp  # noqa: F401  (aiohttp: heavy, live judges only)
         start_loading_deepeval()
 
     def _chat_client(self) -> ChatClient:
@@ -257,9 +270,14 @@ class DeepEvalJudge(Judge):
     def _new_endpoint(self, name: str) -> Endpoint:
         """The gate of this judge's model requests: its rate limits and its breaker."""
         return Endpoint(
-            name, max_concurrency=self._max_concurrency, stats=self.stats,
-            backoff=self._retry.backoff, max_pause=self._retry.max_delay,
-            limits=self._rate_limits, breaker_after=self._breaker_after, sleep=self._retry.sleep,
+            name,
+            max_concurrency=self._max_concurrency,
+            stats=self.stats,
+            backoff=self._retry.backoff,
+            max_pause=self._retry.max_delay,
+            limits=self._rate_limits,
+            breaker_after=self._breaker_after,
+            sleep=self._retry.sleep,
         )
 
     async def _deepeval_loaded(self) -> None:
@@ -282,17 +300,16 @@ class DeepEvalJudge(Judge):
         await self._deepeval_loaded()
         if self._model is None:
             prepare_deepeval_env()  # done by the loader already; cheap, and safe if it was not
-            from . import llm
-
             spec = self._spec
             assert spec.model is not None
+            judge_model: OpenAIJudgeModel | NativeJudgeModel
             if spec.provider == "openai":
-                self._model = llm.OpenAIJudgeModel(self._chat_client())
+                judge_model = OpenAIJudgeModel(self._chat_client())
             else:
                 endpoint = self._new_endpoint(
                     f"{self.id} ({spec.base_url})" if spec.base_url else self.id
                 )
-                self._model = llm.NativeJudgeModel(
+                judge_model = NativeJudgeModel(
                     spec.model,
                     lambda: self._build_native(spec),
                     judge_id=self.id,
@@ -301,6 +318,7 @@ class DeepEvalJudge(Judge):
                     key_env=spec.key_env,
                     endpoint=endpoint,
                 )
+            self._model = deepeval_model(judge_model)
         return self._model
 
     async def _ask(self, prompt: str, schema: type[Any]) -> Any:
@@ -317,6 +335,7 @@ class DeepEvalJudge(Judge):
     @staticmethod
     def _build_native(spec: JudgeSpec) -> Any:
         """deepeval's own provider class; untested here beyond construction (see docs)."""
+        # deepeval: heavy; loaded in the background by now (model() waits for it)
         from deepeval import models
 
         try:
@@ -342,8 +361,8 @@ class DeepEvalJudge(Judge):
                 completeness.reason,
                 completeness.label,
                 {
-                    "present_elements": _clip_list(completeness.present_elements),
-                    "missing_elements": _clip_list(completeness.missing_elements),
+                    "present_elements": detail_texts(completeness.present_elements),
+                    "missing_elements": detail_texts(completeness.missing_elements),
                 },
             )
         if stage == "answer_accuracy":
@@ -357,14 +376,18 @@ class DeepEvalJudge(Judge):
                 {"unanswerable": data.unanswerable},
             )
         if stage == "rubric":  # item by item, the requests in flight together
-            graded = await asyncio.gather(*(
-                self._ask(rubric_item_prompt(data.input, data.answer, text), RubricItemGrade)
-                for text, _ in data.rubric
-            ))
-            return rubric_grade([
-                (text, weight, grade.met, _clip(grade.reason))
-                for (text, weight), grade in zip(data.rubric, graded, strict=True)
-            ])
+            graded = await asyncio.gather(
+                *(
+                    self._ask(rubric_item_prompt(data.input, data.answer, text), RubricItemGrade)
+                    for text, _ in data.rubric
+                )
+            )
+            return rubric_grade(
+                [
+                    (text, weight, grade.met, detail_text(grade.reason))
+                    for (text, weight), grade in zip(data.rubric, graded, strict=True)
+                ]
+            )
         model = await self.model()
         criteria = options.correctness_criteria
         if stage == "correctness" and criteria not in self._correctness_steps:
@@ -377,6 +400,7 @@ class DeepEvalJudge(Judge):
     async def _measure(
         self, stage: str, data: JudgeInput, options: StageOptions, model: Any
     ) -> Grade:
+        # deepeval: heavy; loaded in the background by now (model() waits for it)
         from deepeval.test_case import LLMTestCase
 
         steps = self._correctness_steps.get(options.correctness_criteria)
@@ -408,166 +432,3 @@ class DeepEvalJudge(Judge):
     async def aclose(self) -> None:
         if self._chat is not None:
             await self._chat.aclose()
-
-
-def build_metric(
-    stage: str, model: Any, options: StageOptions, steps: list[str] | None = None
-) -> Any:
-    """A fresh deepeval metric for `stage`. The threshold is irrelevant: the spine gates.
-
-    `steps`: GEval evaluation steps drafted earlier for the same criteria (None: draft them).
-    """
-    from deepeval.metrics import (
-        AnswerRelevancyMetric,
-        ContextualPrecisionMetric,
-        ContextualRecallMetric,
-        ContextualRelevancyMetric,
-        FaithfulnessMetric,
-        GEval,
-    )
-    from deepeval.test_case import SingleTurnParams
-
-    common: dict[str, Any] = {
-        "model": model,
-        "threshold": 0.5,
-        "include_reason": True,
-        "async_mode": True,
-        "strict_mode": False,
-        "verbose_mode": False,
-        "eval_mode": "llm",
-    }
-    if stage == "faithfulness":
-        return FaithfulnessMetric(**common, penalize_ambiguous_claims=options.strict)
-    if stage == "contextual_recall":
-        return ContextualRecallMetric(**common)
-    if stage == "contextual_precision":
-        return ContextualPrecisionMetric(**common)
-    if stage == "contextual_relevancy":
-        return ContextualRelevancyMetric(**common)
-    if stage == "answer_relevancy":
-        return AnswerRelevancyMetric(**common)
-    if stage == "correctness":
-        # GEval takes neither include_reason (it always reasons) nor eval_mode (LLM only).
-        return GEval(
-            name="Correctness",
-            criteria=options.correctness_criteria,
-            evaluation_steps=steps,
-            evaluation_params=[
-                SingleTurnParams.INPUT,
-                SingleTurnParams.ACTUAL_OUTPUT,
-                SingleTurnParams.EXPECTED_OUTPUT,
-            ],
-            model=model,
-            threshold=0.5,
-            async_mode=True,
-            strict_mode=False,
-            verbose_mode=False,
-        )
-    raise JudgeError(f"stage {stage!r} is not a deepeval metric")
-
-
-def _filled(text: str | None) -> bool:
-    return bool(text and text.strip())
-
-
-def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) -> None:
-    """JudgeError when the judge extracted nothing from text that holds something: deepeval
-    scores an empty list of claims or statements as 1.0 (and empty verdicts as 1.0 or 0.0), so
-    a schema-valid but empty reply would otherwise be recorded as a verdict.
-
-    One exception: an answer that abstains ("the documents do not say") may hold no claim, and
-    is then faithful."""
-    def empty(what: str, source: str) -> JudgeError:
-        return JudgeError(f"{judge_id}: the judge returned no {what} for a non-empty {source} "
-                          f"({stage}); an empty extraction is a judge error, never a score")
-
-    def verdicts_for(items: list[Any], name: str) -> None:
-        if items and not getattr(metric, "verdicts", None):
-            raise empty("verdicts", f"list of {len(items)} {name}")
-
-    context = any(_filled(passage) for passage in data.context)
-    if stage == "faithfulness":
-        claims = list(getattr(metric, "claims", None) or [])
-        if context and not getattr(metric, "truths", None):
-            raise empty("truths", "context")
-        if not claims and _filled(data.answer) and not is_abstention(data.answer):
-            raise empty("claims", "answer")
-        verdicts_for(claims, "claims")
-    elif stage == "answer_relevancy":
-        statements = list(getattr(metric, "statements", None) or [])
-        if not statements and _filled(data.answer):
-            raise empty("statements", "answer")
-        verdicts_for(statements, "statements")
-    elif stage == "contextual_recall":
-        if _filled(data.reference) and not getattr(metric, "verdicts", None):
-            raise empty("verdicts", "reference")
-    elif stage == "contextual_precision":
-        if context and not getattr(metric, "verdicts", None):
-            raise empty("verdicts", "context")
-    elif stage == "contextual_relevancy":
-        groups = list(getattr(metric, "verdicts_list", None) or [])
-        for number, passage in enumerate(data.context, start=1):
-            group = groups[number - 1] if number <= len(groups) else None
-            if _filled(passage) and not getattr(group, "verdicts", None):
-                raise empty("verdicts", f"passage ({number} of {len(data.context)})")
-
-
-def metric_score(judge_id: str, stage: str, metric: Any) -> float:
-    """The metric's score; JudgeError when there is none or it is outside its scale (a score
-    is never clamped: a judge that answers 1000 on a 0-10 scale is broken, not enthusiastic)."""
-    score = metric.score
-    if score is None:
-        raise JudgeError(f"{judge_id}: the judge returned no score ({stage})")
-    score = float(score)
-    if stage == "correctness" and hasattr(metric, "score_range"):
-        low, high = metric.score_range
-        raw = score * (high - low) + low
-        if not low <= raw <= high:
-            raise JudgeError(
-                f"{judge_id}: the judge returned score {raw:g} for correctness, outside GEval's "
-                f"{low}-{high} scale; a score out of its scale is a judge error, never clamped"
-            )
-    return score
-
-
-def _clip(text: Any) -> str:
-    text = "" if text is None else str(text)
-    return text if len(text) <= _MAX_CHARS else text[: _MAX_CHARS - 3] + "..."
-
-
-def _clip_list(items: Any) -> list[str]:
-    return [_clip(item) for item in list(items or [])[:_MAX_ITEMS]]
-
-
-def _verdict_rows(verdicts: Any, *fields: str) -> list[dict[str, Any]]:
-    rows = []
-    for verdict in list(verdicts or [])[:_MAX_ITEMS]:
-        value = getattr(verdict, "verdict", None)
-        row: dict[str, Any] = {"verdict": str(getattr(value, "value", value))}
-        for name in fields:
-            row[name] = _clip(getattr(verdict, name, None))
-        rows.append(row)
-    return rows
-
-
-def metric_details(stage: str, metric: Any) -> dict[str, Any]:
-    """The small, JSON-able part of a metric's state worth keeping in the cassette."""
-    if stage == "faithfulness":
-        return {
-            "claims": _clip_list(getattr(metric, "claims", [])),
-            "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
-            "truths": len(getattr(metric, "truths", []) or []),
-        }
-    if stage == "answer_relevancy":
-        return {
-            "statements": _clip_list(getattr(metric, "statements", [])),
-            "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
-        }
-    if stage in ("contextual_recall", "contextual_precision"):
-        return {"verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason")}
-    if stage == "contextual_relevancy":
-        flat = [v for group in getattr(metric, "verdicts_list", []) or [] for v in group.verdicts]
-        return {"verdicts": _verdict_rows(flat, "statement", "reason")}
-    if stage == "correctness":
-        return {"evaluation_steps": _clip_list(getattr(metric, "evaluation_steps", []))}
-    return {}

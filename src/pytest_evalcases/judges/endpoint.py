@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any
 
 from .errors import JudgeError
-from .retry import Failure, classify
+from .failures import Failure, classify
 from .usage import JudgeStats
 
 BREAKER_ENV = "EVALCASES_JUDGE_BREAKER"
@@ -94,8 +94,15 @@ class TokenBucket:
 class Ticket:
     """One admitted request: what the endpoint needs to know about it when it ends."""
 
-    __slots__ = ("epoch", "sent", "prompt_chars", "reserved_tokens", "headers", "prompt_tokens",
-                 "completion_tokens")
+    __slots__ = (
+        "epoch",
+        "sent",
+        "prompt_chars",
+        "reserved_tokens",
+        "headers",
+        "prompt_tokens",
+        "completion_tokens",
+    )
 
     def __init__(self, prompt_chars: int) -> None:
         self.epoch = 0
@@ -348,8 +355,10 @@ class Endpoint:
     def describe_limits(self) -> str:
         """The limits in force, for a message: whose they are and how many per minute."""
         parts = []
-        for kind, flag, given in (("requests", "--eval-rpm", self._limits.rpm),
-                                  ("tokens", "--eval-tpm", self._limits.tpm)):
+        for kind, flag, given in (
+            ("requests", "--eval-rpm", self._limits.rpm),
+            ("tokens", "--eval-tpm", self._limits.tpm),
+        ):
             if given:
                 parts.append(f"{flag} {given:g}")
             if kind in self._announced:

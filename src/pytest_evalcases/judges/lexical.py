@@ -48,6 +48,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.names import clip
 from .base import (
     ACCURACY_SCORES,
     COMPLETENESS_SCORES,
@@ -173,13 +174,15 @@ def _support_rows(
     rows = []
     for text in texts:
         share, where = _best_support(set(terms(text)), passages)
-        rows.append({label: _clip(text), "support": round(share, 3), "passage": where,
-                     "supported": share >= ratio})
+        rows.append(
+            {
+                label: clip(text, one_line=False),
+                "support": round(share, 3),
+                "passage": where,
+                "supported": share >= ratio,
+            }
+        )
     return rows
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 _MAX_ITEMS = 20  # keep verdict details small
@@ -294,8 +297,11 @@ class LexicalJudge(Judge):
         reference = Counter(content_words(data.reference or ""))
         common = sum((answer & reference).values())
         if not common:
-            return Grade(0.0, "the answer shares no content word with the reference",
-                         details={"precision": 0.0, "recall": 0.0})
+            return Grade(
+                0.0,
+                "the answer shares no content word with the reference",
+                details={"precision": 0.0, "recall": 0.0},
+            )
         precision = common / sum(answer.values())
         recall = common / sum(reference.values())
         f1 = 2 * precision * recall / (precision + recall)
@@ -325,16 +331,20 @@ class LexicalJudge(Judge):
             f"{len(present)} of {len(wanted)} reference content words are in the context "
             f"({coverage:.0%}; COMPLETE >= {COMPLETE_RATIO:.0%}, PARTIAL >= {PARTIAL_RATIO:.0%})",
             label,
-            {"present_elements": present[:_MAX_ITEMS], "missing_elements": missing[:_MAX_ITEMS],
-             "coverage": round(coverage, 4)},
+            {
+                "present_elements": present[:_MAX_ITEMS],
+                "missing_elements": missing[:_MAX_ITEMS],
+                "coverage": round(coverage, 4),
+            },
         )
 
     def _rubric(self, data: JudgeInput, options: StageOptions) -> Grade:
         said = set(terms(data.answer))
         graded = []
         for text, weight in data.rubric:
-            wanted = {key: word for key, word in terms(text).items()
-                      if key not in RUBRIC_META_WORDS}
+            wanted = {
+                key: word for key, word in terms(text).items() if key not in RUBRIC_META_WORDS
+            }
             if not wanted:
                 graded.append((text, weight, False, "the item has no content words to look for"))
                 continue
@@ -350,13 +360,21 @@ class LexicalJudge(Judge):
         abstains = is_abstention(data.answer)
         if data.unanswerable:
             label = "CORRECT" if abstains else "WRONG"
-            why = ("the answer says the information is not available" if abstains
-                   else "the case is unanswerable but the answer does not abstain")
-            return Grade(ACCURACY_SCORES[label], why, label,
-                         {"unanswerable": True, "abstention": abstains})
+            why = (
+                "the answer says the information is not available"
+                if abstains
+                else "the case is unanswerable but the answer does not abstain"
+            )
+            return Grade(
+                ACCURACY_SCORES[label], why, label, {"unanswerable": True, "abstention": abstains}
+            )
         if abstains:
-            return Grade(0.0, "the answer abstains although the reference has an answer", "WRONG",
-                         {"unanswerable": False, "abstention": True})
+            return Grade(
+                0.0,
+                "the answer abstains although the reference has an answer",
+                "WRONG",
+                {"unanswerable": False, "abstention": True},
+            )
         wanted = terms(data.reference or "")
         said = set(terms(data.answer))
         missing = [word for key, word in wanted.items() if key not in said]
@@ -367,6 +385,10 @@ class LexicalJudge(Judge):
             f"the answer holds {coverage:.0%} of the reference's content words "
             f"(CORRECT needs >= {ACCURACY_RATIO:.0%})",
             label,
-            {"unanswerable": False, "abstention": False, "coverage": round(coverage, 4),
-             "missing": missing[:_MAX_ITEMS]},
+            {
+                "unanswerable": False,
+                "abstention": False,
+                "coverage": round(coverage, 4),
+                "missing": missing[:_MAX_ITEMS],
+            },
         )

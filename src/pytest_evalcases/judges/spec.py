@@ -72,9 +72,7 @@ def parse_spec(value: str) -> JudgeSpec:
     if provider == "lexical" and not sep:
         return JudgeSpec("lexical", None)
     if provider not in PROVIDERS or provider == "lexical":
-        raise JudgeConfigError(
-            f"unknown judge {value!r}; --eval-judge accepts:\n  {_forms()}"
-        )
+        raise JudgeConfigError(f"unknown judge {value!r}; --eval-judge accepts:\n  {_forms()}")
     if not model:
         raise JudgeConfigError(
             f"judge {value!r} names no model; write {provider}:<model>, e.g. "

@@ -37,10 +37,13 @@ class JudgeStats:
         no rate limit held anything back."""
         if not self.rate_limited and not self.rate_limit_wait:
             return None
-        start, now = (str(n) if n else "unbounded" for n in (self.concurrency_start,
-                                                             self.concurrency))
-        return (f"judge rate-limited: {self.rate_limited} replies, waited "
-                f"{self.rate_limit_wait:.0f} s, concurrency {start} -> {now}")
+        start, now = (
+            str(n) if n else "unbounded" for n in (self.concurrency_start, self.concurrency)
+        )
+        return (
+            f"judge rate-limited: {self.rate_limited} replies, waited "
+            f"{self.rate_limit_wait:.0f} s, concurrency {start} -> {now}"
+        )
 
 
 @dataclass

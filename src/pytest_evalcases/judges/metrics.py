@@ -1,0 +1,189 @@
+"""deepeval's metrics, stage by stage: which metric with which settings (`build_metric`), and
+what a measured metric gives a verdict: its score, checked against its scale (`metric_score`),
+proof that the judge read the text (`check_extractions`), and the small part of its state the
+cassette keeps (`metric_details`, in the clipped form `detail_text` gives every LLM judge detail).
+
+Every metric gets an explicit model object (never deepeval's default, which needs OPENAI_API_KEY
+even for metrics that make no call), `async_mode=True` and `eval_mode="llm"` (so a stray
+DEEPEVAL_EVAL_MODE cannot route decisions elsewhere). deepeval is imported inside
+`build_metric`, which runs only once the judge has loaded it (deepeval_judge.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.names import clip
+from .base import JudgeInput, StageOptions
+from .errors import JudgeError
+from .lexical import is_abstention
+
+_MAX_ITEMS = 20  # items kept per list in a verdict's details
+_MAX_CHARS = 300  # characters kept per text in a verdict's details
+
+
+def build_metric(
+    stage: str, model: Any, options: StageOptions, steps: list[str] | None = None
+) -> Any:
+    """A fresh deepeval metric for `stage`. The threshold is irrelevant: the spine gates.
+
+    `steps`: GEval evaluation steps drafted earlier for the same criteria (None: draft them).
+    """
+    # deepeval: imported (in the background) by the judge's first verdict; loaded by now
+    from deepeval.metrics import (
+        AnswerRelevancyMetric,
+        ContextualPrecisionMetric,
+        ContextualRecallMetric,
+        ContextualRelevancyMetric,
+        FaithfulnessMetric,
+        GEval,
+    )
+    from deepeval.test_case import SingleTurnParams
+
+    common: dict[str, Any] = {
+        "model": model,
+        "threshold": 0.5,
+        "include_reason": True,
+        "async_mode": True,
+        "strict_mode": False,
+        "verbose_mode": False,
+        "eval_mode": "llm",
+    }
+    if stage == "faithfulness":
+        return FaithfulnessMetric(**common, penalize_ambiguous_claims=options.strict)
+    if stage == "contextual_recall":
+        return ContextualRecallMetric(**common)
+    if stage == "contextual_precision":
+        return ContextualPrecisionMetric(**common)
+    if stage == "contextual_relevancy":
+        return ContextualRelevancyMetric(**common)
+    if stage == "answer_relevancy":
+        return AnswerRelevancyMetric(**common)
+    if stage == "correctness":
+        # GEval takes neither include_reason (it always reasons) nor eval_mode (LLM only).
+        return GEval(
+            name="Correctness",
+            criteria=options.correctness_criteria,
+            evaluation_steps=steps,
+            evaluation_params=[
+                SingleTurnParams.INPUT,
+                SingleTurnParams.ACTUAL_OUTPUT,
+                SingleTurnParams.EXPECTED_OUTPUT,
+            ],
+            model=model,
+            threshold=0.5,
+            async_mode=True,
+            strict_mode=False,
+            verbose_mode=False,
+        )
+    raise JudgeError(f"stage {stage!r} is not a deepeval metric")
+
+
+def _filled(text: str | None) -> bool:
+    return bool(text and text.strip())
+
+
+def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) -> None:
+    """JudgeError when the judge extracted nothing from text that holds something: deepeval
+    scores an empty list of claims or statements as 1.0 (and empty verdicts as 1.0 or 0.0), so
+    a schema-valid but empty reply would otherwise be recorded as a verdict.
+
+    One exception: an answer that abstains ("the documents do not say") may hold no claim, and
+    is then faithful."""
+
+    def empty(what: str, source: str) -> JudgeError:
+        return JudgeError(
+            f"{judge_id}: the judge returned no {what} for a non-empty {source} "
+            f"({stage}); an empty extraction is a judge error, never a score"
+        )
+
+    def verdicts_for(items: list[Any], name: str) -> None:
+        if items and not getattr(metric, "verdicts", None):
+            raise empty("verdicts", f"list of {len(items)} {name}")
+
+    context = any(_filled(passage) for passage in data.context)
+    if stage == "faithfulness":
+        claims = list(getattr(metric, "claims", None) or [])
+        if context and not getattr(metric, "truths", None):
+            raise empty("truths", "context")
+        if not claims and _filled(data.answer) and not is_abstention(data.answer):
+            raise empty("claims", "answer")
+        verdicts_for(claims, "claims")
+    elif stage == "answer_relevancy":
+        statements = list(getattr(metric, "statements", None) or [])
+        if not statements and _filled(data.answer):
+            raise empty("statements", "answer")
+        verdicts_for(statements, "statements")
+    elif stage == "contextual_recall":
+        if _filled(data.reference) and not getattr(metric, "verdicts", None):
+            raise empty("verdicts", "reference")
+    elif stage == "contextual_precision":
+        if context and not getattr(metric, "verdicts", None):
+            raise empty("verdicts", "context")
+    elif stage == "contextual_relevancy":
+        groups = list(getattr(metric, "verdicts_list", None) or [])
+        for number, passage in enumerate(data.context, start=1):
+            group = groups[number - 1] if number <= len(groups) else None
+            if _filled(passage) and not getattr(group, "verdicts", None):
+                raise empty("verdicts", f"passage ({number} of {len(data.context)})")
+
+
+def metric_score(judge_id: str, stage: str, metric: Any) -> float:
+    """The metric's score; JudgeError when there is none or it is outside its scale (a score
+    is never clamped: a judge that answers 1000 on a 0-10 scale is broken, not enthusiastic)."""
+    score = metric.score
+    if score is None:
+        raise JudgeError(f"{judge_id}: the judge returned no score ({stage})")
+    score = float(score)
+    if stage == "correctness" and hasattr(metric, "score_range"):
+        low, high = metric.score_range
+        raw = score * (high - low) + low
+        if not low <= raw <= high:
+            raise JudgeError(
+                f"{judge_id}: the judge returned score {raw:g} for correctness, outside GEval's "
+                f"{low}-{high} scale; a score out of its scale is a judge error, never clamped"
+            )
+    return score
+
+
+def detail_text(value: Any) -> str:
+    """A reason, claim or step as recorded: its text (None: empty), clipped, new lines kept."""
+    return clip("" if value is None else str(value), _MAX_CHARS, one_line=False)
+
+
+def detail_texts(items: Any) -> list[str]:
+    return [detail_text(item) for item in list(items or [])[:_MAX_ITEMS]]
+
+
+def _verdict_rows(verdicts: Any, *fields: str) -> list[dict[str, Any]]:
+    rows = []
+    for verdict in list(verdicts or [])[:_MAX_ITEMS]:
+        value = getattr(verdict, "verdict", None)
+        row: dict[str, Any] = {"verdict": str(getattr(value, "value", value))}
+        for name in fields:
+            row[name] = detail_text(getattr(verdict, name, None))
+        rows.append(row)
+    return rows
+
+
+def metric_details(stage: str, metric: Any) -> dict[str, Any]:
+    """The small, JSON-able part of a metric's state worth keeping in the cassette."""
+    if stage == "faithfulness":
+        return {
+            "claims": detail_texts(getattr(metric, "claims", [])),
+            "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
+            "truths": len(getattr(metric, "truths", []) or []),
+        }
+    if stage == "answer_relevancy":
+        return {
+            "statements": detail_texts(getattr(metric, "statements", [])),
+            "verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason"),
+        }
+    if stage in ("contextual_recall", "contextual_precision"):
+        return {"verdicts": _verdict_rows(getattr(metric, "verdicts", []), "reason")}
+    if stage == "contextual_relevancy":
+        flat = [v for group in getattr(metric, "verdicts_list", []) or [] for v in group.verdicts]
+        return {"verdicts": _verdict_rows(flat, "statement", "reason")}
+    if stage == "correctness":
+        return {"evaluation_steps": detail_texts(getattr(metric, "evaluation_steps", []))}
+    return {}
