@@ -994,7 +994,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("deepeval"
 ])
 def test_judge_source_advice(changed: set[str], recorded_from: str, current_from: str,
                              expected: str | None) -> None:
-    from pytest_evalcases.domain.judging import judge_source_advice
+    from pytest_evalcases.domain.verdicts import judge_source_advice
 
     recorded = {"judge": "openai:m", "judge_version": "deepeval==1"}
     assert judge_source_advice(changed, recorded, recorded_from, "lexical",

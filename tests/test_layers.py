@@ -22,8 +22,8 @@ NAME = "pytest_evalcases"
 # must have one. An import may point to a lower floor or along its own, never up.
 FLOORS: dict[str, tuple[int, str]] = {
     "": (0, "the package root: its version only"),
-    "core": (0, "errors, outcomes, stats, schema, modes, hashing, names"),
-    "domain": (1, "suite context, judging, scoring, system, users, code, stages, turns"),
+    "core": (0, "errors, outcomes, stats, schema, modes, hashing, names, repeats"),
+    "domain": (1, "suite context, verdicts, scoring, system, users, code, stages, turns"),
     "store": (2, "keys, cassettes, HTTP recordings, redaction"),
     "judges": (3, "services the engine is handed: judges"),
     "http": (3, "services the engine is handed: the HTTP layer (vcrpy)"),
@@ -40,8 +40,8 @@ FLOORS: dict[str, tuple[int, str]] = {
     "sources": (5, "pytest layer: where each case's recording comes from"),
     "calibration_items": (5, "pytest layer: calibration nodes"),
     "batch": (5, "pytest layer: live batches"),
-    "results": (5, "pytest layer: result dicts of items"),
-    "reporting": (5, "pytest layer: collecting results, writing reports"),
+    "case_results": (5, "pytest layer: one case's result dict, from its item"),
+    "run_results": (5, "pytest layer: the run's results gathered, written, summarised"),
     "housekeeping": (5, "pytest layer: orphans, prune"),
     "project": (5, "pytest layer: the run manifest's project config"),
     "adapters": (6, "tools over the layers: framework adapters"),
@@ -56,7 +56,7 @@ FLOORS: dict[str, tuple[int, str]] = {
 # Loaded by pytest in every run where the plugin is installed: the only modules where an
 # import of the package's own code may wait for first use (keeping start-up within +50 ms).
 START_UP_MODULES = {"pytest_evalcases.plugin", "pytest_evalcases.options",
-                    "pytest_evalcases.session", "pytest_evalcases.reporting"}
+                    "pytest_evalcases.session", "pytest_evalcases.run_results"}
 START_UP_COMMENT = "# start-up:"
 
 

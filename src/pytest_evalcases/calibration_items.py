@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import ValidationError
 
+from .case_results import error_summary
 from .context import calibration_context
 from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .core.modes import LIVE, REPLAY
 from .core.names import case_ids, shown_name, unsafe_id_reason
+from .core.repeats import repeats_of
 from .core.schema import format_validation_error
 from .domain.calibration_schema import CalibrationCase
 from .domain.calibration_scoring import RIGHT, case_message, case_status, spread
 from .domain.context import CalibrationContext, CalibrationTarget
-from .domain.judging import repeats_of
 from .domain.stages.judged import score_verdict
 from .engine.calibration import record, replay
 from .items import EvalItem, SuiteErrorItem
-from .results import error_summary
 from .session import get_session
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ class CalibrationItem(EvalItem):
     def result_for(
         self, outcome: str, with_detail: bool, exc: BaseException | None
     ) -> dict[str, Any]:
-        """The per-case result dict (see results.case_result) of a calibration case."""
+        """The per-case result dict (see case_results.case_result) of a calibration case."""
 
         recording = self.recording
         failure = None

@@ -19,10 +19,10 @@ from .core.schema import Suite, format_validation_error
 from .domain.calibration_schema import CalibrationSuite
 from .domain.code import default_code
 from .domain.context import CalibrationContext, SuiteContext
-from .domain.judging import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from .domain.stages.registry import STAGES, prepare_stages
 from .domain.system import resolve_system
 from .domain.users import SuiteUser, build_users
+from .domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from .judges import JudgeConfigError
 from .judges.spec import canonical_judge
 from .store.keys import suite_key_fields, suite_key_labels

@@ -20,7 +20,7 @@ from .options import (
     dont_rewrite_deepeval,
     read_settings,
 )
-from .reporting import (
+from .run_results import (
     RESULTS_PLUGIN,
     ErrorStatus,
     ResultCollector,
@@ -110,7 +110,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
     if state.locked_manifest is not None:  # before any case runs (the controller's check)
         # start-up: the manifest check reads every suite; only --eval-manifest asks
-        from .reporting import check_locked_manifest
+        from .run_results import check_locked_manifest
 
         check_locked_manifest(session, state)
     if session.config.option.collectonly or not state.seen_case_files:
@@ -152,9 +152,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @functools.cache
 def _result_builders() -> tuple[Any, Any]:
-    """results.case_result and outcome_of, imported once, by the first eval item's report."""
+    """case_results.case_result and outcome_of, imported once, by the first eval item's report."""
     # start-up: result dicts load with the first eval item's report
-    from .results import case_result, outcome_of
+    from .case_results import case_result, outcome_of
 
     return case_result, outcome_of
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import CaseFileError
 from ..core.schema import Case, Suite
 from .calibration_schema import CalibrationCase, CalibrationSuite
-from .judging import judge_options
 from .stages import Stage
 from .system import System
+from .verdicts import judge_options
 
 if TYPE_CHECKING:
     from .users import SuiteUser

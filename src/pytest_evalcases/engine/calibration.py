@@ -20,9 +20,10 @@ from ..core.errors import (
     StaleRecording,
 )
 from ..core.hashing import content_hash
-from ..domain.judging import repeats_of, repeats_problem, verdict_key, verdict_labels
+from ..core.repeats import has_repeats, later_repeats, repeats_of, with_later_repeats
 from ..domain.stages.judged import JUDGE_READS, scores_text
 from ..domain.stages.registry import STAGES
+from ..domain.verdicts import repeats_problem, verdict_key, verdict_labels
 from ..store.cassette import (
     build_cassette,
     check_integrity,
@@ -140,17 +141,17 @@ def replay(
 
 def _comparable(verdict: dict[str, Any], judge: JudgeBinding) -> dict[str, Any]:
     """With no judge configured, the repeats' judge fields are not compared either."""
-    if judge.id is not None or "later_repeats" not in verdict:
+    if judge.id is not None or not has_repeats(verdict):
         return verdict
     later = []
-    for repeat in verdict["later_repeats"]:
+    for repeat in later_repeats(verdict):
         key = {
             k: v
             for k, v in (repeat.get("key") or {}).items()
             if k not in ("judge", "judge_version")
         }
         later.append({**repeat, "key": key})
-    return {**verdict, "later_repeats": later}
+    return with_later_repeats(verdict, later)
 
 
 def _labels(target: CalibrationTarget, judge: JudgeBinding) -> dict[str, str]:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..core.repeats import later_repeats, with_later_repeats
 from ..http.match import request_view
 
 # Never equal between two runs of the same system: left out wherever they appear in a trace or
@@ -42,8 +43,9 @@ def stable_verdict(verdict: Any) -> Any:
     if not isinstance(verdict, dict):
         return verdict
     kept = {k: stable(v) for k, v in verdict.items() if k not in VOLATILE_VERDICT_KEYS}
-    if isinstance(verdict.get("later_repeats"), list):  # each repeat is a verdict of its own
-        kept["later_repeats"] = [stable_verdict(v) for v in verdict["later_repeats"]]
+    later = later_repeats(verdict)
+    if isinstance(later, list):  # each repeat is a verdict of its own
+        kept = with_later_repeats(kept, [stable_verdict(v) for v in later])
     return kept
 
 

@@ -14,12 +14,8 @@ from ..core.errors import (
     UserCodeExit,
 )
 from ..domain.context import case_where
-from ..domain.judging import (
-    judged_inputs,
-    judged_part,
-    judged_units,
-)
 from ..domain.system import exit_message, normalize_trace
+from ..domain.verdicts import judged_inputs, judged_part, judged_units
 from ..http.router import CaseHttp, UnservedRequest
 from ..store.cassette import (
     http_path,

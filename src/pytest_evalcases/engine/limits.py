@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from ..core.repeats import later_repeats
 from ..domain.context import case_where
 from ..domain.scoring import score_case
 from ..domain.stages.registry import STAGES
@@ -130,8 +131,7 @@ class CaseSlots:
 
 def recorded_cost_of(part: dict[str, Any]) -> float:
     """The recorded cost of a trace, or of a verdict with all its repeats."""
-
-    return recorded_cost(part, part.get("later_repeats") or ())
+    return recorded_cost(part, later_repeats(part) or ())
 
 
 def fails_without_judge(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> bool:

@@ -22,17 +22,16 @@ from ..core.errors import (
 )
 from ..core.modes import LIVE, LIVE_JUDGES
 from ..core.names import clip
+from ..core.repeats import repeat_key, verdict_of_repeats
 from ..domain.context import case_where
-from ..domain.judging import (
-    combine_repeats,
+from ..domain.system import key_view, normalize_trace, system_view
+from ..domain.verdicts import (
     judged_inputs,
     judged_part,
     judged_units,
-    repeat_key,
     repeats_problem,
     verdict_key,
 )
-from ..domain.system import key_view, normalize_trace, system_view
 from ..http.router import CaseHttp
 from ..judges import JudgeError, JudgeInput
 from ..store.cassette import (
@@ -304,7 +303,7 @@ async def judge_with_repeats(
         return {**failed, "key": expected}
     for number, verdict in enumerate(verdicts, start=1):
         verdict["key"] = repeat_key(expected, number)
-    return combine_repeats(list(verdicts))
+    return verdict_of_repeats(list(verdicts))
 
 
 async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:

@@ -16,15 +16,16 @@ from ..core.errors import (
     StaleRecording,
 )
 from ..core.names import clip
+from ..core.repeats import has_repeats
 from ..domain.context import case_where
-from ..domain.judging import (
+from ..domain.system import CaseInput, key_view, system_view
+from ..domain.verdicts import (
     judge_source_advice,
     judged_units,
     repeats_problem,
     verdict_key,
     verdict_labels,
 )
-from ..domain.system import CaseInput, key_view, system_view
 from ..judges import judge_version
 from ..store.cassette import (
     check_integrity,
@@ -33,7 +34,7 @@ from ..store.cassette import (
 )
 from ..store.keys import (
     LabelSource,
-    case_label,
+    case_key_label,
     check_key,
     recording_key,
     stored_labels,
@@ -124,7 +125,7 @@ def check_verdicts(
             old.pop("judge", None), old.pop("judge_version", None)
         if old != expected:  # labels are read only for the message of a stale verdict
             _stale_verdict(ctx, judged_case, judge, stage, old, expected, doc or {}, name)
-        if "later_repeats" in recorded or ctx.judge_repeats is not None:
+        if has_repeats(recorded) or ctx.judge_repeats is not None:
             _check_repeats(ctx, judge, name, recorded, expected, rejudge)
 
 
@@ -183,7 +184,7 @@ def key_labels_of(doc: dict[str, Any], ctx: SuiteContext, case: Case) -> LabelSo
 def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:
     """Labels of the trace key's fields today: the suite's and this case's."""
     labels = dict(ctx.key_labels)
-    label = case_label(key_view(system_view(case)))
+    label = case_key_label(key_view(system_view(case)))
     if label is not None:
         labels["case"] = label
     return labels

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from ..domain.judging import DEFAULT_CORRECTNESS_CRITERIA
 from ..domain.stages.judged import JUDGE_READS
+from ..domain.verdicts import DEFAULT_CORRECTNESS_CRITERIA
 from .errors import JudgeError, JudgeInputError
 from .usage import JudgeStats, metering
 

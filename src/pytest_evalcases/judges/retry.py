@@ -29,7 +29,6 @@ from .endpoint import Endpoint
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError
 from .failures import Failure, classify
 
-
 T = TypeVar("T")
 
 # Environment settings of the policy (documented in docs/judges.md).

@@ -19,6 +19,7 @@ import pydantic_core
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import HASH_CHARS, content_hash
+from ..core.repeats import has_repeats, later_repeats
 from .keys import CASSETTE_FORMAT
 
 
@@ -126,7 +127,7 @@ def _verdicts_problem(verdicts: dict[str, Any]) -> str | None:
         if not isinstance(verdict, dict) or not (
             score is None
             or (isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1)
-        ) or ("later_repeats" in verdict and not _well_formed_repeats(verdict["later_repeats"])):
+        ) or (has_repeats(verdict) and not _well_formed_repeats(later_repeats(verdict))):
             return (
                 f"has a malformed verdict for {stage} (a verdict is an object whose score is a "
                 "number from 0 to 1, or null; its later_repeats a list of such objects); "

@@ -58,7 +58,7 @@ def suite_key_labels(
     fingerprint: Mapping[str, Any],
     code_paths: Mapping[str, str],
 ) -> dict[str, str]:
-    """Labels of the key fields a suite shares (the `case` label is per case: `case_label`)."""
+    """Labels of the key fields a suite shares (the `case` label is per case: `case_key_label`)."""
     found = {"system": name_label(system_spec)}
     found.update((name, name_label(name)) for name in inputs)
     found.update((f"fingerprint.{name}", value_label(v)) for name, v in fingerprint.items())
@@ -66,7 +66,7 @@ def suite_key_labels(
     return {name: label for name, label in found.items() if label is not None}
 
 
-def case_label(key_view: Mapping[str, Any]) -> str | None:
+def case_key_label(key_view: Mapping[str, Any]) -> str | None:
     """The `case` field's label: the input alone when the system gets nothing else, else the
     fields as compact JSON, when short enough."""
     if key_view.keys() == {"input"}:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...core.repeats import later_repeats, repeats_of
 from ...core.schema import Case, Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
@@ -55,10 +56,9 @@ def _make_scorer(name: str) -> Callable[..., StageResult]:
         unusable = unusable_verdict(STAGE_BY_NAME[name], case, trace, verdict)
         if unusable is not None:
             return unusable
-        later = verdict.get("later_repeats")
-        if later:  # --eval-judge-repeats: each repeat scored alike, then combined
-            repeats = [verdict, *later]
-            return combine_repeats([score_verdict(name, suite, v) for v in repeats], suite)
+        if later_repeats(verdict):  # --eval-judge-repeats: each repeat scored alike, then combined
+            repeats = repeats_of(verdict)
+            return mean_of_repeats([score_verdict(name, suite, v) for v in repeats], suite)
         return score_verdict(name, suite, verdict)
 
     return score
@@ -87,7 +87,7 @@ def scores_text(scores: list[float]) -> str:
     return "[" + ", ".join(f"{score:.2f}" for score in scores) + "]"
 
 
-def combine_repeats(results: list[StageResult], suite: Suite) -> StageResult:
+def mean_of_repeats(results: list[StageResult], suite: Suite) -> StageResult:
     """A stage judged several times, from each repeat's result: the score is their mean;
     repeats on both sides of the stage's rule make the verdict unstable, which passes or fails
     as the suite chooses (`"unstable"`)."""

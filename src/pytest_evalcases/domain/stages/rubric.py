@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.repeats import later_repeats, repeats_of
 from ...core.schema import Case, Suite
 from .base import Stage, StageResult
-from .judged import JUDGE_READS, combine_repeats, unusable_verdict
+from .judged import JUDGE_READS, mean_of_repeats, unusable_verdict
 from .registry import register
 
 MAX_LISTED_CHARS = 80  # an unmet item longer than this is cut in the reason (not in details)
@@ -40,9 +41,8 @@ def score_rubric(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) 
     unusable = unusable_verdict(RUBRIC, case, trace, verdict)
     if unusable is not None:
         return unusable
-    later = verdict.get("later_repeats")
-    if later:  # --eval-judge-repeats: each repeat graded alike, then combined
-        return combine_repeats([_score_one(case, suite, v) for v in [verdict, *later]], suite)
+    if later_repeats(verdict):  # --eval-judge-repeats: each repeat graded alike, then combined
+        return mean_of_repeats([_score_one(case, suite, v) for v in repeats_of(verdict)], suite)
     return _score_one(case, suite, verdict)
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .core.errors import EvalCaseError, MissingRecording, StageFailure, StaleRecording
+from .core.repeats import has_repeats, later_repeats
 from .domain.scoring import result_stages
 from .domain.turns import all_turns, turn_results
 
@@ -176,8 +177,8 @@ def _recording_info(
 def _judge_info(recorded: dict[str, Any]) -> dict[str, Any]:
     """What the judge's verdicts cost and who made them."""
     verdicts = [v for v in recorded.values() if isinstance(v, dict)]
-    if any("later_repeats" in v for v in verdicts):  # each repeat cost a judge call of its own
-        verdicts = [part for v in verdicts for part in [v, *(v.get("later_repeats") or ())]]
+    if any(has_repeats(v) for v in verdicts):  # each repeat cost a judge call of its own
+        verdicts = [part for v in verdicts for part in [v, *(later_repeats(v) or ())]]
     latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
     return {
         "judge_usage": _sum_usage(v.get("usage") for v in verdicts),

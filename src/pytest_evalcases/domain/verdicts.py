@@ -9,6 +9,7 @@ import functools
 from typing import Any
 
 from ..core.hashing import content_hash, name_label, value_label
+from ..core.repeats import LATER_REPEATS, repeat_key, repeats_of
 from ..core.schema import Case, Suite
 from .stages import Stage
 from .stages.judged import judged_skip_reason
@@ -173,33 +174,6 @@ def judged_part(trace: dict[str, Any], name: str) -> dict[str, Any]:
     except (ValueError, IndexError):
         return {}
     return part if isinstance(part, dict) else {}
-
-
-# ---- repeated verdicts ----------------------------------------------------------------------
-# A stage judged N times keeps repeat 1 as the verdict itself (its key unchanged, so a cassette
-# recorded without repeats still replays) and repeats 2..N under this field, each with its own
-# key (the verdict's key plus the repeat's number).
-LATER_REPEATS = "later_repeats"
-
-
-def repeat_key(key: dict[str, str], repeat: int) -> dict[str, str]:
-    """The key of one repeat of a verdict (repeat 1: the verdict's own key)."""
-    return key if repeat == 1 else {**key, "repeat": str(repeat)}
-
-
-def repeats_of(verdict: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every repeat of a recorded verdict, repeat 1 first."""
-    later = verdict.get(LATER_REPEATS)
-    return [verdict, *later] if isinstance(later, list) else [verdict]
-
-
-def combine_repeats(verdicts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One recorded verdict from its repeats (each already holding its key)."""
-    first = dict(verdicts[0])
-    first.pop(LATER_REPEATS, None)
-    if len(verdicts) > 1:
-        first[LATER_REPEATS] = [dict(v) for v in verdicts[1:]]
-    return first
 
 
 def repeats_problem(
