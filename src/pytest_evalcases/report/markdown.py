@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.names import clip
 from ..core.outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from .formatting import (
     fmt_ci,
@@ -38,14 +39,14 @@ _CELL_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#
 def escape_cell(value: object, limit: int = _CELL_CHARS) -> str:
     """One table cell: single line, pipes escaped, HTML, links and images inert, at most
     `limit` chars (before escaping)."""
-    text = " ".join(str(value if value is not None else "").split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    text = clip(str(value if value is not None else ""), limit, ellipsis="…")
     return text.translate(_CELL_ESCAPES) or " "
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]],
-           align: Sequence[str] | None = None) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]],
+                   align: Sequence[str] | None = None) -> list[str]:
+    """A GitHub-flavoured markdown table: a header, its separator (`align`: "l" or "r" per
+    column) and a line per row, every cell through `escape_cell`."""
     align = align or ["l"] * len(header)
     sep = ["---:" if a == "r" else "---" for a in align]
     lines = ["| " + " | ".join(escape_cell(h) for h in header) + " |",
@@ -143,11 +144,11 @@ def _baseline(cmp: Mapping[str, Any]) -> list[str]:
     if regs:
         rows = [(r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–",
                  r.get("reason")) for r in regs[:BASELINE_ROWS_CAP]]
-        lines += _table(["case", "was", "now", "failing stage", "reason"], rows)
+        lines += markdown_table(["case", "was", "now", "failing stage", "reason"], rows)
         lines += _more(len(regs), BASELINE_ROWS_CAP)
         lines.append("")
     if drops:
-        lines += _table(
+        lines += markdown_table(
             ["dropped stage", "baseline", "current", "delta"],
             [(d["stage"], fmt_score(d["baseline_mean"]), fmt_score(d["current_mean"]),
               fmt_delta(d["delta"])) for d in drops],
@@ -159,7 +160,7 @@ def _baseline(cmp: Mapping[str, Any]) -> list[str]:
                 for r in cmp["unstable"][:BASELINE_ROWS_CAP]]
         lines += ["Unstable (not counted): flips that verdicts whose repeats disagree explain "
                   "alone", ""]
-        lines += _table(["case", "was", "now", "unstable stage"], rows)
+        lines += markdown_table(["case", "was", "now", "unstable stage"], rows)
         lines += _more(len(cmp["unstable"]), BASELINE_ROWS_CAP)
         lines.append("")
     if cmp["fixed"]:
@@ -171,7 +172,7 @@ def _baseline(cmp: Mapping[str, Any]) -> list[str]:
         rows = [(name, fmt_score(d["baseline_mean"]), fmt_score(d["current_mean"]),
                  fmt_delta(d["delta"]), fmt_ci(d["ci95"]), d["cases"])
                 for name in (cmp.get("stage_order") or deltas) for d in [deltas[name]]]
-        lines += _table(["stage (paired cases)", "baseline", "current", "delta",
+        lines += markdown_table(["stage (paired cases)", "baseline", "current", "delta",
                          "current 95% CI", "cases"], rows, ["l", "r", "r", "r", "l", "r"])
         lines.append("")
     return lines
@@ -192,7 +193,7 @@ def _stages(doc: Mapping[str, Any]) -> list[str]:
     lines = ["### Stages", ""]
     header = ["stage", "gating", "passed", "failed", "skipped", "judge errors"]
     header += ["unstable"] if unstable else []
-    lines += _table([*header, "mean", "95% CI (bootstrap)"], rows,
+    lines += markdown_table([*header, "mean", "95% CI (bootstrap)"], rows,
                     ["l", "l", *["r"] * (len(header) - 2), "r", "l"])
     for name in doc.get("stage_order") or stages:
         s = stages[name]
@@ -275,7 +276,7 @@ def _breakdown_table(title: str, rows: Mapping[str, Any], names: Sequence[str],
         row += [fmt_score((r.get("stage_means") or {}).get(stage)) for stage in means]
         table.append(row)
     align = ["l", "r", "r", "r", "r", "l"] + ["r"] * (len(header) - 6)
-    return _table(header, table, align)
+    return markdown_table(header, table, align)
 
 
 def _completeness(cva: Mapping[str, Any] | None) -> list[str]:
@@ -285,7 +286,7 @@ def _completeness(cva: Mapping[str, Any] | None) -> list[str]:
     rows = [(c, *[cva["table"][c][a] for a in acc_labels], sum(cva["table"][c].values()))
             for c in cva["completeness_labels"]]
     lines = ["### Context completeness × answer accuracy", ""]
-    lines += _table(["completeness / accuracy", *acc_labels, "total"], rows,
+    lines += markdown_table(["completeness / accuracy", *acc_labels, "total"], rows,
                     ["l"] + ["r"] * (len(acc_labels) + 1))
     lines += [
         "",
@@ -312,12 +313,12 @@ def _runs(section: Mapping[str, Any] | None, cases: Sequence[Mapping[str, Any]])
     rows = [row("all gating stages (the case)", section)]
     rows += [row(name, est) for name, est in section["stages"].items()]
     lines = [f"### Repeated runs (up to {section['k']} a case)", ""]
-    lines += _table(header, rows, ["l", *["r"] * (len(header) - 1)])
+    lines += markdown_table(header, rows, ["l", *["r"] * (len(header) - 1)])
     per_case = [(case_label(c), f"{c['runs']['passed_runs']}/{c['runs']['k']}", c["outcome"])
                 for c in cases if c.get("runs")]
     if per_case:
         lines.append("")
-        lines += _table(["case", "passed runs", "outcome"], per_case[:FAILING_ROWS_CAP])
+        lines += markdown_table(["case", "passed runs", "outcome"], per_case[:FAILING_ROWS_CAP])
         lines += _more(len(per_case), FAILING_ROWS_CAP)
     lines += ["", "_pass@k: at least one of k runs passes; pass^k: all k pass (unbiased "
               "estimates from each case's n runs and c passes)._", ""]
@@ -333,10 +334,10 @@ def _calibration(section: Mapping[str, Any] | None) -> list[str]:
 
     cases, figures = case_rows(section), figures_rows(section)
     lines = ["### Judge calibration", ""]
-    lines += _table(cases[0], cases[1:FAILING_ROWS_CAP + 1])
+    lines += markdown_table(cases[0], cases[1:FAILING_ROWS_CAP + 1])
     lines += _more(len(cases) - 1, FAILING_ROWS_CAP)
     lines.append("")
-    lines += _table(figures[0], figures[1:], ["l", "l", *["r"] * (len(figures[0]) - 2)])
+    lines += markdown_table(figures[0], figures[1:], ["l", "l", *["r"] * (len(figures[0]) - 2)])
     lines += ["", "_A case counts as right only when every repeat is: caught = every repeat "
               "failed the planted defect, ok = every repeat passed the clean control._", ""]
     return lines
@@ -351,7 +352,7 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
         stage, reason = failure_of(case)
         rows.append((case_label(case), case["outcome"], stage or "–", reason))
     lines = [f"### Failing cases ({len(failing)})", ""]
-    lines += _table(["case", "outcome", "first failing stage", "reason"], rows)
+    lines += markdown_table(["case", "outcome", "first failing stage", "reason"], rows)
     lines += _more(len(failing), FAILING_ROWS_CAP)
     lines.append("")
     return lines
