@@ -9,18 +9,12 @@ are refused) nor load anything from the network (default-src 'none').
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from importlib import resources
 from types import SimpleNamespace
 from typing import Any
 
-import jinja2
-from markupsafe import Markup
-
+from ..core.names import clip
 from ..core.outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from .aggregate import stage_score, stage_status
 from .formatting import (
@@ -33,9 +27,9 @@ from .formatting import (
     fmt_usd,
     uncommitted_changes,
 )
+from .html import csp_hash, page_environment, static_file, static_markup
 from .markdown import cost_text
 
-_TEMPLATES = "templates"
 # Per-case view objects are namespaces, not dicts: jinja resolves `c.x` with getattr
 # first, and on 10k cases the failed-getattr-then-getitem path of dicts costs seconds.
 _NS = SimpleNamespace
@@ -53,39 +47,18 @@ _GRAPH_LABELS = (("precision", "precision"), ("recall", "recall"),
                  ("hallucination", "hallucination_rate"), ("omission", "omission_rate"))
 
 
-@lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("pytest_evalcases.report", _TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-@lru_cache(maxsize=4)
-def _asset(name: str) -> str:
-    return (resources.files("pytest_evalcases.report") / _TEMPLATES / name).read_text("utf-8")
-
-
-def _csp_hash(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
-
-
 def render_dashboard(doc: Mapping[str, Any]) -> str:
     """Render the results document to a standalone HTML page."""
-    script, style = _asset("dashboard.js"), _asset("dashboard.css")
+    script, style = static_file("dashboard.js"), static_file("dashboard.css")
     csp = (
         "default-src 'none'; "
-        f"script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; "
+        f"script-src {csp_hash(script)}; style-src {csp_hash(style)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
     ctx = dashboard_context(doc)
-    # Markup() only for our own static assets; all data below is autoescaped.
-    ctx.update(script=Markup(script), style=Markup(style), csp=csp)
-    return _env().get_template("dashboard.html.j2").render(**ctx)
+    # Markup only for our own static files; all data below is autoescaped.
+    ctx.update(script=static_markup(script), style=static_markup(style), csp=csp)
+    return page_environment().get_template("dashboard.html.j2").render(**ctx)
 
 
 # ----------------------------------------------------------------- view model
@@ -102,7 +75,7 @@ def interval_chart(rows: Sequence[tuple[str, float | None, Sequence[float] | Non
     for i, (label, value, ci, text) in enumerate(rows):
         y = _CHART_TOP + i * _CHART_ROW_H
         row: dict[str, Any] = {
-            "label": label if len(label) <= 26 else label[:25] + "…",
+            "label": clip(label, 26, one_line=False, ellipsis="…"),
             "full_label": label,
             "text": text,
             "y": y,

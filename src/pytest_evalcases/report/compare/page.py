@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from markupsafe import Markup
-
-from ..dashboard import _asset, _csp_hash, _env
+from ...core.names import clip
 from ..formatting import fmt_ci, fmt_delta, fmt_pct, fmt_pct_ci, fmt_score
+from ..html import csp_hash, page_environment, static_file, static_markup
 from .markdown import category_cells, cost_rows, flip_text, run_label, shared_text
 
 _LABEL_W, _PLOT_W, _ROW_H, _TOP = 190, 420, 24, 22
@@ -18,13 +17,13 @@ Comparison = Mapping[str, Any]
 
 
 def render_compare_html(cmp: Comparison) -> str:
-    style = _asset("compare.css")
-    csp = f"default-src 'none'; style-src {_csp_hash(style)}; base-uri 'none'; form-action 'none'"
+    style = static_file("compare.css")
+    csp = f"default-src 'none'; style-src {csp_hash(style)}; base-uri 'none'; form-action 'none'"
     a, b = cmp["runs"]["a"], cmp["runs"]["b"]
     context = {
         "title": f"pytest-evalcases: {a['name']} vs {b['name']}",
         "csp": csp,
-        "style": Markup(style),  # our own static stylesheet; all data below is autoescaped
+        "style": static_markup(style),  # our own static stylesheet; all data below is autoescaped
         "shared": shared_text(cmp),
         "runs": [_run_row(cmp, side) for side in ("a", "b")],
         "a_name": a["name"],
@@ -49,7 +48,7 @@ def render_compare_html(cmp: Comparison) -> str:
         ],
         "cost": cost_rows(cmp),
     }
-    return _env().get_template("compare.html.j2").render(**context)
+    return page_environment().get_template("compare.html.j2").render(**context)
 
 
 def _run_row(cmp: Comparison, side: str) -> dict[str, Any]:
@@ -104,7 +103,7 @@ def forest_chart(cmp: Comparison) -> dict[str, Any]:
         rows.append(
             {
                 "name": name,
-                "label": name if len(name) <= 26 else name[:25] + "…",
+                "label": clip(name, 26, one_line=False, ellipsis="…"),
                 "x": x(s["delta"]),
                 "ci": [x(ci[0]), x(ci[1])] if ci else None,
                 "cy": y + 11,
