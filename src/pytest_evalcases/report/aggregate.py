@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..core.outcomes import (
     ACCURACY_LABELS,
@@ -23,7 +21,11 @@ from ..core.outcomes import (
     SUMMARY_KEYS,
     check_outcome,
 )
-from ..core.stats import bootstrap_ci, mean, median, wilson_interval
+from ..core.stats import bootstrap_ci, mean, median, pass_at_k, pass_hat_k, wilson_interval
+from ..domain.calibration_scoring import calibration_section
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RESULTS_FORMAT = "pytest-evalcases/results"
 RESULTS_VERSION = 1
@@ -157,6 +159,8 @@ class _Scan:
     8 stages is 80k stage dicts: a pass per section would dominate the run time)."""
 
     def __init__(self, cases: list[Result]) -> None:
+        import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
         self.outcome = np.empty(len(cases), dtype=np.int64)
         self.judge_error = np.zeros(len(cases), dtype=bool)
         self.stages: dict[str, _StageAcc] = {}
@@ -202,8 +206,9 @@ def _add_metrics(acc: _StageAcc, metrics: Mapping[str, Any]) -> None:
 
 
 _OUTCOME_CODE = {o: i for i, o in enumerate(OUTCOMES)}
-_PASS_CODES = np.array([o in PASS_LIKE for o in OUTCOMES])
-_DECIDED_CODES = np.array([o in DECIDED for o in OUTCOMES])
+# Positions in OUTCOMES (and in an array of outcome counts) of the passing and decided ones.
+_PASS_CODES = [i for i, o in enumerate(OUTCOMES) if o in PASS_LIKE]
+_DECIDED_CODES = [i for i, o in enumerate(OUTCOMES) if o in DECIDED]
 
 
 def _counts(outcome_counts: np.ndarray, judge_errors: int) -> dict[str, Any]:
@@ -225,6 +230,8 @@ def _counts(outcome_counts: np.ndarray, judge_errors: int) -> dict[str, Any]:
 
 
 def _summary(cases: list[Result], scan: _Scan) -> dict[str, Any]:
+    import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
     summary = _counts(np.bincount(scan.outcome, minlength=len(OUTCOMES)),
                       int(scan.judge_error.sum()))
     summary["suites"] = sorted({str(c["suite"]) for c in cases if c.get("suite") is not None})
@@ -265,6 +272,8 @@ def _histogram(scores: list[float]) -> list[int]:
     """Counts in 10 equal bins over [0, 1]; scores outside are clipped to the ends."""
     if not scores:
         return [0] * HISTOGRAM_BINS
+    import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
     arr = np.clip(np.asarray(scores, dtype=float), 0.0, 1.0)
     counts, _ = np.histogram(arr, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
     return [int(c) for c in counts]
@@ -279,6 +288,8 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
     names = sorted({v for v in values if v is not None})
     if not names:
         return {}
+    import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
     slot = {name: j for j, name in enumerate(names)}
     bucket = np.array([-1 if v is None else slot[v] for v in values], dtype=np.int64)
     inside = bucket >= 0
@@ -367,8 +378,6 @@ def _completeness_vs_accuracy(cases: list[Result]) -> dict[str, Any] | None:
 def _pass_estimates(counts: list[tuple[int, int]]) -> dict[str, dict[str, float]]:
     """Mean pass@k and pass^k over cases of (runs, passes), for k = 1 .. the most runs; each
     k over the cases with at least k runs."""
-    from ..core.stats import pass_at_k, pass_hat_k
-
     at: dict[str, float] = {}
     hat: dict[str, float] = {}
     for k in range(1, max((n for n, _ in counts), default=0) + 1):
@@ -419,8 +428,6 @@ def _calibration(cases: list[Result]) -> dict[str, Any] | None:
     """The judge calibration section (None: no calibration case in the run)."""
     if not any("calibration" in case for case in cases):
         return None
-    from ..domain.calibration_scoring import calibration_section
-
     return calibration_section(cases)
 
 

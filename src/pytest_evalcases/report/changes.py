@@ -3,9 +3,7 @@ per-case result dicts): what each re-recorded case changed, the counts `N unchan
 K new`, and every selected case the run did not (fully) record, with the reason.
 
 Built on the controller as results arrive (the same with and without xdist); the dicts carry
-the change each worker described (`recording.change`), never the recordings themselves. Kept out
-of the `report` package: importing that loads numpy and jinja2, which a live run without
---eval-report never needs.
+the change each worker described (`recording.change`), never the recordings themselves.
 """
 
 from __future__ import annotations
@@ -13,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .markdown import escape_cell
 
 # Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
 # shows them all); cases not recorded are always listed.
@@ -118,8 +118,6 @@ class RecordingChanges:
 
     def markdown(self) -> str:
         """recording-changes.md: the same, ready for a PR description."""
-        from .markdown import escape_cell
-
         out = ["## Recording changes", "", f"**{self.counts_text()}**", ""]
         if self.dry_run:
             out += ["Dry run (`--live-dry-run`): the system and judges ran; no recording was "

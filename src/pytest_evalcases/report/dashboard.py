@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.names import clip
 from ..core.outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
+from ..domain.calibration_scoring import case_rows, figures_rows
 from .aggregate import stage_score, stage_status
 from .formatting import (
     fmt_ci,
@@ -327,8 +328,6 @@ def _calibration_view(section: Mapping[str, Any] | None) -> dict[str, Any] | Non
     """The judge calibration tables as rows of cells (header first), or None."""
     if not section:
         return None
-    from ..domain.calibration_scoring import case_rows, figures_rows
-
     return {"cases": case_rows(section), "figures": figures_rows(section)}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core.names import clip
 from ..core.outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
+from ..domain.calibration_scoring import case_rows, figures_rows
 from .formatting import (
     fmt_ci,
     fmt_delta,
@@ -330,8 +331,6 @@ def _calibration(section: Mapping[str, Any] | None) -> list[str]:
     judge (see docs/judges.md#calibrating-a-judge)."""
     if not section:
         return []
-    from ..domain.calibration_scoring import case_rows, figures_rows
-
     cases, figures = case_rows(section), figures_rows(section)
     lines = ["### Judge calibration", ""]
     lines += markdown_table(cases[0], cases[1:FAILING_ROWS_CAP + 1])
