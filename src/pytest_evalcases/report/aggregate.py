@@ -21,8 +21,9 @@ from ..core.outcomes import (
     SUMMARY_KEYS,
     check_outcome,
 )
-from ..core.stats import bootstrap_ci, mean, median, pass_at_k, pass_hat_k, wilson_interval
+from ..core.stats import bootstrap_ci, mean, pass_at_k, pass_hat_k, wilson_interval
 from ..domain.calibration_scoring import calibration_section
+from .cost import cost_section
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,7 +80,7 @@ def aggregate(
         "completeness_vs_accuracy": _completeness_vs_accuracy(cases),
         "calibration": _calibration(cases),
         "runs": _runs(cases, order),
-        "cost": _cost(cases, run or {}),
+        "cost": cost_section(cases, run or {}),
         "cases": cases,
         "baseline": None,
     }
@@ -429,54 +430,6 @@ def _calibration(cases: list[Result]) -> dict[str, Any] | None:
     if not any("calibration" in case for case in cases):
         return None
     return calibration_section(cases)
-
-
-def _usage_totals(usages: list[Mapping[str, Any]], latencies: list[float]) -> dict[str, Any]:
-    def total(key: str) -> int:
-        return sum(int(u[key]) for u in usages if isinstance(u.get(key), (int, float)))
-
-    costs = [float(u["cost_usd"]) for u in usages if isinstance(u.get("cost_usd"), (int, float))]
-    prompt, completion = total("prompt_tokens"), total("completion_tokens")
-    return {
-        "cases": len(usages),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        # fsum + rounding: a sum of many tiny costs should not print as 0.0036000000000000003
-        "cost_usd": round(math.fsum(costs), 10),
-        "latency_ms_median": median(latencies),
-    }
-
-
-def _cost(cases: list[Result], run: Mapping[str, Any]) -> dict[str, Any]:
-    system: list[Mapping[str, Any]] = []
-    judge: list[Mapping[str, Any]] = []
-    system_lat: list[float] = []
-    judge_lat: list[float] = []
-    for case in cases:
-        rec = case.get("recording") or {}
-        if isinstance(rec.get("usage"), Mapping):
-            system.append(rec["usage"])
-        if isinstance(rec.get("judge_usage"), Mapping):
-            judge.append(rec["judge_usage"])
-        if isinstance(rec.get("latency_ms"), (int, float)):
-            system_lat.append(float(rec["latency_ms"]))
-        if isinstance(rec.get("judge_latency_ms"), (int, float)):
-            judge_lat.append(float(rec["judge_latency_ms"]))
-    sys_tot, judge_tot = _usage_totals(system, system_lat), _usage_totals(judge, judge_lat)
-    replay = run.get("mode") == "replay"
-    return {
-        "system": sys_tot,
-        "judge": judge_tot,
-        "recorded_cost_usd": round(sys_tot["cost_usd"] + judge_tot["cost_usd"], 10),
-        # A replay reads cassettes only: nothing was spent by this run.
-        "replay_cost_usd": 0.0 if replay else None,
-    }
-
-
-def cost_section(cases: list[Result], run: Mapping[str, Any]) -> dict[str, Any]:
-    """The `cost` section over `cases` (a side-by-side comparison takes it over shared cases)."""
-    return _cost(cases, run)
 
 
 __all__ = [
