@@ -10,12 +10,15 @@ import json
 import math
 import platform
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import __version__
 from ..core.hashing import LABEL_CHARS, content_hash
 
 if TYPE_CHECKING:
-    from ..collect import SuiteContext
+    from ..core.schema import Suite
+    from ..domain.system import System
 
 # Suite settings longer than this (as JSON) are kept as a hash: criteria texts, alias maps.
 SETTING_CHARS = 200
@@ -37,6 +40,18 @@ _OWN_FIELDS = frozenset(
 )
 # The packages whose versions change what a run scores or how it runs (deepeval: the metrics).
 VERSIONED_PACKAGES = ("pytest", "pydantic", "deepeval")
+
+
+class SuiteSettings(Protocol):
+    """What the manifest reads of a suite's context (collection's SuiteContext has it all; its
+    `judge_repeats`, `runs` and `users`, when it has them)."""
+
+    suite: Suite
+    system: System
+    report_only: list[str]
+    judge_spec: str | None
+    input_fields: dict[str, str]
+    key_fields: dict[str, str]
 
 
 def readable(value: Any, limit: int = LABEL_CHARS) -> Any:
@@ -66,7 +81,7 @@ def _setting(value: Any) -> Any:
 
 
 def suite_config(
-    ctx: SuiteContext,
+    ctx: SuiteSettings,
     file: str,
     file_hash: str,
     case_count: int,
@@ -109,7 +124,7 @@ def suite_config(
     }
 
 
-def _users(ctx: SuiteContext) -> dict[str, Any]:
+def _users(ctx: SuiteSettings) -> dict[str, Any]:
     """A suite with users: each user's files, as the hash its key field `user.<id>` holds (or
     why they cannot be read), so an edited user file changes the manifest as an input does."""
     users = getattr(ctx, "users", None)
@@ -144,10 +159,6 @@ def calibration_config(
 def package_versions() -> dict[str, str | None]:
     """The plugin's, Python's and the scoring packages' versions (None: not installed). Read
     from the installed metadata: nothing is imported."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from .. import __version__
-
     found: dict[str, str | None] = {
         "pytest-evalcases": __version__,
         "python": platform.python_version(),
