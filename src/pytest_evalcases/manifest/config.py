@@ -130,10 +130,12 @@ def _users(ctx: SuiteSettings) -> dict[str, Any]:
     users = getattr(ctx, "users", None)
     if users is None:
         return {}
-    return {"users": {
-        user_id: user.key_hash if hasattr(user, "key_hash") else f"unreadable: {user}"
-        for user_id, user in sorted(users.items())
-    }}
+    return {
+        "users": {
+            user_id: user.key_hash if hasattr(user, "key_hash") else f"unreadable: {user}"
+            for user_id, user in sorted(users.items())
+        }
+    }
 
 
 def calibration_config(

@@ -233,8 +233,9 @@ def _counts(outcome_counts: np.ndarray, judge_errors: int) -> dict[str, Any]:
 def _summary(cases: list[Result], scan: _Scan) -> dict[str, Any]:
     import numpy as np  # numpy: heavy; only a written report (results.json) needs it
 
-    summary = _counts(np.bincount(scan.outcome, minlength=len(OUTCOMES)),
-                      int(scan.judge_error.sum()))
+    summary = _counts(
+        np.bincount(scan.outcome, minlength=len(OUTCOMES)), int(scan.judge_error.sum())
+    )
     summary["suites"] = sorted({str(c["suite"]) for c in cases if c.get("suite") is not None})
     return summary
 
@@ -280,8 +281,9 @@ def _histogram(scores: list[float]) -> list[int]:
     return [int(c) for c in counts]
 
 
-def _breakdown(cases: list[Result], key: str, scan: _Scan,
-               stage_order: list[str]) -> dict[str, Any]:
+def _breakdown(
+    cases: list[Result], key: str, scan: _Scan, stage_order: list[str]
+) -> dict[str, Any]:
     """Counts, Wilson pass rate and per-stage means for each value of category/group."""
     values: list[str | None] = [
         None if (v := case.get(key)) is None or v == "" else str(v) for case in cases
@@ -295,8 +297,9 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
     bucket = np.array([-1 if v is None else slot[v] for v in values], dtype=np.int64)
     inside = bucket >= 0
     nb, no = len(names), len(OUTCOMES)
-    outcome_counts = np.bincount(bucket[inside] * no + scan.outcome[inside],
-                                 minlength=nb * no).reshape(nb, no)
+    outcome_counts = np.bincount(
+        bucket[inside] * no + scan.outcome[inside], minlength=nb * no
+    ).reshape(nb, no)
     judge_errors = np.bincount(bucket[inside], weights=scan.judge_error[inside], minlength=nb)
     # Per-stage sums and counts per bucket, vectorised over the scored cases.
     means: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -307,8 +310,10 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
         b = bucket[np.asarray(acc.idx, dtype=np.int64)]
         keep = b >= 0
         scores = np.asarray(acc.scores, dtype=float)[keep]
-        means[name] = (np.bincount(b[keep], weights=scores, minlength=nb),
-                       np.bincount(b[keep], minlength=nb))
+        means[name] = (
+            np.bincount(b[keep], weights=scores, minlength=nb),
+            np.bincount(b[keep], minlength=nb),
+        )
     # Completeness and accuracy label counts per bucket, beside the means (Zep's figures).
     label_counts: dict[str, list[dict[str, int]]] = {}
     for stage, (field, known) in _LABELLED_STAGES.items():
@@ -326,7 +331,8 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
         entry = _counts(outcome_counts[j], int(judge_errors[j]))
         entry["stage_means"] = {
             stage: float(sums[j] / counts[j])
-            for stage, (sums, counts) in means.items() if counts[j]
+            for stage, (sums, counts) in means.items()
+            if counts[j]
         }
         for field, per_bucket in label_counts.items():
             entry[field] = per_bucket[j]
@@ -419,8 +425,11 @@ def _runs(cases: list[Result], stage_order: list[str]) -> dict[str, Any] | None:
         "k": max((n for n, _ in overall), default=0),
         "cases": len(overall),
         **_pass_estimates(overall),
-        "stages": {name: {"cases": len(counts), **_pass_estimates(counts)}
-                   for name, counts in per_stage.items() if counts},
+        "stages": {
+            name: {"cases": len(counts), **_pass_estimates(counts)}
+            for name, counts in per_stage.items()
+            if counts
+        },
         "flaky": flaky,
     }
 

@@ -87,8 +87,17 @@ def _stages(cmp: Comparison) -> list[str]:
         f"{cmp['seed']}, {cmp['resamples']} resamples)",
         "",
     ]
-    header = ["stage", "cases", f"A {a}", "A 95% CI", f"B {b}", "B 95% CI", "B − A", "95% CI",
-              "verdict"]
+    header = [
+        "stage",
+        "cases",
+        f"A {a}",
+        "A 95% CI",
+        f"B {b}",
+        "B 95% CI",
+        "B − A",
+        "95% CI",
+        "verdict",
+    ]
     return [*head, *markdown_table(header, rows), ""]
 
 
@@ -116,8 +125,16 @@ def _categories(cmp: Comparison) -> list[str]:
     if not cmp["categories"]:
         return []
     rows = [category_cells(name, sides)[0] for name, sides in cmp["categories"].items()]
-    header = ["category", "A passed", "A rate", "A 95% CI", "B passed", "B rate", "B 95% CI",
-              "B − A"]
+    header = [
+        "category",
+        "A passed",
+        "A rate",
+        "A 95% CI",
+        "B passed",
+        "B rate",
+        "B 95% CI",
+        "B − A",
+    ]
     return ["### Pass rate by category (shared cases)", "", *markdown_table(header, rows), ""]
 
 
@@ -176,5 +193,9 @@ def cost_rows(cmp: Comparison) -> list[list[str]]:
 
 def _cost(cmp: Comparison) -> list[str]:
     header = ["", f"A {cmp['runs']['a']['name']}", f"B {cmp['runs']['b']['name']}"]
-    return ["### Cost and latency (shared cases, as recorded)", "",
-            *markdown_table(header, cost_rows(cmp)), ""]
+    return [
+        "### Cost and latency (shared cases, as recorded)",
+        "",
+        *markdown_table(header, cost_rows(cmp)),
+        "",
+    ]
