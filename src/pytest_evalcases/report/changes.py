@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .markdown import escape_cell
+from .markdown_table import escape_cell
 
 # Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
 # shows them all); cases not recorded are always listed.

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..formatting import fmt_ci, fmt_delta, fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_score, fmt_usd
-from ..markdown import escape_cell, markdown_table
+from ..markdown_table import escape_cell, markdown_table
 
 FLIPPED_ROWS_CAP = 100
 
