@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from ..core.names import clip
 from ..core.outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
 from ..domain.calibration_scoring import case_rows, figures_rows
 from .aggregate import stage_score, stage_status
+from .charts import histogram_bars, interval_chart
 from .formatting import (
     fmt_ci,
     fmt_int,
@@ -34,13 +34,6 @@ from .markdown import cost_text
 # Per-case view objects are namespaces, not dicts: jinja resolves `c.x` with getattr
 # first, and on 10k cases the failed-getattr-then-getitem path of dicts costs seconds.
 _NS = SimpleNamespace
-# Geometry of the server-rendered SVG charts (user units == CSS px at 100%).
-_CHART_LABEL_W = 190
-_CHART_PLOT_W = 420
-_CHART_ROW_H = 24
-_CHART_TOP = 22
-_HIST_W = 200
-_HIST_H = 56
 _RETRIEVAL_LABELS = (
     ("hit@k", "hit_at_k"),
     ("recall@k", "recall_at_k"),
@@ -72,69 +65,6 @@ def render_dashboard(doc: Mapping[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------- view model
-
-
-def interval_chart(
-    rows: Sequence[tuple[str, float | None, Sequence[float] | None, str]],
-) -> dict[str, Any]:
-    """Horizontal bars on a [0, 1] axis with whiskers: (label, value, interval, text)."""
-
-    def x(v: float) -> float:
-        return round(_CHART_LABEL_W + min(max(v, 0.0), 1.0) * _CHART_PLOT_W, 1)
-
-    out_rows = []
-    for i, (label, value, ci, text) in enumerate(rows):
-        y = _CHART_TOP + i * _CHART_ROW_H
-        row: dict[str, Any] = {
-            "label": clip(label, 26, one_line=False, ellipsis="…"),
-            "full_label": label,
-            "text": text,
-            "y": y,
-            "ty": y + 15,
-            "bar_y": y + 5,
-            "bar_w": round(x(value) - _CHART_LABEL_W, 1) if value is not None else 0,
-            "whisker": None,
-        }
-        if ci:
-            row["whisker"] = {
-                "x1": x(ci[0]),
-                "x2": x(ci[1]),
-                "y": y + 11,
-                "y1": y + 6,
-                "y2": y + 16,
-            }
-        out_rows.append(row)
-    ticks = [{"x": x(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)]
-    return {
-        "rows": out_rows,
-        "ticks": ticks,
-        "x0": _CHART_LABEL_W,
-        "text_x": _CHART_LABEL_W + _CHART_PLOT_W + 10,
-        "width": _CHART_LABEL_W + _CHART_PLOT_W + 190,
-        "height": _CHART_TOP + len(rows) * _CHART_ROW_H + 4,
-        "axis_bottom": _CHART_TOP + len(rows) * _CHART_ROW_H,
-    }
-
-
-def histogram_bars(counts: Sequence[int]) -> dict[str, Any]:
-    """SVG geometry for a 10-bin score histogram over [0, 1]."""
-    bins = len(counts) or 1
-    bw = _HIST_W / bins
-    top = max(counts) if counts else 0
-    bars = []
-    for i, c in enumerate(counts):
-        h = round(_HIST_H * c / top, 1) if top else 0
-        lo, hi = i / bins, (i + 1) / bins
-        bars.append(
-            {
-                "x": round(i * bw + 1, 1),
-                "w": round(bw - 2, 1),
-                "y": round(_HIST_H - h, 1),
-                "h": h,
-                "title": f"{lo:.1f}–{hi:.1f}: {c} case{'s' if c != 1 else ''}",
-            }
-        )
-    return {"bars": bars, "width": _HIST_W, "height": _HIST_H, "total": sum(counts)}
 
 
 def _fmt_num(v: Any) -> str:
