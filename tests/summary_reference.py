@@ -19,16 +19,16 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_evalcases.core.names import aligned as _table
 from pytest_evalcases.core.outcomes import DECIDED, PASS_LIKE
 from pytest_evalcases.report.terminal import (
     GROUP_ROWS,
     QUIET_OUTCOMES,
-    _rate_table,
-    _table,
-    case_table,
     first_failure_cell,
     stage_cell,
 )
+from pytest_evalcases.report.terminal_tables import case_table
+from pytest_evalcases.report.terminal_tables import rate_table as _rate_table
 
 
 def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:

@@ -28,8 +28,8 @@ from pytest_evalcases.report import (
     render_markdown,
     write_reports,
 )
-from pytest_evalcases.report.dashboard import histogram_bars, interval_chart
-from pytest_evalcases.report.markdown import escape_cell
+from pytest_evalcases.report.charts import histogram_bars, interval_chart
+from pytest_evalcases.report.markdown_table import escape_cell
 from pytest_evalcases.report.merge import merge_orders
 from pytest_evalcases.report.run import judges_used
 from pytest_evalcases.core.stats import bootstrap_ci, wilson_interval

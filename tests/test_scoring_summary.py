@@ -11,13 +11,8 @@ import summary_reference as reference
 from pytest_evalcases.core.outcomes import OUTCOMES
 from pytest_evalcases.core.schema import Suite, validate_case
 from pytest_evalcases.domain.scoring import failure_message, result_stages, score_case
-from pytest_evalcases.report.terminal import (
-    GROUP_ROWS,
-    ROWS_NONE,
-    RunSummary,
-    case_table,
-    stage_headers,
-)
+from pytest_evalcases.report.terminal import GROUP_ROWS, ROWS_NONE, RunSummary
+from pytest_evalcases.report.terminal_tables import case_table, stage_headers
 
 
 def render_summary(results: list[dict[str, Any]], *, verbose: bool, orphans: list[str],

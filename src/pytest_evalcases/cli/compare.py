@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ..report.baseline import BaselineError
+from ..report.compare import (
+    COMPARE_HTML,
+    COMPARE_MD,
+    compare_runs,
+    render_compare_html,
+    render_compare_markdown,
+)
 from ..report.merge import MergeError
 from .merge import read_shard
 
@@ -51,14 +58,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ..report.compare import (
-        COMPARE_HTML,
-        COMPARE_MD,
-        compare_runs,
-        render_compare_html,
-        render_compare_markdown,
-    )
-
     names = [_name(args.a), _name(args.b)]
     if names[0] == names[1]:
         names = [str(args.a), str(args.b)]

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FORMAT_NAMES = ("hotpotqa", "musique", "2wikimultihopqa", "locomo")  # importers.FORMATS' keys
+from ..importers import FORMATS, BenchmarkFormatError, ImportOptions, import_suite
+
+FORMAT_NAMES = tuple(FORMATS)
 
 
 def add_parser(sub: Any) -> None:
@@ -61,8 +63,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..importers import BenchmarkFormatError, ImportOptions, import_suite
-
     name = args.name or args.output.stem
     options = ImportOptions(
         format=args.format,

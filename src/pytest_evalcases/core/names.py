@@ -44,12 +44,12 @@ def shown_name(name: str) -> str:
     return repr(name) if len(name) <= 60 else f"{name[:40]!r}… ({len(name)} characters)"
 
 
-def clip(text: str, limit: int = 200, *, one_line: bool = True) -> str:
-    """`text` cut to `limit` characters with "..." at the cut; `one_line` first folds every run
-    of white space (new lines included) into one space."""
+def clip(text: str, limit: int = 200, *, one_line: bool = True, ellipsis: str = "...") -> str:
+    """`text` cut to `limit` characters with `ellipsis` at the cut (counted in the limit);
+    `one_line` first folds every run of white space (new lines included) into one space."""
     if one_line:
         text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - len(ellipsis)] + ellipsis
 
 
 def aligned(rows: Sequence[Sequence[str]]) -> list[str]:

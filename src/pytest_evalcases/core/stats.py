@@ -1,4 +1,4 @@
-"""Small, dependency-light statistics for eval reports.
+"""Small, dependency-light statistics for eval reports (numpy loads with the first bootstrap).
 
 Everything here is a pure function of its arguments: the same values and seed always
 give the same interval, so reports are reproducible and CI diffs stay quiet.
@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Fixed default seed: reports must not change between two runs over the same scores.
 DEFAULT_SEED = 20_240_601
@@ -67,6 +69,8 @@ def bootstrap_ci(
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples!r}")
+    import numpy as np  # numpy: heavy; only the bootstrap (a written report) needs it
+
     arr = np.sort(np.asarray(values, dtype=float))
     n = arr.size
     if n == 0:
@@ -101,6 +105,8 @@ def bootstrap_ci(
 
 def _binned(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Round sorted values to _GRID_LEVELS levels; return (levels, counts, mean error)."""
+    import numpy as np  # numpy: heavy; only the bootstrap (a written report) needs it
+
     lo, hi = float(arr[0]), float(arr[-1])
     step = (hi - lo) / (_GRID_LEVELS - 1)
     bins = np.rint((arr - lo) / step).astype(np.int64)

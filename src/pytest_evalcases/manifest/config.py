@@ -10,6 +10,7 @@ import json
 import math
 import platform
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
@@ -17,7 +18,6 @@ from ..core.hashing import LABEL_CHARS, content_hash
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
-
 
 # Suite settings longer than this (as JSON) are kept as a hash: criteria texts, alias maps.
 SETTING_CHARS = 200
@@ -117,10 +117,12 @@ def _users(ctx: SuiteContext) -> dict[str, Any]:
     users = getattr(ctx, "users", None)
     if users is None:
         return {}
-    return {"users": {
-        user_id: user.key_hash if hasattr(user, "key_hash") else f"unreadable: {user}"
-        for user_id, user in sorted(users.items())
-    }}
+    return {
+        "users": {
+            user_id: user.key_hash if hasattr(user, "key_hash") else f"unreadable: {user}"
+            for user_id, user in sorted(users.items())
+        }
+    }
 
 
 def calibration_config(
@@ -146,9 +148,6 @@ def calibration_config(
 def package_versions() -> dict[str, str | None]:
     """The plugin's, Python's and the scoring packages' versions (None: not installed). Read
     from the installed metadata: nothing is imported."""
-    from importlib.metadata import PackageNotFoundError, version
-
-
     found: dict[str, str | None] = {
         "pytest-evalcases": __version__,
         "python": platform.python_version(),

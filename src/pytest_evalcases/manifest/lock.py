@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.names import clip
+
 MANIFEST_FORMAT = "pytest-evalcases/manifest"
 MANIFEST_VERSION = 1
 MANIFEST_JSON = "manifest.json"
@@ -100,7 +102,8 @@ def config_differences(locked: Mapping[str, Any], current: Mapping[str, Any]) ->
         elif part == "unloadable":
             for file in sorted(old.keys() | new.keys()):
                 if file not in old:
-                    found.append(f"{file}: does not load now ({_clip(str(new[file]))})")
+                    reason = clip(str(new[file]), _SHOWN_CHARS, one_line=False, ellipsis="…")
+                    found.append(f"{file}: does not load now ({reason})")
                 elif file not in new:
                     found.append(f"{file}: loads now (it did not when the manifest was written)")
         else:
@@ -133,11 +136,12 @@ def _shown(value: Any) -> str:
         return f"hash {str(value['hash'])[:6]}"
     if isinstance(value, str) and _HASH.fullmatch(value):
         return value[:6]
-    return _clip(json.dumps(value, ensure_ascii=False, sort_keys=True))
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+    return clip(
+        json.dumps(value, ensure_ascii=False, sort_keys=True),
+        _SHOWN_CHARS,
+        one_line=False,
+        ellipsis="…",
+    )
 
 
 def refusal(path: str, locked: Mapping[str, Any], differences: list[str]) -> str:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..core.outcomes import (
     ACCURACY_LABELS,
@@ -23,7 +21,13 @@ from ..core.outcomes import (
     SUMMARY_KEYS,
     check_outcome,
 )
-from ..core.stats import bootstrap_ci, mean, median, wilson_interval
+from ..core.stats import bootstrap_ci, mean, wilson_interval
+from ..domain.calibration_scoring import calibration_section
+from .cost import cost_section
+from .eval_runs import runs_section
+
+if TYPE_CHECKING:
+    import numpy as np
 
 RESULTS_FORMAT = "pytest-evalcases/results"
 RESULTS_VERSION = 1
@@ -76,8 +80,8 @@ def aggregate(
         "group_kind": group_kind(cases),
         "completeness_vs_accuracy": _completeness_vs_accuracy(cases),
         "calibration": _calibration(cases),
-        "runs": _runs(cases, order),
-        "cost": _cost(cases, run or {}),
+        "runs": runs_section(cases, order),
+        "cost": cost_section(cases, run or {}),
         "cases": cases,
         "baseline": None,
     }
@@ -157,6 +161,8 @@ class _Scan:
     8 stages is 80k stage dicts: a pass per section would dominate the run time)."""
 
     def __init__(self, cases: list[Result]) -> None:
+        import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
         self.outcome = np.empty(len(cases), dtype=np.int64)
         self.judge_error = np.zeros(len(cases), dtype=bool)
         self.stages: dict[str, _StageAcc] = {}
@@ -202,8 +208,9 @@ def _add_metrics(acc: _StageAcc, metrics: Mapping[str, Any]) -> None:
 
 
 _OUTCOME_CODE = {o: i for i, o in enumerate(OUTCOMES)}
-_PASS_CODES = np.array([o in PASS_LIKE for o in OUTCOMES])
-_DECIDED_CODES = np.array([o in DECIDED for o in OUTCOMES])
+# Positions in OUTCOMES (and in an array of outcome counts) of the passing and decided ones.
+_PASS_CODES = [i for i, o in enumerate(OUTCOMES) if o in PASS_LIKE]
+_DECIDED_CODES = [i for i, o in enumerate(OUTCOMES) if o in DECIDED]
 
 
 def _counts(outcome_counts: np.ndarray, judge_errors: int) -> dict[str, Any]:
@@ -225,8 +232,11 @@ def _counts(outcome_counts: np.ndarray, judge_errors: int) -> dict[str, Any]:
 
 
 def _summary(cases: list[Result], scan: _Scan) -> dict[str, Any]:
-    summary = _counts(np.bincount(scan.outcome, minlength=len(OUTCOMES)),
-                      int(scan.judge_error.sum()))
+    import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
+    summary = _counts(
+        np.bincount(scan.outcome, minlength=len(OUTCOMES)), int(scan.judge_error.sum())
+    )
     summary["suites"] = sorted({str(c["suite"]) for c in cases if c.get("suite") is not None})
     return summary
 
@@ -265,13 +275,16 @@ def _histogram(scores: list[float]) -> list[int]:
     """Counts in 10 equal bins over [0, 1]; scores outside are clipped to the ends."""
     if not scores:
         return [0] * HISTOGRAM_BINS
+    import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
     arr = np.clip(np.asarray(scores, dtype=float), 0.0, 1.0)
     counts, _ = np.histogram(arr, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
     return [int(c) for c in counts]
 
 
-def _breakdown(cases: list[Result], key: str, scan: _Scan,
-               stage_order: list[str]) -> dict[str, Any]:
+def _breakdown(
+    cases: list[Result], key: str, scan: _Scan, stage_order: list[str]
+) -> dict[str, Any]:
     """Counts, Wilson pass rate and per-stage means for each value of category/group."""
     values: list[str | None] = [
         None if (v := case.get(key)) is None or v == "" else str(v) for case in cases
@@ -279,12 +292,15 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
     names = sorted({v for v in values if v is not None})
     if not names:
         return {}
+    import numpy as np  # numpy: heavy; only a written report (results.json) needs it
+
     slot = {name: j for j, name in enumerate(names)}
     bucket = np.array([-1 if v is None else slot[v] for v in values], dtype=np.int64)
     inside = bucket >= 0
     nb, no = len(names), len(OUTCOMES)
-    outcome_counts = np.bincount(bucket[inside] * no + scan.outcome[inside],
-                                 minlength=nb * no).reshape(nb, no)
+    outcome_counts = np.bincount(
+        bucket[inside] * no + scan.outcome[inside], minlength=nb * no
+    ).reshape(nb, no)
     judge_errors = np.bincount(bucket[inside], weights=scan.judge_error[inside], minlength=nb)
     # Per-stage sums and counts per bucket, vectorised over the scored cases.
     means: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -295,8 +311,10 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
         b = bucket[np.asarray(acc.idx, dtype=np.int64)]
         keep = b >= 0
         scores = np.asarray(acc.scores, dtype=float)[keep]
-        means[name] = (np.bincount(b[keep], weights=scores, minlength=nb),
-                       np.bincount(b[keep], minlength=nb))
+        means[name] = (
+            np.bincount(b[keep], weights=scores, minlength=nb),
+            np.bincount(b[keep], minlength=nb),
+        )
     # Completeness and accuracy label counts per bucket, beside the means (Zep's figures).
     label_counts: dict[str, list[dict[str, int]]] = {}
     for stage, (field, known) in _LABELLED_STAGES.items():
@@ -314,7 +332,8 @@ def _breakdown(cases: list[Result], key: str, scan: _Scan,
         entry = _counts(outcome_counts[j], int(judge_errors[j]))
         entry["stage_means"] = {
             stage: float(sums[j] / counts[j])
-            for stage, (sums, counts) in means.items() if counts[j]
+            for stage, (sums, counts) in means.items()
+            if counts[j]
         }
         for field, per_bucket in label_counts.items():
             entry[field] = per_bucket[j]
@@ -364,112 +383,11 @@ def _completeness_vs_accuracy(cases: list[Result]) -> dict[str, Any] | None:
     }
 
 
-def _pass_estimates(counts: list[tuple[int, int]]) -> dict[str, dict[str, float]]:
-    """Mean pass@k and pass^k over cases of (runs, passes), for k = 1 .. the most runs; each
-    k over the cases with at least k runs."""
-    from ..core.stats import pass_at_k, pass_hat_k
-
-    at: dict[str, float] = {}
-    hat: dict[str, float] = {}
-    for k in range(1, max((n for n, _ in counts), default=0) + 1):
-        usable = [(n, c) for n, c in counts if n >= k]
-        at[str(k)] = math.fsum(pass_at_k(n, c, k) for n, c in usable) / len(usable)
-        hat[str(k)] = math.fsum(pass_hat_k(n, c, k) for n, c in usable) / len(usable)
-    return {"pass_at_k": at, "pass_hat_k": hat}
-
-
-def _runs(cases: list[Result], stage_order: list[str]) -> dict[str, Any] | None:
-    """--eval-runs: pass@k and pass^k estimates, overall and per stage, from the cases' runs
-    (None: no case was recorded with more than one run). A case recorded once counts as one
-    run."""
-    if not any("runs" in case for case in cases):
-        return None
-    overall: list[tuple[int, int]] = []
-    per_stage: dict[str, list[tuple[int, int]]] = {name: [] for name in stage_order}
-    flaky = []
-    for case in cases:
-        if case.get("outcome") not in DECIDED or "calibration" in case:
-            continue
-        runs = case.get("runs")
-        if runs is None:
-            passed = case["outcome"] in PASS_LIKE
-            overall.append((1, int(passed)))
-            for name, stage in (case.get("stages") or {}).items():
-                if stage.get("passed") is not None and not stage.get("judge_error"):
-                    per_stage.setdefault(name, []).append((1, int(bool(stage["passed"]))))
-            continue
-        overall.append((int(runs["k"]), int(runs["passed_runs"])))
-        if 0 < runs["passed_runs"] < runs["k"]:
-            flaky.append(f"{case.get('suite')}::{case.get('id')}")
-        for name, verdicts in (runs.get("stages") or {}).items():
-            decided = [v for v in verdicts if v is not None]
-            if decided:
-                per_stage.setdefault(name, []).append((len(decided), sum(map(bool, decided))))
-    return {
-        "k": max((n for n, _ in overall), default=0),
-        "cases": len(overall),
-        **_pass_estimates(overall),
-        "stages": {name: {"cases": len(counts), **_pass_estimates(counts)}
-                   for name, counts in per_stage.items() if counts},
-        "flaky": flaky,
-    }
-
-
 def _calibration(cases: list[Result]) -> dict[str, Any] | None:
     """The judge calibration section (None: no calibration case in the run)."""
     if not any("calibration" in case for case in cases):
         return None
-    from ..domain.calibration_scoring import calibration_section
-
     return calibration_section(cases)
-
-
-def _usage_totals(usages: list[Mapping[str, Any]], latencies: list[float]) -> dict[str, Any]:
-    def total(key: str) -> int:
-        return sum(int(u[key]) for u in usages if isinstance(u.get(key), (int, float)))
-
-    costs = [float(u["cost_usd"]) for u in usages if isinstance(u.get("cost_usd"), (int, float))]
-    prompt, completion = total("prompt_tokens"), total("completion_tokens")
-    return {
-        "cases": len(usages),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        # fsum + rounding: a sum of many tiny costs should not print as 0.0036000000000000003
-        "cost_usd": round(math.fsum(costs), 10),
-        "latency_ms_median": median(latencies),
-    }
-
-
-def _cost(cases: list[Result], run: Mapping[str, Any]) -> dict[str, Any]:
-    system: list[Mapping[str, Any]] = []
-    judge: list[Mapping[str, Any]] = []
-    system_lat: list[float] = []
-    judge_lat: list[float] = []
-    for case in cases:
-        rec = case.get("recording") or {}
-        if isinstance(rec.get("usage"), Mapping):
-            system.append(rec["usage"])
-        if isinstance(rec.get("judge_usage"), Mapping):
-            judge.append(rec["judge_usage"])
-        if isinstance(rec.get("latency_ms"), (int, float)):
-            system_lat.append(float(rec["latency_ms"]))
-        if isinstance(rec.get("judge_latency_ms"), (int, float)):
-            judge_lat.append(float(rec["judge_latency_ms"]))
-    sys_tot, judge_tot = _usage_totals(system, system_lat), _usage_totals(judge, judge_lat)
-    replay = run.get("mode") == "replay"
-    return {
-        "system": sys_tot,
-        "judge": judge_tot,
-        "recorded_cost_usd": round(sys_tot["cost_usd"] + judge_tot["cost_usd"], 10),
-        # A replay reads cassettes only: nothing was spent by this run.
-        "replay_cost_usd": 0.0 if replay else None,
-    }
-
-
-def cost_section(cases: list[Result], run: Mapping[str, Any]) -> dict[str, Any]:
-    """The `cost` section over `cases` (a side-by-side comparison takes it over shared cases)."""
-    return _cost(cases, run)
 
 
 __all__ = [

@@ -147,8 +147,9 @@ def compare(current: dict, baseline: dict, tolerance: float = 0.0) -> dict:
     removed = [_ref(c) for c in baseline["cases"] if case_key(c) not in cur_keys]
 
     stage_order = list(current.get("stage_order") or current["stages"])
-    stage_order += [s for s in (baseline.get("stage_order") or baseline["stages"])
-                    if s not in stage_order]
+    stage_order += [
+        s for s in (baseline.get("stage_order") or baseline["stages"]) if s not in stage_order
+    ]
     deltas = {name: _stage_delta(name, matched) for name in stage_order}
     drops = [
         {"stage": name, **{k: d[k] for k in ("baseline_mean", "current_mean", "delta")}}
@@ -177,7 +178,8 @@ def _gating_failures(case: Mapping[str, Any]) -> dict[str, bool]:
     return {
         name: bool(stage.get("unstable"))
         for name, stage in (case.get("stages") or {}).items()
-        if stage.get("gating") and not stage.get("judge_error")
+        if stage.get("gating")
+        and not stage.get("judge_error")
         and (stage.get("passed") is False or stage.get("unstable"))
     }
 
@@ -190,8 +192,9 @@ def _noise_only(passing: Mapping[str, Any], failing: Mapping[str, Any]) -> bool:
     if not failed or failing.get("outcome") not in ("failed", "xfailed"):
         return False
     before = passing.get("stages") or {}
-    return all(unstable or (before.get(name) or {}).get("unstable")
-               for name, unstable in failed.items())
+    return all(
+        unstable or (before.get(name) or {}).get("unstable") for name, unstable in failed.items()
+    )
 
 
 def _unstable_in(case: Mapping[str, Any], name: str) -> bool:
@@ -244,24 +247,32 @@ def render_baseline_terminal(cmp: Mapping[str, Any]) -> list[str]:
         for r in regs:
             where = f" at {r['stage']}" if r.get("stage") else ""
             reason = " ".join(str(r.get("reason") or "").split())
-            rows.append(f"  {r['case']}: {r['baseline_outcome']} -> {r['outcome']}{where}"
-                        f"{': ' + reason if reason else ''}")
+            rows.append(
+                f"  {r['case']}: {r['baseline_outcome']} -> {r['outcome']}{where}"
+                f"{': ' + reason if reason else ''}"
+            )
         lines += _capped(rows, 100)
     if drops:
         lines.append("stage drops:")
         for d in drops:
-            lines.append(f"  {d['stage']}: {fmt_score(d['baseline_mean'])} -> "
-                         f"{fmt_score(d['current_mean'])} ({fmt_delta(d['delta'])})")
+            lines.append(
+                f"  {d['stage']}: {fmt_score(d['baseline_mean'])} -> "
+                f"{fmt_score(d['current_mean'])} ({fmt_delta(d['delta'])})"
+            )
     if cmp.get("unstable"):
         lines.append("unstable (not counted):")
-        rows = [f"  {r['case']}: {r['baseline_outcome']} -> {r['outcome']}"
-                + (f" at {r['stage']}" if r.get("stage") else "") for r in cmp["unstable"]]
+        rows = [
+            f"  {r['case']}: {r['baseline_outcome']} -> {r['outcome']}"
+            + (f" at {r['stage']}" if r.get("stage") else "")
+            for r in cmp["unstable"]
+        ]
         lines += _capped(rows, _TERMINAL_LIST_CAP)
     for key in ("fixed", "new", "removed"):
         if cmp[key]:
             lines.append(f"{key}:")
-            lines += _capped([f"  {r['case']} ({r['outcome']})" for r in cmp[key]],
-                             _TERMINAL_LIST_CAP)
+            lines += _capped(
+                [f"  {r['case']} ({r['outcome']})" for r in cmp[key]], _TERMINAL_LIST_CAP
+            )
     deltas = cmp["stage_deltas"]
     if deltas:
         width = max(len(s) for s in deltas)

@@ -3,9 +3,7 @@ per-case result dicts): what each re-recorded case changed, the counts `N unchan
 K new`, and every selected case the run did not (fully) record, with the reason.
 
 Built on the controller as results arrive (the same with and without xdist); the dicts carry
-the change each worker described (`recording.change`), never the recordings themselves. Kept out
-of the `report` package: importing that loads numpy and jinja2, which a live run without
---eval-report never needs.
+the change each worker described (`recording.change`), never the recordings themselves.
 """
 
 from __future__ import annotations
@@ -13,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .markdown_table import escape_cell
 
 # Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
 # shows them all); cases not recorded are always listed.
@@ -61,8 +61,12 @@ class RecordingChanges:
         self._count = 0
 
     def add(self, result: Mapping[str, Any]) -> None:
-        order = (str(result.get("file") or ""), result.get("index") or 0,
-                 str(result.get("id") or ""), self._count)
+        order = (
+            str(result.get("file") or ""),
+            result.get("index") or 0,
+            str(result.get("id") or ""),
+            self._count,
+        )
         self._count += 1
         label = f"{result.get('suite')}::{result.get('id')}"
         recording = result.get("recording") or {}
@@ -82,7 +86,8 @@ class RecordingChanges:
         """Selected cases that never reported (the run stopped, or was stopped, before them)."""
         for nodeid in nodeids:
             self.not_recorded.append(
-                _Entry(("~", 0, nodeid, self._count), nodeid, f"not run: {reason}"))
+                _Entry(("~", 0, nodeid, self._count), nodeid, f"not run: {reason}")
+            )
             self._count += 1
 
     @property
@@ -107,8 +112,10 @@ class RecordingChanges:
             lines.append(f"{entry.label} ({entry.text})")
             lines += [f"  {detail}" for detail in entry.details]
         if len(shown) < len(changed):
-            lines.append(f"({len(changed) - len(shown)} more changed cases not shown; -v shows "
-                         f"them, and --eval-report writes them all to {RECORDING_CHANGES_MD})")
+            lines.append(
+                f"({len(changed) - len(shown)} more changed cases not shown; -v shows "
+                f"them, and --eval-report writes them all to {RECORDING_CHANGES_MD})"
+            )
         lines.append(self.counts_text())
         if self.stopped:
             lines.append(f"stopped starting cases: {self.stopped}")
@@ -118,12 +125,12 @@ class RecordingChanges:
 
     def markdown(self) -> str:
         """recording-changes.md: the same, ready for a PR description."""
-        from .markdown import escape_cell
-
         out = ["## Recording changes", "", f"**{self.counts_text()}**", ""]
         if self.dry_run:
-            out += ["Dry run (`--live-dry-run`): the system and judges ran; no recording was "
-                    "written.", ""]
+            out += [
+                "Dry run (`--live-dry-run`): the system and judges ran; no recording was written.",
+                "",
+            ]
         if self.stopped:
             out += [f"Stopped starting cases: {escape_cell(self.stopped, 300)}.", ""]
         changed = sorted(self.changed, key=lambda e: e.order)
@@ -134,8 +141,12 @@ class RecordingChanges:
                 out.append(f"| {escape_cell(entry.label)} | {entry.text} | {what} |")
             out.append("")
         if self.not_recorded:
-            out += [f"### Not recorded ({len(self.not_recorded)})", "",
-                    "| case | why |", "| --- | --- |"]
+            out += [
+                f"### Not recorded ({len(self.not_recorded)})",
+                "",
+                "| case | why |",
+                "| --- | --- |",
+            ]
             for entry in sorted(self.not_recorded, key=lambda e: e.order):
                 out.append(f"| {escape_cell(entry.label)} | {escape_cell(entry.text, 400)} |")
             out.append("")

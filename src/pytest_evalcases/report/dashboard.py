@@ -9,20 +9,15 @@ are refused) nor load anything from the network (default-src 'none').
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from importlib import resources
 from types import SimpleNamespace
 from typing import Any
 
-import jinja2
-from markupsafe import Markup
-
 from ..core.outcomes import OUTCOMES, SUMMARY_KEYS, case_label, failure_of
+from ..domain.calibration_scoring import case_rows, figures_rows
 from .aggregate import stage_score, stage_status
+from .charts import histogram_bars, interval_chart
 from .formatting import (
     fmt_ci,
     fmt_int,
@@ -33,112 +28,43 @@ from .formatting import (
     fmt_usd,
     uncommitted_changes,
 )
+from .html import csp_hash, page_environment, static_file, static_markup
 from .markdown import cost_text
 
-_TEMPLATES = "templates"
 # Per-case view objects are namespaces, not dicts: jinja resolves `c.x` with getattr
 # first, and on 10k cases the failed-getattr-then-getitem path of dicts costs seconds.
 _NS = SimpleNamespace
-# Geometry of the server-rendered SVG charts (user units == CSS px at 100%).
-_CHART_LABEL_W = 190
-_CHART_PLOT_W = 420
-_CHART_ROW_H = 24
-_CHART_TOP = 22
-_HIST_W = 200
-_HIST_H = 56
-_RETRIEVAL_LABELS = (("hit@k", "hit_at_k"), ("recall@k", "recall_at_k"),
-                     ("precision@k", "precision_at_k"), ("MRR", "mrr"),
-                     ("nDCG@k", "ndcg_at_k"), ("MAP", "map"))
-_GRAPH_LABELS = (("precision", "precision"), ("recall", "recall"),
-                 ("hallucination", "hallucination_rate"), ("omission", "omission_rate"))
-
-
-@lru_cache(maxsize=1)
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("pytest_evalcases.report", _TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-@lru_cache(maxsize=4)
-def _asset(name: str) -> str:
-    return (resources.files("pytest_evalcases.report") / _TEMPLATES / name).read_text("utf-8")
-
-
-def _csp_hash(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+_RETRIEVAL_LABELS = (
+    ("hit@k", "hit_at_k"),
+    ("recall@k", "recall_at_k"),
+    ("precision@k", "precision_at_k"),
+    ("MRR", "mrr"),
+    ("nDCG@k", "ndcg_at_k"),
+    ("MAP", "map"),
+)
+_GRAPH_LABELS = (
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("hallucination", "hallucination_rate"),
+    ("omission", "omission_rate"),
+)
 
 
 def render_dashboard(doc: Mapping[str, Any]) -> str:
     """Render the results document to a standalone HTML page."""
-    script, style = _asset("dashboard.js"), _asset("dashboard.css")
+    script, style = static_file("dashboard.js"), static_file("dashboard.css")
     csp = (
         "default-src 'none'; "
-        f"script-src {_csp_hash(script)}; style-src {_csp_hash(style)}; "
+        f"script-src {csp_hash(script)}; style-src {csp_hash(style)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
     ctx = dashboard_context(doc)
-    # Markup() only for our own static assets; all data below is autoescaped.
-    ctx.update(script=Markup(script), style=Markup(style), csp=csp)
-    return _env().get_template("dashboard.html.j2").render(**ctx)
+    # Markup only for our own static files; all data below is autoescaped.
+    ctx.update(script=static_markup(script), style=static_markup(style), csp=csp)
+    return page_environment().get_template("dashboard.html.j2").render(**ctx)
 
 
 # ----------------------------------------------------------------- view model
-
-
-def interval_chart(rows: Sequence[tuple[str, float | None, Sequence[float] | None, str]]
-                   ) -> dict[str, Any]:
-    """Horizontal bars on a [0, 1] axis with whiskers: (label, value, interval, text)."""
-
-    def x(v: float) -> float:
-        return round(_CHART_LABEL_W + min(max(v, 0.0), 1.0) * _CHART_PLOT_W, 1)
-
-    out_rows = []
-    for i, (label, value, ci, text) in enumerate(rows):
-        y = _CHART_TOP + i * _CHART_ROW_H
-        row: dict[str, Any] = {
-            "label": label if len(label) <= 26 else label[:25] + "…",
-            "full_label": label,
-            "text": text,
-            "y": y,
-            "ty": y + 15,
-            "bar_y": y + 5,
-            "bar_w": round(x(value) - _CHART_LABEL_W, 1) if value is not None else 0,
-            "whisker": None,
-        }
-        if ci:
-            row["whisker"] = {"x1": x(ci[0]), "x2": x(ci[1]), "y": y + 11,
-                              "y1": y + 6, "y2": y + 16}
-        out_rows.append(row)
-    ticks = [{"x": x(t), "label": f"{t:g}"} for t in (0.0, 0.25, 0.5, 0.75, 1.0)]
-    return {
-        "rows": out_rows,
-        "ticks": ticks,
-        "x0": _CHART_LABEL_W,
-        "text_x": _CHART_LABEL_W + _CHART_PLOT_W + 10,
-        "width": _CHART_LABEL_W + _CHART_PLOT_W + 190,
-        "height": _CHART_TOP + len(rows) * _CHART_ROW_H + 4,
-        "axis_bottom": _CHART_TOP + len(rows) * _CHART_ROW_H,
-    }
-
-
-def histogram_bars(counts: Sequence[int]) -> dict[str, Any]:
-    """SVG geometry for a 10-bin score histogram over [0, 1]."""
-    bins = len(counts) or 1
-    bw = _HIST_W / bins
-    top = max(counts) if counts else 0
-    bars = []
-    for i, c in enumerate(counts):
-        h = round(_HIST_H * c / top, 1) if top else 0
-        lo, hi = i / bins, (i + 1) / bins
-        bars.append({"x": round(i * bw + 1, 1), "w": round(bw - 2, 1), "y": round(_HIST_H - h, 1),
-                     "h": h, "title": f"{lo:.1f}–{hi:.1f}: {c} case{'s' if c != 1 else ''}"})
-    return {"bars": bars, "width": _HIST_W, "height": _HIST_H, "total": sum(counts)}
 
 
 def _fmt_num(v: Any) -> str:
@@ -156,15 +82,19 @@ def _json_text(value: Any) -> str:
 def _usage_text(usage: Mapping[str, Any] | None) -> str | None:
     if not usage:
         return None
-    parts = [f"{k.replace('_', ' ')} {fmt_int(usage[k])}"
-             for k in ("prompt_tokens", "completion_tokens") if usage.get(k) is not None]
+    parts = [
+        f"{k.replace('_', ' ')} {fmt_int(usage[k])}"
+        for k in ("prompt_tokens", "completion_tokens")
+        if usage.get(k) is not None
+    ]
     if usage.get("cost_usd") is not None:
         parts.append(fmt_usd(usage["cost_usd"]))
     return " · ".join(parts) or None
 
 
-def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
-               regressed: set[str]) -> SimpleNamespace:
+def _case_view(
+    case: Mapping[str, Any], index: int, stage_order: Sequence[str], regressed: set[str]
+) -> SimpleNamespace:
     stages = case.get("stages") or {}
     ff_stage, reason = failure_of(case)
     scores = []
@@ -177,22 +107,40 @@ def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
         score = stage_score(st)
         text = "JE" if status == "judge_error" else fmt_score(score, 2)
         title = f"{name}: {status}" + (f" ({st['label']})" if st.get("label") else "")
-        scores.append(_NS(text=text, sort="" if score is None else f"{score:.6f}",
-                          cls=f"s-{status}", title=title))
+        scores.append(
+            _NS(
+                text=text,
+                sort="" if score is None else f"{score:.6f}",
+                cls=f"s-{status}",
+                title=title,
+            )
+        )
     detail = case.get("detail") or {}
     rec = case.get("recording") or {}
     # A conversation shows one row a turn and stage, and each turn's message and answer.
     turns = [t for t in case.get("turns") or [] if isinstance(t, Mapping)]
     parts = [(f"turn {t.get('turn')} ", t.get("stages") or {}) for t in turns] or [("", stages)]
-    stage_rows = [_stage_row(prefix + name, part[name])
-                  for prefix, part in parts for name in _ordered(part, stage_order)]
+    stage_rows = [
+        _stage_row(prefix + name, part[name])
+        for prefix, part in parts
+        for name in _ordered(part, stage_order)
+    ]
     texts = [(key, _text_or_none(detail.get(key))) for key in ("input", "answer", "reference")]
     if turns:
-        texts = [(f"turn {t.get('turn')}", f"user: {t.get('input', '')}\n"
-                  f"assistant: {t.get('answer', '')}") for t in turns] + texts[2:]
-    tool_calls = [_NS(name=str(tc.get("name", "?")) if isinstance(tc, Mapping) else str(tc),
-                      args=_json_text(tc.get("args", {})) if isinstance(tc, Mapping) else "")
-                  for tc in (detail.get("tool_calls") or [])]
+        texts = [
+            (
+                f"turn {t.get('turn')}",
+                f"user: {t.get('input', '')}\nassistant: {t.get('answer', '')}",
+            )
+            for t in turns
+        ] + texts[2:]
+    tool_calls = [
+        _NS(
+            name=str(tc.get("name", "?")) if isinstance(tc, Mapping) else str(tc),
+            args=_json_text(tc.get("args", {})) if isinstance(tc, Mapping) else "",
+        )
+        for tc in (detail.get("tool_calls") or [])
+    ]
     category, group = case.get("category"), case.get("group")
     return _NS(
         n=index,
@@ -203,8 +151,11 @@ def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
         group="" if group is None else str(group),
         group_kind="user" if case.get("user") else "group",
         ff_stage=ff_stage or "",
-        ff_text=(f"turn {(case.get('first_failure') or {}).get('turn')} {ff_stage}"
-                 if ff_stage and (case.get("first_failure") or {}).get("turn") else ff_stage or ""),
+        ff_text=(
+            f"turn {(case.get('first_failure') or {}).get('turn')} {ff_stage}"
+            if ff_stage and (case.get("first_failure") or {}).get("turn")
+            else ff_stage or ""
+        ),
         reason=reason if case["outcome"] not in ("passed", "xpassed", "skipped") else "",
         regressed=case.get("nodeid") in regressed,
         scores=scores,
@@ -220,8 +171,9 @@ def _case_view(case: Mapping[str, Any], index: int, stage_order: Sequence[str],
             usage=_usage_text(rec.get("usage")),
             judge_usage=_usage_text(rec.get("judge_usage")),
             latency=fmt_ms(rec["latency_ms"]) if rec.get("latency_ms") is not None else None,
-            judge_latency=(fmt_ms(rec["judge_latency_ms"])
-                           if rec.get("judge_latency_ms") is not None else None),
+            judge_latency=(
+                fmt_ms(rec["judge_latency_ms"]) if rec.get("judge_latency_ms") is not None else None
+            ),
         ),
     )
 
@@ -238,8 +190,9 @@ def _stage_row(name: str, st: Mapping[str, Any]) -> SimpleNamespace:
         gating=bool(st.get("gating")),
         status=stage_status(st),
         score=fmt_score(stage_score(st)),
-        threshold=fmt_score(st.get("threshold")) if isinstance(
-            st.get("threshold"), (int, float)) else "–",
+        threshold=fmt_score(st.get("threshold"))
+        if isinstance(st.get("threshold"), (int, float))
+        else "–",
         label=st.get("label") or "",
         reason=st.get("reason") or "",
         metrics=" · ".join(f"{k} {_fmt_num(v)}" for k, v in metrics.items()),
@@ -254,26 +207,30 @@ def _text_or_none(value: Any) -> str | None:
 
 def breakdown_labels(section: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(field, label) columns of a memory suite's rows: completeness then accuracy counts."""
-    return [(field, label) for field in ("completeness", "accuracy")
-            for label in dict.fromkeys(label for c in section.values()
-                                       for label in c.get(field) or {})]
+    return [
+        (field, label)
+        for field in ("completeness", "accuracy")
+        for label in dict.fromkeys(label for c in section.values() for label in c.get(field) or {})
+    ]
 
 
 def _breakdown_rows(section: Mapping[str, Any], stage_order: Sequence[str]) -> list[dict]:
     labels = breakdown_labels(section)
     rows = []
     for name, c in section.items():
-        rows.append({
-            "name": name,
-            "cases": c["cases"],
-            "passed": c["passed"] + c["xpassed"],
-            "failed": c["failed"] + c["xfailed"],
-            "other": c["cases"] - c["decided"],
-            "rate": fmt_pct(c["pass_rate"]),
-            "ci": fmt_pct_ci(c["pass_rate_ci95"]),
-            "labels": [(c.get(field) or {}).get(label, 0) for field, label in labels],
-            "means": [fmt_score(c["stage_means"].get(s)) for s in stage_order],
-        })
+        rows.append(
+            {
+                "name": name,
+                "cases": c["cases"],
+                "passed": c["passed"] + c["xpassed"],
+                "failed": c["failed"] + c["xfailed"],
+                "other": c["cases"] - c["decided"],
+                "rate": fmt_pct(c["pass_rate"]),
+                "ci": fmt_pct_ci(c["pass_rate_ci95"]),
+                "labels": [(c.get(field) or {}).get(label, 0) for field, label in labels],
+                "means": [fmt_score(c["stage_means"].get(s)) for s in stage_order],
+            }
+        )
     return rows
 
 
@@ -289,33 +246,73 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     stage_cards = []
     for name in stage_order:
         s = stages[name]
-        metrics = [(label, fmt_score(s.get(key)))
-                   for label, key in _RETRIEVAL_LABELS + _GRAPH_LABELS if key in s]
-        stage_cards.append({
-            "name": name, "gating": s["gating"], "passed": s["passed"], "failed": s["failed"],
-            "skipped": s["skipped"], "judge_errors": s["judge_errors"], "scored": s["scored"],
-            "mean": fmt_score(s["mean"]), "ci": fmt_ci(s["ci95"]),
-            "hist": histogram_bars(s.get("histogram") or []),
-            "metrics": metrics, "k": s.get("k"),
-        })
-    stage_chart = interval_chart([
-        (name, stages[name]["mean"], stages[name]["ci95"],
-         f"{fmt_score(stages[name]['mean'])} {fmt_ci(stages[name]['ci95'], 2)}")
-        for name in stage_order
-    ])
+        metrics = [
+            (label, fmt_score(s.get(key)))
+            for label, key in _RETRIEVAL_LABELS + _GRAPH_LABELS
+            if key in s
+        ]
+        stage_cards.append(
+            {
+                "name": name,
+                "gating": s["gating"],
+                "passed": s["passed"],
+                "failed": s["failed"],
+                "skipped": s["skipped"],
+                "judge_errors": s["judge_errors"],
+                "scored": s["scored"],
+                "mean": fmt_score(s["mean"]),
+                "ci": fmt_ci(s["ci95"]),
+                "hist": histogram_bars(s.get("histogram") or []),
+                "metrics": metrics,
+                "k": s.get("k"),
+            }
+        )
+    stage_chart = interval_chart(
+        [
+            (
+                name,
+                stages[name]["mean"],
+                stages[name]["ci95"],
+                f"{fmt_score(stages[name]['mean'])} {fmt_ci(stages[name]['ci95'], 2)}",
+            )
+            for name in stage_order
+        ]
+    )
     cats = doc.get("categories") or {}
-    category_chart = interval_chart([
-        (name, c["pass_rate"], c["pass_rate_ci95"],
-         f"{fmt_pct(c['pass_rate'])} ({fmt_pct_ci(c['pass_rate_ci95'], 0)}, n={c['decided']})")
-        for name, c in cats.items()
-    ])
+    category_chart = interval_chart(
+        [
+            (
+                name,
+                c["pass_rate"],
+                c["pass_rate_ci95"],
+                f"{fmt_pct(c['pass_rate'])} "
+                f"({fmt_pct_ci(c['pass_rate_ci95'], 0)}, n={c['decided']})",
+            )
+            for name, c in cats.items()
+        ]
+    )
     cases = [_case_view(c, i, stage_order, regressed) for i, c in enumerate(doc["cases"])]
     ff_stages = {c.ff_stage for c in cases if c.ff_stage}
-    chips = [{"outcome": o, "key": SUMMARY_KEYS[o], "count": summary.get(SUMMARY_KEYS[o], 0)}
-             for o in OUTCOMES]
-    meta = [(k.replace("_", " "), str(run[k])) for k in
-            ("mode", "judge", "plugin_version", "git_commit", "started", "started_at",
-             "finished", "finished_at", "shards", "run_id") if run.get(k) not in (None, "")]
+    chips = [
+        {"outcome": o, "key": SUMMARY_KEYS[o], "count": summary.get(SUMMARY_KEYS[o], 0)}
+        for o in OUTCOMES
+    ]
+    meta = [
+        (k.replace("_", " "), str(run[k]))
+        for k in (
+            "mode",
+            "judge",
+            "plugin_version",
+            "git_commit",
+            "started",
+            "started_at",
+            "finished",
+            "finished_at",
+            "shards",
+            "run_id",
+        )
+        if run.get(k) not in (None, "")
+    ]
     if uncommitted_changes(run):
         meta.append(("git", "uncommitted changes"))
     return {
@@ -337,8 +334,9 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "group_labels": [label for _, label in breakdown_labels(doc.get("groups") or {})],
         "group_kind": doc.get("group_kind") or "group",
         "cva": doc.get("completeness_vs_accuracy"),
-        "cva_accuracy": fmt_pct((doc.get("completeness_vs_accuracy") or {}).get(
-            "accuracy_when_complete")),
+        "cva_accuracy": fmt_pct(
+            (doc.get("completeness_vs_accuracy") or {}).get("accuracy_when_complete")
+        ),
         "baseline": _baseline_view(baseline),
         "calibration": _calibration_view(doc.get("calibration")),
         "cases": cases,
@@ -354,8 +352,6 @@ def _calibration_view(section: Mapping[str, Any] | None) -> dict[str, Any] | Non
     """The judge calibration tables as rows of cells (header first), or None."""
     if not section:
         return None
-    from ..domain.calibration_scoring import case_rows, figures_rows
-
     return {"cases": case_rows(section), "figures": figures_rows(section)}
 
 
@@ -367,18 +363,32 @@ def _baseline_view(cmp: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "failed": cmp["failed"],
         "tolerance": f"{cmp['tolerance']:.3f}",
         "regressions": cmp["regressions"],
-        "drops": [{**d, "baseline": fmt_score(d["baseline_mean"]),
-                   "current": fmt_score(d["current_mean"]), "delta": f"{d['delta']:+.3f}"}
-                  for d in cmp["stage_drops"]],
+        "drops": [
+            {
+                **d,
+                "baseline": fmt_score(d["baseline_mean"]),
+                "current": fmt_score(d["current_mean"]),
+                "delta": f"{d['delta']:+.3f}",
+            }
+            for d in cmp["stage_drops"]
+        ],
         "fixed": cmp["fixed"],
         "unstable": cmp.get("unstable") or [],
         "new": cmp["new"],
         "removed": cmp["removed"],
         "still_failing": cmp["still_failing"],
-        "deltas": [{"name": n, "cases": d["cases"], "baseline": fmt_score(d["baseline_mean"]),
-                    "current": fmt_score(d["current_mean"]),
-                    "delta": "–" if d["delta"] is None else f"{d['delta']:+.3f}",
-                    "down": d["delta"] is not None and d["delta"] < 0,
-                    "ci": fmt_ci(d["ci95"]), "baseline_ci": fmt_ci(d["baseline_ci95"])}
-                   for n in (cmp.get("stage_order") or deltas) for d in [deltas[n]]],
+        "deltas": [
+            {
+                "name": n,
+                "cases": d["cases"],
+                "baseline": fmt_score(d["baseline_mean"]),
+                "current": fmt_score(d["current_mean"]),
+                "delta": "–" if d["delta"] is None else f"{d['delta']:+.3f}",
+                "down": d["delta"] is not None and d["delta"] < 0,
+                "ci": fmt_ci(d["ci95"]),
+                "baseline_ci": fmt_ci(d["baseline_ci95"]),
+            }
+            for n in (cmp.get("stage_order") or deltas)
+            for d in [deltas[n]]
+        ],
     }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.outcomes import FAILING, OUTCOMES, SUMMARY_KEYS, case_label, failure_of
+from ..domain.calibration_scoring import case_rows, figures_rows
 from .formatting import (
     fmt_ci,
     fmt_delta,
@@ -18,40 +19,11 @@ from .formatting import (
     fmt_usd,
     uncommitted_changes,
 )
+from .markdown_table import escape_cell, markdown_table
 
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
 GROUP_ROWS_CAP = 50  # groups may be user ids: thousands; the lowest pass rates are shown
-_CELL_CHARS = 200
-
-# Entities rather than backslash escapes: GitHub renders a subset of raw HTML in
-# markdown, so "<img ...>" from a model answer must not reach it as a tag, and a
-# backslash in the text must not turn our "\|" into "\\|" (which ends the cell).
-# Brackets, parentheses and "!" are backslash-escaped: a tool name or an answer such as
-# "![x](http://host/track.png)" must not become an image that loads when the PR comment
-# is viewed, nor "[text](url)" a link that hides its target.
-_CELL_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "&#92;",
-                               "|": "\\|", "[": "\\[", "]": "\\]", "!": "\\!",
-                               "(": "\\(", ")": "\\)"})
-
-
-def escape_cell(value: object, limit: int = _CELL_CHARS) -> str:
-    """One table cell: single line, pipes escaped, HTML, links and images inert, at most
-    `limit` chars (before escaping)."""
-    text = " ".join(str(value if value is not None else "").split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.translate(_CELL_ESCAPES) or " "
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]],
-           align: Sequence[str] | None = None) -> list[str]:
-    align = align or ["l"] * len(header)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(escape_cell(h) for h in header) + " |",
-             "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(escape_cell(c) for c in row) + " |" for row in rows]
-    return lines
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
@@ -111,9 +83,11 @@ def _headline(doc: Mapping[str, Any]) -> list[str]:
         )
         lines.append("")
     lines.append(f"Cost: {cost_text(doc.get('cost'))}")
-    meta = [f"{label} {escape_cell(run[k], 60)}"
-            for k, label in (("mode", "mode"), ("judge", "judge"), ("plugin_version", "plugin"))
-            if run.get(k)]
+    meta = [
+        f"{label} {escape_cell(run[k], 60)}"
+        for k, label in (("mode", "mode"), ("judge", "judge"), ("plugin_version", "plugin"))
+        if run.get(k)
+    ]
     if run.get("git_commit"):
         meta.append(f"commit {escape_cell(str(run['git_commit'])[:12])}")
     if uncommitted_changes(run):
@@ -141,25 +115,38 @@ def _baseline(cmp: Mapping[str, Any]) -> list[str]:
         "",
     ]
     if regs:
-        rows = [(r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–",
-                 r.get("reason")) for r in regs[:BASELINE_ROWS_CAP]]
-        lines += _table(["case", "was", "now", "failing stage", "reason"], rows)
+        rows = [
+            (r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–", r.get("reason"))
+            for r in regs[:BASELINE_ROWS_CAP]
+        ]
+        lines += markdown_table(["case", "was", "now", "failing stage", "reason"], rows)
         lines += _more(len(regs), BASELINE_ROWS_CAP)
         lines.append("")
     if drops:
-        lines += _table(
+        lines += markdown_table(
             ["dropped stage", "baseline", "current", "delta"],
-            [(d["stage"], fmt_score(d["baseline_mean"]), fmt_score(d["current_mean"]),
-              fmt_delta(d["delta"])) for d in drops],
+            [
+                (
+                    d["stage"],
+                    fmt_score(d["baseline_mean"]),
+                    fmt_score(d["current_mean"]),
+                    fmt_delta(d["delta"]),
+                )
+                for d in drops
+            ],
             ["l", "r", "r", "r"],
         )
         lines.append("")
     if cmp.get("unstable"):
-        rows = [(r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–")
-                for r in cmp["unstable"][:BASELINE_ROWS_CAP]]
-        lines += ["Unstable (not counted): flips that verdicts whose repeats disagree explain "
-                  "alone", ""]
-        lines += _table(["case", "was", "now", "unstable stage"], rows)
+        rows = [
+            (r["case"], r["baseline_outcome"], r["outcome"], r.get("stage") or "–")
+            for r in cmp["unstable"][:BASELINE_ROWS_CAP]
+        ]
+        lines += [
+            "Unstable (not counted): flips that verdicts whose repeats disagree explain alone",
+            "",
+        ]
+        lines += markdown_table(["case", "was", "now", "unstable stage"], rows)
         lines += _more(len(cmp["unstable"]), BASELINE_ROWS_CAP)
         lines.append("")
     if cmp["fixed"]:
@@ -168,11 +155,23 @@ def _baseline(cmp: Mapping[str, Any]) -> list[str]:
         lines += [f"Fixed: {shown}{more}", ""]
     deltas = cmp.get("stage_deltas") or {}
     if deltas:
-        rows = [(name, fmt_score(d["baseline_mean"]), fmt_score(d["current_mean"]),
-                 fmt_delta(d["delta"]), fmt_ci(d["ci95"]), d["cases"])
-                for name in (cmp.get("stage_order") or deltas) for d in [deltas[name]]]
-        lines += _table(["stage (paired cases)", "baseline", "current", "delta",
-                         "current 95% CI", "cases"], rows, ["l", "r", "r", "r", "l", "r"])
+        rows = [
+            (
+                name,
+                fmt_score(d["baseline_mean"]),
+                fmt_score(d["current_mean"]),
+                fmt_delta(d["delta"]),
+                fmt_ci(d["ci95"]),
+                d["cases"],
+            )
+            for name in (cmp.get("stage_order") or deltas)
+            for d in [deltas[name]]
+        ]
+        lines += markdown_table(
+            ["stage (paired cases)", "baseline", "current", "delta", "current 95% CI", "cases"],
+            rows,
+            ["l", "r", "r", "r", "l", "r"],
+        )
         lines.append("")
     return lines
 
@@ -187,30 +186,48 @@ def _stages(doc: Mapping[str, Any]) -> list[str]:
         s = stages[name]
         counts = [s["passed"], s["failed"], s["skipped"], s["judge_errors"]]
         counts += [s.get("unstable", 0)] if unstable else []
-        rows.append((name, "yes" if s["gating"] else "report", *counts, fmt_score(s["mean"]),
-                     fmt_ci(s["ci95"])))
+        rows.append(
+            (
+                name,
+                "yes" if s["gating"] else "report",
+                *counts,
+                fmt_score(s["mean"]),
+                fmt_ci(s["ci95"]),
+            )
+        )
     lines = ["### Stages", ""]
     header = ["stage", "gating", "passed", "failed", "skipped", "judge errors"]
     header += ["unstable"] if unstable else []
-    lines += _table([*header, "mean", "95% CI (bootstrap)"], rows,
-                    ["l", "l", *["r"] * (len(header) - 2), "r", "l"])
+    lines += markdown_table(
+        [*header, "mean", "95% CI (bootstrap)"],
+        rows,
+        ["l", "l", *["r"] * (len(header) - 2), "r", "l"],
+    )
     for name in doc.get("stage_order") or stages:
         s = stages[name]
         if "recall_at_k" in s:
             k = s.get("k")
             metrics = " · ".join(
                 f"{label} {fmt_score(s.get(key))}"
-                for label, key in (("hit", "hit_at_k"), ("recall", "recall_at_k"),
-                                   ("precision", "precision_at_k"), ("MRR", "mrr"),
-                                   ("nDCG", "ndcg_at_k"), ("MAP", "map"))
+                for label, key in (
+                    ("hit", "hit_at_k"),
+                    ("recall", "recall_at_k"),
+                    ("precision", "precision_at_k"),
+                    ("MRR", "mrr"),
+                    ("nDCG", "ndcg_at_k"),
+                    ("MAP", "map"),
+                )
             )
             lines += ["", f"{escape_cell(name)} @ k={escape_cell(k)}: {metrics}"]
         if "hallucination_rate" in s:
             rates = " · ".join(
                 f"{label} {fmt_score(s.get(key))}"
-                for label, key in (("precision", "precision"), ("recall", "recall"),
-                                   ("hallucination", "hallucination_rate"),
-                                   ("omission", "omission_rate"))
+                for label, key in (
+                    ("precision", "precision"),
+                    ("recall", "recall"),
+                    ("hallucination", "hallucination_rate"),
+                    ("omission", "omission_rate"),
+                )
             )
             lines += ["", f"{escape_cell(name)}: {rates}"]
     lines.append("")
@@ -237,56 +254,76 @@ def _groups(doc: Mapping[str, Any]) -> list[str]:
     kind = doc.get("group_kind") or "group"
     names = sorted(groups)
     if len(names) > GROUP_ROWS_CAP:
+
         def rank(name: str) -> tuple[float, str]:
             rate = groups[name]["pass_rate"]
             return (2.0 if rate is None else rate, name)
 
         names = sorted(sorted(names, key=rank)[:GROUP_ROWS_CAP])
-    means = [stage for stage in doc.get("stage_order") or []
-             if any(stage in g.get("stage_means", {}) for g in groups.values())]
+    means = [
+        stage
+        for stage in doc.get("stage_order") or []
+        if any(stage in g.get("stage_means", {}) for g in groups.values())
+    ]
     lines = ["### Users" if kind == "user" else "### Groups", ""]
     lines += _breakdown_table(kind, groups, names, means)
     if len(groups) > GROUP_ROWS_CAP:
-        lines += ["", f"_…and {len(groups) - GROUP_ROWS_CAP} more {kind}s with higher pass "
-                  "rates (see dashboard.html)_"]
+        lines += [
+            "",
+            f"_…and {len(groups) - GROUP_ROWS_CAP} more {kind}s with higher pass "
+            "rates (see dashboard.html)_",
+        ]
     lines.append("")
     return lines
 
 
-def _breakdown_table(title: str, rows: Mapping[str, Any], names: Sequence[str],
-                     means: Sequence[str]) -> list[str]:
+def _breakdown_table(
+    title: str, rows: Mapping[str, Any], names: Sequence[str], means: Sequence[str]
+) -> list[str]:
     """One row a category or group: counts, Wilson pass rate, then the completeness and
     accuracy label counts of a memory suite (Zep's figures), then the stage means asked for."""
-    labelled = [(field, list(dict.fromkeys(label for r in rows.values()
-                                            for label in r.get(field) or {})))
-                for field in ("completeness", "accuracy")
-                if any(field in r for r in rows.values())]
+    labelled = [
+        (field, list(dict.fromkeys(label for r in rows.values() for label in r.get(field) or {})))
+        for field in ("completeness", "accuracy")
+        if any(field in r for r in rows.values())
+    ]
     header = [title, "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"]
     header += [label for _, labels in labelled for label in labels]
     header += [f"mean {stage}" for stage in means]
     table = []
     for name in names:
         r = rows[name]
-        row: list[object] = [name, r["cases"], r["passed"] + r["xpassed"],
-                             r["failed"] + r["xfailed"], fmt_pct(r["pass_rate"]),
-                             fmt_pct_ci(r["pass_rate_ci95"])]
-        row += [(r.get(field) or {}).get(label, 0) for field, labels in labelled
-                for label in labels]
+        row: list[object] = [
+            name,
+            r["cases"],
+            r["passed"] + r["xpassed"],
+            r["failed"] + r["xfailed"],
+            fmt_pct(r["pass_rate"]),
+            fmt_pct_ci(r["pass_rate_ci95"]),
+        ]
+        row += [
+            (r.get(field) or {}).get(label, 0) for field, labels in labelled for label in labels
+        ]
         row += [fmt_score((r.get("stage_means") or {}).get(stage)) for stage in means]
         table.append(row)
     align = ["l", "r", "r", "r", "r", "l"] + ["r"] * (len(header) - 6)
-    return _table(header, table, align)
+    return markdown_table(header, table, align)
 
 
 def _completeness(cva: Mapping[str, Any] | None) -> list[str]:
     if not cva:
         return []
     acc_labels = cva["accuracy_labels"]
-    rows = [(c, *[cva["table"][c][a] for a in acc_labels], sum(cva["table"][c].values()))
-            for c in cva["completeness_labels"]]
+    rows = [
+        (c, *[cva["table"][c][a] for a in acc_labels], sum(cva["table"][c].values()))
+        for c in cva["completeness_labels"]
+    ]
     lines = ["### Context completeness × answer accuracy", ""]
-    lines += _table(["completeness / accuracy", *acc_labels, "total"], rows,
-                    ["l"] + ["r"] * (len(acc_labels) + 1))
+    lines += markdown_table(
+        ["completeness / accuracy", *acc_labels, "total"],
+        rows,
+        ["l"] + ["r"] * (len(acc_labels) + 1),
+    )
     lines += [
         "",
         f"Accuracy when context was complete: {fmt_pct(cva['accuracy_when_complete'])} "
@@ -306,21 +343,27 @@ def _runs(section: Mapping[str, Any] | None, cases: Sequence[Mapping[str, Any]])
 
     def row(name: str, estimates: Mapping[str, Any]) -> list[str]:
         at, hat = estimates["pass_at_k"], estimates["pass_hat_k"]
-        return [name, *[fmt_score(at.get(k)) for k in ks],
-                *[fmt_score(hat.get(k)) for k in ks[1:]]]
+        return [name, *[fmt_score(at.get(k)) for k in ks], *[fmt_score(hat.get(k)) for k in ks[1:]]]
 
     rows = [row("all gating stages (the case)", section)]
     rows += [row(name, est) for name, est in section["stages"].items()]
     lines = [f"### Repeated runs (up to {section['k']} a case)", ""]
-    lines += _table(header, rows, ["l", *["r"] * (len(header) - 1)])
-    per_case = [(case_label(c), f"{c['runs']['passed_runs']}/{c['runs']['k']}", c["outcome"])
-                for c in cases if c.get("runs")]
+    lines += markdown_table(header, rows, ["l", *["r"] * (len(header) - 1)])
+    per_case = [
+        (case_label(c), f"{c['runs']['passed_runs']}/{c['runs']['k']}", c["outcome"])
+        for c in cases
+        if c.get("runs")
+    ]
     if per_case:
         lines.append("")
-        lines += _table(["case", "passed runs", "outcome"], per_case[:FAILING_ROWS_CAP])
+        lines += markdown_table(["case", "passed runs", "outcome"], per_case[:FAILING_ROWS_CAP])
         lines += _more(len(per_case), FAILING_ROWS_CAP)
-    lines += ["", "_pass@k: at least one of k runs passes; pass^k: all k pass (unbiased "
-              "estimates from each case's n runs and c passes)._", ""]
+    lines += [
+        "",
+        "_pass@k: at least one of k runs passes; pass^k: all k pass (unbiased "
+        "estimates from each case's n runs and c passes)._",
+        "",
+    ]
     return lines
 
 
@@ -329,16 +372,18 @@ def _calibration(section: Mapping[str, Any] | None) -> list[str]:
     judge (see docs/judges.md#calibrating-a-judge)."""
     if not section:
         return []
-    from ..domain.calibration_scoring import case_rows, figures_rows
-
     cases, figures = case_rows(section), figures_rows(section)
     lines = ["### Judge calibration", ""]
-    lines += _table(cases[0], cases[1:FAILING_ROWS_CAP + 1])
+    lines += markdown_table(cases[0], cases[1 : FAILING_ROWS_CAP + 1])
     lines += _more(len(cases) - 1, FAILING_ROWS_CAP)
     lines.append("")
-    lines += _table(figures[0], figures[1:], ["l", "l", *["r"] * (len(figures[0]) - 2)])
-    lines += ["", "_A case counts as right only when every repeat is: caught = every repeat "
-              "failed the planted defect, ok = every repeat passed the clean control._", ""]
+    lines += markdown_table(figures[0], figures[1:], ["l", "l", *["r"] * (len(figures[0]) - 2)])
+    lines += [
+        "",
+        "_A case counts as right only when every repeat is: caught = every repeat "
+        "failed the planted defect, ok = every repeat passed the clean control._",
+        "",
+    ]
     return lines
 
 
@@ -351,7 +396,7 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
         stage, reason = failure_of(case)
         rows.append((case_label(case), case["outcome"], stage or "–", reason))
     lines = [f"### Failing cases ({len(failing)})", ""]
-    lines += _table(["case", "outcome", "first failing stage", "reason"], rows)
+    lines += markdown_table(["case", "outcome", "first failing stage", "reason"], rows)
     lines += _more(len(failing), FAILING_ROWS_CAP)
     lines.append("")
     return lines

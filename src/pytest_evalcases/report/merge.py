@@ -16,8 +16,7 @@ class MergeError(ValueError):
     """Shards cannot be merged (not results documents, or the same case twice)."""
 
 
-def merge_results(docs: Sequence[Mapping[str, Any]],
-                  names: Sequence[str] | None = None) -> dict:
+def merge_results(docs: Sequence[Mapping[str, Any]], names: Sequence[str] | None = None) -> dict:
     """One results document for all shards, equal to aggregating every case at once.
 
     names label the shards in error messages (the CLI passes file paths). The

@@ -3,7 +3,7 @@
 A run holds counts, sums and only the rows it may show, never the results themselves: 10,000
 result dicts kept to the end of a replay cost ~20 MB. Results may arrive in any order (xdist);
 the text depends only on the set of results, in collection order (file, index, id), and on the
-terminal's width (the per-case table is laid out to fit it).
+terminal's width (the per-case table is laid out to fit it, in `terminal_tables`).
 """
 
 from __future__ import annotations
@@ -14,21 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.outcomes import (
-    ACCURACY_LABELS,
-    ACCURACY_STAGE,
-    COMPLETENESS_LABELS,
-    COMPLETENESS_STAGE,
-    DECIDED,
-    PASS_LIKE,
-)
-
-# A memory suite's label counts, compact enough for the terminal's category and group rows.
-LABEL_COLUMNS = (("C/P/I", COMPLETENESS_LABELS), ("right/wrong", ACCURACY_LABELS))
-LABEL_LEGENDS = {
-    "C/P/I": "C/P/I: cases whose context was COMPLETE / PARTIAL / INSUFFICIENT",
-    "right/wrong": "right/wrong: cases whose answer was CORRECT / WRONG",
-}
+from ..core.names import aligned, clip
+from ..core.outcomes import ACCURACY_STAGE, COMPLETENESS_STAGE, DECIDED, PASS_LIKE
+from ..domain.calibration_scoring import calibration_section, terminal_lines
+from ..store.redaction import redaction_summary
+from .terminal_tables import LABEL_LEGENDS, case_table, rate_table
 
 # Which cases get a row of the per-case table: those that did not pass (the default), every
 # case (-v, --eval-summary=all) or none (-q -q, --eval-summary=none).
@@ -37,36 +27,10 @@ SUMMARY_ROWS = (ROWS_FAILED, ROWS_ALL, ROWS_NONE)
 # Outcomes that passed, or were not meant to run: no row by default.
 QUIET_OUTCOMES = frozenset({"passed", "skipped"})
 FAILURE_CELL_CHARS = 120
-MIN_FAILURE_CHARS = 24  # a narrower first-failure column moves to a block of its own
 GROUP_ROWS = 20  # groups (e.g. user ids) shown without -v: those with the lowest pass rates
-
-# Short stage headers for a table that does not fit with the full names (with a legend).
-STAGE_ABBREVIATIONS = {
-    "retrieval": "retr",
-    "exact_match": "em",
-    "token_f1": "f1",
-    "faithfulness": "faith",
-    "contextual_recall": "c_rec",
-    "contextual_precision": "c_prec",
-    "contextual_relevancy": "c_rel",
-    "answer_relevancy": "a_rel",
-    "correctness": "corr",
-    "context_completeness": "compl",
-    "answer_accuracy": "acc",
-    "citations": "cite",
-    "schema": "schema",  # as short as its cells: no need to cut it to "schem"
-    "rubric": "rubric",
-}
 
 # Collection order, then arrival order for equal keys (as a stable sort of the arrivals).
 Order = tuple[str, int, str, int]
-
-
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
-    return [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    ]
 
 
 def stage_cell(stage: Mapping[str, Any] | None) -> str:
@@ -91,9 +55,7 @@ def first_failure_cell(result: Mapping[str, Any]) -> str:
     )
     reason = failure.get("reason") or ""
     cell = f"{label}: {reason}" if label and reason else label or reason
-    if len(cell) > FAILURE_CELL_CHARS:
-        cell = cell[: FAILURE_CELL_CHARS - 3] + "..."
-    return cell
+    return clip(cell, FAILURE_CELL_CHARS, one_line=False)
 
 
 @dataclass(slots=True)
@@ -235,8 +197,6 @@ class RunSummary:
         """The `judge calibration` section (none: no calibration case was scored)."""
         if not self._calibration:
             return []
-        from ..domain.calibration_scoring import calibration_section, terminal_lines
-
         ordered = sorted(self._calibration, key=lambda r: (r["file"], r["index"], r["id"]))
         section = calibration_section(ordered)
         return terminal_lines(section, width) if section else []
@@ -270,8 +230,11 @@ class RunSummary:
         """Everything under the `per-stage summary` heading, in a fixed order; the per-case
         table fits in `width` columns (None: as wide as it takes)."""
         stages = self.stage_names()
-        idle = (["no eval cases ran (the calibration cases follow, under judge calibration)"]
-                if self._calibration else ["no eval cases ran"])
+        idle = (
+            ["no eval cases ran (the calibration cases follow, under judge calibration)"]
+            if self._calibration
+            else ["no eval cases ran"]
+        )
         sections = [self._case_rows(stages, width) if self.count else idle]
         if self.count and stages:
             totals = self._stage_totals(stages)
@@ -298,8 +261,6 @@ class RunSummary:
             f"{len(orphans)} orphaned{orphan_note}",
         ]
         if self._secrets:
-            from ..store.redaction import redaction_summary
-
             lines.append(redaction_summary(self._secrets, self._redacted_recordings))
         lines += [f"  orphan: {path}" for path in orphans]
         # A live run's cases that were not (fully) recorded are listed, with the reason, in the
@@ -333,14 +294,14 @@ class RunSummary:
             counts = [tally.passed, tally.failed, tally.skipped, tally.judge_errors]
             counts += [tally.unstable] if repeated else []
             rows.append([label, *map(str, counts), tally.mean()])
-        return _table(rows)
+        return aligned(rows)
 
     def _category_rates(self) -> list[str]:
         """Pass rate per category, counted as in results.json: passes over the cases whose answer
         was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere);
         a memory suite's completeness and accuracy label counts beside it."""
         names = sorted(self._categories)
-        lines = _rate_table("category", self._categories, names, self._labels["category"])
+        lines = rate_table("category", self._categories, names, self._labels["category"])
         if self._grouped:  # the per-group table below explains the label columns once
             lines = [line for line in lines if line not in LABEL_LEGENDS.values()]
         return lines
@@ -354,6 +315,7 @@ class RunSummary:
         names = sorted(self._groups)
         hidden = 0
         if not self.verbose and len(names) > GROUP_ROWS:
+
             def rank(name: str) -> tuple[float, str]:
                 passed, scored = self._groups[name]
                 return (passed / scored if scored else 2.0, name)  # unscored last
@@ -361,154 +323,15 @@ class RunSummary:
             names = sorted(sorted(names, key=rank)[:GROUP_ROWS])
             hidden = len(self._groups) - GROUP_ROWS
         # Gating stages only (report.md and the dashboard have them all): it must fit.
-        means = [name for name in stages if self._stages[name].gating
-                 and any(name in scores for scores in self._group_scores.values())]
-        lines = _rate_table(kind, self._groups, names, self._labels["group"],
-                            self._group_scores, means, width)
+        means = [
+            name
+            for name in stages
+            if self._stages[name].gating
+            and any(name in scores for scores in self._group_scores.values())
+        ]
+        lines = rate_table(
+            kind, self._groups, names, self._labels["group"], self._group_scores, means, width
+        )
         if hidden:
             lines.append(f"({hidden} more {kind}s with higher pass rates; -v shows every {kind})")
         return lines
-
-
-def _rate_table(
-    title: str,
-    tallies: Mapping[str, list[int]],
-    names: list[str],
-    labels: Mapping[str, Mapping[str, int]] | None = None,
-    scores: Mapping[str, Mapping[str, array[float]]] | None = None,
-    means: Sequence[str] = (),
-    width: int | None = None,
-) -> list[str]:
-    """`title passed scored pass rate`; with `scores`, the 95% Wilson interval and the mean of
-    each stage in `means`; with `labels`, a memory suite's context completeness counts
-    (COMPLETE/PARTIAL/INSUFFICIENT as `C/P/I`) and answer accuracy counts (CORRECT/WRONG as
-    `right/wrong`), explained under the table."""
-    seen = {label for counts in (labels or {}).values() for label in counts}
-    columns = [(header, known) for header, known in LABEL_COLUMNS if seen & set(known)]
-    header = [title, "passed", "scored", "pass rate"]
-    if scores is not None:
-        header.append("95% CI")
-    header += [name for name, _ in columns]
-    full = [f"mean {name}" for name in means]
-    short = [f"mean {h}" for h in stage_headers(means)]
-    rows = [header + full]
-    if scores is not None:
-        from ..core.stats import wilson_interval  # numpy: only for a run whose cases have groups
-    for name in names:
-        passed, scored = tallies[name]
-        rate = f"{passed / scored:.0%}" if scored else "-"
-        row = [name, str(passed), str(scored), rate]
-        if scores is not None:
-            ci = wilson_interval(passed, scored)
-            row.append(f"{ci[0]:.0%}-{ci[1]:.0%}" if ci else "-")
-        counts = (labels or {}).get(name, {})
-        row += ["/".join(str(counts.get(label, 0)) for label in known) for _, known in columns]
-        own = (scores or {}).get(name, {})
-        row += [f"{math.fsum(own[m]) / len(own[m]):.3f}" if own.get(m) else "-" for m in means]
-        rows.append(row)
-    lines = _table(rows)
-    if width is not None and full != short and max(map(len, lines)) > width:
-        rows[0] = header + short
-        lines = _table(rows)
-        lines += _legend([f"{a} = {n}" for a, n in zip(stage_headers(means), means, strict=True)
-                          if a != n], width)
-    lines += [LABEL_LEGENDS[name] for name, _ in columns]
-    return lines
-
-
-# ---- the per-case table, fitted to the terminal ---------------------------------------------
-def stage_headers(stages: Sequence[str]) -> list[str]:
-    """Short, distinct headers for the stage columns (see STAGE_ABBREVIATIONS)."""
-    headers: list[str] = []
-    for name in stages:
-        short = STAGE_ABBREVIATIONS.get(name, name[:5])
-        candidate, n = short, 2
-        while candidate in headers:
-            candidate, n = f"{short}{n}", n + 1
-        headers.append(candidate)
-    return headers
-
-
-def case_table(stages: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
-               ) -> list[str]:
-    """The per-case table: `rows` are [case, category, outcome, *stage cells, first failure].
-
-    Within `width`: the full stage names if the table fits on one line a case (the first
-    failure cut to the room left, at least MIN_FAILURE_CHARS); else abbreviated stage headers
-    with a legend, the columns wrapped into blocks that each repeat the case column when even
-    those do not fit (the first failure last)."""
-    full = ["case", "category", "outcome", *stages, "first failure"]
-    if width is None:
-        return _table([full, *rows])
-    blocks = _blocks(full, rows, width)
-    if len(blocks) == 1 or not stages:
-        return _render_blocks(full, rows, blocks, width)
-    short = stage_headers(stages)
-    headers = ["case", "category", "outcome", *short, "first failure"]
-    lines = _render_blocks(headers, rows, _blocks(headers, rows, width), width)
-    return lines + _legend([f"{a} = {n}" for a, n in zip(short, stages, strict=True) if a != n],
-                           width)
-
-
-def _legend(entries: list[str], width: int) -> list[str]:
-    """`stages: retr = retrieval, ...`, wrapped to `width` between entries, never inside one."""
-    lines: list[str] = []
-    line = "stages:"
-    for number, entry in enumerate(entries):
-        piece = entry + ("," if number < len(entries) - 1 else "")
-        if len(line) + 1 + len(piece) > width and line.strip() not in ("", "stages:"):
-            lines.append(line)
-            line = " "
-        line += " " + piece
-    if entries:
-        lines.append(line)
-    return lines
-
-
-def _label_width(rows: Sequence[Sequence[str]], width: int) -> int:
-    """The case column: as wide as its longest label, but never more than half the width."""
-    return min(max(len("case"), *(len(row[0]) for row in rows)), max(20, width // 2))
-
-
-def _blocks(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int
-            ) -> list[list[tuple[int, int]]]:
-    """Columns packed greedily into blocks of at most `width` characters: (column, width)
-    pairs, each block starting with the case column; the last column (the first failure) is
-    cut to the room left, or starts a block of its own when that is under MIN_FAILURE_CHARS."""
-    widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) for i in range(len(headers))]
-    widths[0] = _label_width(rows, width)
-    last = len(headers) - 1
-    blocks: list[list[tuple[int, int]]] = []
-    block, used = [(0, widths[0])], widths[0]
-    for column in range(1, last):
-        if len(block) > 1 and used + 2 + widths[column] > width:
-            blocks.append(block)
-            block, used = [(0, widths[0])], widths[0]
-        block.append((column, widths[column]))
-        used += 2 + widths[column]
-    room = width - used - 2
-    if room < min(widths[last], MIN_FAILURE_CHARS) and len(block) > 1:
-        blocks.append(block)
-        block, used = [(0, widths[0])], widths[0]
-        room = width - used - 2
-    block.append((last, max(min(widths[last], room), len(headers[last]))))
-    blocks.append(block)
-    return blocks
-
-
-def _render_blocks(headers: Sequence[str], rows: Sequence[Sequence[str]],
-                   blocks: list[list[tuple[int, int]]], width: int) -> list[str]:
-    lines: list[str] = []
-    for number, block in enumerate(blocks):
-        if number:
-            lines.append("")
-        for row in [headers, *rows]:
-            cells = [_fit(row[column], size) for column, size in block]
-            lines.append("  ".join(c.ljust(size) for c, (_, size) in zip(cells, block,
-                                                                          strict=True)).rstrip())
-    return lines
-
-
-def _fit(text: str, size: int) -> str:
-    """`text` cut to `size` characters, with `...` where it was cut."""
-    return text if len(text) <= size else text[: max(size - 3, 0)] + "..."

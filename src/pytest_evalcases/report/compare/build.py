@@ -15,8 +15,9 @@ from typing import Any
 
 from ...core.outcomes import DECIDED, NOT_PASSING, PASS_LIKE, case_label, failure_of
 from ...core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean, wilson_interval
-from ..aggregate import cost_section, stage_score
+from ..aggregate import stage_score
 from ..baseline import case_key, validate_results
+from ..cost import cost_section
 from ..formatting import uncommitted_changes
 
 COMPARE_FORMAT = "pytest-evalcases/compare"

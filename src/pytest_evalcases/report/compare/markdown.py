@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..formatting import fmt_ci, fmt_delta, fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_score, fmt_usd
-from ..markdown import _table as markdown_table
-from ..markdown import escape_cell
+from ..markdown_table import escape_cell, markdown_table
 
 FLIPPED_ROWS_CAP = 100
 
 Comparison = Mapping[str, Any]
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    return markdown_table(header, rows) + [""]
 
 
 def render_compare_markdown(cmp: Comparison) -> str:
@@ -65,9 +60,8 @@ def _runs(cmp: Comparison) -> list[str]:
                 f"({rate['passed']}/{rate['decided']})",
             ]
         )
-    return [escape_cell(shared_text(cmp), 1000), ""] + _table(
-        ["run", "details", "cases", "pass rate on shared cases (95% Wilson)"], rows
-    )
+    header = ["run", "details", "cases", "pass rate on shared cases (95% Wilson)"]
+    return [escape_cell(shared_text(cmp), 1000), "", *markdown_table(header, rows), ""]
 
 
 def _stages(cmp: Comparison) -> list[str]:
@@ -93,20 +87,18 @@ def _stages(cmp: Comparison) -> list[str]:
         f"{cmp['seed']}, {cmp['resamples']} resamples)",
         "",
     ]
-    return head + _table(
-        [
-            "stage",
-            "cases",
-            f"A {a}",
-            "A 95% CI",
-            f"B {b}",
-            "B 95% CI",
-            "B − A",
-            "95% CI",
-            "verdict",
-        ],
-        rows,
-    )
+    header = [
+        "stage",
+        "cases",
+        f"A {a}",
+        "A 95% CI",
+        f"B {b}",
+        "B 95% CI",
+        "B − A",
+        "95% CI",
+        "verdict",
+    ]
+    return [*head, *markdown_table(header, rows), ""]
 
 
 def category_cells(name: str, sides: Mapping[str, Any]) -> tuple[list[str], float | None]:
@@ -133,10 +125,17 @@ def _categories(cmp: Comparison) -> list[str]:
     if not cmp["categories"]:
         return []
     rows = [category_cells(name, sides)[0] for name, sides in cmp["categories"].items()]
-    return ["### Pass rate by category (shared cases)", ""] + _table(
-        ["category", "A passed", "A rate", "A 95% CI", "B passed", "B rate", "B 95% CI", "B − A"],
-        rows,
-    )
+    header = [
+        "category",
+        "A passed",
+        "A rate",
+        "A 95% CI",
+        "B passed",
+        "B rate",
+        "B 95% CI",
+        "B − A",
+    ]
+    return ["### Pass rate by category (shared cases)", "", *markdown_table(header, rows), ""]
 
 
 def flip_text(side: Mapping[str, Any]) -> str:
@@ -162,7 +161,7 @@ def _flipped(cmp: Comparison) -> list[str]:
             lines += ["None.", ""]
             continue
         rows = [[f["case"], flip_text(f["a"]), flip_text(f["b"])] for f in flips[:FLIPPED_ROWS_CAP]]
-        lines += _table(["case", "A", "B"], rows)
+        lines += [*markdown_table(["case", "A", "B"], rows), ""]
         if len(flips) > FLIPPED_ROWS_CAP:
             lines += [f"… and {len(flips) - FLIPPED_ROWS_CAP} more (compare.html lists all)", ""]
     return lines
@@ -193,6 +192,10 @@ def cost_rows(cmp: Comparison) -> list[list[str]]:
 
 
 def _cost(cmp: Comparison) -> list[str]:
-    return ["### Cost and latency (shared cases, as recorded)", ""] + _table(
-        ["", f"A {cmp['runs']['a']['name']}", f"B {cmp['runs']['b']['name']}"], cost_rows(cmp)
-    )
+    header = ["", f"A {cmp['runs']['a']['name']}", f"B {cmp['runs']['b']['name']}"]
+    return [
+        "### Cost and latency (shared cases, as recorded)",
+        "",
+        *markdown_table(header, cost_rows(cmp)),
+        "",
+    ]

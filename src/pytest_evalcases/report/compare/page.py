@@ -6,25 +6,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from markupsafe import Markup
-
-from ..dashboard import _asset, _csp_hash, _env
+from ...core.names import clip
+from ..charts import LABEL_CHARS, LABEL_W, PLOT_W, ROW_H, TOP
 from ..formatting import fmt_ci, fmt_delta, fmt_pct, fmt_pct_ci, fmt_score
+from ..html import csp_hash, page_environment, static_file, static_markup
 from .markdown import category_cells, cost_rows, flip_text, run_label, shared_text
-
-_LABEL_W, _PLOT_W, _ROW_H, _TOP = 190, 420, 24, 22
 
 Comparison = Mapping[str, Any]
 
 
 def render_compare_html(cmp: Comparison) -> str:
-    style = _asset("compare.css")
-    csp = f"default-src 'none'; style-src {_csp_hash(style)}; base-uri 'none'; form-action 'none'"
+    style = static_file("compare.css")
+    csp = f"default-src 'none'; style-src {csp_hash(style)}; base-uri 'none'; form-action 'none'"
     a, b = cmp["runs"]["a"], cmp["runs"]["b"]
     context = {
         "title": f"pytest-evalcases: {a['name']} vs {b['name']}",
         "csp": csp,
-        "style": Markup(style),  # our own static stylesheet; all data below is autoescaped
+        "style": static_markup(style),  # our own static stylesheet; all data below is autoescaped
         "shared": shared_text(cmp),
         "runs": [_run_row(cmp, side) for side in ("a", "b")],
         "a_name": a["name"],
@@ -49,7 +47,7 @@ def render_compare_html(cmp: Comparison) -> str:
         ],
         "cost": cost_rows(cmp),
     }
-    return _env().get_template("compare.html.j2").render(**context)
+    return page_environment().get_template("compare.html.j2").render(**context)
 
 
 def _run_row(cmp: Comparison, side: str) -> dict[str, Any]:
@@ -92,19 +90,19 @@ def forest_chart(cmp: Comparison) -> dict[str, Any]:
     """Each stage's difference B − A as a point with its paired interval, on [-1, 1]."""
 
     def x(v: float) -> float:
-        return round(_LABEL_W + (min(max(v, -1.0), 1.0) + 1.0) / 2.0 * _PLOT_W, 1)
+        return round(LABEL_W + (min(max(v, -1.0), 1.0) + 1.0) / 2.0 * PLOT_W, 1)
 
     rows = []
     for name in cmp["stage_order"]:
         s = cmp["stages"][name]
         if s["delta"] is None:
             continue
-        y = _TOP + len(rows) * _ROW_H
+        y = TOP + len(rows) * ROW_H
         ci = s["delta_ci95"]
         rows.append(
             {
                 "name": name,
-                "label": name if len(name) <= 26 else name[:25] + "…",
+                "label": clip(name, LABEL_CHARS, one_line=False, ellipsis="…"),
                 "x": x(s["delta"]),
                 "ci": [x(ci[0]), x(ci[1])] if ci else None,
                 "cy": y + 11,
@@ -117,13 +115,13 @@ def forest_chart(cmp: Comparison) -> dict[str, Any]:
         {"x": x(t), "label": f"{t:+g}" if t else "0", "zero": t == 0}
         for t in (-1.0, -0.5, 0.0, 0.5, 1.0)
     ]
-    bottom = _TOP + len(rows) * _ROW_H
+    bottom = TOP + len(rows) * ROW_H
     return {
         "rows": rows,
         "ticks": ticks,
-        "x0": _LABEL_W,
-        "text_x": _LABEL_W + _PLOT_W + 10,
-        "width": _LABEL_W + _PLOT_W + 200,
+        "x0": LABEL_W,
+        "text_x": LABEL_W + PLOT_W + 10,
+        "width": LABEL_W + PLOT_W + 200,
         "height": bottom + 4,
         "bottom": bottom,
     }

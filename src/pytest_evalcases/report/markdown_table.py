@@ -1,0 +1,53 @@
+"""GitHub-flavoured markdown tables whose cells are safe to show: what report.md, compare.md
+and recording-changes.md build their tables with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..core.names import clip
+
+_CELL_CHARS = 200
+
+# Entities rather than backslash escapes: GitHub renders a subset of raw HTML in
+# markdown, so "<img ...>" from a model answer must not reach it as a tag, and a
+# backslash in the text must not turn our "\|" into "\\|" (which ends the cell).
+# Brackets, parentheses and "!" are backslash-escaped: a tool name or an answer such as
+# "![x](http://host/track.png)" must not become an image that loads when the PR comment
+# is viewed, nor "[text](url)" a link that hides its target.
+_CELL_ESCAPES = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        "\\": "&#92;",
+        "|": "\\|",
+        "[": "\\[",
+        "]": "\\]",
+        "!": "\\!",
+        "(": "\\(",
+        ")": "\\)",
+    }
+)
+
+
+def escape_cell(value: object, limit: int = _CELL_CHARS) -> str:
+    """One table cell: single line, pipes escaped, HTML, links and images inert, at most
+    `limit` chars (before escaping)."""
+    text = clip(str(value if value is not None else ""), limit, ellipsis="…")
+    return text.translate(_CELL_ESCAPES) or " "
+
+
+def markdown_table(
+    header: Sequence[str], rows: Iterable[Sequence[object]], align: Sequence[str] | None = None
+) -> list[str]:
+    """A GitHub-flavoured markdown table: a header, its separator (`align`: "l" or "r" per
+    column) and a line per row, every cell through `escape_cell`."""
+    align = align or ["l"] * len(header)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = [
+        "| " + " | ".join(escape_cell(h) for h in header) + " |",
+        "| " + " | ".join(sep) + " |",
+    ]
+    lines += ["| " + " | ".join(escape_cell(c) for c in row) + " |" for row in rows]
+    return lines
