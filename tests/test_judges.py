@@ -437,6 +437,9 @@ async def test_a_failed_deepeval_import_is_a_config_error(
 async def test_a_bad_price_variable_fails_every_verdict(
     openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # deepeval loaded first, under the good environment: its one import per process must not
+    # fail here and stay failed for every later test in this worker (the order xdist picks)
+    deepeval_judge_module.start_loading_deepeval().result(120)
     monkeypatch.setenv("OPENAI_COST_PER_INPUT_TOKEN", "cheap")
     judge = llm_judge(sleeper)
     for _ in range(2):  # not only the first: no verdict may go out with its cost silently 0
