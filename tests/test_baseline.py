@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evalcases.core.stats import bootstrap_ci
+from pytest_evalcases.report import aggregate
 from pytest_evalcases.report.baseline import (
     BaselineError,
     compare,
     load_results,
     render_baseline_terminal,
 )
-from pytest_evalcases.report import aggregate
-from pytest_evalcases.core.stats import bootstrap_ci
 
 
 def stages(tools: float | None, retrieval: float | None) -> dict:

@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from pytest_evalcases.core.errors import CassetteError, StaleRecording
+from pytest_evalcases.core.hashing import content_hash, value_label
 from pytest_evalcases.store.cassette import (
     build_cassette,
     find_orphans,
@@ -21,8 +23,6 @@ from pytest_evalcases.store.keys import (
     suite_key_fields,
     suite_key_labels,
 )
-from pytest_evalcases.core.hashing import content_hash, value_label
-from pytest_evalcases.core.errors import CassetteError, StaleRecording
 
 
 def test_content_hash_ignores_key_order_and_sees_values():

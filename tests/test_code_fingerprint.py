@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from evalhelpers import Project, error_block, make_case, output, suite_doc, summary_section
 
+from pytest_evalcases.core.errors import CaseFileError
 from pytest_evalcases.domain.code import (
     CodeFingerprints,
     default_code,
     resolve_code_entry,
     source_hash,
 )
-from pytest_evalcases.core.errors import CaseFileError
 
 SOURCE = '''\
 """Tools of the agent."""

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from evalhelpers import make_case, record_template, suite_doc
 
+from pytest_evalcases.core.stats import DEFAULT_SEED, bootstrap_ci
 from pytest_evalcases.report import aggregate
 from pytest_evalcases.report.compare import (
     compare_runs,
     render_compare_html,
     render_compare_markdown,
 )
-from pytest_evalcases.core.stats import DEFAULT_SEED, bootstrap_ci
 
 XSS = '<script>alert("x")</script>'
 

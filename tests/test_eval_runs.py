@@ -20,8 +20,8 @@ from evalhelpers import (
     summary_section,
 )
 
-from pytest_evalcases.report.aggregate import aggregate
 from pytest_evalcases.core.stats import pass_at_k, pass_hat_k
+from pytest_evalcases.report.aggregate import aggregate
 
 FLAKY_SYSTEM = '''\
 """A system whose n-th run of a case answers wrong when flaky.json says so."""

@@ -26,12 +26,12 @@ from evalhelpers import (
 )
 from judge_server import JudgeServer, judge_server_fixture
 
-from pytest_evalcases.report.baseline import compare, render_baseline_terminal
-from pytest_evalcases.domain.verdicts import repeats_problem
-from pytest_evalcases.report.aggregate import aggregate
-from pytest_evalcases.report.markdown import render_markdown
 from pytest_evalcases.core.schema import Case, Suite
 from pytest_evalcases.domain.stages.registry import STAGES
+from pytest_evalcases.domain.verdicts import repeats_problem
+from pytest_evalcases.report.aggregate import aggregate
+from pytest_evalcases.report.baseline import compare, render_baseline_terminal
+from pytest_evalcases.report.markdown import render_markdown
 from pytest_evalcases.report.terminal import RunSummary
 
 judge_server = judge_server_fixture()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.__main__ import main
-from pytest_evalcases.report.baseline import compare
+from pytest_evalcases.core.stats import bootstrap_ci, wilson_interval
 from pytest_evalcases.report import (
     MergeError,
     aggregate,
@@ -28,11 +28,11 @@ from pytest_evalcases.report import (
     render_markdown,
     write_reports,
 )
+from pytest_evalcases.report.baseline import compare
 from pytest_evalcases.report.charts import histogram_bars, interval_chart
 from pytest_evalcases.report.markdown_table import escape_cell
 from pytest_evalcases.report.merge import merge_orders
 from pytest_evalcases.report.run import judges_used
-from pytest_evalcases.core.stats import bootstrap_ci, wilson_interval
 
 TEMPLATES = Path(__file__).parents[1] / "src" / "pytest_evalcases" / "report" / "templates"
 RUN = {"plugin_version": "0.1.0", "judge": "lexical", "mode": "replay",

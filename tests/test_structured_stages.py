@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from pytest_evalcases.core.errors import CaseFileError
-from pytest_evalcases.judges import JudgeInput, make_judge
-from pytest_evalcases.domain.verdicts import verdict_key, verdict_labels
 from pytest_evalcases.core.schema import Suite, ValidationError, validate_case
-from pytest_evalcases.domain.stages.registry import STAGES, prepare_stages
 from pytest_evalcases.domain.stages.graph import match_edges, normalize_label
+from pytest_evalcases.domain.stages.registry import STAGES, prepare_stages
+from pytest_evalcases.domain.verdicts import verdict_key, verdict_labels
+from pytest_evalcases.judges import JudgeInput, make_judge
 
 _modules = itertools.count()
 

@@ -24,7 +24,7 @@ import pytest
 from .core.modes import LIVE_STALE
 from .domain.scoring import score_recording
 from .engine.limits import CaseSlots, NotRun, StopRule
-from .engine.record import record
+from .engine.live import record
 from .engine.recording import JudgeBinding, Recording
 from .telemetry import NO_SPANS
 

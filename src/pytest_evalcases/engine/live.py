@@ -34,17 +34,8 @@ from ..domain.verdicts import (
 )
 from ..http.router import CaseHttp
 from ..judges import JudgeError, JudgeInput
-from ..store.cassette import (
-    cassette_path,
-    check_integrity,
-    edited_verdicts,
-    load_cassette,
-)
-from ..store.keys import (
-    changed_fields,
-    check_key,
-    recording_key,
-)
+from ..store.cassette import cassette_path, check_integrity, edited_verdicts, load_cassette
+from ..store.keys import changed_fields, check_key, recording_key
 from ..telemetry import NO_SPANS, CaseSpans
 from .limits import CaseSlots, recorded_cost_of
 from .recording import JudgeBinding, LiveRecording, Recording
