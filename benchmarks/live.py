@@ -123,8 +123,9 @@ def child_env(server: JudgeServer, pycache: Path | None) -> dict[str, str]:
     return env
 
 
-def record(folder: Path, server: JudgeServer, concurrency: int, env: dict[str, str],
-           stamp: str = "") -> Run:
+def record(
+    folder: Path, server: JudgeServer, concurrency: int, env: dict[str, str], stamp: str = ""
+) -> Run:
     """One timed `pytest --live` run; the server's request log is cleared first. `stamp` is
     appended to every answer (a new one makes every recording change)."""
     (folder / "run.txt").write_text(stamp)
@@ -174,8 +175,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("-r", "--repeats", type=int, default=3)
     parser.add_argument("--no-bytecode-cache", action="store_true")
-    parser.add_argument("--changed", action="store_true",
-                        help="change every answer in every run (each case is written)")
+    parser.add_argument(
+        "--changed",
+        action="store_true",
+        help="change every answer in every run (each case is written)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -207,8 +211,10 @@ def main() -> None:
         f"{'; every answer changed in every run' if args.changed else ''})"
     )
     print(f"  pytest said:          {run.tail}")
-    print(f"  judge requests:       {run.requests} (max in flight {run.peak_in_flight}, "
-          f"limit {args.concurrency})")
+    print(
+        f"  judge requests:       {run.requests} (max in flight {run.peak_in_flight}, "
+        f"limit {args.concurrency})"
+    )
     print(f"  wall:                 {run.wall:.2f} s (median {median:.2f} s)")
     print(f"  ideal calls*L/C:      {ideal:.2f} s")
     print(
@@ -220,8 +226,10 @@ def main() -> None:
         f"collection), {run.last - run.first:.2f} s of requests, "
         f"{run.wall - run.last:.2f} s from the last request to exit"
     )
-    print(f"  requests / ideal:     {(run.last - run.first + args.latency) / ideal:.2f}x "
-          f"(the server took {run.served_ms:.1f} ms a request on average)")
+    print(
+        f"  requests / ideal:     {(run.last - run.first + args.latency) / ideal:.2f}x "
+        f"(the server took {run.served_ms:.1f} ms a request on average)"
+    )
     print(f"  no latency (L=0):     {fixed.wall:.2f} s (median {fixed_median:.2f} s)")
 
 

@@ -67,18 +67,28 @@ class Run:
     rate_limited_line: str  # the live summary's "judge rate-limited: ..." line, if any
 
 
-def record(folder: Path, server: JudgeServer, args: argparse.Namespace, env: dict[str, str]
-           ) -> Run:
+def record(folder: Path, server: JudgeServer, args: argparse.Namespace, env: dict[str, str]) -> Run:
     server.requests.clear()
     server.rate_limit = RateLimit(args.rpm, announce=not args.no_limit_headers)
     shutil.rmtree(folder / "cassettes", ignore_errors=True)
-    command = [sys.executable, "-m", "pytest", "-q", "--live", "--eval-judge", "openai:bench",
-               "--eval-concurrency", str(args.concurrency), "cases/"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "--live",
+        "--eval-judge",
+        "openai:bench",
+        "--eval-concurrency",
+        str(args.concurrency),
+        "cases/",
+    ]
     if args.eval_rpm:
         command += ["--eval-rpm", str(args.eval_rpm)]
     started, spawned = time.perf_counter(), time.monotonic()
-    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=3600)
+    done = subprocess.run(
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=3600
+    )
     wall = time.perf_counter() - started
     lines = done.stdout.strip().splitlines()
     statuses = [request.status for request in server.requests]
@@ -103,8 +113,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("-r", "--repeats", type=int, default=1)
     parser.add_argument("--no-limit-headers", action="store_true")
-    parser.add_argument("--eval-rpm", type=float, default=None,
-                        help="also pass --eval-rpm N (a client-side limit)")
+    parser.add_argument(
+        "--eval-rpm", type=float, default=None, help="also pass --eval-rpm N (a client-side limit)"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,11 +129,13 @@ def main() -> None:
         finally:
             server.stop()
 
-    print(f"N={args.n} cases x {len(STAGES)} judged stages, server limit {args.rpm:g} RPM "
-          f"({'announced' if not args.no_limit_headers else 'not announced'}), latency "
-          f"{args.latency * 1000:.0f} ms, --eval-concurrency {args.concurrency}"
-          + (f", --eval-rpm {args.eval_rpm:g}" if args.eval_rpm else "")
-          + f", {args.repeats} run(s); package: {package_folder()}")
+    print(
+        f"N={args.n} cases x {len(STAGES)} judged stages, server limit {args.rpm:g} RPM "
+        f"({'announced' if not args.no_limit_headers else 'not announced'}), latency "
+        f"{args.latency * 1000:.0f} ms, --eval-concurrency {args.concurrency}"
+        + (f", --eval-rpm {args.eval_rpm:g}" if args.eval_rpm else "")
+        + f", {args.repeats} run(s); package: {package_folder()}"
+    )
     for number, run in enumerate(runs, start=1):
         ideal = run.served / (args.rpm / 60)
         ratio = run.wall / ideal if ideal else float("inf")
@@ -130,28 +143,43 @@ def main() -> None:
         lost = args.n - run.recorded
         print(f"run {number}: pytest said: {run.tail}")
         print(f"  live summary:          {run.rate_limited_line.strip()}")
-        print(f"  cases lost:            {lost} of {args.n} (target 0: "
-              f"{'met' if lost == 0 else 'NOT met'})")
-        print(f"  requests:              {run.total} ({run.served} served, {run.refused} "
-              f"rate-limited, {run.total - run.served - run.refused} other)")
+        print(
+            f"  cases lost:            {lost} of {args.n} (target 0: "
+            f"{'met' if lost == 0 else 'NOT met'})"
+        )
+        print(
+            f"  requests:              {run.total} ({run.served} served, {run.refused} "
+            f"rate-limited, {run.total - run.served - run.refused} other)"
+        )
         print(f"  wall:                  {run.wall:.2f} s ({run.first:.2f} s to the first request)")
         print(f"  served / (RPM/60):     {ideal:.2f} s")
-        print(f"  ratio wall/ideal:      {ratio:.2f}x (target <= {TARGET_RATIO}x: "
-              f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})")
-        print(f"  rate-limited share:    {100 * share:.1f}% (target <= "
-              f"{100 * TARGET_LIMITED:.0f}%: {'met' if share <= TARGET_LIMITED else 'NOT met'})")
+        print(
+            f"  ratio wall/ideal:      {ratio:.2f}x (target <= {TARGET_RATIO}x: "
+            f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})"
+        )
+        print(
+            f"  rate-limited share:    {100 * share:.1f}% (target <= "
+            f"{100 * TARGET_LIMITED:.0f}%: {'met' if share <= TARGET_LIMITED else 'NOT met'})"
+        )
     if len(runs) > 1:
         ratios = [run.wall / (run.served / (args.rpm / 60)) for run in runs if run.served]
-        print(f"ratio wall/ideal over {len(runs)} runs: best {min(ratios):.2f}x, median "
-              f"{statistics.median(ratios):.2f}x")
+        print(
+            f"ratio wall/ideal over {len(runs)} runs: best {min(ratios):.2f}x, median "
+            f"{statistics.median(ratios):.2f}x"
+        )
 
 
 def package_folder() -> str:
     """Which pytest_evalcases the children import (PYTHONPATH may point at a snapshot)."""
     return subprocess.run(
-        [sys.executable, "-c", "import pytest_evalcases, os; "
-         "print(os.path.dirname(pytest_evalcases.__file__))"],
-        capture_output=True, text=True, env=dict(os.environ),
+        [
+            sys.executable,
+            "-c",
+            "import pytest_evalcases, os; print(os.path.dirname(pytest_evalcases.__file__))",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
     ).stdout.strip()
 
 

@@ -39,13 +39,20 @@ def trace_cassette() -> dict[str, Any]:
             "answer": WORDS,
             "context": context,
             "retrieved": [{"id": f"doc-{i}", "score": 0.5 + i / 100} for i in range(20)],
-            "tool_calls": [{"name": "search", "args": {"query": "database is locked", "k": 5},
-                            "result": WORDS} for _ in range(4)],
+            "tool_calls": [
+                {"name": "search", "args": {"query": "database is locked", "k": 5}, "result": WORDS}
+                for _ in range(4)
+            ],
             "usage": {"prompt_tokens": 1234, "completion_tokens": 56, "max_tokens": 512},
         },
         "verdicts": {
-            stage: {"key": {"judge": "4e07408562bedb8b", "params": "d2072528e84ddb65"},
-                    "score": 1.0, "reason": WORDS, "judge": "lexical", "latency_ms": 0.2}
+            stage: {
+                "key": {"judge": "4e07408562bedb8b", "params": "d2072528e84ddb65"},
+                "score": 1.0,
+                "reason": WORDS,
+                "judge": "lexical",
+                "latency_ms": 0.2,
+            }
             for stage in ("faithfulness", "contextual_recall", "answer_relevancy")
         },
     }
@@ -53,21 +60,34 @@ def trace_cassette() -> dict[str, Any]:
 
 def http_recording() -> dict[str, Any]:
     def interaction() -> dict[str, Any]:
-        body = {"model": "gpt-4o-mini", "max_tokens": 512,
-                "messages": [{"role": "user", "content": WORDS * 5}],
-                "tools": [{"type": "function", "function": {"name": "search",
-                                                           "description": WORDS}}]}
-        answer = {"id": "chatcmpl-1", "choices": [{"message": {"content": WORDS * 4}}],
-                  "usage": {"prompt_tokens": 1234, "completion_tokens": 56}}
-        return {
-            "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
-                        "body": json.dumps(body),
-                        "headers": {"content-type": ["application/json"],
-                                    "user-agent": ["OpenAI/Python 3.57.0"]}},
-            "response": {"status": {"code": 200, "message": "OK"},
-                         "headers": {"content-type": ["application/json"]},
-                         "body": {"string": json.dumps(answer)}},
+        body = {
+            "model": "gpt-4o-mini",
+            "max_tokens": 512,
+            "messages": [{"role": "user", "content": WORDS * 5}],
+            "tools": [{"type": "function", "function": {"name": "search", "description": WORDS}}],
         }
+        answer = {
+            "id": "chatcmpl-1",
+            "choices": [{"message": {"content": WORDS * 4}}],
+            "usage": {"prompt_tokens": 1234, "completion_tokens": 56},
+        }
+        return {
+            "request": {
+                "method": "POST",
+                "uri": "https://api.openai.com/v1/chat/completions",
+                "body": json.dumps(body),
+                "headers": {
+                    "content-type": ["application/json"],
+                    "user-agent": ["OpenAI/Python 3.57.0"],
+                },
+            },
+            "response": {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"content-type": ["application/json"]},
+                "body": {"string": json.dumps(answer)},
+            },
+        }
+
     return {"version": 1, "interactions": [interaction() for _ in range(3)]}
 
 
@@ -79,13 +99,20 @@ def main() -> None:
     leaky = json.loads(json.dumps(trace))
     leaky["trace"]["answer"] += " token " + ENV_SECRETS["OPENAI_API_KEY"]
     leaky["trace"]["tool_calls"][0]["args"]["auth"] = "Bearer abcDEF1234567890xyzXYZ"
-    for name, doc in (("trace, clean", trace), ("HTTP recording, clean", http_recording()),
-                      ("trace, 2 secrets", leaky)):
+    for name, doc in (
+        ("trace, clean", trace),
+        ("HTTP recording, clean", http_recording()),
+        ("trace, 2 secrets", leaky),
+    ):
         size = len(json.dumps(doc))
-        best = min(timeit.repeat(lambda doc=doc: redact(doc, ENV_SECRETS), number=args.n,
-                                 repeat=5)) / args.n
-        print(f"{name:24} {size / 1024:5.1f} KB  {best * 1e6:7.1f} us per document  "
-              f"({1 / best:,.0f} per second)")
+        best = (
+            min(timeit.repeat(lambda doc=doc: redact(doc, ENV_SECRETS), number=args.n, repeat=5))
+            / args.n
+        )
+        print(
+            f"{name:24} {size / 1024:5.1f} KB  {best * 1e6:7.1f} us per document  "
+            f"({1 / best:,.0f} per second)"
+        )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ PYTEST_INI = """\
 addopts = -p no:deepeval -p no:langsmith_plugin -p no:cacheprovider
 """
 
-SYSTEM = '''\
+SYSTEM = """\
 import json
 from pathlib import Path
 
@@ -51,7 +51,7 @@ class System:
 
 
 system = System()
-'''
+"""
 
 
 def write_project(root: Path, n: int) -> None:
@@ -59,12 +59,20 @@ def write_project(root: Path, n: int) -> None:
     (root / "benchsys.py").write_text(SYSTEM)
     (root / "prompt.txt").write_text("answer briefly")
     cases = [
-        {"id": f"c{i:05d}", "input": f"question {i}", "expected_tools": ["search"],
-         "expected_docs": ["d1"]}
+        {
+            "id": f"c{i:05d}",
+            "input": f"question {i}",
+            "expected_tools": ["search"],
+            "expected_docs": ["d1"],
+        }
         for i in range(n)
     ]
-    suite = {"name": "bench", "system": "benchsys:system", "stages": ["tools", "retrieval"],
-             "cases": cases}
+    suite = {
+        "name": "bench",
+        "system": "benchsys:system",
+        "stages": ["tools", "retrieval"],
+        "cases": cases,
+    }
     (root / "cases").mkdir()
     (root / "cases" / "bench.json").write_text(json.dumps(suite))
 
@@ -72,8 +80,13 @@ def write_project(root: Path, n: int) -> None:
 def timed(root: Path, expect: str, *args: str) -> float:
     env = dict(os.environ, PYTHONPYCACHEPREFIX=str(root / ".pycache"))
     started = time.perf_counter()
-    done = subprocess.run([PYTHON, "-m", "pytest", "-q", *args, "cases/"], cwd=root, env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [PYTHON, "-m", "pytest", "-q", *args, "cases/"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - started
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     if expect not in last:
@@ -116,17 +129,21 @@ def main() -> None:
         run()
     for round_index in range(args.rounds):
         order = list(runs.items())
-        for name, run in order[round_index % 3:] + order[: round_index % 3]:
+        for name, run in order[round_index % 3 :] + order[: round_index % 3]:
             times[name].append(run())
     best = {name: min(values) for name, values in times.items()}
     print(f"{args.n} cases, best of {args.rounds}:")
     for name, values in times.items():
         ratio = best[name] / best["passing"]
-        print(f"  {name:8} {best[name]:6.2f} s  {ratio:5.2f}x the passing replay  "
-              f"(rounds: {', '.join(f'{v:.2f}' for v in values)})")
+        print(
+            f"  {name:8} {best[name]:6.2f} s  {ratio:5.2f}x the passing replay  "
+            f"(rounds: {', '.join(f'{v:.2f}' for v in values)})"
+        )
     worst = max(best["stale"], best["missing"]) / best["passing"]
-    print(f"target: every case stale or missing <= {TARGET:.0f}x a passing replay: "
-          f"{'MET' if worst <= TARGET else 'NOT MET'} ({worst:.2f}x)")
+    print(
+        f"target: every case stale or missing <= {TARGET:.0f}x a passing replay: "
+        f"{'MET' if worst <= TARGET else 'NOT MET'} ({worst:.2f}x)"
+    )
     shutil.rmtree(root, ignore_errors=True)
 
 

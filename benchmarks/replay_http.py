@@ -87,12 +87,20 @@ def write_project(root: Path, n: int) -> None:
     (root / "pytest.ini").write_text(PYTEST_INI)
     (root / "benchsys.py").write_text(SYSTEM)
     cases = [
-        {"id": f"c{i:05d}", "input": f"question {i}", "expected_tools": ["search"],
-         "expected_docs": ["d1"]}
+        {
+            "id": f"c{i:05d}",
+            "input": f"question {i}",
+            "expected_tools": ["search"],
+            "expected_docs": ["d1"],
+        }
         for i in range(n)
     ]
-    suite = {"name": "bench", "system": "benchsys:run", "stages": ["tools", "retrieval"],
-             "cases": cases}
+    suite = {
+        "name": "bench",
+        "system": "benchsys:run",
+        "stages": ["tools", "retrieval"],
+        "cases": cases,
+    }
     (root / "cases").mkdir()
     (root / "cases" / "bench.json").write_text(json.dumps(suite))
 
@@ -101,7 +109,10 @@ def pytest_run(root: Path, env: dict[str, str], *args: str) -> float:
     started = time.perf_counter()
     done = subprocess.run(
         [PYTHON, "-m", "pytest", "-q", *args, "cases/"],
-        cwd=root, env=env, capture_output=True, text=True,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     elapsed = time.perf_counter() - started
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
@@ -158,16 +169,23 @@ def main() -> None:
     per_case_ms = (best_http - best_replay) / args.n * 1000
     own_ms = own_total / args.n * 1000
     overhead_ms = per_case_ms - own_ms
-    print(f"replay       best {best_replay:.2f} s  (rounds: "
-          f"{', '.join(f'{t:.2f}' for t in replay)})")
-    print(f"replay-http  best {best_http:.2f} s  (rounds: "
-          f"{', '.join(f'{t:.2f}' for t in replay_http)})")
+    print(
+        f"replay       best {best_replay:.2f} s  (rounds: {', '.join(f'{t:.2f}' for t in replay)})"
+    )
+    print(
+        f"replay-http  best {best_http:.2f} s  (rounds: "
+        f"{', '.join(f'{t:.2f}' for t in replay_http)})"
+    )
     print(f"replay-http minus replay: {per_case_ms:.2f} ms a case")
-    print(f"the system's own CPU time (3 httpx requests to the live loopback server): "
-          f"{own_ms:.2f} ms a case")
+    print(
+        f"the system's own CPU time (3 httpx requests to the live loopback server): "
+        f"{own_ms:.2f} ms a case"
+    )
     verdict = "met" if overhead_ms <= TARGET_MS else "NOT met"
-    print(f"overhead above the system's own time: {overhead_ms:.2f} ms a case "
-          f"(target <= {TARGET_MS:.0f} ms: {verdict})")
+    print(
+        f"overhead above the system's own time: {overhead_ms:.2f} ms a case "
+        f"(target <= {TARGET_MS:.0f} ms: {verdict})"
+    )
     if args.keep:
         print(f"kept: {root}")
     else:

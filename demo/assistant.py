@@ -137,8 +137,13 @@ class DocsAssistant:
             # The id only selects the record, so it must not count as overlap in the answer.
             terms = tokenize(ISSUE_ID.sub(" ", question))
         elif is_chitchat(question):
-            return {"answer": CHITCHAT_REPLY, "tool_calls": [], "tool_outputs": [],
-                    "retrieved": [], "context": []}
+            return {
+                "answer": CHITCHAT_REPLY,
+                "tool_calls": [],
+                "tool_outputs": [],
+                "retrieved": [],
+                "context": [],
+            }
         else:
             retrieved = self.search_docs(question, self.k)
             content = json.dumps(retrieved)

@@ -3,5 +3,3 @@
 
 from .report.baseline import *  # noqa: F403
 from .report.baseline import __all__  # noqa: F401
-
-

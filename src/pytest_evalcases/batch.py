@@ -85,9 +85,7 @@ class LiveRecorder:
             if binding.live is not None:
                 await binding.live.aclose()
 
-    async def _record_one(
-        self, item: CaseItem, limits: _Limits, offline: Any = None
-    ) -> Recording:
+    async def _record_one(self, item: CaseItem, limits: _Limits, offline: Any = None) -> Recording:
         binding = self.services.binding_for(item.ctx)
         otel = self.services.otel_export()
         spans = NO_SPANS if otel is None else otel.start_case(item.nodeid, item.ctx, item.case)
@@ -167,9 +165,11 @@ def _failed(item: CaseItem, recording: Recording) -> bool:
         return True
     if item.case.xfail or recording.status == "replayed":
         return False
-    scores, _ = score_recording(item.ctx, item.case, recording.trace, recording.verdicts,
-                                recording.later_runs)
+    scores, _ = score_recording(
+        item.ctx, item.case, recording.trace, recording.verdicts, recording.later_runs
+    )
     return scores.first_failure is not None
+
 
 class _Limits:
     """The limits of the running event loop: cases in progress, system runs in flight (and the

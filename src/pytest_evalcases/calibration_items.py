@@ -142,7 +142,6 @@ class CalibrationItem(EvalItem):
             )
         binding = self._judge(state, live=state.settings.mode != REPLAY)
         if state.settings.mode == REPLAY:
-
             self.recording = replay(self.ctx, self.target, binding)
         else:
             self.recording = self._record(state, binding)
@@ -159,11 +158,14 @@ class CalibrationItem(EvalItem):
         """Judge now, in an event loop of this item's own (the judge's clients belong to it)."""
         import asyncio
 
-
         async def judged() -> CalibrationRecording:
             try:
                 return await record(
-                    self.ctx, self.target, binding, state.settings.mode == LIVE, state.settings.dry_run
+                    self.ctx,
+                    self.target,
+                    binding,
+                    state.settings.mode == LIVE,
+                    state.settings.dry_run,
                 )
             finally:
                 if binding.live is not None:

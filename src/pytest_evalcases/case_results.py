@@ -99,20 +99,19 @@ def case_result(
         "outcome": outcome,
         "first_failure": first,
         "stages": result_stages(scores) if scores is not None else {},
-        "recording": _recording_info(recording, outcome, getattr(item, "live_error", None),
-                                     getattr(item, "not_run", None)),
+        "recording": _recording_info(
+            recording, outcome, getattr(item, "live_error", None), getattr(item, "not_run", None)
+        ),
     }
     if case.user is not None:  # the group is a suite user: the reports title it so
         result["user"] = case.user
     if scores is not None and scores.turns is not None:
-
         result["turns"] = turn_results(case, scores, _shown_trace(item, recording))
     if getattr(item, "run_results", None) is not None:  # --eval-runs: passed_runs/K and more
         result["runs"] = item.run_results
     if with_detail and recording is not None:
         trace = _shown_trace(item, recording)
         if isinstance(trace.get("turns"), list):  # a conversation: every turn's, in order
-
             trace = all_turns(trace)
         result["detail"] = {
             "input": case.input,

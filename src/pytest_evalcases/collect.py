@@ -43,14 +43,17 @@ class CaseFile(pytest.File):
         try:
             raw = read_suite_file(self.path, self.nodeid)
             if isinstance(raw, dict) and raw.get("kind") == "calibration":
-
                 yield from collect_calibration(self, state, raw)
                 return
             ctx = suite_context(state, raw, self.path, self.nodeid)
         except Exception as exc:  # whatever a file holds, the other suites still run
-            message = str(exc) if isinstance(exc, CaseFileError) else (
-                f"{self.nodeid}: cannot load the suite ({type(exc).__name__}: {exc}); fix the "
-                "file, or report a bug if it looks right"
+            message = (
+                str(exc)
+                if isinstance(exc, CaseFileError)
+                else (
+                    f"{self.nodeid}: cannot load the suite ({type(exc).__name__}: {exc}); fix the "
+                    "file, or report a bug if it looks right"
+                )
             )
             yield SuiteErrorItem.from_parent(
                 self, name="suite", message=message, suite_name=self.path.stem, index=-1
@@ -135,6 +138,3 @@ class CaseFile(pytest.File):
             # raises=StageFailure: a stale, missing or crashing case stays an error under xfail.
             item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=StageFailure))
         return item
-
-
-

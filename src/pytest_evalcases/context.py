@@ -97,12 +97,13 @@ def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[st
     per run). CaseFileError, starting with `where`, for an entry outside the rootdir or
     unreadable."""
     hashes = {}
+    rootdir = state.settings.rootdir
     for name in names:
-        outside = _input_outside_rootdir(name, state.settings.rootdir)
+        outside = _input_outside_rootdir(name, rootdir)
         if outside:
             raise CaseFileError(
                 f"{where}input {name!r} {outside}; inputs are hashed into every "
-                f"recording's key, so they must be files inside the rootdir {state.settings.rootdir} "
+                f"recording's key, so they must be files inside the rootdir {rootdir} "
                 "(copy the file into the project and name it relative to the rootdir)"
             )
         try:
@@ -110,7 +111,7 @@ def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[st
         except OSError as exc:
             raise CaseFileError(
                 f"{where}input file {name!r} cannot be read ({exc.strerror}); "
-                f"inputs are paths relative to the rootdir {state.settings.rootdir}: fix the path or "
+                f"inputs are paths relative to the rootdir {rootdir}: fix the path or "
                 "add the file"
             ) from None
     return hashes
@@ -173,9 +174,7 @@ def read_suite_file(path: Path, nodeid: str) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CaseFileError(
-            f"{nodeid}: cannot read the file as UTF-8 text ({exc})"
-        ) from None
+        raise CaseFileError(f"{nodeid}: cannot read the file as UTF-8 text ({exc})") from None
     return _parse_case_file(nodeid, text)
 
 
@@ -191,14 +190,11 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
     try:
         suite = Suite.model_validate(raw)
     except ValidationError as exc:
-        raise CaseFileError(
-            f"{nodeid}: invalid suite\n{format_validation_error(exc)}"
-        ) from None
+        raise CaseFileError(f"{nodeid}: invalid suite\n{format_validation_error(exc)}") from None
     unknown = [name for name in suite.stages + suite.report_only if name not in STAGES]
     if unknown:
         raise CaseFileError(
-            f"{nodeid}: unknown stage(s) {', '.join(unknown)}; known stages: "
-            f"{', '.join(STAGES)}"
+            f"{nodeid}: unknown stage(s) {', '.join(unknown)}; known stages: {', '.join(STAGES)}"
         )
     threshold_problems = _threshold_problems(suite)
     if threshold_problems:
@@ -238,11 +234,14 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
     try:
         suite_judge = canonical_judge(suite.judge) if suite.judge else None
     except JudgeConfigError as exc:
-        raise CaseFileError(f"{nodeid}: \"judge\": {exc}") from None
+        raise CaseFileError(f'{nodeid}: "judge": {exc}') from None
     judge_from = (
-        JUDGE_OPTION if state.settings.judge_override
-        else JUDGE_SUITE if suite_judge
-        else JUDGE_INI if state.settings.default_judge
+        JUDGE_OPTION
+        if state.settings.judge_override
+        else JUDGE_SUITE
+        if suite_judge
+        else JUDGE_INI
+        if state.settings.default_judge
         else None
     )
 
@@ -264,7 +263,8 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         judge_options=judge_options(suite),
         timeout=state.settings.timeout_override or suite.timeout or state.settings.default_timeout,
         users=_suite_users(suite, state) if suite.users else None,
-        judge_repeats=state.settings.judge_repeats_override or suite.judge_repeats
+        judge_repeats=state.settings.judge_repeats_override
+        or suite.judge_repeats
         or state.settings.default_judge_repeats,
         runs=state.settings.runs_override or suite.runs,
     )
@@ -287,13 +287,13 @@ class ContextVariants:
         self._inputs: dict[tuple[str, ...], SuiteContext] = {}
         self._users: dict[tuple[tuple[str, ...], str], SuiteContext] = {}
 
-    def with_inputs(
-        self, ctx: SuiteContext, inputs: tuple[str, ...]
-    ) -> SuiteContext:
+    def with_inputs(self, ctx: SuiteContext, inputs: tuple[str, ...]) -> SuiteContext:
         """The suite's context with a case's own `inputs` in place of the suite's."""
         variant = self._inputs.get(inputs)
         if variant is None:
-            own = hash_inputs(inputs, self.state, "")  # before any change: an error leaves no variant
+            own = hash_inputs(
+                inputs, self.state, ""
+            )  # before any change: an error leaves no variant
             fields = {k: v for k, v in ctx.key_fields.items() if k not in ctx.input_fields}
             fields.update(own)
             labels = {k: v for k, v in ctx.key_labels.items() if k not in ctx.input_fields}
@@ -311,8 +311,8 @@ class ContextVariants:
         if user is None:
             declared = ", ".join(map(repr, known)) or "none"
             raise CaseFileError(
-                f"user {user_id!r} is not declared by the suite (its \"users\": {declared}); "
-                "add it to \"users\" with its data files, or fix the case's \"user\""
+                f'user {user_id!r} is not declared by the suite (its "users": {declared}); '
+                'add it to "users" with its data files, or fix the case\'s "user"'
             )
         if isinstance(user, CaseFileError):
             raise user

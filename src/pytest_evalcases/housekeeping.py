@@ -40,9 +40,15 @@ def prune_orphans(config: pytest.Config) -> int:
     """--live-prune: delete every recording whose case (or suite) no longer exists, list what was
     deleted, and run nothing else. Refuses while a case file cannot be read (its cassettes would
     look orphaned)."""
-    flags = [flag for flag, dest in (("--live", "eval_live"), ("--live-stale", "eval_live_stale"),
-                                     ("--live-judges", "eval_live_judges"))
-             if config.getoption(dest)]
+    flags = [
+        flag
+        for flag, dest in (
+            ("--live", "eval_live"),
+            ("--live-stale", "eval_live_stale"),
+            ("--live-judges", "eval_live_judges"),
+        )
+        if config.getoption(dest)
+    ]
     if flags:
         raise pytest.UsageError(
             f"--live-prune deletes orphaned recordings and runs nothing; it cannot be combined "
@@ -61,8 +67,10 @@ def prune_orphans(config: pytest.Config) -> int:
     orphans = find_orphans(cassette_root, _ids_by_suite(per_file))
     remove_orphans(orphans)
     count = len(orphans)
-    print(f"--live-prune: deleted {count} orphaned recording{'s' * (count != 1)}"
-          + (":" if orphans else f" (none under {shown_file(cassette_root, rootdir)})"))
+    print(
+        f"--live-prune: deleted {count} orphaned recording{'s' * (count != 1)}"
+        + (":" if orphans else f" (none under {shown_file(cassette_root, rootdir)})")
+    )
     for path in orphans:
         print(f"  {shown_file(path, rootdir)}")
     return int(pytest.ExitCode.OK)
@@ -109,7 +117,9 @@ def claim_uncollected_suites(state: EvalSession) -> None:
     detection, which then need not read them again."""
     if not state.seen_case_files:  # no eval case in this run: read nothing
         return
-    suites, _ = scan_suites(state.settings.case_dirs, state.settings.cassette_root, {}, state.seen_case_files)
+    suites, _ = scan_suites(
+        state.settings.case_dirs, state.settings.cassette_root, {}, state.seen_case_files
+    )
     for path, (name, ids) in suites.items():
         state.claim_suite_name(name, shown_file(path, state.settings.rootdir))
         state.collected_suites[path] = (name, ids)
@@ -129,7 +139,9 @@ def orphan_report(state: EvalSession) -> tuple[list[str], str]:
     orphans = find_orphans(state.settings.cassette_root, _ids_by_suite(per_file))
     if not orphans:
         return [], ""
-    live = state.settings.mode == LIVE and not state.settings.dry_run  # a dry run writes and deletes nothing
+    live = (
+        state.settings.mode == LIVE and not state.settings.dry_run
+    )  # a dry run writes and deletes nothing
     deletable = set(_deletable(state, orphans, per_file)) if live else set()
     remove_orphans(sorted(deletable))
     shown = [
@@ -145,8 +157,7 @@ def orphan_report(state: EvalSession) -> tuple[list[str], str]:
             "suites; --live-prune deletes the rest)"
         )
     return shown, (
-        " (--live-prune deletes them, as does a --live run that selects every case of their "
-        "suite)"
+        " (--live-prune deletes them, as does a --live run that selects every case of their suite)"
     )
 
 
@@ -160,8 +171,7 @@ def _deletable(
         files_of.setdefault(name, []).append(path)
     complete_files = {path for path, (_, ids) in per_file.items() if _selects(state, path, ids)}
     complete = {
-        name for name, files in files_of.items()
-        if len(files) == 1 and files[0] in complete_files
+        name for name, files in files_of.items() if len(files) == 1 and files[0] in complete_files
     }
     # A gone suite's folder: when every case of every suite was selected (a full run), as
     # long as it selected any case at all.
@@ -169,7 +179,8 @@ def _deletable(
         path in complete_files or not ids for path, (_, ids) in per_file.items()
     )
     return [
-        path for path in orphans
+        path
+        for path in orphans
         if path.parent.name in complete or (path.parent.name not in files_of and everything)
     ]
 

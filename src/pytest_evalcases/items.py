@@ -23,8 +23,13 @@ if TYPE_CHECKING:
 # what went wrong, pytest's, pluggy's, asyncio's and ours do not.
 _INTERNAL_FRAMES = tuple(
     str(Path(module.__file__).parent)
-    for module in (pytest, __import__("_pytest"), __import__("pluggy"), __import__("asyncio"),
-                   __import__("concurrent.futures"))
+    for module in (
+        pytest,
+        __import__("_pytest"),
+        __import__("pluggy"),
+        __import__("asyncio"),
+        __import__("concurrent.futures"),
+    )
 ) + (str(Path(__file__).parent),)
 
 
@@ -110,8 +115,9 @@ class CaseItem(EvalItem):
 
     def runtest(self) -> None:
         recording = self.recording
-        scores, runs = score_recording(self.ctx, self.case, recording.trace, recording.verdicts,
-                                       recording.later_runs)
+        scores, runs = score_recording(
+            self.ctx, self.case, recording.trace, recording.verdicts, recording.later_runs
+        )
         self.scores, self.run_results = scores, runs  # runs: --eval-runs, the result's `runs`
         if runs is None and self.config.option.xmlpath:  # only JUnit reads them
             for name, result, _ in scores.results:
@@ -119,7 +125,9 @@ class CaseItem(EvalItem):
                     self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
         if scores.first_failure is not None:
             error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
-            message = failure_message(scores) if runs is None else runs_failure_message(scores, runs)
+            message = (
+                failure_message(scores) if runs is None else runs_failure_message(scores, runs)
+            )
             raise error(message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:

@@ -44,11 +44,12 @@ def _positive(value: Any, where: str) -> Any:
 
 def _rate_setting(config: pytest.Config, name: str, env_name: str) -> float | None:
     """--eval-rpm / --eval-tpm, else EVALCASES_RPM / EVALCASES_TPM, else the ini option."""
-    sources = ((config.getoption(name), f"--{name.replace('_', '-')}"),
-               (os.environ.get(env_name, "").strip(), env_name),
-               (config.getini(name).strip(), f"ini option {name}"))
-    raw, where = next(((raw, where) for raw, where in sources if raw not in (None, "")),
-                      (None, ""))
+    sources = (
+        (config.getoption(name), f"--{name.replace('_', '-')}"),
+        (os.environ.get(env_name, "").strip(), env_name),
+        (config.getini(name).strip(), f"ini option {name}"),
+    )
+    raw, where = next(((raw, where) for raw, where in sources if raw not in (None, "")), (None, ""))
     if raw is None:
         return None
     try:

@@ -18,7 +18,6 @@ from .manifest.config import calibration_config, package_versions, suite_config
 from .report.gitinfo import git_state
 
 if TYPE_CHECKING:
-
     from .session import EvalSession
 
 
@@ -66,15 +65,12 @@ def case_files(state: EvalSession) -> list[Path]:
     return sorted(found)
 
 
-def _suite_entry(
-    state: EvalSession, path: Path, file: str
-) -> tuple[str, dict[str, Any]]:
+def _suite_entry(state: EvalSession, path: Path, file: str) -> tuple[str, dict[str, Any]]:
 
     ctx = load_suite_context(state, path)
     raw_cases = ctx.suite.cases if isinstance(ctx.suite.cases, list) else []
     version = None
     if ctx.judge_spec:
-
         version = judge_version(ctx.judge_spec)
     if not hasattr(ctx, "system"):  # a calibration suite: judge test cases, no system
         entry = calibration_config(ctx, file, file_hash(path), len(raw_cases), version)

@@ -204,8 +204,9 @@ class ResultCollector:
         budget = self.state.settings.budget
         if self.budget_stop is not None or budget is None or self.spent < budget:
             return
-        self.budget_stop = (f"--eval-budget {budget_text(budget)} reached (recorded cost "
-                            f"{budget_text(self.spent)})")
+        self.budget_stop = (
+            f"--eval-budget {budget_text(budget)} reached (recorded cost {budget_text(self.spent)})"
+        )
         self.state.stopped = self.budget_stop
         dsession = self.config.pluginmanager.get_plugin("dsession")
         if dsession is not None and hasattr(dsession, "shouldstop"):
@@ -217,11 +218,13 @@ class ResultCollector:
         """Selected eval items that never reported: the run stopped (or was stopped) first."""
         if self.selected is not None:
             state = self.state
-            ids = [nodeid for nodeid in self.selected
-                   if state.is_case_file(state.settings.rootdir / nodeid.split("::", 1)[0])]
+            ids = [
+                nodeid
+                for nodeid in self.selected
+                if state.is_case_file(state.settings.rootdir / nodeid.split("::", 1)[0])
+            ]
         else:
-            ids = [item.nodeid for item in session.items
-                   if getattr(item, "is_eval_item", False)]
+            ids = [item.nodeid for item in session.items if getattr(item, "is_eval_item", False)]
         return [nodeid for nodeid in ids if nodeid not in self.reported]
 
 
@@ -238,9 +241,7 @@ def summary_rows(config: pytest.Config) -> str:
         return "none"
     ini = (config.getini("eval_summary") or "").strip()
     if ini and ini not in ("failed", "all", "none"):
-        raise pytest.UsageError(
-            f"ini option eval_summary: {ini!r} is not one of failed, all, none"
-        )
+        raise pytest.UsageError(f"ini option eval_summary: {ini!r} is not one of failed, all, none")
     return ini or "failed"
 
 
@@ -250,7 +251,9 @@ def _collector(config: pytest.Config) -> ResultCollector | None:
 
 
 def _check_live_run_complete(
-    session: pytest.Session, collector: ResultCollector, changes: RecordingChanges,
+    session: pytest.Session,
+    collector: ResultCollector,
+    changes: RecordingChanges,
     state: EvalSession,
 ) -> None:
     """A live run that did not record every selected case fails: a green recording job must not
@@ -286,13 +289,23 @@ def finish_run(session: pytest.Session, state: EvalSession) -> None:
     from .project import project_config
     from .report.run import build_run_report, judges_used
 
-    judge = judges_used(collector.results, state.settings.judge_override or state.settings.default_judge)
+    judge = judges_used(
+        collector.results, state.settings.judge_override or state.settings.default_judge
+    )
     report_dir = (
-        Path(session.config.invocation_params.dir, state.settings.report_dir) if state.settings.report_dir else None
+        Path(session.config.invocation_params.dir, state.settings.report_dir)
+        if state.settings.report_dir
+        else None
     )
     run_config = project_config(state) if report_dir is not None else None
-    run = run_info(session.config, state.settings.mode, judge, state.started,
-                   state.run_id if run_config else None, run_config)
+    run = run_info(
+        session.config,
+        state.settings.mode,
+        judge,
+        state.started,
+        state.run_id if run_config else None,
+        run_config,
+    )
     tolerance = session.config.getoption("eval_tolerance")
     extra: dict[str, str] = {}
     if run_config is not None:
@@ -356,5 +369,7 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
 
         terminalreporter.write_line(str(delivery_line(state.otel_deliveries)))
     elif state.otel_requested and not state.settings.live:
-        terminalreporter.write_line("eval otel: a replay sends no spans (--eval-otel traces the "
-                                    "system runs and judge requests of live runs)")
+        terminalreporter.write_line(
+            "eval otel: a replay sends no spans (--eval-otel traces the "
+            "system runs and judge requests of live runs)"
+        )

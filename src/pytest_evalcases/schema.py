@@ -3,5 +3,3 @@ in `core/schema.py`. Nothing inside the package imports this module."""
 
 from .core.schema import *  # noqa: F403
 from .core.schema import __all__  # noqa: F401
-
-

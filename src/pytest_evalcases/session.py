@@ -218,8 +218,9 @@ class EvalSession:
             settings = self.settings
             limits = RateLimits(settings.judge_rpm, settings.judge_tpm)
             try:
-                binding.live = make_judge(spec, max_concurrency=settings.concurrency,
-                                          rate_limits=limits)
+                binding.live = make_judge(
+                    spec, max_concurrency=settings.concurrency, rate_limits=limits
+                )
             except JudgeConfigError as exc:  # a missing key or package: the message says it all
                 raise EvalCaseError(str(exc)) from None
         return binding

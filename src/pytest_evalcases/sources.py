@@ -52,8 +52,14 @@ class HttpReplaySource:
 
     def recording_for(self, item: CaseItem) -> Recording:
         ctx = item.ctx
-        return replay_http(ctx, item.case, self.judge(ctx.judge_spec, False), self.http(),
-                           refresh=self.refresh, dry_run=self.dry_run)
+        return replay_http(
+            ctx,
+            item.case,
+            self.judge(ctx.judge_spec, False),
+            self.http(),
+            refresh=self.refresh,
+            dry_run=self.dry_run,
+        )
 
 
 class LiveSource:
@@ -90,8 +96,9 @@ def source_for(state: EvalSession) -> ReplaySource | HttpReplaySource | LiveSour
     if not settings.live and not settings.replay_http:
         return ReplaySource(state.judge_binding)
     if settings.replay_http and settings.mode in (REPLAY, LIVE_STALE):
-        return HttpReplaySource(state.judge_binding, http, refresh=settings.mode == LIVE_STALE,
-                                dry_run=settings.dry_run)
+        return HttpReplaySource(
+            state.judge_binding, http, refresh=settings.mode == LIVE_STALE, dry_run=settings.dry_run
+        )
     services = LiveServices(
         binding_for=state.binding_for,
         judge_bindings=state.judge_bindings,
@@ -110,8 +117,13 @@ def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[],
     source = state.source
     assert isinstance(source, LiveSource)
     # A case of a suite whose name two files declare errors in setup: never record it.
-    items = [item for item in session.items if getattr(item, "is_eval_case", False)
-             and not item.case.skip and item.suite_conflict(state) is None]
+    items = [
+        item
+        for item in session.items
+        if getattr(item, "is_eval_case", False)
+        and not item.case.skip
+        and item.suite_conflict(state) is None
+    ]
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write if reporter else (lambda text: None)
     progress = Progress(len(items), write, bool(reporter and reporter.isatty))

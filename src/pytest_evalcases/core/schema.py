@@ -170,7 +170,7 @@ class CaseModel(BaseModel):
     def _user_is_the_group(self) -> CaseModel:
         if self.user is not None and self.group is not None and self.group != self.user:
             raise ValueError(
-                f"a case of user {self.user!r} is grouped by its user: remove \"group\" "
+                f'a case of user {self.user!r} is grouped by its user: remove "group" '
                 f"({self.group!r}) or make it the user's id"
             )
         return self
@@ -299,8 +299,12 @@ class User(BaseModel):
 
     def files(self) -> dict[str, list[str]]:
         """Field name -> its paths, in the order the suite lists them."""
-        return {name: value if isinstance(value, list) else [value]
-                for name, value in (self.model_extra or {}).items()}
+        return {
+            name: value if isinstance(value, list) else [value]
+            for name, value in (self.model_extra or {}).items()
+        }
+
+
 class GraphOptions(BaseModel):
     """The `graph` stage's suite settings (see stages/graph.py)."""
 

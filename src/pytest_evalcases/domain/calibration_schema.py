@@ -71,11 +71,14 @@ class CalibrationCase(BaseModel):
                 'a case with "expect": "fail" plants a defect: describe it in "defect" '
                 '(e.g. "claims --format csv removes colour codes")'
             )
-        if (self.reference is None and "reference" in JUDGE_READS[self.stage]
-                and not (self.stage == "answer_accuracy" and self.unanswerable)):
+        if (
+            self.reference is None
+            and "reference" in JUDGE_READS[self.stage]
+            and not (self.stage == "answer_accuracy" and self.unanswerable)
+        ):
             raise ValueError(
                 f'stage {self.stage} reads a "reference" (the golden answer the judge compares '
-                'with): give the case one'
+                "with): give the case one"
             )
         if self.expect == "pass" and self.defect:
             raise ValueError(

@@ -56,16 +56,22 @@ def score_runs(
     """A case recorded with --eval-runs: every run scored. Returns the scores shown (the first
     failing run's, else run 1's) and the result's `runs` block: per run whether it passed, and
     per stage whether it passed in each run (None: it did not apply, or its judge failed)."""
-    scored = [score_case(suite, case, trace, verdicts, gating, report_only)
-              for trace, verdicts in runs]
+    scored = [
+        score_case(suite, case, trace, verdicts, gating, report_only) for trace, verdicts in runs
+    ]
     shown = next((s for s in scored if s.first_failure is not None), scored[0])
     passed = [s.first_failure is None for s in scored]
     stages: dict[str, list[bool | None]] = {}
     for scores in scored:
         for name, result, _ in scores.results:
             stages.setdefault(name, []).append(None if result.judge_error else result.passed)
-    info = {"k": len(runs), "passed_runs": sum(passed), "passed": passed,
-            "shown_run": scored.index(shown) + 1, "stages": stages}
+    info = {
+        "k": len(runs),
+        "passed_runs": sum(passed),
+        "passed": passed,
+        "shown_run": scored.index(shown) + 1,
+        "stages": stages,
+    }
     return shown, info
 
 
@@ -88,8 +94,10 @@ def score_recording(
 
 def runs_failure_message(scores: CaseScores, runs: Mapping[str, Any]) -> str:
     """A failing --eval-runs case: how many runs passed, and the first failing run's table."""
-    return (f"{runs['passed_runs']}/{runs['k']} runs passed (pass^k needs all); run "
-            f"{runs['shown_run']}: " + failure_message(scores))
+    return (
+        f"{runs['passed_runs']}/{runs['k']} runs passed (pass^k needs all); run "
+        f"{runs['shown_run']}: " + failure_message(scores)
+    )
 
 
 def _cell(value: float | None) -> str:
@@ -195,5 +203,13 @@ def summed_up(per_turn: list[tuple[int, StageResult]]) -> StageResult:
             unstable,
         )
     reason = "; ".join(f"turn {number}: {result.reason}" for number, result in applied)
-    return StageResult(mean, True, reason, last.threshold, last.label, last.metrics,
-                       repeat_scores=repeat_scores, unstable=unstable)
+    return StageResult(
+        mean,
+        True,
+        reason,
+        last.threshold,
+        last.label,
+        last.metrics,
+        repeat_scores=repeat_scores,
+        unstable=unstable,
+    )

@@ -73,8 +73,13 @@ def verdict_key(
 ) -> dict[str, str]:
     """What the judge saw, besides the trace (a new trace always brings new verdicts)."""
     key = dict(
-        _suite_part(stage.name, bool(options["strict"]), options["correctness_criteria"],
-                    judge_id, judge_version)
+        _suite_part(
+            stage.name,
+            bool(options["strict"]),
+            options["correctness_criteria"],
+            judge_id,
+            judge_version,
+        )
     )
     for field in KEYED_CASE_FIELDS:
         if field in stage.reads:
@@ -123,7 +128,7 @@ def judge_source_advice(
     recorded_judge = (recorded or {}).get("judge")
     if recorded_judge and recorded_from == JUDGE_OPTION:
         return (
-            f"recorded with --eval-judge {recorded_judge}; pass the same option, set \"judge\" "
+            f'recorded with --eval-judge {recorded_judge}; pass the same option, set "judge" '
             "in the suite, or re-judge with --live-judges"
         )
     if recorded_judge and recorded_from == JUDGE_INI:

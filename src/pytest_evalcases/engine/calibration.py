@@ -131,7 +131,6 @@ def replay(
     )
     problem = repeats_problem(_comparable(verdict, judge), expected, ctx.suite.repeats)
     if problem is not None:
-
         raise StaleRecording(
             f'stale recording (verdict {stage}): {problem} (the suite\'s "repeats"); '
             "re-record with --live"

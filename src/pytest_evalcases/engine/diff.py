@@ -69,13 +69,15 @@ def _stable_runs(runs: Any) -> Any:
     """Runs 2..K (--eval-runs) as compared: each trace and its verdicts without volatile keys."""
     if not isinstance(runs, list):
         return runs
-    return [{"trace": stable(run.get("trace")), "verdicts": _stable_verdicts(run.get("verdicts"))}
-            if isinstance(run, dict) else run for run in runs]
+    return [
+        {"trace": stable(run.get("trace")), "verdicts": _stable_verdicts(run.get("verdicts"))}
+        if isinstance(run, dict)
+        else run
+        for run in runs
+    ]
 
 
-def _exchange_view(
-    exchange: Mapping[str, Any], ignore: Sequence[list[str | int]]
-) -> str:
+def _exchange_view(exchange: Mapping[str, Any], ignore: Sequence[list[str | int]]) -> str:
     """An HTTP exchange as compared: the request as --replay-http matches it (the suite's
     `http_ignore` paths left out), the response's status and body without volatile fields.
     Response headers are left out: dates, request ids and rate-limit counters change every run."""
@@ -83,8 +85,9 @@ def _exchange_view(
     response = exchange.get("response") or {}
     body = response.get("body") or {}
     if isinstance(body.get("json"), dict):
-        content = stable({k: v for k, v in body["json"].items()
-                          if k not in VOLATILE_RESPONSE_FIELDS})
+        content = stable(
+            {k: v for k, v in body["json"].items() if k not in VOLATILE_RESPONSE_FIELDS}
+        )
         body = {"json": content}
     status = (response.get("status") or {}).get("code")
     view = (request_view(exchange["request"], list(ignore)), status, body)
@@ -144,27 +147,36 @@ def describe_changes(
     HTTP exchanges (`http_counts`: old and new count, when the HTTP recording changed)."""
     found: list[str] = []
     old_key, new_key = old.get("key") or {}, new.get("key") or {}
-    changed_key = sorted(n for n in old_key.keys() | new_key.keys()
-                         if old_key.get(n) != new_key.get(n))
+    changed_key = sorted(
+        n for n in old_key.keys() | new_key.keys() if old_key.get(n) != new_key.get(n)
+    )
     if changed_key:
         found.append("key changed: " + ", ".join(changed_key))
     old_trace, new_trace = stable(old.get("trace") or {}), stable(new.get("trace") or {})
     if old_trace.get("answer") != new_trace.get("answer"):
-        found.append(f"answer: {_short(old_trace.get('answer', ''))} -> "
-                     f"{_short(new_trace.get('answer', ''))}")
+        found.append(
+            f"answer: {_short(old_trace.get('answer', ''))} -> "
+            f"{_short(new_trace.get('answer', ''))}"
+        )
     if old_trace.get("tool_calls") != new_trace.get("tool_calls"):
         before, after = _tool_names(old_trace), _tool_names(new_trace)
         if before == after:
             found.append(f"tool calls: {', '.join(after) or 'none'} (arguments changed)")
         else:
-            found.append(f"tool calls: {', '.join(before) or 'none'} -> "
-                         f"{', '.join(after) or 'none'}")
+            found.append(
+                f"tool calls: {', '.join(before) or 'none'} -> {', '.join(after) or 'none'}"
+            )
     if old_trace.get("retrieved") != new_trace.get("retrieved"):
-        found.append(f"retrieved: {_short(old_trace.get('retrieved') or [])} -> "
-                     f"{_short(new_trace.get('retrieved') or [])}")
+        found.append(
+            f"retrieved: {_short(old_trace.get('retrieved') or [])} -> "
+            f"{_short(new_trace.get('retrieved') or [])}"
+        )
     shown = {"answer", "tool_calls", "retrieved"}
-    others = sorted(n for n in (old_trace.keys() | new_trace.keys()) - shown
-                    if old_trace.get(n) != new_trace.get(n))
+    others = sorted(
+        n
+        for n in (old_trace.keys() | new_trace.keys()) - shown
+        if old_trace.get(n) != new_trace.get(n)
+    )
     if others:
         found.append("also changed in the trace: " + ", ".join(others))
     flips = _stage_flips(old, new, scores)
@@ -181,8 +193,7 @@ def describe_changes(
     return found
 
 
-def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageScores
-                 ) -> list[str]:
+def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageScores) -> list[str]:
     """--eval-runs: `runs: 1 -> 3` when the count changed, else each later run's own changes
     (`run 2: ...`)."""
     before, after = old.get("later_runs") or [], new.get("later_runs") or []
@@ -194,13 +205,14 @@ def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageSc
     for number, (was, now) in enumerate(zip(before, after, strict=True), start=2):
         if not isinstance(was, dict) or not isinstance(now, dict):
             continue
-        found += [f"run {number}: {change}"
-                  for change in describe_changes({"key": {}, **was}, {"key": {}, **now}, scores)]
+        found += [
+            f"run {number}: {change}"
+            for change in describe_changes({"key": {}, **was}, {"key": {}, **now}, scores)
+        ]
     return found
 
 
-def _stage_flips(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageScores
-                 ) -> list[str]:
+def _stage_flips(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageScores) -> list[str]:
     """`stage: pass -> FAIL (1.00 -> 0.00)` for each stage whose outcome flipped."""
     try:
         before, after = scores(old), scores(new)
@@ -210,8 +222,10 @@ def _stage_flips(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageSc
     for stage, (now, score) in after.items():
         was, old_score = before.get(stage, (None, None))
         if was is not None and now is not None and was != now:
-            flips.append(f"{stage}: {_pass_word(was)} -> {_pass_word(now)} "
-                         f"({_number(old_score)} -> {_number(score)})")
+            flips.append(
+                f"{stage}: {_pass_word(was)} -> {_pass_word(now)} "
+                f"({_number(old_score)} -> {_number(score)})"
+            )
     return flips
 
 
@@ -242,6 +256,9 @@ def _verdict_changes(
 
 
 def _what_differs(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    fields = sorted(n for n in (before.keys() | after.keys()) - VOLATILE_VERDICT_KEYS
-                    if before.get(n) != after.get(n))
+    fields = sorted(
+        n
+        for n in (before.keys() | after.keys()) - VOLATILE_VERDICT_KEYS
+        if before.get(n) != after.get(n)
+    )
     return ", ".join(fields) + " changed" if fields else "changed"

@@ -50,7 +50,12 @@ def replay_http(
     recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
     # Today's trace may need a verdict the recorded one did not (e.g. it now has a context).
     check_verdicts(
-        ctx, case, judge, trace, verdicts, "--replay-http --live-judges (judges today's trace)",
+        ctx,
+        case,
+        judge,
+        trace,
+        verdicts,
+        "--replay-http --live-judges (judges today's trace)",
         doc=doc,
     )
     rejudge = False
@@ -123,11 +128,25 @@ def _refresh(
         return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
     kept = doc["trace"] if _same_trace(doc["trace"], trace) else trace
     new_doc, redacted, change = save_recording(
-        ctx, case, key, kept, doc.get("verdicts") or {}, None, doc["integrity"]["http"], doc,
-        dry_run, doc.get("later_runs"),
+        ctx,
+        case,
+        key,
+        kept,
+        doc.get("verdicts") or {},
+        None,
+        doc["integrity"]["http"],
+        doc,
+        dry_run,
+        doc.get("later_runs"),
     )
-    return LiveRecording(trace, verdicts, "dry_run" if dry_run else "recorded",
-                         new_doc["recorded_at"], redacted=redacted, change=change)
+    return LiveRecording(
+        trace,
+        verdicts,
+        "dry_run" if dry_run else "recorded",
+        new_doc["recorded_at"],
+        redacted=redacted,
+        change=change,
+    )
 
 
 def run_offline(
@@ -143,7 +162,6 @@ def run_offline(
     import contextvars
     import inspect
     import threading
-
 
     where = case_where(ctx, case)
     suite = ctx.suite
@@ -164,7 +182,6 @@ def run_offline(
     def run() -> None:
         try:
             if case.turns is not None:
-
                 outcome["result"] = run_conversation_sync(ctx.system, view, where)
                 return
             result = ctx.system.call(view)
@@ -177,14 +194,15 @@ def run_offline(
     with http.case(case_http, sole=True):
         # A daemon thread, so a system that hangs fails its case at the timeout instead of
         # holding up the gate (the thread is left behind; the interpreter does not wait for it).
-        runner = threading.Thread(target=contextvars.copy_context().run, args=(run,),
-                                  name="evalcases-system", daemon=True)
+        runner = threading.Thread(
+            target=contextvars.copy_context().run, args=(run,), name="evalcases-system", daemon=True
+        )
         runner.start()
         runner.join(ctx.timeout)
     if runner.is_alive():
         raise SystemTimeout(
             f"run(case) of {where} did not finish within {ctx.timeout:g} s under --replay-http; "
-            "raise the limit with --eval-timeout (or the suite's \"timeout\") if it is slow"
+            'raise the limit with --eval-timeout (or the suite\'s "timeout") if it is slow'
         )
     if case_http.problem:
         raise StaleRecording(f"stale recording: {case_http.problem}")

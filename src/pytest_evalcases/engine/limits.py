@@ -75,12 +75,15 @@ class StopRule:
             cases = f"{self.failures} case{'s' * (self.failures != 1)}"
             self.reason = f"{option} reached ({cases} failed or errored)"
         elif self.budget is not None and self.spent >= self.budget:
-            self.reason = (f"--eval-budget {budget_text(self.budget)} reached (recorded cost "
-                           f"{budget_text(self.spent)})")
+            self.reason = (
+                f"--eval-budget {budget_text(self.budget)} reached (recorded cost "
+                f"{budget_text(self.spent)})"
+            )
 
     def not_run(self) -> NotRun:
-        return NotRun(f"not run: {self.reason}; its recording is as it was (run again to "
-                      "record it)")
+        return NotRun(
+            f"not run: {self.reason}; its recording is as it was (run again to record it)"
+        )
 
 
 class CaseSlots:
@@ -123,8 +126,12 @@ class CaseSlots:
         if cost:
             rule.spend(cost)
         where = case_where(ctx, case)  # a case fails once, however many of its runs fail
-        if (rule.maxfail and not case.xfail and where not in self.counted
-                and fails_without_judge(ctx, case, trace)):
+        if (
+            rule.maxfail
+            and not case.xfail
+            and where not in self.counted
+            and fails_without_judge(ctx, case, trace)
+        ):
             self.counted.add(where)
             rule.count(True)
 

@@ -92,8 +92,11 @@ def _still_valid(
         and not old.get("pending")
         and old.get("key") == expected
         and repeats_problem(old, expected, repeats) is None
-        and all(trace.get(name) == judged.get(name) for name in ("answer", "context")
-                if name in stage.reads)
+        and all(
+            trace.get(name) == judged.get(name)
+            for name in ("answer", "context")
+            if name in stage.reads
+        )
     )
 
 
@@ -139,16 +142,23 @@ async def record(
         wanted = ctx.runs or (recorded_runs(existing) if existing and mode != LIVE else 1)
         if trace_ok and existing is not None and recorded_runs(existing) != wanted:
             if mode == LIVE_JUDGES:
-                raise StaleRecording(f"stale recording: runs changed ({recorded_runs(existing)} "
-                                     f"-> {wanted}); re-record with --live")
+                raise StaleRecording(
+                    f"stale recording: runs changed ({recorded_runs(existing)} "
+                    f"-> {wanted}); re-record with --live"
+                )
             trace_ok = False
     if mode == LIVE_JUDGES and not trace_ok:
         if existing is None:
             raise MissingRecording(
                 f"no recording for {case_where(ctx, case)} to re-judge; record it with --live"
             )
-        check_key(existing.get("key"), key, "", "--live (--live-judges re-judges a current trace)",
-                  labels=key_labels_of(existing, ctx, case))
+        check_key(
+            existing.get("key"),
+            key,
+            "",
+            "--live (--live-judges re-judges a current trace)",
+            labels=key_labels_of(existing, ctx, case),
+        )
     exchanges: list[dict[str, Any]] | None = None  # None: keep the HTTP recording there is
     spent = 0.0
     # Each run: (trace, its recorded verdicts, the trace those verdicts were made on)
@@ -156,12 +166,15 @@ async def record(
     if trace_ok:
         assert existing is not None
         runs.append((existing["trace"], existing.get("verdicts") or {}, judged_on))
-        runs += [(run["trace"], run.get("verdicts") or {}, run["trace"])
-                 for run in existing.get("later_runs") or ()]
+        runs += [
+            (run["trace"], run.get("verdicts") or {}, run["trace"])
+            for run in existing.get("later_runs") or ()
+        ]
     else:
         for number in range(wanted):
-            trace, run_exchanges, cost = await _run_system(ctx, case, view, slots, http, spans,
-                                                           starts_case=number == 0)
+            trace, run_exchanges, cost = await _run_system(
+                ctx, case, view, slots, http, spans, starts_case=number == 0
+            )
             exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
             spent += cost
             runs.append((trace, {}, {}))
@@ -177,30 +190,48 @@ async def record(
             expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
             old = old_verdicts.get(name)
             same_input = "input" not in stage.reads or (
-                inputs_judged.get(name, judged_case.input) == judged_case.input)
-            if mode != LIVE and same_input and _still_valid(
-                    stage, old, expected, judged_part(judged, name), judged_trace,
-                    ctx.judge_repeats):
+                inputs_judged.get(name, judged_case.input) == judged_case.input
+            )
+            if (
+                mode != LIVE
+                and same_input
+                and _still_valid(
+                    stage, old, expected, judged_part(judged, name), judged_trace, ctx.judge_repeats
+                )
+            ):
                 verdicts[name] = old
             else:
                 due.append((index, name, stage, judged_case, judged_trace, expected))
         run_verdicts.append(verdicts)
     trace, verdicts = runs[0][0], run_verdicts[0]
-    later_runs = [{"trace": run[0], "verdicts": found}
-                  for run, found in zip(runs[1:], run_verdicts[1:], strict=True)] or None
+    later_runs = [
+        {"trace": run[0], "verdicts": found}
+        for run, found in zip(runs[1:], run_verdicts[1:], strict=True)
+    ] or None
 
     if trace_ok and not due and offline is None:
         assert existing is not None
-        return Recording(trace, verdicts, "replayed", existing.get("recorded_at"),
-                         later_runs=later_runs)
+        return Recording(
+            trace, verdicts, "replayed", existing.get("recorded_at"), later_runs=later_runs
+        )
 
     failed: list[str] = []
     if due:
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
-                *(judge_with_repeats(judge, stage.name, judged_case, judged_trace,
-                                     ctx.judge_options, expected, ctx.judge_repeats or 1, spans)
-                  for _, _, stage, judged_case, judged_trace, expected in due)
+                *(
+                    judge_with_repeats(
+                        judge,
+                        stage.name,
+                        judged_case,
+                        judged_trace,
+                        ctx.judge_options,
+                        expected,
+                        ctx.judge_repeats or 1,
+                        spans,
+                    )
+                    for _, _, stage, judged_case, judged_trace, expected in due
+                )
             )
         for (index, name, *_), verdict in zip(due, outcomes, strict=True):
             if verdict.get("error"):  # saved as pending: the trace and the other verdicts stay
@@ -215,7 +246,16 @@ async def record(
     http_hash = ((existing or {}).get("integrity") or {}).get("http") if trace_ok else None
     # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
     doc, redacted, change = await asyncio.to_thread(
-        save_recording, ctx, case, key, trace, verdicts, exchanges, http_hash, old_doc, dry_run,
+        save_recording,
+        ctx,
+        case,
+        key,
+        trace,
+        verdicts,
+        exchanges,
+        http_hash,
+        old_doc,
+        dry_run,
         later_runs,
     )
     note = ""
@@ -261,7 +301,6 @@ async def _run_system(
             if http is None:
                 result = await _run_with_timeout(ctx, case, view)
             else:
-
                 with http().case(CaseHttp(case_where(ctx, case))) as case_http:
                     result = await _run_with_timeout(ctx, case, view)
                 exchanges = case_http.interactions
@@ -302,18 +341,16 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
     cassette (a sync system's thread is left behind; it cannot be stopped from outside)."""
     import asyncio
 
-
     if case.turns is None:
         running = ctx.system.arun(view)
     else:
-
         running = run_conversation(ctx.system, view, case_where(ctx, case))
     try:
         return await asyncio.wait_for(running, ctx.timeout)
     except TimeoutError:
         raise SystemTimeout(
             f"run(case) of {case_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
-            "the limit with --eval-timeout (or the suite's \"timeout\") if it is slow"
+            'the limit with --eval-timeout (or the suite\'s "timeout") if it is slow'
         ) from None
 
 

@@ -35,5 +35,3 @@ class JudgeBinding:
     id: str | None
     version: str | None
     live: Any = None  # a judges.Judge, only in live modes
-
-

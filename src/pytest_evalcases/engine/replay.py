@@ -70,8 +70,15 @@ def _check_runs(ctx: SuiteContext, case: Case, judge: JudgeBinding, doc: dict[st
             f"stale recording: runs changed ({count} -> {ctx.runs}); re-record with --live"
         )
     for number, run in enumerate(doc.get("later_runs") or (), start=2):
-        check_verdicts(ctx, case, judge, run["trace"], run.get("verdicts") or {},
-                       f"--live (run {number} of {count})", doc=doc)
+        check_verdicts(
+            ctx,
+            case,
+            judge,
+            run["trace"],
+            run.get("verdicts") or {},
+            f"--live (run {number} of {count})",
+            doc=doc,
+        )
 
 
 def checked_cassette(
@@ -89,8 +96,14 @@ def checked_cassette(
         )
     view = system_view(case)
     key = recording_key(ctx.key_fields, key_view(view))
-    check_key(doc.get("key"), key, "", "--live", ignore_prefix=ignore_prefix,
-              labels=key_labels_of(doc, ctx, case))
+    check_key(
+        doc.get("key"),
+        key,
+        "",
+        "--live",
+        ignore_prefix=ignore_prefix,
+        labels=key_labels_of(doc, ctx, case),
+    )
     check_integrity(doc, path, ctx.rootdir)
     return doc, key, view
 
@@ -139,8 +152,14 @@ def _check_repeats(
 ) -> None:
     """A verdict's later repeats hold: as many as this run asks for, each under its key."""
     if judge.id is None:  # no judge configured: the repeats' own judge fields are not compared
-        expected = {**expected, **{k: v for k, v in (recorded.get("key") or {}).items()
-                                   if k in ("judge", "judge_version")}}
+        expected = {
+            **expected,
+            **{
+                k: v
+                for k, v in (recorded.get("key") or {}).items()
+                if k in ("judge", "judge_version")
+            },
+        }
     problem = repeats_problem(recorded, expected, ctx.judge_repeats)
     if problem is not None:
         raise StaleRecording(
@@ -171,8 +190,9 @@ def _stale_verdict(
     def advice(changed: set[str]) -> str | None:
         return judge_source_advice(changed, recorded, recorded_from, judge.id, ctx.judge_from)
 
-    check_key(old, expected, f" (verdict {name})", "--live-judges",
-              labels=both_labels, advice=advice)
+    check_key(
+        old, expected, f" (verdict {name})", "--live-judges", labels=both_labels, advice=advice
+    )
 
 
 def key_labels_of(doc: dict[str, Any], ctx: SuiteContext, case: Case) -> LabelSource:

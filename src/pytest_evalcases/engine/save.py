@@ -53,7 +53,6 @@ def save_recording(
     http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     http_counts: tuple[int | None, int] | None = None  # (old, new) when the exchanges changed
     if exchanges is not None:
-
         http_hash = interactions_hash(exchanges)
         if old is not None and http_hash != old_http:
             try:
@@ -61,28 +60,30 @@ def save_recording(
             except CassetteError:
                 before = None
             ignore = _ignored_paths(ctx)
-            if before is not None and old_http is not None and same_exchanges(
-                before, exchanges, ignore
+            if (
+                before is not None
+                and old_http is not None
+                and same_exchanges(before, exchanges, ignore)
             ):
                 http_hash = old_http  # the same requests and answers: keep the file there is
             else:
                 http_counts = (None if before is None else len(before), len(exchanges))
-    doc = build_cassette(ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels,
-                         later_runs)
+    doc = build_cassette(
+        ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels, later_runs
+    )
     if old is None:
         change: dict[str, Any] = {"kind": "new"}
     elif http_counts is None and http_hash == old_http and same_recording(old, doc):
         # The file stays byte for byte: what is returned is what it holds, bar the timings.
         return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
     else:
+
         def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
             return stage_scores(ctx, case, recording)
 
-        change = {"kind": "changed",
-                  "details": describe_changes(old, doc, scores, http_counts)}
+        change = {"kind": "changed", "details": describe_changes(old, doc, scores, http_counts)}
     if not dry_run:
         if exchanges is not None and http_hash != old_http:
-
             save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))
         save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
     return doc, redacted, change
@@ -105,5 +106,7 @@ def stage_scores(
     """How the suite scores a recording, stage by stage: (passed, score)."""
     trace, verdicts = dict(recording.get("trace") or {}), recording.get("verdicts") or {}
     scores, _ = score_recording(ctx, case, trace, verdicts)
-    return {name: (None if result.judge_error else result.passed, result.score)
-            for name, result, _ in scores.results}
+    return {
+        name: (None if result.judge_error else result.passed, result.score)
+        for name, result, _ in scores.results
+    }

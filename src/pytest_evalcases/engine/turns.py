@@ -103,7 +103,6 @@ async def run_conversation(system: System, view: CaseInput, where: str) -> dict[
     if system.run_turn is None:
         return split_traces(await system.arun(view), view, where)
     if not inspect.iscoroutinefunction(system.run_turn):
-
         return await run_in_daemon_thread(lambda v: run_conversation_sync(system, v, where), view)
     traces: list[dict[str, Any]] = []
     history: list[dict[str, str]] = []

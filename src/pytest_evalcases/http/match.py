@@ -39,8 +39,11 @@ def _drop(value: Any, parts: list[str | int]) -> None:
     head, rest = parts[0], parts[1:]
     if head == "*":
         children = (
-            list(range(len(value))) if isinstance(value, list)
-            else list(value) if isinstance(value, dict) else []
+            list(range(len(value)))
+            if isinstance(value, list)
+            else list(value)
+            if isinstance(value, dict)
+            else []
         )
     else:
         children = [head]
@@ -95,8 +98,10 @@ def json_differences(old: Any, new: Any, path: str = "$") -> list[tuple[str, Any
     if isinstance(old, dict) and isinstance(new, dict):
         found = []
         for key in sorted(old.keys() | new.keys(), key=str):
-            child = f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][\w-]*", str(key)) else (
-                f"{path}[{key!r}]"
+            child = (
+                f"{path}.{key}"
+                if re.fullmatch(r"[A-Za-z_][\w-]*", str(key))
+                else (f"{path}[{key!r}]")
             )
             found += json_differences(old.get(key, _ABSENT), new.get(key, _ABSENT), child)
         return found
@@ -144,9 +149,7 @@ def view_differences(recorded: tuple[Any, ...], live: tuple[Any, ...]) -> list[s
     return found
 
 
-def closest(
-    recorded: list[tuple[Any, ...]], live: tuple[Any, ...]
-) -> tuple[int, list[str]] | None:
+def closest(recorded: list[tuple[Any, ...]], live: tuple[Any, ...]) -> tuple[int, list[str]] | None:
     """The recorded request nearest to `live` (same endpoint first, then fewest differences)."""
     best: tuple[tuple[int, int], int, list[str]] | None = None
     for index, view in enumerate(recorded):

@@ -106,8 +106,7 @@ class CaseHttp:
         same = sum(1 for recorded in views if recorded == view)
         if same:
             return (
-                f"{head}; it was recorded {same} time(s) and sent once more — re-record with "
-                "--live"
+                f"{head}; it was recorded {same} time(s) and sent once more — re-record with --live"
             )
         nearest = closest(views, view)
         if nearest is None:

@@ -34,16 +34,34 @@ __all__ = [
 
 # All compared lower-cased: header names are case-insensitive, and a field or parameter that
 # differs from these only by case is the same credential.
-SECRET_HEADERS = frozenset({
-    "authorization", "api-key", "x-api-key", "x-goog-api-key", "cookie", "set-cookie",
-    "openai-organization", "openai-project",
-})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "api-key",
+        "x-api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+    }
+)
 SECRET_QUERY_PARAMETERS = frozenset({"key", "api_key", "access_token"})
 # Exact names only: `max_tokens`, `prompt_tokens` or `keywords` are not credentials.
-SECRET_BODY_FIELDS = frozenset({
-    "api_key", "apikey", "key", "token", "access_token", "refresh_token", "id_token",
-    "client_secret", "secret", "password",
-})
+SECRET_BODY_FIELDS = frozenset(
+    {
+        "api_key",
+        "apikey",
+        "key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "client_secret",
+        "secret",
+        "password",
+    }
+)
 
 # Content codings we can undo with the standard library (brotli would need a dependency).
 _GZIP_CODINGS = frozenset({"gzip", "x-gzip"})
@@ -258,8 +276,8 @@ def _decode_content(
         return body, headers, False
     updated = {key: value for key, value in headers.items() if key != name}
     if codings:
-        updated[name] = [", ".join(codings)] if isinstance(headers[name], list) else ", ".join(
-            codings
+        updated[name] = (
+            [", ".join(codings)] if isinstance(headers[name], list) else ", ".join(codings)
         )
     return body, updated, True
 

@@ -109,11 +109,15 @@ def _structure_problem(doc: Any) -> str | None:
 def _runs_problem(runs: Any) -> str | None:
     """What makes the runs 2..K of a cassette (--eval-runs) unusable, or None."""
     if not isinstance(runs, list) or not all(
-        isinstance(run, dict) and isinstance(run.get("trace"), dict)
-        and isinstance(run.get("verdicts") or {}, dict) for run in runs
+        isinstance(run, dict)
+        and isinstance(run.get("trace"), dict)
+        and isinstance(run.get("verdicts") or {}, dict)
+        for run in runs
     ):
-        return ("has 'later_runs' that are not a list of {\"trace\": ..., \"verdicts\": ...} "
-                "objects; delete it and record again with --live")
+        return (
+            'has \'later_runs\' that are not a list of {"trace": ..., "verdicts": ...} '
+            "objects; delete it and record again with --live"
+        )
     for run in runs:
         problem = _verdicts_problem(run.get("verdicts") or {})
         if problem:
@@ -124,10 +128,18 @@ def _runs_problem(runs: Any) -> str | None:
 def _verdicts_problem(verdicts: dict[str, Any]) -> str | None:
     for stage, verdict in verdicts.items():
         score = verdict.get("score") if isinstance(verdict, dict) else None
-        if not isinstance(verdict, dict) or not (
-            score is None
-            or (isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1)
-        ) or (has_repeats(verdict) and not _well_formed_repeats(later_repeats(verdict))):
+        if (
+            not isinstance(verdict, dict)
+            or not (
+                score is None
+                or (
+                    isinstance(score, int | float)
+                    and not isinstance(score, bool)
+                    and 0 <= score <= 1
+                )
+            )
+            or (has_repeats(verdict) and not _well_formed_repeats(later_repeats(verdict)))
+        ):
             return (
                 f"has a malformed verdict for {stage} (a verdict is an object whose score is a "
                 "number from 0 to 1, or null; its later_repeats a list of such objects); "

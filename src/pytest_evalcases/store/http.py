@@ -129,7 +129,8 @@ def load_http(path: Path, shown: str) -> list[dict[str, Any]] | None:
         ) from None
     interactions = doc.get("interactions") if isinstance(doc, dict) else None
     if not isinstance(interactions, list) or not all(
-        isinstance(i, dict) and isinstance(i.get("request"), dict)
+        isinstance(i, dict)
+        and isinstance(i.get("request"), dict)
         and isinstance(i.get("response"), dict)
         for i in interactions
     ):

@@ -160,8 +160,9 @@ def check_key(
             return
     recorded_labels, current_labels = labels() if labels is not None else (None, None)
     changes = changed_fields(recorded, current, recorded_labels, current_labels)
-    names = {name for name in recorded.keys() | current.keys()
-             if recorded.get(name) != current.get(name)}
+    names = {
+        name for name in recorded.keys() | current.keys() if recorded.get(name) != current.get(name)
+    }
     closing = advice(names) if advice is not None else None
     if closing is None:
         if rerecord == "--live" and any(name.startswith("code.") for name in names):

@@ -88,22 +88,47 @@ class KeyShape:
 # Most specific first: shapes are replaced in this order, so `sk-ant-` is named before `sk-`
 # is looked for, and a key after `Bearer` is named by its shape, not as a bearer token.
 KEY_SHAPES: tuple[KeyShape, ...] = (
-    KeyShape("anthropic-key", ("sk-ant-",), re.compile(r"sk-ant-([A-Za-z0-9_-]{32,})"),
-             _looks_random, gate="sk-"),
-    KeyShape("openai-key", ("sk-",), re.compile(r"sk-(?!ant-)([A-Za-z0-9_-]{20,})"),
-             _looks_random),
-    KeyShape("google-api-key", ("AIza",), re.compile(r"AIza([A-Za-z0-9_-]{35})"),
-             lambda token: True, fixed_length=True),
-    KeyShape("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-             re.compile(r"(?:gh[pousr]_([A-Za-z0-9]{36,})|github_pat_([A-Za-z0-9_]{50,}))"),
-             lambda token: _character_classes(token) >= 2, gate="_"),
-    KeyShape("slack-token", ("xox",), re.compile(r"xox[abeprs]-([A-Za-z0-9-]{10,})"),
-             lambda token: any(c.isdigit() for c in token)),
-    KeyShape("aws-access-key-id", ("AKIA", "ASIA"), re.compile(r"(?:AKIA|ASIA)([A-Z0-9]{16})"),
-             lambda token: True, fixed_length=True),
-    KeyShape("bearer-token", ("earer", "EARER"),
-             re.compile(r"(?:Bearer|bearer|BEARER)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"),
-             lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token)),
+    KeyShape(
+        "anthropic-key",
+        ("sk-ant-",),
+        re.compile(r"sk-ant-([A-Za-z0-9_-]{32,})"),
+        _looks_random,
+        gate="sk-",
+    ),
+    KeyShape("openai-key", ("sk-",), re.compile(r"sk-(?!ant-)([A-Za-z0-9_-]{20,})"), _looks_random),
+    KeyShape(
+        "google-api-key",
+        ("AIza",),
+        re.compile(r"AIza([A-Za-z0-9_-]{35})"),
+        lambda token: True,
+        fixed_length=True,
+    ),
+    KeyShape(
+        "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"(?:gh[pousr]_([A-Za-z0-9]{36,})|github_pat_([A-Za-z0-9_]{50,}))"),
+        lambda token: _character_classes(token) >= 2,
+        gate="_",
+    ),
+    KeyShape(
+        "slack-token",
+        ("xox",),
+        re.compile(r"xox[abeprs]-([A-Za-z0-9-]{10,})"),
+        lambda token: any(c.isdigit() for c in token),
+    ),
+    KeyShape(
+        "aws-access-key-id",
+        ("AKIA", "ASIA"),
+        re.compile(r"(?:AKIA|ASIA)([A-Z0-9]{16})"),
+        lambda token: True,
+        fixed_length=True,
+    ),
+    KeyShape(
+        "bearer-token",
+        ("earer", "EARER"),
+        re.compile(r"(?:Bearer|bearer|BEARER)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"),
+        lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token),
+    ),
 )
 # The shortest shape candidate: `xoxb-` and 10 characters.
 _MIN_SHAPE_CHARS = 15
@@ -218,7 +243,7 @@ class _Redactor:
             pieces = []
             position = 0
             for marker in _MARKER.finditer(text):
-                pieces.append(self._redact_piece(text[position:marker.start()], kinds))
+                pieces.append(self._redact_piece(text[position : marker.start()], kinds))
                 pieces.append(marker.group())
                 position = marker.end()
             pieces.append(self._redact_piece(text[position:], kinds))
@@ -381,8 +406,10 @@ def scan_summary(findings: list[Finding], scanned: int) -> str:
         parts.append(f"{_count(len(secrets), 'secret')} in {_count(files, 'file')}")
     if unchecked:
         parts.append(f"{_count(len(unchecked), 'file')} not checked")
-    return (f"found {'; '.join(parts)} ({scanned} scanned): re-record with --live (recording "
-            "redacts secrets), or fix the files by hand")
+    return (
+        f"found {'; '.join(parts)} ({scanned} scanned): re-record with --live (recording "
+        "redacts secrets), or fix the files by hand"
+    )
 
 
 def _count(number: int, noun: str) -> str:

@@ -98,8 +98,12 @@ def trace_attributes(trace: Mapping[str, Any], model: str | None) -> Attributes:
         found["gen_ai.request.model"] = model
     turns = trace.get("turns")  # a conversation: every turn's calls, in order
     parts = [t for t in turns if isinstance(t, Mapping)] if isinstance(turns, list) else [trace]
-    tools = [c.get("name") for part in parts for c in part.get("tool_calls") or ()
-             if isinstance(c, Mapping)]
+    tools = [
+        c.get("name")
+        for part in parts
+        for c in part.get("tool_calls") or ()
+        if isinstance(c, Mapping)
+    ]
     if tools:
         found["evalcases.tool_calls"] = ", ".join(str(t) for t in tools)[:EXPLANATION_CHARS]
     return found

@@ -110,8 +110,9 @@ def mean_of_repeats(results: list[StageResult], suite: Suite) -> StageResult:
     else:
         op = ">=" if passed else "<"
         text = f"{mean:.2f} {op} {threshold:.2f} over {len(scores)} repeats {shown}"
-    return StageResult(mean, passed, text, threshold, label=label, repeat_scores=scores,
-                       unstable=unstable)
+    return StageResult(
+        mean, passed, text, threshold, label=label, repeat_scores=scores, unstable=unstable
+    )
 
 
 # What each judge reads; case fields among them (`reference`, `unanswerable`) key the verdict.
