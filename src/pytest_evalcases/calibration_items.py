@@ -106,6 +106,7 @@ def _item(
         )
     target = CalibrationTarget.of(ctx.suite, case)
     item = CalibrationItem.from_parent(parent, name=case.id, ctx=ctx, target=target, index=index)
+    item.extra_keyword_matches.add(ctx.suite.name)  # -k <suite name> selects its cases
     item.add_marker(state.marker("calibration"))
     if case.skip:
         item.add_marker(pytest.mark.skip(reason=case.skip))

@@ -19,7 +19,7 @@ from .calibration_items import collect_calibration
 from .context import ContextVariants, read_suite_file, suite_context
 from .core.errors import CaseFileError, StageFailure
 from .core.names import case_ids, shown_name, unsafe_id_reason
-from .core.schema import format_validation_error, validate_case
+from .core.schema import format_validation_error, misspelled_fields, validate_case
 from .domain.context import SuiteContext
 from .items import CaseItem, SuiteErrorItem
 from .session import get_session
@@ -113,6 +113,13 @@ class CaseFile(pytest.File):
                 label,
                 f"invalid case {label}\n" + format_validation_error(exc, prefix=f"cases[{index}]"),
             )
+        misspelled = misspelled_fields(case.extra)
+        if misspelled:
+            prefix = f"cases[{index}]."
+            return error(
+                case.id,
+                f"invalid case {case.id}\n" + "\n".join(prefix + line for line in misspelled),
+            )
         if unsafe:  # case.id is raw_id, now known to be a valid string
             return error(
                 f"cases[{index}]",
@@ -130,6 +137,7 @@ class CaseFile(pytest.File):
             except CaseFileError as exc:
                 return error(case.id, f"case {shown_name(case.id)} (cases[{index}]): {exc}")
         item = CaseItem.from_parent(self, name=case.id, ctx=ctx, case=case, index=index)
+        item.extra_keyword_matches.add(ctx.suite.name)  # -k <suite name> selects its cases
         for marker in filter(None, (case.category, *case.marks)):
             item.add_marker(state.marker(marker))
         if case.skip:

@@ -77,6 +77,15 @@ def _threshold_problems(suite: Suite) -> list[str]:
     return problems
 
 
+def _with_suggestion(name: str) -> str:
+    """An unknown stage's name, with the known stage it is close to (`retreival (did you mean
+    'retrieval'?)`)."""
+    import difflib  # only for a typo: not on every run's import path
+
+    close = difflib.get_close_matches(name, list(STAGES), n=1, cutoff=0.8)
+    return f"{name} (did you mean {close[0]!r}?)" if close else name
+
+
 def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
     """Why an `inputs` entry is not a file inside the rootdir, or None. Symlinks are followed: the
     key must depend only on files every checkout of the project has."""
@@ -194,7 +203,8 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
     unknown = [name for name in suite.stages + suite.report_only if name not in STAGES]
     if unknown:
         raise CaseFileError(
-            f"{nodeid}: unknown stage(s) {', '.join(unknown)}; known stages: {', '.join(STAGES)}"
+            f"{nodeid}: unknown stage(s) {', '.join(map(_with_suggestion, unknown))}; known "
+            f"stages: {', '.join(STAGES)}"
         )
     threshold_problems = _threshold_problems(suite)
     if threshold_problems:

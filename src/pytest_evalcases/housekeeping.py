@@ -110,6 +110,24 @@ def scan_suites(
     return suites, unreadable
 
 
+def case_markers(case_dirs: list[Path], cassette_root: Path) -> set[str]:
+    """Every category and mark the case files name (for `pytest --markers`, which collects
+    nothing). A file that cannot be read names none: collection reports it."""
+    found: set[str] = set()
+    for folder in case_dirs:
+        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+            if path.is_relative_to(cassette_root):
+                continue
+            try:
+                cases = json.loads(path.read_bytes())["cases"]
+                for case in cases:
+                    names = [case.get("category"), *(case.get("marks") or [])]
+                    found.update(n for n in names if isinstance(n, str) and n.isidentifier())
+            except Exception:  # anything a hostile file raises
+                continue
+    return found
+
+
 def claim_uncollected_suites(state: EvalSession) -> None:
     """After collection: claim the suite names of the case files this run did not collect
     (a node id or a folder selected part of them), so that a suite whose name another file

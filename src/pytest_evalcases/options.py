@@ -372,6 +372,43 @@ def check_otel_installed() -> None:
         )
 
 
+def check_vcrpy_installed(settings: Settings) -> None:
+    """--replay-http and live runs serve or record HTTP with vcrpy (the live extra): say so once,
+    before any case runs, rather than in every case."""
+    if not (settings.replay_http or settings.live):
+        return
+    try:
+        found = importlib.util.find_spec("vcr") is not None
+    except ImportError:
+        found = False
+    if not found:
+        flag = "--replay-http" if settings.replay_http else "a live run"
+        raise pytest.UsageError(
+            f"{flag} needs vcrpy, which records and serves each case's HTTP: "
+            'pip install "pytest-evalcases[live]"'
+        )
+
+
+# Plugins of packages the live extra pulls in, which pytest loads in every run unless told not
+# to: deepeval's adds ~2 s to a run and creates .deepeval/ in the working directory.
+NOISY_PLUGINS = ("deepeval", "langsmith_plugin")
+
+
+def noisy_plugins_line(config: pytest.Config, settings: Settings) -> str | None:
+    """One header line when a replay runs with deepeval's or langsmith's pytest plugin loaded,
+    saying how to switch them off (a live run may want them; it is not told)."""
+    if settings.live or not any(folder.is_dir() for folder in settings.case_dirs):
+        return None
+    loaded = [name for name in NOISY_PLUGINS if config.pluginmanager.has_plugin(name)]
+    if not loaded:
+        return None
+    flags = " ".join(f"-p no:{name}" for name in NOISY_PLUGINS)
+    return (
+        f"evalcases: pytest plugin(s) {', '.join(loaded)} loaded; a replay needs neither (they "
+        f"slow every run): add `{flags}` to addopts"
+    )
+
+
 def dont_rewrite_deepeval() -> None:
     """pytest marks every package with a pytest11 entry point for assertion rewriting, even when
     `-p no:deepeval` blocks the plugin. Rewriting deepeval on its lazy import costs ~5 s a live

@@ -17,7 +17,9 @@ from .core.errors import EvalCaseError
 from .options import (
     add_options,
     check_otel_installed,
+    check_vcrpy_installed,
     dont_rewrite_deepeval,
+    noisy_plugins_line,
     read_settings,
 )
 from .run_results import (
@@ -60,6 +62,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ErrorStatus(), "evalcases-error-status")
     if settings.otel and settings.live:
         check_otel_installed()
+    check_vcrpy_installed(settings)
+    if config.option.markers:  # `pytest --markers` collects nothing: list the case files' own
+        # start-up: only --markers reads the case files here
+        from .housekeeping import case_markers
+
+        for name in sorted(case_markers(settings.case_dirs, settings.cassette_root)):
+            config.addinivalue_line("markers", f"{name}: eval case category or mark")
     if settings.live:
         dont_rewrite_deepeval()
         if not settings.is_worker and not settings.dry_run:  # temp files of killed runs go first
@@ -168,7 +177,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    write_summary(terminalreporter, config, get_session(config))
+    state = get_session(config)
+    write_summary(terminalreporter, config, state)
+    noisy = noisy_plugins_line(config, state.settings)
+    if noisy is not None and not state.settings.is_worker:
+        terminalreporter.write_line(noisy)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
