@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -155,6 +156,8 @@ class Run:
     served_ms: float  # the server's mean time per request, latency included
     tail: str  # pytest's last line
     phases: dict[str, float]  # spawn to: conftest imported, collection done, batch start
+    first_cpu: float | None  # the child's CPU time (every thread) at its first judge request
+    cpu: float  # the child's CPU time in all
 
 
 def child_env(server: JudgeServer, pycache: Path | None) -> dict[str, str]:
@@ -197,14 +200,32 @@ def record(
         str(concurrency),
         "cases/",
     ]
-    started, spawned = time.perf_counter(), time.monotonic()
-    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        sys.exit(
-            f"the live run failed ({done.returncode}):\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    cpu_before = _children_cpu()
+    first_cpu: list[float | None] = []  # the child's CPU time when its first request arrived
+    enter = server._enter  # the server calls it for every request it receives
+
+    def noting_enter(request: Any) -> Any:
+        if not first_cpu:
+            first_cpu.append(cpu_seconds(child.pid))
+        return enter(request)
+
+    server._enter = noting_enter  # type: ignore[method-assign]
+    try:
+        started, spawned = time.perf_counter(), time.monotonic()
+        child = subprocess.Popen(
+            command,
+            cwd=folder,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
+        stdout, stderr = child.communicate()
+        wall = time.perf_counter() - started
+    finally:
+        del server._enter
+    if child.returncode != 0:
+        sys.exit(f"the live run failed ({child.returncode}):\n{stdout[-3000:]}\n{stderr[-3000:]}")
     received = sorted(request.received for request in server.requests)
     served = [request.answered - request.received for request in server.requests]
     phases = {}
@@ -219,9 +240,27 @@ def record(
         len(received),
         server.max_in_flight,
         1000 * statistics.mean(served),
-        done.stdout.strip().splitlines()[-1],
+        stdout.strip().splitlines()[-1],
         phases,
+        first_cpu[0] if first_cpu else None,
+        _children_cpu() - cpu_before,
     )
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system, every thread) process `pid` has used so far; None where
+    there is no /proc (not Linux). Ticks of 10 ms."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    """User + system time of the children waited for so far (one child runs at a time)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def best_and_median(runs: list[Run]) -> tuple[Run, float]:
@@ -297,7 +336,8 @@ def main() -> None:
             server.stop()
 
     run, median = best_and_median(timed[args.latency])
-    fixed, fixed_median = best_and_median(timed[0.0])
+    fixed_runs = timed[0.0]
+    fixed, fixed_median = best_and_median(fixed_runs)
     ideal = run.requests * args.latency / args.concurrency
     ratio = run.wall / ideal
     firsts = [r.first for runs in timed.values() for r in runs]
@@ -325,6 +365,9 @@ def main() -> None:
         f" on the median)"
     )
     print(f"    of which:           {first_stretch([r for runs in timed.values() for r in runs])}")
+    cpu_first = [r.first_cpu for runs in timed.values() for r in runs if r.first_cpu is not None]
+    if cpu_first:  # steadier than wall time when other processes share the machine
+        print(f"    CPU by then:        {spread(cpu_first)} of the child's CPU time (all threads)")
     print(
         f"  where the wall went:  {run.first:.2f} s to the first request (interpreter, pytest, "
         f"collection), {run.last - run.first:.2f} s of requests, "
@@ -335,6 +378,8 @@ def main() -> None:
         f"(the server took {run.served_ms:.1f} ms a request on average)"
     )
     print(f"  no latency (L=0):     {fixed.wall:.2f} s (median {fixed_median:.2f} s)")
+    cpu, fixed_cpu = (statistics.median(r.cpu for r in runs) for runs in timed.values())
+    print(f"  child CPU time:       median {cpu:.2f} s a run ({fixed_cpu:.2f} s with L=0)")
     import pytest_evalcases  # the child imports the same one (same sys.path, PYTHONPATH)
 
     print(
