@@ -48,7 +48,7 @@ from typing import Any
 
 PYTHON = sys.executable
 WALL_TARGET = 1.0
-DEFAULT_ROUNDS = 7  # ~12 s a round at N = 10,000 on the 2-vCPU machine
+DEFAULT_ROUNDS = 7  # ~15 s a round at N = 10,000 on the 2-vCPU machine
 RSS_TARGET = 1.2
 STARTUP_TARGET_MS = 50.0
 MODULES_ENV = "EVALCASES_BENCH_MODULES"
