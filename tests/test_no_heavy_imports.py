@@ -14,6 +14,8 @@ from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "jsonschema",
+         # the reports' own (results.json, dashboard.html): only with --eval-report
+         "numpy", "jinja2",
          # the frameworks the trace adapters read: the plugin itself never imports them
          "langchain_core", "langgraph", "pydantic_ai", "agents", "opentelemetry")
 

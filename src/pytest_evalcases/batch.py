@@ -122,12 +122,13 @@ class LiveRecorder:
                 bindings.append(self.services.binding_for(item.ctx))
             except Exception as exc:
                 raise pytest.UsageError(str(exc)) from None
-        self._warm_up(bindings)
         if items:
             progress.total = len(items)
-            asyncio.run(self._record_all(items, progress))
+            asyncio.run(self._record_all(items, progress, bindings))
 
-    async def _record_all(self, items: list[CaseItem], progress: Any) -> None:
+    async def _record_all(
+        self, items: list[CaseItem], progress: Any, bindings: list[JudgeBinding]
+    ) -> None:
         limits = _Limits(self.concurrency, self.rule)
         not_run = 0
 
@@ -149,8 +150,14 @@ class LiveRecorder:
                 self.rule.count(True)
             progress.case_done(self.services.judge_bindings())
 
+        cases = [asyncio.ensure_future(one(item)) for item in items]
         try:
-            await asyncio.gather(*(one(item) for item in items))
+            # Every case takes its first step (the HTTP layer starts, the first systems run);
+            # then the judges get ready (deepeval's import), beside the systems' I/O rather
+            # than ahead of the first judge request.
+            await asyncio.sleep(0)
+            self._warm_up(bindings)
+            await asyncio.gather(*cases)
         finally:
             progress.finish(self.services.judge_bindings())
             if self.rule.reason is not None:

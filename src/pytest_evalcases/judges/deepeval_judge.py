@@ -2,9 +2,10 @@
 (context completeness, answer accuracy, and rubric items: one request per item).
 
 deepeval is imported only by a live LLM judge, after its environment is prepared (it reads .env
-files unless told not to). The import takes 1.5-2 s, so the judge's first verdict starts it in a
-background thread (`start_loading_deepeval`; a --live or --live-judges run starts it before its
-first case, through `warm_up`); meanwhile the systems go on running and, for
+files unless told not to). The import takes 0.5-2 s of CPU, so the judge's first verdict starts it
+in a background thread (`start_loading_deepeval`; a --live or --live-judges run starts it through
+`warm_up` once every case has taken its first step: it shares the GIL, so started earlier it
+would only delay the first judge request); meanwhile the systems go on running and, for
 `openai:` judges, our own graders (context completeness, answer accuracy) already judge: they
 need only the chat client. deepeval's metrics wait for the import to finish.
 Each metric (built by metrics.py, one per verdict: metrics are stateful) runs through
