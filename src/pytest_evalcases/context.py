@@ -17,7 +17,6 @@ from .core.hashing import LABEL_CHARS, file_hash
 from .core.names import shown_file, shown_name, unsafe_id_reason
 from .core.schema import Suite, format_validation_error
 from .domain.calibration_schema import CalibrationSuite
-from .domain.code import default_code
 from .domain.context import CalibrationContext, SuiteContext
 from .domain.stages.registry import STAGES, prepare_stages
 from .domain.system import resolve_system
@@ -233,9 +232,12 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         system = resolve_system(spec, state.settings.rootdir, state.systems)
         fingerprint = system.fingerprint()
         key_fields = suite_key_fields(spec, input_hashes, fingerprint)
-        code = suite.code if suite.code is not None else default_code(spec)
         code_paths: dict[str, str] = {}
-        key_fields.update(state.code_fingerprints.key_fields(code, code_paths))
+        if suite.code is not None:
+            code_fields = state.code_fingerprints.key_fields(suite.code, code_paths)
+        else:  # the system's module and the project modules it imports
+            code_fields = state.code_fingerprints.default_key_fields(spec, code_paths)
+        key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
     except CaseFileError as exc:
         raise CaseFileError(f"{nodeid}: {exc}") from None

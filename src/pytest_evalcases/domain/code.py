@@ -1,9 +1,11 @@
 """Code fingerprints: the system's own source, hashed into the key so a code change stales replay.
 
-A suite names its code with `"code": [...]`: module names, `.py` files or folders of them. Each
-module becomes a key field `code.<module>` = hash of its normalised source, its AST as text:
-comments and formatting never stale anything, while a docstring (a tool's description), a string,
-a constant or any statement does. The source is read and parsed, never imported.
+By default a suite's code is the module holding its system and every module of the project it
+imports, transitively (read from the syntax trees, `code_imports`); a suite names its code itself
+with `"code": [...]`: module names, `.py` files or folders of them. Each module becomes a key
+field `code.<module>` = hash of its normalised source, its AST as text: comments and formatting
+never stale anything, while a docstring (a tool's description), a string, a constant or any
+statement does. The source is read and parsed, never imported; each file once per run.
 """
 
 from __future__ import annotations
@@ -13,14 +15,28 @@ import hashlib
 import json
 import os
 import sys
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import CaseFileError
 from ..core.hashing import HASH_CHARS
+from .code_imports import (
+    ImportStatement,
+    ModuleFinder,
+    import_statements,
+    imported_names,
+    parent_names,
+)
 
 CODE_PREFIX = "code."
+
+# The most modules the default "code" may hold: past it, the system imports (much of) a large
+# project and the suite should say which modules its behaviour depends on.
+DEFAULT_CODE_BOUND = 500
+
+_LISTED_HINT = 'fix the file or leave it out of "code"'
 
 
 _encode_string = json.JSONEncoder(ensure_ascii=True).encode
@@ -57,20 +73,29 @@ def _portable(node: Any, out: list[str]) -> None:
         out.append(type(node).__name__ + ":" + repr(node))
 
 
-def source_hash(path: Path) -> str:
-    """Hash of a Python file's AST (no line numbers, no comments), the same on every Python;
-    CaseFileError if unparsable."""
+def parse_source(path: Path, hint: str = _LISTED_HINT) -> ast.Module:
+    """A Python file's syntax tree; CaseFileError naming the file, ending with `hint`, when it
+    cannot be read or parsed."""
     try:
         source = path.read_bytes()
-        tree = ast.parse(source, filename=str(path))
+        return ast.parse(source, filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:
         raise CaseFileError(
-            f'"code": cannot read {path} as Python ({type(exc).__name__}: {exc}); fix the file '
-            'or leave it out of "code"'
+            f'"code": cannot read {path} as Python ({type(exc).__name__}: {exc}); {hint}'
         ) from None
+
+
+def tree_hash(tree: ast.Module) -> str:
+    """Hash of a syntax tree (no line numbers, no comments), the same on every Python."""
     out: list[str] = []
     _portable(tree, out)
     return hashlib.sha256("".join(out).encode()).hexdigest()[:HASH_CHARS]
+
+
+def source_hash(path: Path) -> str:
+    """Hash of a Python file's AST (no line numbers, no comments), the same on every Python;
+    CaseFileError if unparsable."""
+    return tree_hash(parse_source(path))
 
 
 def _dotted(relative: Path) -> str:
@@ -161,29 +186,102 @@ def _relative_to(path: Path, rootdir: Path) -> Path:
 
 
 class CodeFingerprints:
-    """Per-session cache: each file is parsed and hashed once, however many suites name it."""
+    """Per-session cache: each file is parsed and hashed once, each module name resolved once and
+    each system's import closure computed once, however many suites name them."""
 
-    def __init__(self, rootdir: Path) -> None:
+    def __init__(self, rootdir: Path, bound: int = DEFAULT_CODE_BOUND) -> None:
         self.rootdir = rootdir
-        self._hashes: dict[Path, str] = {}
+        self.bound = bound
+        self._parsed: dict[Path, tuple[str, tuple[ImportStatement, ...]]] = {}
+        self._finder = ModuleFinder(rootdir)
+        self._closures: dict[str, list[tuple[str, Path]]] = {}
 
     def key_fields(
         self, entries: Iterable[str], paths: dict[str, str] | None = None
     ) -> dict[str, str]:
-        """`code.<module>` -> hash of each module's source; `paths`, when given, receives each
-        field's file, relative to the rootdir (the field's label)."""
+        """`code.<module>` -> hash of each module's source, for a suite's `"code"` entries;
+        `paths`, when given, receives each field's file, relative to the rootdir (the field's
+        label)."""
+        modules = [
+            module for entry in entries for module in resolve_code_entry(entry, self.rootdir)
+        ]
+        return self._fields(modules, paths)
+
+    def default_key_fields(
+        self, system_spec: str, paths: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """The key fields of a suite without `"code"`: the system's module and every module of
+        the project it imports. CaseFileError past the bound."""
+        module = default_code(system_spec)[0]
+        modules = self.import_closure(module)
+        if len(modules) > self.bound:
+            top = module.partition(".")[0]
+            raise CaseFileError(
+                f'the default "code" (the system\'s module {module!r} and every module of the '
+                f"project it imports) holds {len(modules)} modules, more than {self.bound}: list "
+                f'in "code" the modules the system\'s answers depend on (e.g. "code": '
+                f'[{json.dumps(top)}]), or set "code": [] to key no code'
+            )
+        return self._fields(modules, paths)
+
+    def import_closure(self, module: str) -> list[tuple[str, Path]]:
+        """Module `module` (every module of it, if a package folder), the packages holding it and
+        every module of the project they import, transitively: (module name, file), by name."""
+        known = self._closures.get(module)
+        if known is not None:
+            return known
+        found: dict[str, Path] = {}
+        imported_by: dict[str, str] = {}
+        queue = deque(resolve_code_entry(module, self.rootdir))
+        while queue:
+            name, path = queue.popleft()
+            if name in found:
+                continue
+            found[name] = path
+            importer = imported_by.get(name)
+            hint = (
+                f'it is imported by {importer!r} (the default "code" follows the system\'s '
+                'imports): fix the file, or list the modules to key in "code"'
+                if importer
+                else _LISTED_HINT
+            )
+            _, statements = self._read(path, hint)
+            is_package = path.name == "__init__.py"
+            for candidate in (
+                *parent_names(name),
+                *imported_names(statements, name, is_package),
+            ):
+                if candidate in found or candidate in imported_by:
+                    continue
+                file = self._finder.find(candidate)
+                if file is not None:
+                    imported_by[candidate] = name
+                    queue.append((candidate, file))
+        closure = sorted(found.items())
+        self._closures[module] = closure
+        return closure
+
+    def _read(
+        self, path: Path, hint: str = _LISTED_HINT
+    ) -> tuple[str, tuple[ImportStatement, ...]]:
+        """A file's hash and import statements, from one parse per run."""
+        known = self._parsed.get(path)
+        if known is None:
+            tree = parse_source(path, hint)
+            known = self._parsed[path] = (tree_hash(tree), import_statements(tree))
+        return known
+
+    def _fields(
+        self, modules: Iterable[tuple[str, Path]], paths: dict[str, str] | None
+    ) -> dict[str, str]:
         fields: dict[str, str] = {}
-        for entry in entries:
-            for module, path in resolve_code_entry(entry, self.rootdir):
-                digest = self._hashes.get(path)
-                if digest is None:
-                    digest = self._hashes[path] = source_hash(path)
-                fields[CODE_PREFIX + module] = digest
-                if paths is not None:
-                    paths[CODE_PREFIX + module] = _relative_to(path, self.rootdir).as_posix()
+        for module, path in modules:
+            fields[CODE_PREFIX + module] = self._read(path)[0]
+            if paths is not None:
+                paths[CODE_PREFIX + module] = _relative_to(path, self.rootdir).as_posix()
         return fields
 
 
 def default_code(system_spec: str) -> list[str]:
-    """Without `"code"`, the module that holds the suite's system."""
+    """The module that holds the suite's system: where its default `"code"` starts."""
     return [system_spec.partition(":")[0]]
