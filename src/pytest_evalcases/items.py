@@ -125,8 +125,11 @@ class CaseItem(EvalItem):
                     self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
         if scores.first_failure is not None:
             error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
+            whole = self.config.option.verbose >= 2  # -vv: what the stage compared, whole
             message = (
-                failure_message(scores) if runs is None else runs_failure_message(scores, runs)
+                failure_message(scores, whole)
+                if runs is None
+                else runs_failure_message(scores, runs, whole)
             )
             raise error(message)
 
