@@ -8,7 +8,7 @@ import pytest
 
 from .core.errors import EvalCaseError, MissingRecording, StageFailure, StaleRecording
 from .core.repeats import has_repeats, later_repeats
-from .domain.scoring import result_stages
+from .domain.scoring import failure_details, result_stages
 from .domain.turns import all_turns, turn_results
 
 if TYPE_CHECKING:
@@ -88,6 +88,10 @@ def case_result(
         first = {"stage": name, "reason": stage.reason}
         if scores.failure_turn is not None:
             first["turn"] = scores.failure_turn
+        # What the stage compared, as the failure section showed it (-vv: whole).
+        details = failure_details(scores, whole=item.config.option.verbose >= 2)
+        if details:
+            first["details"] = [list(line) for line in details]
     result: dict[str, Any] = {
         "nodeid": item.nodeid,
         "suite": item.ctx.suite.name,
