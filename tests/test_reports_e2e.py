@@ -337,12 +337,17 @@ def test_cases(full: Run) -> None:
     assert by_id["fretr"]["first_failure"]["stage"] == "retrieval"
     assert "missing: zzz" in by_id["fretr"]["first_failure"]["reason"]
     assert by_id["xss"]["first_failure"] == {
-        "stage": "tools", "reason": f"missing: search; unexpected: {XSS}",
-        "details": [["called", f"{XSS}(query='{XSS} hi')"], ["expected", "search"],
-                    ["answer", f"'{XSS} hi'"]]}
+        "stage": "tools",
+        "reason": f"missing: search; unexpected: {XSS}",
+        "details": [
+            ["called", f"{XSS}(query='{XSS} hi')"],
+            ["expected", "search"],
+            ["answer", f"'{XSS} hi'"],
+        ],
+    }
     assert by_id["xf"]["first_failure"]["reason"] == "missing: lookup; unexpected: search"
-    assert [label for label, _ in by_id["xf"]["first_failure"]["details"]] == [
-        "called", "expected", "answer"]
+    xf_details = by_id["xf"]["first_failure"]["details"]
+    assert [label for label, _ in xf_details] == ["called", "expected", "answer"]
 
     for cid in SCORED:
         stages = by_id[cid]["stages"]
