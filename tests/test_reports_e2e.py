@@ -337,9 +337,17 @@ def test_cases(full: Run) -> None:
     assert by_id["fretr"]["first_failure"]["stage"] == "retrieval"
     assert "missing: zzz" in by_id["fretr"]["first_failure"]["reason"]
     assert by_id["xss"]["first_failure"] == {
-        "stage": "tools", "reason": f"missing: search; unexpected: {XSS}"}
-    assert by_id["xf"]["first_failure"] == {
-        "stage": "tools", "reason": "missing: lookup; unexpected: search"}
+        "stage": "tools",
+        "reason": f"missing: search; unexpected: {XSS}",
+        "details": [
+            ["called", f"{XSS}(query='{XSS} hi')"],
+            ["expected", "search"],
+            ["answer", f"'{XSS} hi'"],
+        ],
+    }
+    assert by_id["xf"]["first_failure"]["reason"] == "missing: lookup; unexpected: search"
+    xf_details = by_id["xf"]["first_failure"]["details"]
+    assert [label for label, _ in xf_details] == ["called", "expected", "answer"]
 
     for cid in SCORED:
         stages = by_id[cid]["stages"]
@@ -448,10 +456,12 @@ def test_payload_is_escaped_in_dashboard_and_markdown(full: Run) -> None:
     assert f"<pre>{XSS_ESCAPED} hi</pre>" in html  # the answer (and the input)
     assert f"<li>{XSS_ESCAPED}</li>" in html  # a retrieved id
     assert html.count("<script") == 1  # the page's own script only
-    # report.md shows no answers; the payload reaches it through the tools reason of `xss`
+    # report.md: the payload reaches it through the tools reason of `xss` and what happened
+    # (the call made and the answer)
     assert XSS not in md
     md_xss = XSS_ESCAPED.replace("(", "\\(").replace(")", "\\)")  # cells escape links too
     assert f"| rep::xss | failed | tools | missing: search; unexpected: {md_xss} |" in md
+    assert f"<br>expected: search<br>answer: '{md_xss} hi' |" in md
     step_summary = (full.project.root / "step_summary.md").read_text()
     assert XSS not in step_summary and md_xss in step_summary
 

@@ -141,7 +141,17 @@ def test_the_case_fails_at_its_first_failing_turn_and_stage(project: Project) ->
     assert "turn 1 tools" in text and "turn 2 answer_relevancy" in text  # the per-turn table
     assert "turn 2 tools: missing: get_order" in text  # the summary's first-failure column
     case = json.loads((project.root / "out" / "results.json").read_text())["cases"][0]
-    assert case["first_failure"] == {"stage": "tools", "turn": 2, "reason": "missing: get_order"}
+    assert case["first_failure"] == {
+        "stage": "tools",
+        "turn": 2,
+        "reason": "missing: get_order",
+        # what turn 2 called beside what it expected, and turn 2's answer
+        "details": [
+            ["called", "search_kb(query='cancel')"],
+            ["expected", "search_kb, get_order (in this order)"],
+            ["answer", "'Orders can be cancelled before shipping.'"],
+        ],
+    }
     assert [t["turn"] for t in case["turns"]] == [1, 2]
     assert case["turns"][0]["stages"]["tools"]["passed"] is True
     assert case["turns"][1]["stages"]["tools"]["passed"] is False

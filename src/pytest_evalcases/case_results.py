@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .core.errors import EvalCaseError, MissingRecording, StageFailure, StaleRecording
+from .core.exception_chain import exception_summary
 from .core.repeats import has_repeats, later_repeats
-from .domain.scoring import result_stages
+from .domain.scoring import failure_details, result_stages
 from .domain.turns import all_turns, turn_results
 
 if TYPE_CHECKING:
@@ -45,10 +46,11 @@ def outcome_of(
 
 
 def error_summary(exc: BaseException | None, limit: int = 300) -> str:
-    """One line saying why a case could not be scored (our messages name the file and fix)."""
+    """One line saying why a case could not be scored (our messages name the file and fix;
+    another exception: with the request it carries and its root cause)."""
     if exc is None:
         return ""
-    text = str(exc) if isinstance(exc, EvalCaseError) else f"{type(exc).__name__}: {exc}"
+    text = str(exc) if isinstance(exc, EvalCaseError) else exception_summary(exc)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     line = "; ".join(lines[:3])
     return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -88,6 +90,10 @@ def case_result(
         first = {"stage": name, "reason": stage.reason}
         if scores.failure_turn is not None:
             first["turn"] = scores.failure_turn
+        # What the stage compared, as the failure section showed it (-vv: whole).
+        details = failure_details(scores, whole=item.config.option.verbose >= 2)
+        if details:
+            first["details"] = [list(line) for line in details]
     result: dict[str, Any] = {
         "nodeid": item.nodeid,
         "suite": item.ctx.suite.name,

@@ -4,12 +4,14 @@ runtest scores it) and the stand-in for a file or case that cannot run."""
 from __future__ import annotations
 
 import functools
+import sysconfig
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from .core.exception_chain import exception_lines
 from .core.schema import Case
 from .domain.context import SuiteContext
 from .domain.scoring import failure_message, runs_failure_message, score_recording
@@ -31,6 +33,13 @@ _INTERNAL_FRAMES = tuple(
         __import__("concurrent.futures"),
     )
 ) + (str(Path(__file__).parent),)
+# Nor are the standard library's and installed packages' frames the user's code: an SDK's error
+# passes through dozens of them.
+_LIBRARY_FRAMES = tuple(
+    {str(Path(sysconfig.get_paths()[name])) for name in ("stdlib", "platstdlib", "purelib")}
+)
+# A system error during --live is shown in a few lines unless one of these styles asks for more.
+_FULL_TRACEBACK_STYLES = ("long", "native")
 
 
 class EvalItem(pytest.Item):
@@ -46,7 +55,32 @@ class EvalItem(pytest.Item):
         # replay of 1,000 stale cases take 80 s instead of 0.5 s.
         if isinstance(excinfo.value, EvalCaseError):
             return str(excinfo.value)
+        if getattr(self, "live_error", None) and style not in _FULL_TRACEBACK_STYLES:
+            return self.system_error_text(excinfo.value)
         return super()._repr_failure_py(excinfo, style)
+
+    def system_error_text(self, exc: BaseException) -> str:
+        """What the system raised during --live, in a few lines: the exception chain down to
+        its root cause, the request an HTTP client's error carries, and the line of the user's
+        code it came through (`--tb=long`: pytest's traceback)."""
+        return "\n".join(
+            [
+                *exception_lines(exc, self._user_path),
+                "the system raised during --live: this case was not recorded "
+                "(--tb=long shows the full traceback)",
+            ]
+        )
+
+    def _user_path(self, filename: str) -> str | None:
+        """A frame's file as the user knows it (relative to the rootdir), or None when it is
+        not the user's code: ours, pytest's, the standard library's or an installed package's."""
+        if filename.startswith(_INTERNAL_FRAMES + _LIBRARY_FRAMES) or filename.startswith("<"):
+            return None
+        if "site-packages" in filename or "dist-packages" in filename:
+            return None
+        path = Path(filename)
+        rootdir = self.config.rootpath
+        return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else filename
 
     def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
         """A failure of the user's code shows the user's frames only."""
@@ -125,8 +159,11 @@ class CaseItem(EvalItem):
                     self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
         if scores.first_failure is not None:
             error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
+            whole = self.config.option.verbose >= 2  # -vv: what the stage compared, whole
             message = (
-                failure_message(scores) if runs is None else runs_failure_message(scores, runs)
+                failure_message(scores, whole)
+                if runs is None
+                else runs_failure_message(scores, runs, whole)
             )
             raise error(message)
 

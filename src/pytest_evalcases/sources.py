@@ -16,6 +16,7 @@ import pytest
 
 from .batch import LiveRecorder, LiveServices, Progress
 from .core.errors import MissingRecording, StaleRecording
+from .core.exception_chain import exception_summary
 from .core.modes import LIVE_STALE, REPLAY
 from .engine.http_replay import replay_http, run_recorded
 from .engine.limits import NotRun, StopRule, budget_text
@@ -82,7 +83,7 @@ class LiveSource:
         except (StaleRecording, MissingRecording):
             raise
         except Exception as exc:  # the summary says this case was not recorded, and why
-            item.live_error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            item.live_error = exception_summary(exc)  # with its request and its root cause
             raise
 
 

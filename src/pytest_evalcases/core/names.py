@@ -1,5 +1,6 @@
 """Names that become file names and node ids (case ids, suite names), and the small text helpers
-every message uses: `clip` to shorten, `aligned` to lay out columns."""
+every message uses: `clip` to shorten, `aligned` to lay out columns, `shown_value` and `listed`
+to show what a trace held."""
 
 from __future__ import annotations
 
@@ -50,6 +51,23 @@ def clip(text: str, limit: int = 200, *, one_line: bool = True, ellipsis: str = 
     if one_line:
         text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - len(ellipsis)] + ellipsis
+
+
+def shown_value(value: object, limit: int | None) -> str:
+    """A value of a case or trace as a failure shows it: its repr (a string quoted, its line
+    breaks and control characters escaped, so it stays one line that cannot restyle a terminal),
+    a string cut to `limit` characters before quoting, anything else after (None: whole)."""
+    if isinstance(value, str):
+        return repr(value if limit is None else clip(value, limit, ellipsis="…"))
+    text = repr(value)
+    return text if limit is None else clip(text, limit, ellipsis="…")
+
+
+def listed(items: Sequence[str], most: int | None) -> str:
+    """Items joined by ", ": the first `most` and how many more there are (None: all)."""
+    if most is None or len(items) <= most:
+        return ", ".join(items)
+    return ", ".join(items[:most]) + f", … ({len(items) - most} more)"
 
 
 def aligned(rows: Sequence[Sequence[str]]) -> list[str]:

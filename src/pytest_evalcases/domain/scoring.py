@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.schema import Case, Suite
 from .stages import StageResult, skipped
 from .stages.registry import STAGES
+from .stages.shown import stage_details
 from .turns import turn_units, verdict_name
 
 if TYPE_CHECKING:
@@ -22,6 +23,11 @@ class CaseScores:
     # A conversation case: each scored turn's own scores, and the turn of first_failure.
     turns: list[tuple[int, CaseScores]] | None = None
     failure_turn: int | None = None
+    # What was scored: a failure shows what its stage compared (a conversation: each turn's
+    # scores hold that turn's case and trace).
+    case: Case | None = None
+    trace: dict[str, Any] | None = None
+    suite: Suite | None = None
 
 
 def score_case(
@@ -43,7 +49,7 @@ def score_case(
             results.append((name, result, is_gating))
             if is_gating and first_failure is None and result.passed is False:
                 first_failure = (name, result)
-    return CaseScores(results, first_failure)
+    return CaseScores(results, first_failure, case=case, trace=trace, suite=suite)
 
 
 def score_runs(
@@ -92,11 +98,11 @@ def score_recording(
     return score_case(ctx.suite, case, trace, verdicts, ctx.gating, ctx.report_only), None
 
 
-def runs_failure_message(scores: CaseScores, runs: Mapping[str, Any]) -> str:
+def runs_failure_message(scores: CaseScores, runs: Mapping[str, Any], whole: bool = False) -> str:
     """A failing --eval-runs case: how many runs passed, and the first failing run's table."""
     return (
         f"{runs['passed_runs']}/{runs['k']} runs passed (pass^k needs all); run "
-        f"{runs['shown_run']}: " + failure_message(scores)
+        f"{runs['shown_run']}: " + failure_message(scores, whole)
     )
 
 
@@ -133,11 +139,39 @@ def stage_table(scores: CaseScores) -> list[str]:
     ]
 
 
-def failure_message(scores: CaseScores) -> str:
+def failure_details(scores: CaseScores, whole: bool = False) -> list[tuple[str, str]]:
+    """What the first failing stage compared, as (label, text) lines: the calls made beside the
+    expected ones, the retrieved ids beside the expected ones, the answer (stages/shown.py). Each
+    value cut short unless `whole` (-vv). None for a judge error: the judge, not the system,
+    failed."""
+    if scores.first_failure is None or scores.first_failure[1].judge_error:
+        return []
+    unit = scores
+    if scores.failure_turn is not None and scores.turns is not None:
+        unit = dict(scores.turns)[scores.failure_turn]
+    if unit.case is None or unit.trace is None or unit.suite is None:
+        return []
+    stage = STAGES[scores.first_failure[0]]
+    return stage_details(stage, unit.case, unit.trace, unit.suite, whole)
+
+
+def details_lines(details: Sequence[tuple[str, str]]) -> list[str]:
+    """The failure's details as the terminal shows them: indented, the texts aligned."""
+    width = max((len(label) for label, _ in details), default=0) + 1
+    return [f"  {(label + ':').ljust(width)} {text}" for label, text in details]
+
+
+def failure_message(scores: CaseScores, whole: bool = False) -> str:
+    """What pytest shows for a failing case: its first failing stage and why, what that stage
+    compared (cut short; `whole`: -vv), then every stage's row."""
     name, result = scores.first_failure  # type: ignore[misc]
     if scores.failure_turn is not None:
         name = f"turn {scores.failure_turn} {name}"
-    return "\n".join([f"first failing stage: {name} ({result.reason})", "", *stage_table(scores)])
+    details = failure_details(scores, whole)
+    lines = [f"first failing stage: {name} ({result.reason})", *details_lines(details)]
+    if not whole and details != failure_details(scores, whole=True):
+        lines.append("  (values cut short: -vv shows them whole)")
+    return "\n".join([*lines, "", *stage_table(scores)])
 
 
 def result_stages(scores: CaseScores) -> dict[str, dict[str, Any]]:
@@ -167,7 +201,15 @@ def score_conversation(
     for position, (name, _, is_gating) in enumerate(turns[0][1].results):
         per_turn = [(number, scores.results[position][1]) for number, scores in turns]
         results.append((name, summed_up(per_turn), is_gating))
-    return CaseScores(results, first_failure, turns=turns, failure_turn=failure_turn)
+    return CaseScores(
+        results,
+        first_failure,
+        turns=turns,
+        failure_turn=failure_turn,
+        case=case,
+        trace=trace,
+        suite=suite,
+    )
 
 
 def summed_up(per_turn: list[tuple[int, StageResult]]) -> StageResult:

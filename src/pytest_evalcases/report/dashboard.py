@@ -157,6 +157,12 @@ def _case_view(
             else ff_stage or ""
         ),
         reason=reason if case["outcome"] not in ("passed", "xpassed", "skipped") else "",
+        # what the first failing stage compared: (label, text), as the terminal showed it
+        ff_details=[
+            (str(line[0]), str(line[1]))
+            for line in (case.get("first_failure") or {}).get("details") or []
+            if isinstance(line, Sequence) and not isinstance(line, str) and len(line) == 2
+        ],
         regressed=case.get("nodeid") in regressed,
         scores=scores,
         # (title, text) blocks in display order; None when the trace has no such field

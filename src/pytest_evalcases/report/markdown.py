@@ -19,7 +19,7 @@ from .formatting import (
     fmt_usd,
     uncommitted_changes,
 )
-from .markdown_table import escape_cell, markdown_table
+from .markdown_table import CellLines, escape_cell, markdown_table
 
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
@@ -391,15 +391,29 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     failing = [c for c in cases if c["outcome"] in FAILING]
     if not failing:
         return []
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for case in failing[:FAILING_ROWS_CAP]:
         stage, reason = failure_of(case)
-        rows.append((case_label(case), case["outcome"], stage or "–", reason))
+        rows.append((case_label(case), case["outcome"], stage or "–", reason, _happened(case)))
+    header = ["case", "outcome", "first failing stage", "reason", "what happened"]
+    if not any(row[-1] for row in rows):  # stale, missing or errors only: nothing was scored
+        header, rows = header[:-1], [row[:-1] for row in rows]
     lines = [f"### Failing cases ({len(failing)})", ""]
-    lines += markdown_table(["case", "outcome", "first failing stage", "reason"], rows)
+    lines += markdown_table(header, rows)
     lines += _more(len(failing), FAILING_ROWS_CAP)
     lines.append("")
     return lines
+
+
+def _happened(case: Mapping[str, Any]) -> CellLines:
+    """What the first failing stage compared (the calls made and expected, the retrieved and
+    expected ids, the answer), a line each: `called: search_kb(query='…')`."""
+    details = (case.get("first_failure") or {}).get("details") or []
+    return CellLines(
+        f"{line[0]}: {line[1]}"
+        for line in details
+        if isinstance(line, Sequence) and not isinstance(line, str) and len(line) == 2
+    )
 
 
 def _more(total: int, cap: int) -> list[str]:

@@ -38,16 +38,29 @@ def escape_cell(value: object, limit: int = _CELL_CHARS) -> str:
     return text.translate(_CELL_ESCAPES) or " "
 
 
+class CellLines(tuple[str, ...]):
+    """A cell of several lines: each escaped and cut as a cell is, joined by `<br>` (the one raw
+    tag a cell holds; GitHub renders it as a line break)."""
+
+    __slots__ = ()
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, CellLines):
+        return "<br>".join(escape_cell(line) for line in value) or " "
+    return escape_cell(value)
+
+
 def markdown_table(
     header: Sequence[str], rows: Iterable[Sequence[object]], align: Sequence[str] | None = None
 ) -> list[str]:
     """A GitHub-flavoured markdown table: a header, its separator (`align`: "l" or "r" per
-    column) and a line per row, every cell through `escape_cell`."""
+    column) and a line per row, every cell through `escape_cell` (a `CellLines` line by line)."""
     align = align or ["l"] * len(header)
     sep = ["---:" if a == "r" else "---" for a in align]
     lines = [
         "| " + " | ".join(escape_cell(h) for h in header) + " |",
         "| " + " | ".join(sep) + " |",
     ]
-    lines += ["| " + " | ".join(escape_cell(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines

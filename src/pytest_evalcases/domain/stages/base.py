@@ -52,6 +52,9 @@ def skipped(reason: str) -> StageResult:
 
 
 ScoreFn = Callable[[Case, dict[str, Any], Suite, dict[str, Any] | None], StageResult]
+# What a failure of the stage shows beside its reason: (label, text) lines from the case, the
+# trace and the suite, each value cut short unless `whole` (-vv) is set. See stages/shown.py.
+ShowFn = Callable[[Case, dict[str, Any], Suite, bool], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +67,6 @@ class Stage:
     # once per suite that runs the stage, at collection: check or load the suite's options for
     # it (raise CaseFileError); keeps per-case scoring free of set-up work
     prepare: Callable[[Suite, Path], None] | None = None
+    # what a failure shows (the values the stage compared); None: what a judge reads, else the
+    # answer (stages/shown.py `stage_details`)
+    shows: ShowFn | None = None

@@ -6,9 +6,13 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from ...core.names import clip, listed
 from ...core.schema import Case, Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
+
+ID_CHARS = 60  # of each document id a failure shows, unless -vv
+IDS_LISTED = 10  # ids a failure lists (retrieved within k, expected), unless -vv
 
 _DISCOUNTS = [0.0] + [1 / math.log2(rank + 1) for rank in range(1, 129)]  # nDCG, by rank
 
@@ -58,4 +62,25 @@ def score_retrieval(case: Case, trace: dict[str, Any], suite: Suite, verdict: An
     return StageResult(recall, False, reason, threshold, metrics=metrics)
 
 
-register(Stage("retrieval", score_retrieval))
+def show_retrieval(
+    case: Case, trace: dict[str, Any], suite: Suite, whole: bool
+) -> list[tuple[str, str]]:
+    """A `retrieval` failure shows the ids retrieved, in rank order, beside the expected ones:
+    those within k, then how many came after (-vv: which)."""
+    limit, most = (None, None) if whole else (ID_CHARS, IDS_LISTED)
+
+    def ids(docs: Sequence[Any]) -> list[str]:
+        return [str(doc) if limit is None else clip(str(doc), limit, ellipsis="…") for doc in docs]
+
+    retrieved = list(trace.get("retrieved") or [])
+    k = suite.k
+    shown = listed(ids(retrieved[:k]), most) or "nothing"
+    beyond = retrieved[k:]
+    if beyond and whole:
+        shown += f"; beyond k={k}: " + ", ".join(ids(beyond))
+    elif beyond:
+        shown += f" (+{len(beyond)} beyond k={k})"
+    return [("retrieved", shown), ("expected", listed(ids(case.expected_docs or []), most))]
+
+
+register(Stage("retrieval", score_retrieval, shows=show_retrieval))

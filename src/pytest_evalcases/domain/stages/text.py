@@ -11,6 +11,7 @@ from typing import Any
 from ...core.schema import Case, Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
+from .shown import answer_and_reference
 
 # A regex deletes the punctuation about twice as fast as str.translate with a table.
 _PUNCTUATION = re.compile("[" + re.escape(string.punctuation) + "]")
@@ -60,5 +61,5 @@ def score_token_f1(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any
     return StageResult(f1, f1 >= threshold, f"token F1 {f1:.2f} {op} {threshold:.2f}", threshold)
 
 
-register(Stage("exact_match", score_exact_match))
-register(Stage("token_f1", score_token_f1))
+register(Stage("exact_match", score_exact_match, shows=answer_and_reference))
+register(Stage("token_f1", score_token_f1, shows=answer_and_reference))

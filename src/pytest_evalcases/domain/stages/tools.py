@@ -8,9 +8,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...core.names import clip, listed, shown_value
 from ...core.schema import Case, Suite, ToolExpectation
 from .base import Stage, StageResult, skipped
 from .registry import register
+
+ARG_CHARS = 40  # of each argument value (and name) a failure shows, unless -vv
+CALLS_LISTED = 8  # calls (and expected tools) a failure lists, unless -vv
 
 
 def _matches(expected: str | ToolExpectation, call: dict[str, Any]) -> bool:
@@ -23,10 +27,10 @@ def _matches(expected: str | ToolExpectation, call: dict[str, Any]) -> bool:
     return all(args.get(k) == v for k, v in (expected.args or {}).items())
 
 
-def _label(expected: str | ToolExpectation) -> str:
+def _label(expected: str | ToolExpectation, limit: int | None = None) -> str:
     if isinstance(expected, str) or not expected.args:
         return expected if isinstance(expected, str) else expected.name
-    args = ", ".join(f"{k}={v!r}" for k, v in expected.args.items())
+    args = ", ".join(f"{k}={shown_value(v, limit)}" for k, v in expected.args.items())
     return f"{expected.name}({args})"
 
 
@@ -136,4 +140,44 @@ def score_tools(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -
     )
 
 
-register(Stage("tools", score_tools))
+def call_text(call: Any, limit: int | None) -> str:
+    """One call as a failure shows it: `search_kb(query='How many days…', k=3)`."""
+    if not isinstance(call, Mapping):
+        return shown_value(call, limit)
+    args = call.get("args")
+    if isinstance(args, Mapping):
+        inner = ", ".join(
+            f"{k if limit is None else clip(str(k), limit, ellipsis='…')}={shown_value(v, limit)}"
+            for k, v in args.items()
+        )
+    else:
+        inner = "" if args is None else shown_value(args, limit)
+    return f"{call.get('name', '?')}({inner})"
+
+
+def _bound_text(limit: int | Mapping[str, int]) -> str:
+    if isinstance(limit, int):
+        return f"at most {limit} call{'' if limit == 1 else 's'}"
+    return ", ".join(f"{name} at most {most}x" for name, most in limit.items())
+
+
+def show_tools(
+    case: Case, trace: dict[str, Any], suite: Suite, whole: bool
+) -> list[tuple[str, str]]:
+    """A `tools` failure shows the calls made, with their arguments, beside the expected ones:
+    `called: search_kb(query='How many days…')` / `expected: get_order`."""
+    limit, most = (None, None) if whole else (ARG_CHARS, CALLS_LISTED)
+    calls = trace.get("tool_calls") or []
+    called = listed([call_text(call, limit) for call in calls], most) or "no tool"
+    expected_tools = case.expected_tools
+    parts = []
+    if expected_tools is not None:
+        names = listed([_label(item, limit) for item in expected_tools], most)
+        strict = case.tool_order == "strict" and len(expected_tools) > 1
+        parts.append((names + " (in this order)" if strict else names) or "no tool")
+    if case.max_tool_calls is not None:
+        parts.append(_bound_text(case.max_tool_calls))
+    return [("called", called), ("expected", "; ".join(parts))]
+
+
+register(Stage("tools", score_tools, shows=show_tools))
