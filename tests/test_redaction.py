@@ -19,13 +19,15 @@ import pytest
 
 from pytest_evalcases.store.redaction import (
     KEY_SHAPES,
+    redact,
+    redaction_summary,
+    secret_values_from_env,
+)
+from pytest_evalcases.store.secret_scan import (
     Finding,
     ScanPathError,
     cassettes_folder_from_ini,
-    redact,
-    redaction_summary,
     scan_files,
-    secret_values_from_env,
 )
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,9 +11,9 @@ from pytest_evalcases.core.schema import (
     CaseModel,
     ToolExpectation,
     ValidationError,
-    format_validation_error,
     validate_case,
 )
+from pytest_evalcases.core.validation import format_validation_error
 from pytest_evalcases.domain.system import key_view, system_view
 
 

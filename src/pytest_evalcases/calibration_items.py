@@ -19,7 +19,7 @@ from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailur
 from .core.modes import LIVE, REPLAY
 from .core.names import case_ids, shown_name, unsafe_id_reason
 from .core.repeats import repeats_of
-from .core.schema import format_validation_error
+from .core.validation import format_validation_error
 from .domain.calibration_schema import CalibrationCase
 from .domain.calibration_scoring import RIGHT, case_message, case_status, spread
 from .domain.context import CalibrationContext, CalibrationTarget

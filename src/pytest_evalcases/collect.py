@@ -19,7 +19,8 @@ from .calibration_items import collect_calibration
 from .context import ContextVariants, read_suite_file, suite_context
 from .core.errors import CaseFileError, StageFailure
 from .core.names import case_ids, shown_name, unsafe_id_reason
-from .core.schema import format_validation_error, misspelled_fields, validate_case
+from .core.schema import validate_case
+from .core.validation import format_validation_error, misspelled_fields
 from .domain.context import SuiteContext
 from .items import CaseItem, SuiteErrorItem
 from .session import get_session

@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from .core.errors import CaseFileError
 from .core.hashing import LABEL_CHARS, file_hash
 from .core.names import shown_file, shown_name, unsafe_id_reason
-from .core.schema import Suite, format_validation_error
+from .core.schema import Suite
+from .core.validation import format_validation_error
 from .domain.calibration_schema import CalibrationSuite
 from .domain.context import CalibrationContext, SuiteContext
 from .domain.stages.registry import STAGES, prepare_stages

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..store.redaction import (
+from ..store.redaction import secret_values_from_env
+from ..store.secret_scan import (
     ScanPathError,
     cassettes_folder_from_ini,
     json_files,
     scan_files,
     scan_summary,
-    secret_values_from_env,
 )
 
 

@@ -81,3 +81,8 @@ def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
 def shown_file(path: Path, rootdir: Path) -> str:
     """A case file as messages name it: relative to the rootdir, as its node id starts."""
     return path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 secret`, `3 secrets`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

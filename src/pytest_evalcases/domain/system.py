@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..core.errors import CaseFileError, TraceError, UserCodeExit
-from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case, Trace, format_validation_error
+from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case, Trace
+from ..core.validation import format_validation_error
 
 
 class AttributeMapping(dict):

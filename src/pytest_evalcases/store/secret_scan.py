@@ -1,0 +1,146 @@
+"""`python -m pytest_evalcases scan`: recordings and reports checked for secrets, and the folder of
+cassettes a project's ini names (the redaction itself is `redaction.py`)."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.names import counted
+from .redaction import redact
+
+DEFAULT_CASSETTES = "cassettes"
+
+
+class ScanPathError(ValueError):
+    """A path given to the scan does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A secret found in a file (json_path set), or a file that could not be checked (json_path
+    None, kind says why)."""
+
+    file: Path
+    json_path: str | None
+    kind: str
+
+    def line(self) -> str:
+        if self.json_path is None:
+            return f"{self.file}: {self.kind}"
+        return f"{self.file}: {self.json_path}: {self.kind}"
+
+
+def json_files(paths: Iterable[Path | str]) -> Iterator[Path]:
+    """Every `*.json` file under the given folders (sorted), and each file given by name
+    whatever its name ends in; ScanPathError for a path that does not exist."""
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            yield from sorted(child for child in path.rglob("*.json") if child.is_file())
+        elif path.exists():
+            yield path
+        else:
+            raise ScanPathError(f"{path}: no such file or folder")
+
+
+def scan_files(
+    paths: Iterable[Path | str], secrets: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """Findings over `json_files(paths)`: every secret-shaped value and every value of `secrets`
+    ({name: value}, e.g. from secret_values_from_env) found, with its file and JSON path, and
+    every file that is unreadable or not JSON. Raises ScanPathError for a missing path."""
+    secrets = {} if secrets is None else secrets
+    findings: list[Finding] = []
+    for path in json_files(paths):
+        try:
+            doc = json.loads(path.read_bytes().decode("utf-8-sig"))
+        except OSError as exc:
+            findings.append(Finding(path, None, f"cannot read ({exc.strerror or exc})"))
+            continue
+        except UnicodeDecodeError:
+            findings.append(Finding(path, None, "not JSON (not UTF-8 text)"))
+            continue
+        except json.JSONDecodeError as exc:
+            findings.append(Finding(path, None, f"not JSON ({exc.msg} at line {exc.lineno})"))
+            continue
+        _, found = redact(doc, secrets)
+        findings.extend(Finding(path, where, kind) for where, kind in found)
+    return findings
+
+
+def scan_summary(findings: list[Finding], scanned: int) -> str:
+    """The scan's last line: `clean: 12 files scanned`, or what was found where."""
+    if not findings:
+        return f"clean: {counted(scanned, 'file')} scanned"
+    secrets = [finding for finding in findings if finding.json_path is not None]
+    unchecked = {finding.file for finding in findings if finding.json_path is None}
+    parts = []
+    if secrets:
+        files = len({finding.file for finding in secrets})
+        parts.append(f"{counted(len(secrets), 'secret')} in {counted(files, 'file')}")
+    if unchecked:
+        parts.append(f"{counted(len(unchecked), 'file')} not checked")
+    return (
+        f"found {'; '.join(parts)} ({scanned} scanned): re-record with --live (recording "
+        "redacts secrets), or fix the files by hand"
+    )
+
+
+def cassettes_folder_from_ini(directory: Path) -> tuple[Path, str]:
+    """(the cassettes folder, where it was read from) per the pytest configuration file in
+    `directory`, looked up in pytest's order; `cassettes` when no file sets `eval_cassettes`.
+    Only `directory` itself is read: run the scan from the project's root."""
+    for name, read in _INI_READERS:
+        config_file = directory / name
+        if not config_file.is_file():
+            continue
+        try:
+            options = read(config_file)
+        except (OSError, ValueError, configparser.Error):
+            continue  # pytest itself reports a broken configuration file
+        if options is None:
+            continue  # no pytest section: pytest looks at the next file
+        value = options.get("eval_cassettes")
+        if isinstance(value, str) and value.strip():
+            return directory / value.strip(), f"eval_cassettes in {name}"
+        break
+    return directory / DEFAULT_CASSETTES, "the default cassettes folder"
+
+
+def _ini_section(path: Path, section: str) -> dict[str, Any] | None:
+    parser = configparser.RawConfigParser()
+    parser.read(path, encoding="utf-8")
+    return dict(parser[section]) if parser.has_section(section) else None
+
+
+def _toml_table(path: Path, *keys: str) -> dict[str, Any] | None:
+    table: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+    for key in keys:
+        table = table.get(key) if isinstance(table, dict) else None
+    return table if isinstance(table, dict) else None
+
+
+def _pyproject_options(path: Path) -> dict[str, Any] | None:
+    tool_pytest = _toml_table(path, "tool", "pytest")
+    if tool_pytest is None:
+        return None
+    ini_options = tool_pytest.get("ini_options")
+    return ini_options if isinstance(ini_options, dict) else tool_pytest
+
+
+# pytest's own order of configuration files (a file without a pytest section is skipped).
+_INI_READERS = (
+    ("pytest.toml", lambda path: _toml_table(path, "pytest") or {}),
+    (".pytest.toml", lambda path: _toml_table(path, "pytest") or {}),
+    ("pytest.ini", lambda path: _ini_section(path, "pytest") or {}),
+    (".pytest.ini", lambda path: _ini_section(path, "pytest") or {}),
+    ("pyproject.toml", _pyproject_options),
+    ("tox.ini", lambda path: _ini_section(path, "pytest")),
+    ("setup.cfg", lambda path: _ini_section(path, "tool:pytest")),
+)
