@@ -583,20 +583,22 @@ def _closest(
     volatility: Volatility,
     ignore: Sequence[list[str | int]],
 ) -> int | None:
-    """The unpaired old exchange to the same endpoint whose request differs least."""
+    """The unpaired old exchange with the same method and path whose request differs least: at
+    the same scheme, host and port first (a moved base URL still pairs, and is named)."""
     request_paths, _ = volatility.paths(exchange["request"]["uri"])
     view = _request_view(exchange["request"], request_paths, ignore)
-    best: tuple[int, int] | None = None
+    best: tuple[int, int, int] | None = None
     for index, candidate in enumerate(old):
         if index in taken:
             continue
         other = _request_view(candidate["request"], request_paths, ignore)
-        if other[:5] != view[:5]:  # method, scheme, host, port, path
+        if (other[0], other[4]) != (view[0], view[4]):  # method, path
             continue
-        differences = _request_distance(other, view)
-        if best is None or differences < best[0]:
-            best = (differences, index)
-    return None if best is None else best[1]
+        moved = int(other[1:4] != view[1:4])  # scheme, host, port
+        rank = (moved, _request_distance(other, view), index)
+        if best is None or rank < best:
+            best = rank
+    return None if best is None else best[2]
 
 
 def _request_distance(one: tuple[Any, ...], other: tuple[Any, ...]) -> int:

@@ -497,3 +497,22 @@ def test_exchange_differences_name_the_field_not_the_volatile_values() -> None:
     ]
     # Built from copies: the new exchanges are not modified.
     assert copy.deepcopy(new) == new
+
+
+def test_a_moved_base_url_still_pairs_and_is_named() -> None:
+    old = tool_loop("first")
+    new = tool_loop("second")
+    for exchange in new:
+        exchange["request"]["uri"] = "http://127.0.0.1:35005/v1/chat/completions"
+
+    rerecorded = keep_old_volatile(old, new, BUILT_IN)
+
+    assert [before is not None for before, _ in rerecorded.changed] == [True, True]
+    assert [path for path, _, _ in json_differences(old, rerecorded.exchanges)] == [
+        "$[0].request.uri",
+        "$[1].request.uri",
+    ]  # the ids, times and headers are the old ones
+    before, after = rerecorded.changed[0]
+    assert exchange_differences(before, after, BUILT_IN) == [
+        ("request", "url", CHAT, "http://127.0.0.1:35005/v1/chat/completions")
+    ]
