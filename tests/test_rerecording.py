@@ -545,7 +545,8 @@ def test_same_recording_ignores_timings_usage_and_call_counts() -> None:
 
 
 def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
-    from pytest_evalcases.http.volatile import Volatility, same_exchanges
+    from pytest_evalcases.http.rerecord import same_exchanges
+    from pytest_evalcases.http.volatile import Volatility
 
     def exchange(question: str, reply_id: str, date: str) -> dict[str, Any]:
         return {"request": {"method": "POST", "uri": "http://h/v1/chat", "headers": {},

@@ -3,7 +3,7 @@
 A new recording that differs from the old one only in what no two runs share (`recorded_at`,
 latencies, usage counters, and the content hashes that follow from them) is not written: the
 cassette stays byte for byte, so a re-recording's diff shows real changes only (the values a
-provider makes fresh on every call are put back first, by http/volatile.py). Otherwise the
+provider makes fresh on every call are put back first, by http/rerecord.py). Otherwise the
 change is described in a few short phrases for the `recording changes` section, the HTTP
 recording's by the fields that changed (`describe_http_changes`).
 """
@@ -16,7 +16,8 @@ from typing import Any
 
 from ..core.repeats import later_repeats, with_later_repeats
 from ..http.match import ABSENT
-from ..http.volatile import Rerecorded, Volatility, exchange_differences
+from ..http.rerecord import Rerecorded, exchange_differences
+from ..http.volatile import Volatility
 
 # Never equal between two runs of the same system: left out wherever they appear in a trace or
 # a verdict (a verdict's `calls` counts its model requests, retries included).

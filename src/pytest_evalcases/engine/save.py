@@ -11,7 +11,8 @@ from ..core.errors import (
 )
 from ..domain.scoring import score_recording
 from ..http.match import parse_json_path
-from ..http.volatile import Volatility, keep_old_volatile, with_old_ids
+from ..http.rerecord import keep_old_volatile, with_old_ids
+from ..http.volatile import Volatility
 from ..store.cassette import (
     build_cassette,
     cassette_path,

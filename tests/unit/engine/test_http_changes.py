@@ -7,7 +7,8 @@ from typing import Any
 
 from pytest_evalcases.engine.diff import changed_values, describe_http_changes
 from pytest_evalcases.http.match import ABSENT
-from pytest_evalcases.http.volatile import Volatility, keep_old_volatile
+from pytest_evalcases.http.rerecord import keep_old_volatile
+from pytest_evalcases.http.volatile import Volatility
 
 DESCRIPTION = (
     "Search the ShopCo knowledge base (help articles about returns, warranty and shipping) "

@@ -1,6 +1,6 @@
-"""Values a provider makes fresh on every call (http/volatile.py): a re-record that differs only
-in them keeps the old exchanges whole; a real change keeps their old form wherever the old
-exchange has them, and the ids the client echoes (and the trace) follow."""
+"""Values a provider makes fresh on every call (http/volatile.py, http/rerecord.py): a re-record
+that differs only in them keeps the old exchanges whole; a real change keeps their old form
+wherever the old exchange has them, and the ids the client echoes (and the trace) follow."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import json
 from typing import Any
 
 from pytest_evalcases.http.match import ABSENT, json_differences
-from pytest_evalcases.http.volatile import (
-    Volatility,
+from pytest_evalcases.http.rerecord import (
     exchange_differences,
     keep_old_volatile,
     same_exchanges,
     with_old_ids,
 )
+from pytest_evalcases.http.volatile import Volatility
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 TOOLS = [{"type": "function", "function": {"name": "search_kb", "description": "Search the KB."}}]
