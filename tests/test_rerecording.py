@@ -545,7 +545,8 @@ def test_same_recording_ignores_timings_usage_and_call_counts() -> None:
 
 
 def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
-    from pytest_evalcases.engine.diff import same_exchanges
+    from pytest_evalcases.http.rerecord import same_exchanges
+    from pytest_evalcases.http.volatile import Volatility
 
     def exchange(question: str, reply_id: str, date: str) -> dict[str, Any]:
         return {"request": {"method": "POST", "uri": "http://h/v1/chat", "headers": {},
@@ -557,11 +558,13 @@ def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
 
     old = [exchange("a", "id-1", "Mon"), exchange("b", "id-2", "Mon")]
     new = [exchange("b", "id-3", "Tue"), exchange("a", "id-4", "Tue")]
-    assert not same_exchanges(old, new)  # `user` differs in the requests
-    assert same_exchanges(old, new, [["user"]])  # unless the suite's http_ignore names it
+    volatility = Volatility()
+    assert not same_exchanges(old, new, volatility)  # `user` differs in the requests
+    assert same_exchanges(old, new, volatility, [["user"]])  # unless http_ignore names it
+    assert same_exchanges(old, new, Volatility(["$.user"]))  # or http_volatile
     changed = [exchange("a", "id-1", "Mon"), exchange("c", "id-2", "Mon")]
-    assert not same_exchanges(old, changed, [["user"]])
-    assert not same_exchanges(old, old[:1])
+    assert not same_exchanges(old, changed, volatility, [["user"]])
+    assert not same_exchanges(old, old[:1], volatility)
 
 
 def test_the_recording_changes_markdown_cannot_form_links() -> None:

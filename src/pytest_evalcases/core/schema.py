@@ -6,6 +6,7 @@ slotted `Case` objects; traces are validated when they are recorded and replayed
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -21,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from .json_paths import parse_json_path
+
 __all__ = [
     "Case",
     "CaseModel",
@@ -32,6 +35,9 @@ __all__ = [
     "validate_case",
     "SYSTEM_HIDDEN_FIELDS",
 ]
+
+# A response header name as `http_volatile` lists it (RFC 9110 token), `*` at the end: a prefix.
+_HEADER_NAME = re.compile(r"[!#$%&'+.^_`|~0-9A-Za-z-]+\*?")
 
 
 class ToolExpectation(BaseModel):
@@ -363,6 +369,10 @@ class Suite(BaseModel):
     code: list[str] | None = None
     # JSONPaths of request body fields --replay-http ignores when matching (e.g. "$.user").
     http_ignore: list[str] = []
+    # Values the system's HTTP makes fresh on every call, beyond the built-in list
+    # (http/volatile.py): JSONPaths of request or response body fields ("$.trace_id") and
+    # response header names ("x-trace-id", "x-mycorp-*"). A re-record keeps their old form.
+    http_volatile: list[str] = []
     # Hosts the system may reach directly under --replay-http (loopback only when listed).
     allow_hosts: list[str] = []
     # Users whose data files key their cases (see User); a case names one with "user".
@@ -378,6 +388,27 @@ class Suite(BaseModel):
         if stage in self.thresholds:
             return self.thresholds[stage]
         return self.threshold if default is None else default
+
+    @field_validator("http_ignore")
+    @classmethod
+    def _json_paths(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            parse_json_path(path)  # its ValueError names the path and the forms it reads
+        return paths
+
+    @field_validator("http_volatile")
+    @classmethod
+    def _volatile_entries(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            if entry.startswith("$"):
+                parse_json_path(entry)
+            elif not _HEADER_NAME.fullmatch(entry):
+                raise ValueError(
+                    f"{entry!r} is neither a JSONPath of a body field ('$.trace_id') nor a "
+                    "response header name ('x-trace-id', or 'x-trace-*' for every header "
+                    "starting so)"
+                )
+        return entries
 
     @field_validator("users")
     @classmethod

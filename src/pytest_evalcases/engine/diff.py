@@ -2,8 +2,10 @@
 
 A new recording that differs from the old one only in what no two runs share (`recorded_at`,
 latencies, usage counters, and the content hashes that follow from them) is not written: the
-cassette stays byte for byte, so a re-recording's diff shows real changes only. Otherwise the
-change is described in a few short phrases for the `recording changes` section.
+cassette stays byte for byte, so a re-recording's diff shows real changes only (the values a
+provider makes fresh on every call are put back first, by http/rerecord.py). Otherwise the
+change is described in a few short phrases for the `recording changes` section, the HTTP
+recording's by the fields that changed (`describe_http_changes`).
 """
 
 from __future__ import annotations
@@ -13,17 +15,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.repeats import later_repeats, with_later_repeats
-from ..http.match import request_view
+from ..http.match import ABSENT
+from ..http.rerecord import Rerecorded, exchange_differences
+from ..http.volatile import Volatility
 
 # Never equal between two runs of the same system: left out wherever they appear in a trace or
 # a verdict (a verdict's `calls` counts its model requests, retries included).
 VOLATILE_KEYS = frozenset({"latency_ms", "usage"})
 VOLATILE_VERDICT_KEYS = VOLATILE_KEYS | {"calls"}
-# Per-response metadata of model APIs (ids, timestamps, backend build): never the content.
-VOLATILE_RESPONSE_FIELDS = frozenset({"id", "created", "system_fingerprint"})
 # What a recording holds besides its trace and verdicts: these must be equal too.
 _COMPARED_FIELDS = ("format", "suite", "case", "key")
 SHOWN_CHARS = 60
+# Differences of the HTTP exchanges shown for one case (the rest are counted).
+SHOWN_HTTP_DIFFERENCES = 6
 
 # A recording (trace and verdicts) -> stage -> (passed, score): how the suite scores it, in the
 # suite's stage order (passed None: the stage does not apply, or its verdict is pending).
@@ -77,45 +81,95 @@ def _stable_runs(runs: Any) -> Any:
     ]
 
 
-def _exchange_view(exchange: Mapping[str, Any], ignore: Sequence[list[str | int]]) -> str:
-    """An HTTP exchange as compared: the request as --replay-http matches it (the suite's
-    `http_ignore` paths left out), the response's status and body without volatile fields.
-    Response headers are left out: dates, request ids and rate-limit counters change every run."""
-
-    response = exchange.get("response") or {}
-    body = response.get("body") or {}
-    if isinstance(body.get("json"), dict):
-        content = stable(
-            {k: v for k, v in body["json"].items() if k not in VOLATILE_RESPONSE_FIELDS}
-        )
-        body = {"json": content}
-    status = (response.get("status") or {}).get("code")
-    view = (request_view(exchange["request"], list(ignore)), status, body)
-    return json.dumps(view, sort_keys=True, default=str)
-
-
-def same_exchanges(
-    old: Sequence[Mapping[str, Any]],
-    new: Sequence[Mapping[str, Any]],
-    ignore: Sequence[list[str | int]] = (),
-) -> bool:
-    """The same exchanges, in any order (concurrent requests of one case may finish in any)."""
-    if len(old) != len(new):
-        return False
-    try:
-        return sorted(_exchange_view(e, ignore) for e in old) == sorted(
-            _exchange_view(e, ignore) for e in new
-        )
-    except (KeyError, TypeError, AttributeError, ValueError):  # a malformed old file: changed
-        return False
-
-
 def _short(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     if len(text) > SHOWN_CHARS:
         text = text[: SHOWN_CHARS - 3] + "..."
     return repr(text) if isinstance(value, str) else text
+
+
+def describe_http_changes(
+    before_count: int | None,
+    rerecorded: Rerecorded | None,
+    after_count: int,
+    volatility: Volatility,
+    ignore: Sequence[list[str | int]] = (),
+) -> list[str]:
+    """What changed in a case's HTTP recording: the count of exchanges when it changed, then each
+    field that differs between an exchange and its old partner (volatile values aside), the same
+    difference in several exchanges said once:
+    `HTTP request $.tools[0].function.description: '…knowledge base…' -> '…help center…' (2
+    exchanges)`."""
+    found = []
+    if before_count != after_count:
+        shown_before = "none" if before_count is None else str(before_count)
+        found.append(f"HTTP exchanges: {shown_before} -> {after_count}")
+    exchanges: dict[tuple[str, str], int] = {}  # (side, text) -> in how many exchanges
+    for old, new in rerecorded.changed if rerecorded is not None else ():
+        if old is None:
+            continue
+        for side, where, was, now in exchange_differences(old, new, volatility, ignore):
+            text = f"HTTP {side} {where}: {changed_values(was, now)}"
+            exchanges[side, text] = exchanges.get((side, text), 0) + 1
+    differences = sorted(exchanges.items(), key=lambda item: item[0][0] != "request")
+    for (_, text), count in differences[:SHOWN_HTTP_DIFFERENCES]:
+        found.append(text + (f" ({count} exchanges)" if count > 1 else ""))
+    if len(differences) > SHOWN_HTTP_DIFFERENCES:
+        found.append(f"HTTP: {len(differences) - SHOWN_HTTP_DIFFERENCES} more differences")
+    if not found:
+        found.append(f"HTTP exchanges: {after_count} (changed)")
+    return found
+
+
+def changed_values(old: Any, new: Any) -> str:
+    """`old -> new`, shortened; two strings show where they differ, with the words around it:
+    `'Search the ShopCo knowledge base…' -> 'Search the ShopCo help center…'`."""
+    if isinstance(old, str) and isinstance(new, str):
+        return " -> ".join(repr(text) for text in _excerpts(old, new))
+    return f"{_shown(old)} -> {_shown(new)}"
+
+
+def _shown(value: Any) -> str:
+    return "<absent>" if value is ABSENT else _short(value)
+
+
+_CONTEXT_CHARS = 30  # shown before the first difference
+
+
+def _excerpts(old: str, new: str) -> tuple[str, str]:
+    """Each string whole when both are short; else from a word or so before where they start to
+    differ to the end of the word where they meet again, within SHOWN_CHARS, "…" marking what
+    is cut."""
+    old_text, new_text = " ".join(old.split()), " ".join(new.split())
+    if max(len(old_text), len(new_text)) <= SHOWN_CHARS:
+        return old_text, new_text
+    shortest = min(len(old_text), len(new_text))
+    start = 0
+    while start < shortest and old_text[start] == new_text[start]:
+        start += 1
+    same_end = 0
+    while (
+        same_end < shortest - start
+        and old_text[len(old_text) - 1 - same_end] == new_text[len(new_text) - 1 - same_end]
+    ):
+        same_end += 1
+    begin = max(0, start - _CONTEXT_CHARS)
+    if begin > 0:
+        space = old_text.find(" ", begin, start)
+        begin = space + 1 if space != -1 else begin
+    return (
+        _excerpt(old_text, begin, len(old_text) - same_end),
+        _excerpt(new_text, begin, len(new_text) - same_end),
+    )
+
+
+def _excerpt(text: str, begin: int, end: int) -> str:
+    space = text.find(" ", end)
+    end = len(text) if space == -1 else space  # to the end of the word
+    if end - begin > SHOWN_CHARS:
+        end = begin + SHOWN_CHARS - 1
+    return ("…" if begin > 0 else "") + text[begin:end] + ("…" if end < len(text) else "")
 
 
 def _tool_names(trace: Mapping[str, Any]) -> list[str]:
@@ -139,12 +193,12 @@ def describe_changes(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
     scores: StageScores,
-    http_counts: tuple[int | None, int] | None = None,
+    http_changes: Sequence[str] = (),
 ) -> list[str]:
     """Short phrases saying what differs between two recordings of one case, most telling first:
     the key fields that changed, the answer, tool calls, retrieved ids, other trace fields, each
-    stage that flipped pass/fail (old -> new score; judged or not), other verdict changes, the
-    HTTP exchanges (`http_counts`: old and new count, when the HTTP recording changed)."""
+    stage that flipped pass/fail (old -> new score; judged or not), other verdict changes, then
+    `http_changes` (what `describe_http_changes` said of the HTTP recording, when it changed)."""
     found: list[str] = []
     old_key, new_key = old.get("key") or {}, new.get("key") or {}
     changed_key = sorted(
@@ -183,13 +237,7 @@ def describe_changes(
     found += flips
     found += _verdict_changes(old, new, {flip.split(":", 1)[0] for flip in flips})
     found += _run_changes(old, new, scores)
-    if http_counts is not None:
-        before_count, after_count = http_counts
-        if before_count == after_count:
-            found.append(f"HTTP exchanges: {after_count} (changed)")
-        else:
-            shown_before = "none" if before_count is None else str(before_count)
-            found.append(f"HTTP exchanges: {shown_before} -> {after_count}")
+    found += http_changes
     return found
 
 

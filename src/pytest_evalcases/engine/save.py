@@ -1,5 +1,6 @@
 """Saving a recording: secrets redacted, the HTTP file written before the cassette that holds its
-hash, and nothing written when the new recording equals the old one but for timings and usage."""
+hash, and nothing written when the new recording equals the old one but for timings, usage and
+the values a provider makes fresh on every call."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from ..core.errors import (
 )
 from ..domain.scoring import score_recording
 from ..http.match import parse_json_path
+from ..http.rerecord import keep_old_volatile, with_old_ids
+from ..http.volatile import Volatility
 from ..store.cassette import (
     build_cassette,
     cassette_path,
@@ -19,7 +22,7 @@ from ..store.cassette import (
 )
 from ..store.http import http_document, interactions_hash, load_http, save_http
 from ..store.redaction import redact_secrets
-from .diff import describe_changes, same_exchanges, same_recording
+from .diff import describe_changes, describe_http_changes, same_recording
 from .replay import recording_labels
 
 if TYPE_CHECKING:
@@ -41,9 +44,11 @@ def save_recording(
 ) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
     holds the HTTP file's hash: a crash between the two leaves a pair replay refuses, never a
-    pair that lies. Secrets are redacted from both first. Nothing is written when the recording
-    equals `old` (the cassette there was) but for timings and usage, nor in a dry run.
-    Returns the cassette, the count of secrets redacted and what changed."""
+    pair that lies. Secrets are redacted from both first. The values a provider makes fresh on
+    every call (ids, times, request ids: http/volatile.py) take their old form again, in the
+    exchanges and the trace. Nothing is written when the recording equals `old` (the cassette
+    there was) but for those, timings and usage, nor in a dry run. Returns the cassette, the
+    count of secrets redacted and what changed."""
 
     labels = recording_labels(ctx, case, verdicts, trace)
     (trace, verdicts, exchanges, labels, later_runs), redacted = redact_secrets(
@@ -51,29 +56,36 @@ def save_recording(
     )
     old_http = ((old or {}).get("integrity") or {}).get("http") if old else None
     http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
-    http_counts: tuple[int | None, int] | None = None  # (old, new) when the exchanges changed
+    http_changes: list[str] | None = None  # what changed, when the exchanges did
     if exchanges is not None:
-        http_hash = interactions_hash(exchanges)
-        if old is not None and http_hash != old_http:
+        volatility, ignore = Volatility(ctx.suite.http_volatile), _ignored_paths(ctx)
+        before = None
+        if old is not None:
             try:
                 before = load_http(http_file, shown_path(http_file, ctx.rootdir))
             except CassetteError:
                 before = None
-            ignore = _ignored_paths(ctx)
-            if (
-                before is not None
-                and old_http is not None
-                and same_exchanges(before, exchanges, ignore)
-            ):
+        rerecorded = None
+        if before is not None and old_http is not None:
+            # Fresh ids, times and request ids take their old form again: in the exchanges
+            # and in the trace, which may hold the tool-call ids.
+            rerecorded = keep_old_volatile(before, exchanges, volatility, ignore)
+            exchanges, trace = rerecorded.exchanges, with_old_ids(trace, rerecorded.fresh_ids)
+        http_hash = interactions_hash(exchanges)
+        if old is not None and http_hash != old_http:
+            if rerecorded is not None and rerecorded.unchanged:
                 http_hash = old_http  # the same requests and answers: keep the file there is
             else:
-                http_counts = (None if before is None else len(before), len(exchanges))
+                before_count = None if before is None else len(before)
+                http_changes = describe_http_changes(
+                    before_count, rerecorded, len(exchanges), volatility, ignore
+                )
     doc = build_cassette(
         ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels, later_runs
     )
     if old is None:
         change: dict[str, Any] = {"kind": "new"}
-    elif http_counts is None and http_hash == old_http and same_recording(old, doc):
+    elif http_changes is None and http_hash == old_http and same_recording(old, doc):
         # The file stays byte for byte: what is returned is what it holds, bar the timings.
         return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
     else:
@@ -81,7 +93,8 @@ def save_recording(
         def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
             return stage_scores(ctx, case, recording)
 
-        change = {"kind": "changed", "details": describe_changes(old, doc, scores, http_counts)}
+        details = describe_changes(old, doc, scores, http_changes or ())
+        change = {"kind": "changed", "details": details}
     if not dry_run:
         if exchanges is not None and http_hash != old_http:
             save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))

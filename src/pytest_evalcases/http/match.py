@@ -12,27 +12,22 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ..core.json_paths import parse_json_path
+
+__all__ = [
+    "ABSENT",
+    "closest",
+    "describe",
+    "json_differences",
+    "parse_json_path",
+    "request_view",
+    "summarise",
+    "view_differences",
+    "without_paths",
+]
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
-_PATH_PART = re.compile(r"\.([^.\[\]]+)|\[(\d+|\*)\]")
 SHOWN_DIFFS = 3
-
-
-def parse_json_path(path: str) -> list[str | int]:
-    """`$.a.b[0][*]` -> ["a", "b", 0, "*"]; ValueError for anything else."""
-    if not path.startswith("$"):
-        raise ValueError(f"{path!r} is not a JSONPath (it starts with '$', e.g. '$.user')")
-    parts: list[str | int] = []
-    rest = path[1:]
-    while rest:
-        found = _PATH_PART.match(rest)
-        if not found:
-            raise ValueError(f"{path!r}: cannot read {rest!r} (use $.field, [0] or [*])")
-        name, index = found.groups()
-        parts.append(name if name is not None else ("*" if index == "*" else int(index)))
-        rest = rest[found.end() :]
-    if not parts:
-        raise ValueError(f"{path!r} names the whole body; name a field, e.g. '$.user'")
-    return parts
 
 
 def _drop(value: Any, parts: list[str | int]) -> None:
@@ -123,6 +118,7 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+ABSENT = _ABSENT  # what json_differences gives for the side a field is missing from
 
 
 def _short(value: Any, limit: int = 60) -> str:
