@@ -29,7 +29,6 @@ __all__ = [
     "CaseModel",
     "Suite",
     "ToolExpectation",
-    "Trace",
     "User",
     "ValidationError",
     "validate_case",
@@ -419,47 +418,3 @@ class Suite(BaseModel):
                 raise ValueError(f"user id {user.id!r} is declared twice; user ids are unique")
             seen.add(user.id)
         return users
-
-
-class ToolCall(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    name: str
-    args: dict[str, Any] = {}
-
-
-class ToolOutput(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    tool: str
-    content: str
-
-
-class Usage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cost_usd: float | None = None
-
-
-class CitedSentence(BaseModel):
-    """One sentence of the answer and the document ids it cites."""
-
-    model_config = ConfigDict(extra="allow")
-    sentence: str
-    docs: list[str] = []
-
-
-class Trace(BaseModel):
-    """What the system did for one case; stages score it."""
-
-    model_config = ConfigDict(extra="allow")
-
-    answer: str
-    tool_calls: list[ToolCall] = []
-    tool_outputs: list[ToolOutput] = []
-    retrieved: list[str] = []
-    context: list[str] = []
-    usage: Usage | None = None
-    latency_ms: float | None = None
-    # None rather than []: an unused field stays out of every recorded trace
-    triples: list[Triple] | None = None
-    citations: list[str | CitedSentence] | None = None

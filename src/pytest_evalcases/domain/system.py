@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..core.errors import CaseFileError, TraceError, UserCodeExit
-from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case, Trace
+from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case
+from ..core.trace import Trace
 from ..core.validation import format_validation_error
 
 

@@ -17,10 +17,7 @@ from ..domain.context import case_where
 from ..domain.system import exit_message, normalize_trace
 from ..domain.verdicts import judged_inputs, judged_part, judged_units
 from ..http.router import CaseHttp, UnservedRequest
-from ..store.cassette import (
-    http_path,
-    shown_path,
-)
+from ..store.cassette import http_path, shown_path
 from ..store.http import interactions_hash, load_http
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import check_verdicts, checked_cassette

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import (
-    CassetteError,
-)
+from ..core.errors import CassetteError
 from ..domain.scoring import score_recording
 from ..http.match import parse_json_path
 from ..http.rerecord import keep_old_volatile, with_old_ids

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_evalcases.core.json_paths import parse_json_path
-from pytest_evalcases.core.schema import Suite, ValidationError, format_validation_error
+from pytest_evalcases.core.schema import Suite, ValidationError
+from pytest_evalcases.core.validation import format_validation_error
 
 
 def test_parse_json_path() -> None:
