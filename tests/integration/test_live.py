@@ -180,6 +180,7 @@ def test_summary_says_the_failed_cases_were_not_re_recorded(failed_live: SimpleN
     assert "1 unchanged, 0 changed, 0 new; 2 not recorded" in section
 
 
+@pytest.mark.subprocess  # the system sends SIGINT to its own process
 def test_interrupted_live_run_leaves_every_cassette_whole(project: Project) -> None:
     project.write_suite(suite_doc())
     project.run("--live").assert_outcomes(passed=3)

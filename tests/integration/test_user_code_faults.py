@@ -175,7 +175,8 @@ def test_temp_files_of_killed_runs_are_removed_and_counted(project: Project) -> 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
     leftover = project.write_text(f"cassettes/suite/alpha.json.tmp.{dead}", "{half")
-    alive = project.write_text(f"cassettes/suite/gamma.json.tmp.{os.getpid()}", "{mine")
+    # A live process other than the run's (the run is in this process: its own pid is its own).
+    alive = project.write_text(f"cassettes/suite/gamma.json.tmp.{os.getppid()}", "{mine")
 
     result = project.run("--live", "-k", "alpha")
 
