@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-from _pytest.pytester import SysModulesSnapshot
 from evalhelpers import TEST_COLUMNS, Project
+from inprocess import XDIST_VARIABLES, forgetting_only_modules_under
 from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the adapter tests
-
-
-def forgetting_only_modules_under(root: Path) -> Callable[[], SysModulesSnapshot]:
-    """A sys.modules snapshot whose restore forgets only the modules imported from `root`.
-
-    pytester's own snapshot forgets every module a run imported; a library imported again in
-    the same process then no longer matches the objects the first import left behind (a
-    deepeval model class, requests' cookie jar under vcrpy's patch). The project's modules
-    (mysys, the test's system files) are still imported afresh by each run."""
-    prefix = str(root) + os.sep
-
-    def keep(name: str) -> bool:
-        path = getattr(sys.modules.get(name), "__file__", None)
-        return not (isinstance(path, str) and path.startswith(prefix))
-
-    return lambda: SysModulesSnapshot(preserve=keep)
 
 
 @pytest.fixture
@@ -44,8 +25,9 @@ def project(
         return Project(pytester.path, pytester.runpytest_subprocess).write_base()
     # As a subprocess started for the project would be: no worker of this run's xdist, and the
     # project's folder importable (`python -m pytest` puts the working directory first).
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+    for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE=1
     pytester.syspathinsert()
     snapshot = forgetting_only_modules_under(pytester.path)
     # pytester's private hooks (pytest 8-9): fail here, loudly, if they change.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess import run_pytest_in_process
 from judge_server import JUDGE_SETTINGS
 
 INI = (
@@ -170,7 +171,13 @@ def suite_doc(name: str = "suite", cases: list[Any] | None = None, **fields: Any
 
 
 def run_pytest(root: Path, *args: str) -> pytest.RunResult:
-    """pytest in a subprocess with `root` as working directory (for module-scoped projects)."""
+    """pytest with `root` as working directory, in this process (for module-scoped projects and
+    the examples; see inprocess.py)."""
+    return run_pytest_in_process(root, *args, env={"COLUMNS": TEST_COLUMNS})
+
+
+def run_pytest_subprocess(root: Path, *args: str) -> pytest.RunResult:
+    """pytest in a subprocess with `root` as working directory."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     env["COLUMNS"] = TEST_COLUMNS
     env.pop("PYTEST_ADDOPTS", None)

@@ -191,13 +191,17 @@ def test_orphan_detection_skips_unreadable_case_files(hostile: SimpleNamespace) 
 def test_unexpected_error_loading_a_suite_is_an_error_item(project: Project) -> None:
     # A fault nobody foresaw (here: a patched resolver raising ZeroDivisionError) while loading
     # one suite: that file errors, the others run.
+    # (Patched for the run only: the run may share its process with other tests.)
     project.write_text("conftest.py", "import pytest_evalcases.collect as collect\n\n"
                        "real = collect.resolve_system\n\n\n"
                        "def resolve(spec, *args):\n"
                        "    if spec == 'mysys:other_system':\n"
                        "        raise ZeroDivisionError('nobody saw this coming')\n"
                        "    return real(spec, *args)\n\n\n"
-                       "collect.resolve_system = resolve\n")
+                       "def pytest_configure(config):\n"
+                       "    collect.resolve_system = resolve\n\n\n"
+                       "def pytest_unconfigure(config):\n"
+                       "    collect.resolve_system = real\n")
     project.write_suite(suite_doc("good", cases=[make_case("alpha", "alpha beta")]))
     project.write_suite(suite_doc("odd", system="mysys:other_system"))
 
