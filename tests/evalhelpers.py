@@ -359,7 +359,7 @@ def record_template(root: Path, *suites: dict[str, Any]) -> Project:
 
 
 # Variables a judged run may read; `run_pytest_env` starts from none of them, so a test states
-# exactly which key and endpoint (if any) the subprocess sees.
+# exactly which key and endpoint (if any) the run sees.
 JUDGE_ENV_VARS = (
     "OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "OLLAMA_HOST",
     "OPENAI_COST_PER_INPUT_TOKEN", "OPENAI_COST_PER_OUTPUT_TOKEN", *JUDGE_SETTINGS,
@@ -407,10 +407,19 @@ def run_pytest_env(
     return result, [name for name in heavy if name != "-"]
 
 
+def run_pytest_env_in_process(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> pytest.RunResult:
+    """pytest under `root` in this process (see inprocess.py), with the judge variables of
+    JUDGE_ENV_VARS unset and then `env` applied: `run_pytest_env` for a run whose imports do
+    not matter."""
+    return run_pytest_in_process(root, *args, env={"COLUMNS": TEST_COLUMNS, **(env or {})},
+                                 unset=JUDGE_ENV_VARS)
+
+
 def run_live_openai(project: Project, base_url: str, *args: str, **env: str) -> pytest.RunResult:
-    """`pytest --live --eval-judge openai:gpt-4o-mini` in a subprocess, against the
-    OpenAI-compatible server at `base_url` with a test key (see `run_pytest_env`)."""
-    result, _ = run_pytest_env(
+    """`pytest --live --eval-judge openai:gpt-4o-mini` in this process, against the
+    OpenAI-compatible server at `base_url` with a test key (see `run_pytest_env_in_process`)."""
+    return run_pytest_env_in_process(
         project.root, "-p", "no:cacheprovider", "--live", "--eval-judge", "openai:gpt-4o-mini",
         *args, env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env})
-    return result

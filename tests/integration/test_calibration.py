@@ -18,7 +18,7 @@ from evalhelpers import (
     error_block,
     output,
     run_live_openai,
-    run_pytest_env,
+    run_pytest_env_in_process,
 )
 from judge_server import JudgeServer, judge_server_fixture
 
@@ -74,8 +74,7 @@ def _calibration_suite(**fields: Any) -> dict[str, Any]:
 
 
 def _run(project: Project, *args: str) -> pytest.RunResult:
-    result, _ = run_pytest_env(project.root, "-p", "no:cacheprovider", *args)
-    return result
+    return run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", *args)
 
 
 def _section(result: pytest.RunResult, title: str) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from echo_server import EchoServer
-from evalhelpers import Project, output, run_pytest_env, suite_doc
+from evalhelpers import Project, output, run_pytest_env_in_process, suite_doc
 from judge_server import JudgeServer, judge_server_fixture
 
 AGENT_SYSTEM = '''\
@@ -65,7 +65,7 @@ def test_the_judge_variables_move_the_judge_and_not_the_agent(
            "EVALCASES_JUDGE_BASE_URL": judge_server.base_url,
            "EVALCASES_JUDGE_API_KEY": JUDGE_KEY}
 
-    result, _ = run_pytest_env(project.root, "-p", "no:cacheprovider", "--live", env=env)
+    result = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", "--live", env=env)
 
     result.assert_outcomes(passed=2)
     # The agent reached its own server, once a case, and nothing of the judge's went there.
@@ -93,7 +93,7 @@ def test_openai_base_url_alone_moves_judge_and_agent_together(
     agent_project(project)
     env = {"OPENAI_BASE_URL": judge_server.base_url, "OPENAI_API_KEY": AGENT_KEY}
 
-    result, _ = run_pytest_env(project.root, "-p", "no:cacheprovider", "--live", env=env)
+    result = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", "--live", env=env)
 
     result.assert_outcomes(errors=2)
     assert "HTTPError: HTTP Error 400" in output(result)
@@ -103,8 +103,8 @@ def test_openai_base_url_alone_moves_judge_and_agent_together(
 def test_an_unset_judge_key_names_both_variables(project: Project) -> None:
     agent_project(project)
 
-    result, _ = run_pytest_env(project.root, "-p", "no:cacheprovider", "--live",
-                               env={"EVALCASES_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"})
+    result = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", "--live",
+                                       env={"EVALCASES_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"})
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     assert "needs EVALCASES_JUDGE_API_KEY or OPENAI_API_KEY" in output(result)

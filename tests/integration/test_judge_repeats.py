@@ -21,7 +21,7 @@ from evalhelpers import (
     make_case,
     output,
     run_live_openai,
-    run_pytest_env,
+    run_pytest_env_in_process,
     suite_doc,
     summary_section,
 )
@@ -37,8 +37,7 @@ def _accuracy_suite(**fields: Any) -> dict[str, Any]:
 
 
 def _replay(project: Project, *args: str) -> pytest.RunResult:
-    result, _ = run_pytest_env(project.root, "-p", "no:cacheprovider", *args)
-    return result
+    return run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", *args)
 
 
 def test_judge_repeats_record_every_repeat_and_replay_an_unstable_verdict(
@@ -95,7 +94,7 @@ def test_replay_with_another_repeat_count_is_stale_and_live_stale_rejudges_it(
     assert "judge repeats changed (2 -> 3)" in output(_replay(project))  # the suite's field too
 
     before = len(judge_server.requests)
-    result, _ = run_pytest_env(
+    result = run_pytest_env_in_process(
         project.root,
         "-p",
         "no:cacheprovider",

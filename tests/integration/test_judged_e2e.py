@@ -1,11 +1,12 @@
-"""End to end: judged stages through the plugin, in pytest subprocesses of a small RAG project.
+"""End to end: judged stages through the plugin, in pytest runs of a small RAG project.
 
 The project's system (`ragsys.py`) answers what each case scripts (`say`, `ctx`) and logs every
 `setup()` / `run()` to calls.log. A module-scoped template is recorded once with
 `--live --eval-judge openai:gpt-4o-mini` against the loopback OpenAI-compatible server
 (tests/judge_server.py, started in this process) with injected latency and
-`--eval-concurrency 3`; each test copies it. Runs use `run_pytest_env`, which starts the
-subprocess with no judge key or endpoint at all unless the test passes them.
+`--eval-concurrency 3`; each test copies it. Runs see no judge key or endpoint at all unless the
+test passes them; they run in this process, and in a fresh interpreter (`run_probed`) where a
+test checks which heavy modules a run imported.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from evalhelpers import (
     error_block,
     output,
     run_pytest_env,
+    run_pytest_env_in_process,
     summary_section,
 )
 from judge_server import Fault, JudgeServer, RecordedRequest, judge_server_fixture
@@ -161,10 +163,17 @@ def rag_project(root: Path, ini_extra: str = "", **suite_fields: Any) -> Project
     return project
 
 
-def run(project: Project, *args: str, env: dict[str, str] | None = None
-        ) -> tuple[pytest.RunResult, list[str]]:
-    """pytest in a subprocess with no judge key / endpoint unless `env` gives them, on a terminal
-    wide enough for the per-case table of every stage with its full name (`case_table`)."""
+def run(project: Project, *args: str, env: dict[str, str] | None = None) -> pytest.RunResult:
+    """pytest in this process with no judge key / endpoint unless `env` gives them, on a
+    terminal wide enough for the per-case table of every stage with its full name
+    (`case_table`)."""
+    return run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", *args,
+                                     env={"COLUMNS": "400", **(env or {})})
+
+
+def run_probed(project: Project, *args: str, env: dict[str, str] | None = None
+               ) -> tuple[pytest.RunResult, list[str]]:
+    """`run` in a fresh interpreter, which also says which heavy modules the run imported."""
     return run_pytest_env(project.root, "-p", "no:cacheprovider", *args,
                           env={"COLUMNS": "400", **(env or {})})
 
@@ -255,8 +264,8 @@ def recorded_template(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespa
     project = rag_project(tmp_path_factory.mktemp("judged-template"))
     judge_server = JudgeServer(latency=0.05).start()
     try:
-        result, heavy = run(project, "--live", "--eval-judge", OPENAI, "--eval-concurrency", "3",
-                            env=openai_env(judge_server))
+        result, heavy = run_probed(project, "--live", "--eval-judge", OPENAI,
+                                   "--eval-concurrency", "3", env=openai_env(judge_server))
     finally:
         judge_server.stop()
     calls = project.calls()
@@ -392,7 +401,7 @@ def test_systems_run_on_while_the_judge_works(tmp_path: Path, server: JudgeServe
     project.write_text("paced.py", PACED_SYSTEM)
     project.write_suite({"name": "paced", "system": "paced:run", "stages": ["answer_accuracy"],
                          "cases": [capital_case(*row) for row in CAPITALS[:4]]})
-    result, _ = run(project, "--live", "--eval-judge", OPENAI, "--eval-concurrency", "1",
+    result = run(project, "--live", "--eval-judge", OPENAI, "--eval-concurrency", "1",
                     env=openai_env(server))
     result.assert_outcomes(passed=4)
     spans = sorted(tuple(map(float, line.split()))
@@ -437,7 +446,7 @@ def test_replay_needs_no_key_and_imports_no_deepeval(
     before = cassette_bytes(recorded)
 
     # no OPENAI_API_KEY, no OPENAI_BASE_URL; every case in the summary table (all pass)
-    result, heavy = run(recorded, *judge_args, "--eval-summary=all")
+    result, heavy = run_probed(recorded, *judge_args, "--eval-summary=all")
 
     result.assert_outcomes(passed=9)
     assert recordings_line(result).startswith("recordings: 0 recorded, 9 replayed, 0 stale")
@@ -467,7 +476,7 @@ def test_another_judge_stales_the_verdicts_not_the_trace(recorded: Project, how:
     else:
         recorded.edit_suite("cases/rag.json", lambda doc: doc.update(judge="lexical"))
 
-    result, heavy = run(recorded, *args)
+    result, heavy = run_probed(recorded, *args)
 
     assert_not_aborted(result)
     result.assert_outcomes(errors=9)
@@ -486,7 +495,7 @@ def test_edited_reference_stales_only_the_verdicts_that_read_it(recorded: Projec
     check_last(recorded, "contextual_recall", "contextual_precision", "correctness",
                "context_completeness", "answer_accuracy")
 
-    result, _ = run(recorded)
+    result = run(recorded)
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=8, errors=1)  # the reordering alone stales nothing
@@ -506,7 +515,7 @@ def test_a_stage_option_stales_only_that_stage(
 ) -> None:
     check_last(recorded, stage, **option)
 
-    result, _ = run(recorded, "--eval-summary=all")
+    result = run(recorded, "--eval-summary=all")
 
     assert_not_aborted(result)
     affected = [c for c in CASE_IDS if stage in APPLICABLE[c]]
@@ -526,7 +535,8 @@ def test_live_stale_with_every_recording_current_loads_no_judge(
     """--live and --live-judges start importing deepeval before the first case (every case will
     be judged); --live-stale waits for a verdict that is due, so a current suite costs nothing."""
     before = cassette_bytes(recorded)
-    result, heavy = run(recorded, "--live-stale", "--eval-judge", OPENAI, env=openai_env(server))
+    result, heavy = run_probed(recorded, "--live-stale", "--eval-judge", OPENAI,
+                               env=openai_env(server))
     result.assert_outcomes(passed=9)
     assert recordings_line(result).startswith("recordings: 0 recorded, 9 replayed")
     assert server.requests == [] and runs(recorded) == []
@@ -541,7 +551,7 @@ def test_live_stale_rejudges_only_the_stale_verdicts(
     old = recorded.cassette("rag", "paris")
     edit_case(recorded, "paris", reference="Paris is the capital city of France.")
 
-    result, _ = run(recorded, "--live-stale", "--eval-judge", OPENAI, env=openai_env(server))
+    result = run(recorded, "--live-stale", "--eval-judge", OPENAI, env=openai_env(server))
 
     result.assert_outcomes(passed=9)
     assert runs(recorded) == []  # the trace was current: the system did not run
@@ -564,7 +574,7 @@ def test_live_stale_rejudges_only_the_stale_verdicts(
         else:
             assert new["verdicts"][stage] == old["verdicts"][stage], stage  # kept as recorded
 
-    replay, heavy = run(recorded)
+    replay, heavy = run_probed(recorded)
     replay.assert_outcomes(passed=9)
     assert heavy == []
 
@@ -583,7 +593,7 @@ def test_live_judges_rejudges_recorded_traces_without_the_system(
     old = {case_id: recorded.cassette("rag", case_id) for case_id in CASE_IDS}
     before = cassette_bytes(recorded)
 
-    result, _ = run(recorded, "--live-judges", "--eval-judge", OPENAI, env=openai_env(server))
+    result = run(recorded, "--live-judges", "--eval-judge", OPENAI, env=openai_env(server))
 
     result.assert_outcomes(passed=9)
     assert runs(recorded) == []
@@ -608,7 +618,7 @@ def test_live_judges_with_another_judge_and_a_missing_cassette(recorded: Project
     recorded.cassette_path("rag", "tokyo").unlink()
     old = {c: recorded.cassette("rag", c) for c in CASE_IDS if c != "tokyo"}
 
-    result, heavy = run(recorded, "--live-judges", "--eval-judge", "lexical")
+    result, heavy = run_probed(recorded, "--live-judges", "--eval-judge", "lexical")
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=8, errors=1)
@@ -622,7 +632,7 @@ def test_live_judges_with_another_judge_and_a_missing_cassette(recorded: Project
         assert after["trace"] == before["trace"] and after["key"] == before["key"]
         assert {v["judge"] for v in after["verdicts"].values()} == {"lexical"}, case_id
 
-    lexical, _ = run(recorded, "--eval-judge", "lexical", "-k", "not tokyo")
+    lexical = run(recorded, "--eval-judge", "lexical", "-k", "not tokyo")
     lexical.assert_outcomes(passed=8, deselected=1)
 
 
@@ -630,7 +640,7 @@ def test_live_judges_with_another_judge_and_a_missing_cassette(recorded: Project
 def test_lexical_live_needs_no_key_and_no_network(tmp_path: Path) -> None:
     project = rag_project(tmp_path, judge="lexical")
 
-    result, heavy = run(project, "--live", "--eval-summary=all")  # no key, no endpoint
+    result, heavy = run_probed(project, "--live", "--eval-summary=all")  # no key, no endpoint
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=9)
@@ -653,7 +663,7 @@ def test_lexical_live_needs_no_key_and_no_network(tmp_path: Path) -> None:
     assert totals["correctness"]["skipped"] == "2"  # noref, atlantis: no reference
     assert totals["context_completeness"]["skipped"] == "3"
 
-    replay, heavy = run(project)
+    replay, heavy = run_probed(project)
     replay.assert_outcomes(passed=9)
     assert heavy == []
 
@@ -671,7 +681,7 @@ def test_judge_errors_are_never_a_pass_and_leave_the_verdict_pending(
     before = cassette_bytes(recorded)
     old = {case_id: recorded.cassette("rag", case_id) for case_id in ("tokyo", "rome")}
     try:
-        result, _ = run(recorded, "--live", "--eval-judge", OPENAI,
+        result = run(recorded, "--live", "--eval-judge", OPENAI,
                         env={**openai_env(judge_server), "EVALCASES_JUDGE_BACKOFF": "0.001"})
     finally:
         judge_server.stop()
@@ -731,7 +741,7 @@ def test_judge_errors_are_never_a_pass_and_leave_the_verdict_pending(
     assert "not recorded: rag::paris" not in section
     assert "7 unchanged, 2 changed, 0 new; 2 not recorded" in section, section
 
-    replay, _ = run(recorded)  # the pending verdicts are errors until they are judged
+    replay = run(recorded)  # the pending verdicts are errors until they are judged
     replay.assert_outcomes(passed=7, errors=2)
     assert ("judge verdict pending for answer_accuracy; complete it with --live-judges"
             in error_block(replay, "rag::tokyo"))
@@ -744,7 +754,7 @@ def test_missing_key_in_live_mode_fails_before_any_case(recorded: Project) -> No
     recorded.cassette_path("rag", "tokyo").unlink()
     before = cassette_bytes(recorded)
 
-    result, heavy = run(recorded, "--live", "--eval-judge", OPENAI)  # no OPENAI_API_KEY
+    result, heavy = run_probed(recorded, "--live", "--eval-judge", OPENAI)  # no OPENAI_API_KEY
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     errors = "\n".join(result.errlines)
@@ -761,7 +771,7 @@ ACCEPTED_FORMS = ("openai:<model>", "gemini:<model>", "ollama:<model>", "litellm
 def test_unknown_judge_in_live_mode_lists_the_accepted_forms(tmp_path: Path) -> None:
     project = rag_project(tmp_path)
 
-    result, _ = run(project, "--live", "--eval-judge", "foo:bar")
+    result = run(project, "--live", "--eval-judge", "foo:bar")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     errors = "\n".join(result.errlines)
@@ -772,7 +782,7 @@ def test_unknown_judge_in_live_mode_lists_the_accepted_forms(tmp_path: Path) -> 
 
 
 def test_unknown_judge_in_replay_lists_the_forms_without_a_traceback(recorded: Project) -> None:
-    result, _ = run(recorded, "--eval-judge", "foo:bar", "cases/rag.json::paris")
+    result = run(recorded, "--eval-judge", "foo:bar", "cases/rag.json::paris")
 
     assert result.ret != pytest.ExitCode.OK
     text = output(result)
@@ -788,7 +798,7 @@ def test_unknown_judge_in_replay_lists_the_forms_without_a_traceback(recorded: P
 def test_live_without_a_judge_names_the_three_ways_to_set_one(tmp_path: Path) -> None:
     project = rag_project(tmp_path)
 
-    result, heavy = run(project, "--live")
+    result, heavy = run_probed(project, "--live")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     errors = "\n".join(result.errlines)
@@ -800,7 +810,7 @@ def test_live_without_a_judge_names_the_three_ways_to_set_one(tmp_path: Path) ->
 
     project.write_text("pytest.ini", (project.root / "pytest.ini").read_text()
                        + "eval_judge = lexical\n")
-    fixed, heavy = run(project, "--live", "-k", "paris or noctx")
+    fixed, heavy = run_probed(project, "--live", "-k", "paris or noctx")
     fixed.assert_outcomes(passed=2, deselected=7)
     assert project.cassette("rag", "paris")["verdicts"]["faithfulness"]["judge"] == "lexical"
     assert set(project.cassette("rag", "noctx")["verdicts"]) == APPLICABLE["noctx"]

@@ -7,7 +7,7 @@ suite whose judge is `lexical`)."""
 from __future__ import annotations
 
 import pytest
-from evalhelpers import Project, error_block, make_case, run_pytest_env, suite_doc
+from evalhelpers import Project, error_block, make_case, run_pytest_env_in_process, suite_doc
 from judge_server import JudgeServer, judge_server_fixture
 
 OPENAI = "openai:gpt-4o-mini"
@@ -56,8 +56,8 @@ def test_the_issue_scenario_names_the_override_the_verdicts_were_recorded_with(
     project.write_suite(judged_suite(judge="lexical"))
     project.run("--live").assert_outcomes(passed=2)
     env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": judge_server.base_url}
-    rejudged, _ = run_pytest_env(project.root, "-p", "no:cacheprovider", "--live-judges",
-                                 "--eval-judge", OPENAI, env=env)
+    rejudged = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", "--live-judges",
+                                         "--eval-judge", OPENAI, env=env)
     rejudged.assert_outcomes(passed=2)
     assert project.cassette("suite", "alpha")["labels"]["judge_from"] == "--eval-judge"
 

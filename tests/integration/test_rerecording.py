@@ -28,7 +28,7 @@ from evalhelpers import (
     changes_section,
     error_block,
     output,
-    run_pytest_env,
+    run_pytest_env_in_process,
     summary_section,
 )
 from judge_server import Fault, JudgeServer, judge_server_fixture
@@ -301,10 +301,9 @@ def judged_project(project: Project, report_only: bool = False) -> Project:
 
 
 def run_judged(project: Project, server: JudgeServer, *args: str) -> pytest.RunResult:
-    result, _ = run_pytest_env(project.root, "-p", "no:cacheprovider", *args, env={
+    return run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", *args, env={
         "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url,
         "EVALCASES_JUDGE_BACKOFF": "0.001"})
-    return result
 
 
 def short_summary(result: pytest.RunResult) -> list[str]:

@@ -200,13 +200,13 @@ def test_replay_leaves_temp_files_alone(project: Project) -> None:
 def test_a_secret_in_a_trace_is_redacted_before_it_is_written_and_counted(
     project: Project,
 ) -> None:
-    from evalhelpers import run_pytest_env
+    from evalhelpers import run_pytest_env_in_process
 
     secret = "s3cr3t-value-of-the-service-0042"
     project.write_suite(suite_doc(stages=["tools", "retrieval"]))
     project.steer(suffix=f" (token {secret})")
 
-    result, _ = run_pytest_env(project.root, "--live", env={"MY_SERVICE_TOKEN": secret})
+    result = run_pytest_env_in_process(project.root, "--live", env={"MY_SERVICE_TOKEN": secret})
 
     result.assert_outcomes(passed=3)
     assert "redacted 3 secrets in 3 recordings" in output(result)
@@ -215,7 +215,7 @@ def test_a_secret_in_a_trace_is_redacted_before_it_is_written_and_counted(
     assert files and leaking == []
     answer = project.cassette("suite", "alpha")["trace"]["answer"]
     assert answer.endswith("(token [REDACTED:MY_SERVICE_TOKEN])")
-    replay, _ = run_pytest_env(project.root)  # what was written replays (its hashes hold)
+    replay = run_pytest_env_in_process(project.root)  # what was written replays (its hashes hold)
     replay.assert_outcomes(passed=3)
 
 
