@@ -39,11 +39,34 @@ def forgetting_only_modules_under(root: Path) -> Callable[[], SysModulesSnapshot
     return lambda: SysModulesSnapshot(preserve=keep)
 
 
+def top_level_names(root: Path) -> set[str]:
+    """The modules and packages a run in `root` imports from its own folder first."""
+    return {path.stem if path.suffix == ".py" else path.name for path in root.iterdir()
+            if path.suffix == ".py" or (path / "__init__.py").is_file()}
+
+
 def run_pytest_in_process(
     root: Path, *args: str, env: Mapping[str, str] | None = None, unset: Iterable[str] = ()
 ) -> pytest.RunResult:
     """`python -m pytest --basetemp=<root>/.basetemp ARGS` in `root`, in this process: the
-    variables in `unset` and the outer run's xdist variables removed, then `env` set."""
+    variables in `unset` and the outer run's xdist variables removed, then `env` set.
+
+    A module of the project's own names that this process imported from elsewhere (a test
+    importing an example's package from the repository, while the run is in a copy) is set
+    aside for the run, so the run imports the project's own."""
+    names = top_level_names(root)
+    aside = {name: module for name, module in sys.modules.items()
+             if name.partition(".")[0] in names}
+    for name in aside:
+        del sys.modules[name]
+    try:
+        return _run(root, args, env, unset)
+    finally:
+        sys.modules.update(aside)
+
+
+def _run(root: Path, args: tuple[str, ...], env: Mapping[str, str] | None,
+         unset: Iterable[str]) -> pytest.RunResult:
     with pytest.MonkeyPatch.context() as patch:
         for name in (*XDIST_VARIABLES, "PYTEST_ADDOPTS", *unset):
             patch.delenv(name, raising=False)

@@ -3,7 +3,7 @@
 The default replay checks the recorded trace under a key that holds the code's fingerprint; the
 `--replay-http` replay runs the real agent (the openai SDK, over httpx2) with its model requests
 answered from the recorded HTTP. Each test edits the agent's code the way a developer would and
-runs `python -m pytest` in the copy, as a user of the example would.
+runs pytest in the copy, as a user of the example would (in this process: inprocess.py).
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from evalhelpers import TEST_COLUMNS, error_block, output, summary_section
+from inprocess import run_pytest_in_process
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "openai-agent"
 if str(EXAMPLE) not in sys.path:
@@ -41,20 +40,12 @@ def example(tmp_path: Path) -> Path:
 
 
 def run_example(root: Path, *args: str, env: dict[str, str] | None = None) -> pytest.RunResult:
-    """`python -m pytest` in the copy, with no key, model URL or proxy unless `env` gives them."""
-    base = {name: value for name, value in os.environ.items()
-            if not name.startswith(("PYTEST_", "OPENAI_", "SUPPORT_AGENT_"))
-            and not name.lower().endswith("_proxy")}
-    base.update(PYTHONDONTWRITEBYTECODE="1", COLUMNS=TEST_COLUMNS, **(env or {}))
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=root, env=base, capture_output=True, text=True, timeout=120,
-    )
-    print(proc.stdout)
-    print(proc.stderr, file=sys.stderr)
-    return pytest.RunResult(proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(),
-                            time.perf_counter() - started)
+    """`python -m pytest` in the copy (run in this process: inprocess.py), with no key, model URL
+    or proxy unless `env` gives them."""
+    unset = [name for name in os.environ if name.startswith(("OPENAI_", "SUPPORT_AGENT_"))
+             or name.lower().endswith("_proxy")]
+    return run_pytest_in_process(root, "-p", "no:cacheprovider", *args,
+                                 env={"COLUMNS": TEST_COLUMNS, **(env or {})}, unset=unset)
 
 
 def edit(root: Path, relpath: str, old: str, new: str) -> None:

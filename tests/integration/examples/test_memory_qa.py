@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from evalhelpers import TEST_COLUMNS, error_block, output, summary_section
+from inprocess import run_pytest_in_process
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "memory-qa"
 LOCOMO_SAMPLE = Path(__file__).resolve().parents[2] / "data" / "benchmarks" / "locomo.json"
@@ -33,12 +34,15 @@ def example(tmp_path: Path) -> Path:
 
 
 def run_in(root: Path, *args: str, module: str = "pytest") -> pytest.RunResult:
+    """`python -m pytest` (in this process: inprocess.py) or `python -m <module>` in `root`."""
+    if module == "pytest":
+        return run_pytest_in_process(root, "-p", "no:cacheprovider", *args,
+                                     env={"COLUMNS": TEST_COLUMNS})
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
     env.update(PYTHONDONTWRITEBYTECODE="1", COLUMNS=TEST_COLUMNS)
-    extra = ["-p", "no:cacheprovider"] if module == "pytest" else []
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", module, *extra, *args],
+        [sys.executable, "-m", module, *args],
         cwd=root,
         env=env,
         capture_output=True,
