@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from evalhelpers import Project, make_case, output, run_live_openai, suite_doc
+from inprocess import run_pytest_in_process
 from judge_server import JudgeServer
 from otlp_collector import Collector
 
@@ -70,20 +71,11 @@ def traced(project: Project) -> Project:
 
 
 def run_env(project: Project, collector: Collector, *args: str) -> pytest.RunResult:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OTEL_"))}
-    env.update(
-        OTEL_EXPORTER_OTLP_ENDPOINT=collector.endpoint, PYTHONDONTWRITEBYTECODE="1", COLUMNS="200"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=project.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    return pytest.RunResult(
-        proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(), 0.0
+    """pytest in the project (in this process: inprocess.py), exporting to `collector` only."""
+    return run_pytest_in_process(
+        project.root, "-p", "no:cacheprovider", *args,
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "COLUMNS": "200"},
+        unset=[name for name in os.environ if name.startswith("OTEL_")],
     )
 
 
@@ -250,7 +242,8 @@ def test_without_the_otel_extra_a_live_run_stops_before_it_starts(
     (blocked / "opentelemetry").mkdir(parents=True)
     (blocked / "opentelemetry" / "__init__.py").write_text("raise ImportError('not installed')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OTEL_"))}
-    env["PYTHONPATH"] = str(blocked)
+    # The blocking package first, then whatever made this checkout's plugin importable.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(blocked), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--live", "--eval-otel"],
         cwd=traced.root,
