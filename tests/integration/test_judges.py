@@ -386,6 +386,10 @@ async def test_a_failed_deepeval_import_is_a_config_error(
 async def test_a_bad_price_variable_fails_every_verdict(
     openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # deepeval loads once per process, reading the price variables too: loaded here under a
+    # bad one, its failed import would stay for every later test of this process (an xdist
+    # worker that ran this test before any other judge test failed 17 more).
+    assert deepeval_judge_module.start_loading_deepeval().result(timeout=120) is None
     monkeypatch.setenv("OPENAI_COST_PER_INPUT_TOKEN", "cheap")
     judge = llm_judge(sleeper)
     for _ in range(2):  # not only the first: no verdict may go out with its cost silently 0
