@@ -226,7 +226,8 @@ def test_a_limit_that_never_lifts_fails_each_case_with_a_judge_error(
     judge_server.rate_limit = RateLimit(0, retry_after="0.2")
     project = limited_project(tmp_path, 3)
 
-    result = run_live_openai(project, judge_server.base_url, EVALCASES_JUDGE_RATE_LIMIT_WAIT="1")
+    result = run_live_openai(project, judge_server.base_url,
+                             EVALCASES_JUDGE_RATE_LIMIT_WAIT="0.5")
 
     assert_not_aborted(result)
     result.assert_outcomes(errors=3)
