@@ -28,7 +28,7 @@ INI = (
     "asyncio_default_fixture_loop_scope = function\n"
 )
 
-# The terminal width of every pytest subprocess the tests start (the summary's per-case table
+# The terminal width of every pytest run the tests start (the summary's per-case table
 # fits it): wide enough that the tables which parse it find one line a case with full stage
 # names; tests of the layout set their own.
 TEST_COLUMNS = "200"
@@ -174,25 +174,6 @@ def run_pytest(root: Path, *args: str) -> pytest.RunResult:
     """pytest with `root` as working directory, in this process (for module-scoped projects and
     the examples; see inprocess.py)."""
     return run_pytest_in_process(root, *args, env={"COLUMNS": TEST_COLUMNS})
-
-
-def run_pytest_subprocess(root: Path, *args: str) -> pytest.RunResult:
-    """pytest in a subprocess with `root` as working directory."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    env["COLUMNS"] = TEST_COLUMNS
-    env.pop("PYTEST_ADDOPTS", None)
-    env.pop("PYTEST_XDIST_WORKER", None)
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", f"--basetemp={root / '.basetemp'}", *args],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120,
-    )
-    print(proc.stdout)
-    print(proc.stderr, file=sys.stderr)
-    return pytest.RunResult(
-        proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(),
-        time.perf_counter() - started,
-    )
 
 
 class Project:
