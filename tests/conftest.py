@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from evalhelpers import TEST_COLUMNS, Project
+from inprocess import XDIST_VARIABLES, forgetting_only_modules_under
 from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the adapter tests
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Project:
-    """An empty eval project (ini, system module, input file) in pytester's directory; its runs
-    are pytest subprocesses, so each run imports the system afresh."""
+def project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Project:
+    """An empty eval project (ini, system module, input file) in pytester's directory.
+
+    Its runs are pytest sessions in this process (`pytester.runpytest_inprocess`), each importing
+    the project's modules afresh. A test marked `subprocess` runs them in a fresh interpreter
+    instead: where a run must be a process of its own (a signal, a pid, what it imports)."""
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
-    return Project(pytester.path, pytester.runpytest_subprocess).write_base()
+    if request.node.get_closest_marker("subprocess"):
+        return Project(pytester.path, pytester.runpytest_subprocess).write_base()
+    # As a subprocess started for the project would be: no worker of this run's xdist, and the
+    # project's folder importable (`python -m pytest` puts the working directory first).
+    for name in XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE=1
+    pytester.syspathinsert()
+    snapshot = forgetting_only_modules_under(pytester.path)
+    # pytester's private hooks (pytest 8-9): fail here, loudly, if they change.
+    monkeypatch.setattr(pytester, "_Pytester__take_sys_modules_snapshot", snapshot)
+    monkeypatch.setattr(pytester, "_sys_modules_snapshot", snapshot())
+    return Project(pytester.path, pytester.runpytest_inprocess).write_base()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess import run_pytest_in_process
 from judge_server import JUDGE_SETTINGS
 
 INI = (
@@ -27,7 +28,7 @@ INI = (
     "asyncio_default_fixture_loop_scope = function\n"
 )
 
-# The terminal width of every pytest subprocess the tests start (the summary's per-case table
+# The terminal width of every pytest run the tests start (the summary's per-case table
 # fits it): wide enough that the tables which parse it find one line a case with full stage
 # names; tests of the layout set their own.
 TEST_COLUMNS = "200"
@@ -170,22 +171,9 @@ def suite_doc(name: str = "suite", cases: list[Any] | None = None, **fields: Any
 
 
 def run_pytest(root: Path, *args: str) -> pytest.RunResult:
-    """pytest in a subprocess with `root` as working directory (for module-scoped projects)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    env["COLUMNS"] = TEST_COLUMNS
-    env.pop("PYTEST_ADDOPTS", None)
-    env.pop("PYTEST_XDIST_WORKER", None)
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", f"--basetemp={root / '.basetemp'}", *args],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120,
-    )
-    print(proc.stdout)
-    print(proc.stderr, file=sys.stderr)
-    return pytest.RunResult(
-        proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(),
-        time.perf_counter() - started,
-    )
+    """pytest with `root` as working directory, in this process (for module-scoped projects and
+    the examples; see inprocess.py)."""
+    return run_pytest_in_process(root, *args, env={"COLUMNS": TEST_COLUMNS})
 
 
 class Project:
@@ -352,7 +340,7 @@ def record_template(root: Path, *suites: dict[str, Any]) -> Project:
 
 
 # Variables a judged run may read; `run_pytest_env` starts from none of them, so a test states
-# exactly which key and endpoint (if any) the subprocess sees.
+# exactly which key and endpoint (if any) the run sees.
 JUDGE_ENV_VARS = (
     "OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "OLLAMA_HOST",
     "OPENAI_COST_PER_INPUT_TOKEN", "OPENAI_COST_PER_OUTPUT_TOKEN", *JUDGE_SETTINGS,
@@ -400,10 +388,19 @@ def run_pytest_env(
     return result, [name for name in heavy if name != "-"]
 
 
+def run_pytest_env_in_process(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> pytest.RunResult:
+    """pytest under `root` in this process (see inprocess.py), with the judge variables of
+    JUDGE_ENV_VARS unset and then `env` applied: `run_pytest_env` for a run whose imports do
+    not matter."""
+    return run_pytest_in_process(root, *args, env={"COLUMNS": TEST_COLUMNS, **(env or {})},
+                                 unset=JUDGE_ENV_VARS)
+
+
 def run_live_openai(project: Project, base_url: str, *args: str, **env: str) -> pytest.RunResult:
-    """`pytest --live --eval-judge openai:gpt-4o-mini` in a subprocess, against the
-    OpenAI-compatible server at `base_url` with a test key (see `run_pytest_env`)."""
-    result, _ = run_pytest_env(
+    """`pytest --live --eval-judge openai:gpt-4o-mini` in this process, against the
+    OpenAI-compatible server at `base_url` with a test key (see `run_pytest_env_in_process`)."""
+    return run_pytest_env_in_process(
         project.root, "-p", "no:cacheprovider", "--live", "--eval-judge", "openai:gpt-4o-mini",
         *args, env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env})
-    return result

@@ -1,0 +1,210 @@
+"""Side-by-side comparison (issue 13 §3): `python -m pytest_evalcases compare A/ B/ [-o OUT]`.
+
+Checked on hand-made results documents whose figures are known (the command on two real report
+folders: tests/integration/test_compare_command.py).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_evalcases.core.stats import DEFAULT_SEED, bootstrap_ci
+from pytest_evalcases.report import aggregate
+from pytest_evalcases.report.compare import (
+    compare_runs,
+    render_compare_html,
+    render_compare_markdown,
+)
+
+XSS = '<script>alert("x")</script>'
+
+
+def result(case_id: str, outcome: str, scores: dict[str, float | None], **extra: Any) -> dict:
+    stages = {
+        name: {"score": score, "passed": None if score is None else score >= 0.5, "gating": True}
+        for name, score in scores.items()
+    }
+    first = next(
+        (
+            {"stage": n, "reason": f"{n} {s:.2f} < 0.50"}
+            for n, s in scores.items()
+            if s is not None and s < 0.5
+        ),
+        None,
+    )
+    return {
+        "nodeid": f"cases/s.json::{case_id}",
+        "suite": "s",
+        "id": case_id,
+        "file": "cases/s.json",
+        "index": int(case_id.strip("c") or 0) if case_id.strip("c").isdigit() else 0,
+        "category": extra.pop("category", None),
+        "group": None,
+        "outcome": outcome,
+        "first_failure": first,
+        "stages": stages,
+        "recording": extra.pop("recording", {}),
+        **extra,
+    }
+
+
+def doc_of(cases: list[dict], mode: str = "replay") -> dict:
+    return aggregate(cases, {"mode": mode, "run_id": f"run-{mode}"})
+
+
+def usage(cost: float, latency: float) -> dict:
+    return {
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "cost_usd": cost},
+        "latency_ms": latency,
+    }
+
+
+@pytest.fixture
+def two_runs() -> tuple[dict, dict]:
+    a_scores = [1.0, 1.0, 0.0, 0.0, 1.0, 0.5]
+    b_scores = [1.0, 1.0, 1.0, 1.0, 0.0, 0.5]
+    a = [
+        result(
+            f"c{i}",
+            "passed" if s >= 0.5 else "failed",
+            {"retrieval": s},
+            category="billing" if i < 3 else "shipping",
+            recording=usage(0.01, 100 + i),
+        )
+        for i, s in enumerate(a_scores)
+    ]
+    b = [
+        result(
+            f"c{i}",
+            "passed" if s >= 0.5 else "failed",
+            {"retrieval": s},
+            category="billing" if i < 3 else "shipping",
+            recording=usage(0.03, 300 + i),
+        )
+        for i, s in enumerate(b_scores)
+    ]
+    a.append(result("c90", "failed", {"retrieval": 0.0}))  # only in A: counted, never paired
+    b.append(result("c91", "passed", {"retrieval": 1.0}))  # only in B
+    b.append(result("c92", "skipped", {}))
+    return doc_of(a), doc_of(b, mode="live")
+
+
+def test_stage_means_intervals_and_the_paired_difference(two_runs: tuple[dict, dict]) -> None:
+    a, b = two_runs
+    cmp = compare_runs(a, b, ["gpt-a", "gpt-b"])
+
+    assert cmp["cases"] == {"shared": 6, "only_a": 1, "only_b": 2}
+    s = cmp["stages"]["retrieval"]
+    assert s["cases"] == 6
+    assert s["a_mean"] == pytest.approx(3.5 / 6) and s["b_mean"] == pytest.approx(4.5 / 6)
+    assert s["a_ci95"] == list(bootstrap_ci([1.0, 1.0, 0.0, 0.0, 1.0, 0.5]))
+    diffs = [0.0, 0.0, 1.0, 1.0, -1.0, 0.0]
+    assert s["delta"] == pytest.approx(1 / 6)
+    assert s["delta_ci95"] == list(bootstrap_ci(diffs))
+    assert s["delta_ci95"][0] < 0 < s["delta_ci95"][1]
+    assert s["verdict"] == "no clear difference"
+    # the paired interval is the bootstrap of pairs: resampling case indices directly agrees
+    rng = np.random.default_rng(DEFAULT_SEED)
+    idx = rng.integers(0, 6, size=(20_000, 6))
+    direct = np.percentile(np.asarray(diffs)[idx].mean(axis=1), [2.5, 97.5])
+    assert s["delta_ci95"] == pytest.approx(list(direct), abs=0.04)
+    assert cmp["seed"] == DEFAULT_SEED
+
+
+def test_the_comparison_is_seeded_and_independent_of_case_order(
+    two_runs: tuple[dict, dict],
+) -> None:
+    a, b = two_runs
+    first = compare_runs(a, b)
+    shuffled = dict(b, cases=list(b["cases"]))
+    random.Random(7).shuffle(shuffled["cases"])
+    again = compare_runs(a, shuffled)
+    assert again["stages"] == first["stages"]
+    assert again["categories"] == first["categories"]
+
+
+def test_a_clear_difference_reads_as_one() -> None:
+    a = doc_of([result(f"c{i}", "failed", {"tools": 0.0}) for i in range(30)])
+    b = doc_of([result(f"c{i}", "passed", {"tools": 1.0 if i % 10 else 0.0}) for i in range(30)])
+    s = compare_runs(a, b)["stages"]["tools"]
+    assert s["delta"] == pytest.approx(0.9) and s["delta_ci95"][0] > 0
+    assert s["verdict"] == "B higher"
+    assert compare_runs(b, a)["stages"]["tools"]["verdict"] == "B lower"
+    assert compare_runs(a, a)["stages"]["tools"]["verdict"] == "same"
+
+
+def test_categories_flips_and_cost_are_over_shared_cases(two_runs: tuple[dict, dict]) -> None:
+    cmp = compare_runs(*two_runs)
+
+    billing, shipping = cmp["categories"]["billing"], cmp["categories"]["shipping"]
+    assert (billing["a"]["passed"], billing["a"]["decided"]) == (2, 3)
+    assert (billing["b"]["passed"], billing["b"]["decided"]) == (3, 3)
+    assert (shipping["a"]["passed"], shipping["b"]["passed"]) == (2, 2)
+    assert billing["b"]["pass_rate_ci95"][1] == 1.0
+    assert set(cmp["categories"]) == {"billing", "shipping"}  # c90-c92 are not shared
+    assert cmp["pass_rate"]["a"]["passed"] == 4 and cmp["pass_rate"]["b"]["passed"] == 5
+
+    to_failing, to_passing = cmp["flipped"]["to_failing"], cmp["flipped"]["to_passing"]
+    assert [f["case"] for f in to_failing] == ["s::c4"]
+    assert to_failing[0]["b"] == {
+        "outcome": "failed",
+        "stage": "retrieval",
+        "reason": "retrieval 0.00 < 0.50",
+    }
+    assert to_failing[0]["a"]["outcome"] == "passed"
+    assert [f["case"] for f in to_passing] == ["s::c2", "s::c3"]
+
+    cost = cmp["cost"]
+    assert cost["a"]["system"]["cases"] == 6 and cost["b"]["system"]["cases"] == 6
+    assert cost["a"]["system"]["cost_usd"] == pytest.approx(0.06)
+    assert cost["b"]["system"]["cost_usd"] == pytest.approx(0.18)
+    assert cost["a"]["system"]["latency_ms_median"] == pytest.approx(102.5)
+    assert cost["b"]["system"]["latency_ms_median"] == pytest.approx(302.5)
+
+
+def test_markdown_and_html_show_the_comparison(two_runs: tuple[dict, dict]) -> None:
+    a, b = two_runs
+    b["cases"][4]["first_failure"]["reason"] = XSS
+    cmp = compare_runs(a, b, ["gpt-a", XSS])
+
+    md = render_compare_markdown(cmp)
+    assert "6 shared cases \\(compared\\); 1 only in gpt-a, 2 only in" in md
+    assert "| retrieval | 6 | 0.583 |" in md and "| +0.167 |" in md
+    assert "no clear difference" in md
+    assert "| billing | 2/3 | 66.7% |" in md and "+33.3 pts" in md
+    assert "### Passed in A, not in B (1)" in md and "s::c4" in md
+    assert "### Not passed in A, passed in B (2)" in md
+    assert "| system cost | $0.0600 | $0.1800 |" in md
+    assert "<script>" not in md
+
+    page = render_compare_html(cmp)
+    assert "<script" not in page  # no script of its own, and the payload is text
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
+    assert (
+        "default-src &#39;none&#39;; style-src &#39;sha256-" in page
+        and "http" not in page.split("<body>")[1]
+    )
+    assert '<svg class="forest"' in page and "+0.167" in page
+    assert "s::c2" in page and "$0.1800" in page
+
+
+def test_documents_that_are_not_results_are_refused() -> None:
+    from pytest_evalcases.report.baseline import BaselineError
+
+    good = doc_of([result("c1", "passed", {"tools": 1.0})])
+    with pytest.raises(BaselineError, match="B results.json is not a results.json"):
+        compare_runs(good, {"cases": []}, ["A", "B"])
+
+
+def test_a_flipped_conversation_names_its_failing_turn() -> None:
+    """A conversation case's first failure is at a turn: the flip says which, as the terminal
+    does (`turn 2 tools`)."""
+    passing = result("c1", "passed", {"tools": 1.0})
+    failing = result("c1", "failed", {"tools": 0.0})
+    failing["first_failure"] = {"stage": "tools", "reason": "turn 2: missing: x", "turn": 2}
+    cmp = compare_runs(doc_of([passing]), doc_of([failing]))
+    assert cmp["flipped"]["to_failing"][0]["b"]["stage"] == "turn 2 tools"
