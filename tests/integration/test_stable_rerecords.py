@@ -32,6 +32,10 @@ from typing import Any
 import pytest
 from evalhelpers import Project, changes_section
 
+# A fresh interpreter per run: the example's own tests import its `support_agent` package from
+# the repository into this process, and a run in this project's copy must import the copy's.
+pytestmark = pytest.mark.subprocess
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openai-agent"
 CASES = ("refund-window", "order-shipped", "cancel-processing-order")
 OLD_WORDS = "Search the Kettlebird knowledge base"

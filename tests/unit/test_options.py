@@ -31,7 +31,7 @@ def test_rate_options_flag_then_environment_then_ini(
         monkeypatch.setenv(name, value)
     pytester.makeini(INI + ini + "\n")
     state = get_session(pytester.parseconfigure(*args))
-    assert (state.judge_rpm, state.judge_tpm) == expected
+    assert (state.settings.judge_rpm, state.settings.judge_tpm) == expected
 
 
 @pytest.mark.parametrize(
