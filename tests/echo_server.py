@@ -90,16 +90,23 @@ class EchoServer:
 def _reply(path: str, body: Any) -> dict[str, Any]:
     if path.rstrip("/").endswith("/chat/completions"):
         messages = body.get("messages") if isinstance(body, dict) else None
-        last = next((m.get("content", "") for m in reversed(messages or [])
-                     if m.get("role") == "user"), "")
+        last = next(
+            (m.get("content", "") for m in reversed(messages or []) if m.get("role") == "user"), ""
+        )
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
         return {
             "id": f"chatcmpl-{digest}",
             "object": "chat.completion",
             "created": 1_700_000_000,
             "model": body.get("model", ""),
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": f"you asked: {last}"}}],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                    "message": {"role": "assistant", "content": f"you asked: {last}"},
+                }
+            ],
             "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
         }
     question = body.get("question", "") if isinstance(body, dict) else ""

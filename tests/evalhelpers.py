@@ -124,7 +124,7 @@ fp_prompt, fp_model, fp_added = System("fp_prompt"), System("fp_model"), System(
 '''
 
 # A second system, for tests that need two suites with separate set-up and fingerprints.
-OTHER_SYSTEM_SOURCE = '''\
+OTHER_SYSTEM_SOURCE = """\
 from mysys import System, log
 
 
@@ -134,7 +134,7 @@ class Second(System):
 
 
 system = Second("second")
-'''
+"""
 
 
 def make_case(case_id: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -246,8 +246,8 @@ class Project:
         files pytester writes."""
         skip = (".basetemp", ".pytest_cache", "__pycache__")
         return {
-            rel.as_posix() for rel in (p.relative_to(self.root) for p in self.root.rglob("*")
-                                       if p.is_file())
+            rel.as_posix()
+            for rel in (p.relative_to(self.root) for p in self.root.rglob("*") if p.is_file())
             if rel.as_posix() not in ("stdout", "stderr")
             and not any(part in skip or part.startswith("runpytest-") for part in rel.parts)
         }
@@ -260,8 +260,12 @@ class Project:
         (self.root / "calls.log").unlink(missing_ok=True)
 
     def copy_from(self, template: Path) -> None:
-        shutil.copytree(template, self.root, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(".basetemp", ".pytest_cache"))
+        shutil.copytree(
+            template,
+            self.root,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns(".basetemp", ".pytest_cache"),
+        )
 
 
 _FINAL_LINE = re.compile(r"^\d+ (passed|failed|skipped|errors?|xfailed|xpassed|deselected)\b.* in ")
@@ -273,7 +277,7 @@ def summary_section(result: pytest.RunResult) -> list[str]:
     starts = [i for i, line in enumerate(lines) if re.fullmatch(r"=+ per-stage summary =+", line)]
     assert len(starts) == 1, "expected one 'per-stage summary' section:\n" + "\n".join(lines)
     section = []
-    for line in lines[starts[0] + 1:]:
+    for line in lines[starts[0] + 1 :]:
         if line.startswith("=") or _FINAL_LINE.match(line):
             break
         section.append(line)
@@ -283,11 +287,14 @@ def summary_section(result: pytest.RunResult) -> list[str]:
 def changes_section(result: pytest.RunResult) -> list[str]:
     """The lines of a live run's `recording changes` section (without its title line)."""
     lines = result.outlines
-    starts = [i for i, line in enumerate(lines)
-              if re.fullmatch(r"=+ recording changes( \(dry run\))? =+", line)]
+    starts = [
+        i
+        for i, line in enumerate(lines)
+        if re.fullmatch(r"=+ recording changes( \(dry run\))? =+", line)
+    ]
     assert len(starts) == 1, "expected one 'recording changes' section:\n" + "\n".join(lines)
     section = []
-    for line in lines[starts[0] + 1:]:
+    for line in lines[starts[0] + 1 :]:
         if line.startswith(("=", "eval reports: ")) or _FINAL_LINE.match(line):
             break
         section.append(line)
@@ -342,8 +349,14 @@ def record_template(root: Path, *suites: dict[str, Any]) -> Project:
 # Variables a judged run may read; `run_pytest_env` starts from none of them, so a test states
 # exactly which key and endpoint (if any) the run sees.
 JUDGE_ENV_VARS = (
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "OLLAMA_HOST",
-    "OPENAI_COST_PER_INPUT_TOKEN", "OPENAI_COST_PER_OUTPUT_TOKEN", *JUDGE_SETTINGS,
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "OLLAMA_HOST",
+    "OPENAI_COST_PER_INPUT_TOKEN",
+    "OPENAI_COST_PER_OUTPUT_TOKEN",
+    *JUDGE_SETTINGS,
 )
 
 # Runs pytest in a fresh interpreter, then prints which heavy top-level modules it imported.
@@ -366,15 +379,22 @@ def run_pytest_env(
     """pytest in a subprocess under `root`, with the judge variables of JUDGE_ENV_VARS unset and
     then `env` applied. Returns the result (its last output line is the probe's) and the heavy
     modules (deepeval, openai, vcr) the run imported."""
-    base = {name: value for name, value in os.environ.items()
-            if not name.startswith(("PYTEST_", "COV_")) and name not in JUDGE_ENV_VARS}
+    base = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("PYTEST_", "COV_")) and name not in JUDGE_ENV_VARS
+    }
     base["PYTHONDONTWRITEBYTECODE"] = "1"
     base["COLUMNS"] = TEST_COLUMNS
     base.update(env or {})
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _HEAVY_PROBE, f"--basetemp={root / '.basetemp'}", *args],
-        cwd=root, env=base, capture_output=True, text=True, timeout=timeout,
+        cwd=root,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)
@@ -382,8 +402,10 @@ def run_pytest_env(
     probe = [line for line in lines if line.startswith("HEAVY-MODULES ")]
     heavy = probe[-1].removeprefix("HEAVY-MODULES ").split(",") if probe else []
     result = pytest.RunResult(
-        proc.returncode, [line for line in lines if not line.startswith("HEAVY-MODULES ")],
-        proc.stderr.splitlines(), time.perf_counter() - started,
+        proc.returncode,
+        [line for line in lines if not line.startswith("HEAVY-MODULES ")],
+        proc.stderr.splitlines(),
+        time.perf_counter() - started,
     )
     return result, [name for name in heavy if name != "-"]
 
@@ -394,13 +416,21 @@ def run_pytest_env_in_process(
     """pytest under `root` in this process (see inprocess.py), with the judge variables of
     JUDGE_ENV_VARS unset and then `env` applied: `run_pytest_env` for a run whose imports do
     not matter."""
-    return run_pytest_in_process(root, *args, env={"COLUMNS": TEST_COLUMNS, **(env or {})},
-                                 unset=JUDGE_ENV_VARS)
+    return run_pytest_in_process(
+        root, *args, env={"COLUMNS": TEST_COLUMNS, **(env or {})}, unset=JUDGE_ENV_VARS
+    )
 
 
 def run_live_openai(project: Project, base_url: str, *args: str, **env: str) -> pytest.RunResult:
     """`pytest --live --eval-judge openai:gpt-4o-mini` in this process, against the
     OpenAI-compatible server at `base_url` with a test key (see `run_pytest_env_in_process`)."""
     return run_pytest_env_in_process(
-        project.root, "-p", "no:cacheprovider", "--live", "--eval-judge", "openai:gpt-4o-mini",
-        *args, env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env})
+        project.root,
+        "-p",
+        "no:cacheprovider",
+        "--live",
+        "--eval-judge",
+        "openai:gpt-4o-mini",
+        *args,
+        env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env},
+    )

@@ -41,8 +41,11 @@ def forgetting_only_modules_under(root: Path) -> Callable[[], SysModulesSnapshot
 
 def top_level_names(root: Path) -> set[str]:
     """The modules and packages a run in `root` imports from its own folder first."""
-    return {path.stem if path.suffix == ".py" else path.name for path in root.iterdir()
-            if path.suffix == ".py" or (path / "__init__.py").is_file()}
+    return {
+        path.stem if path.suffix == ".py" else path.name
+        for path in root.iterdir()
+        if path.suffix == ".py" or (path / "__init__.py").is_file()
+    }
 
 
 def run_pytest_in_process(
@@ -55,8 +58,9 @@ def run_pytest_in_process(
     importing an example's package from the repository, while the run is in a copy) is set
     aside for the run, so the run imports the project's own."""
     names = top_level_names(root)
-    aside = {name: module for name, module in sys.modules.items()
-             if name.partition(".")[0] in names}
+    aside = {
+        name: module for name, module in sys.modules.items() if name.partition(".")[0] in names
+    }
     for name in aside:
         del sys.modules[name]
     try:
@@ -65,8 +69,9 @@ def run_pytest_in_process(
         sys.modules.update(aside)
 
 
-def _run(root: Path, args: tuple[str, ...], env: Mapping[str, str] | None,
-         unset: Iterable[str]) -> pytest.RunResult:
+def _run(
+    root: Path, args: tuple[str, ...], env: Mapping[str, str] | None, unset: Iterable[str]
+) -> pytest.RunResult:
     with pytest.MonkeyPatch.context() as patch:
         for name in (*XDIST_VARIABLES, "PYTEST_ADDOPTS", *unset):
             patch.delenv(name, raising=False)

@@ -42,8 +42,18 @@ POISON = "zzz"
 BORDERLINE = "yyy"
 
 FaultKind = Literal[
-    "429", "503", "500", "401", "hang", "garbage", "reset", "malformed", "reject_json_mode",
-    "reject_temperature", "empty", "out_of_scale",
+    "429",
+    "503",
+    "500",
+    "401",
+    "hang",
+    "garbage",
+    "reset",
+    "malformed",
+    "reject_json_mode",
+    "reject_temperature",
+    "empty",
+    "out_of_scale",
 ]
 
 
@@ -238,13 +248,25 @@ def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
         context = _after(prompt, "<context>\n", "\n</context>")
         reference = _sentences(_after(prompt, "<golden_answer>\n", "\n</golden_answer>"))
         if POISON in context:
-            return {"present_elements": [], "missing_elements": reference,
-                    "reason": "canned: nothing there", "label": "INSUFFICIENT"}
+            return {
+                "present_elements": [],
+                "missing_elements": reference,
+                "reason": "canned: nothing there",
+                "label": "INSUFFICIENT",
+            }
         if BORDERLINE in context:
-            return {"present_elements": reference[:1], "missing_elements": reference[1:] or ["x"],
-                    "reason": "canned: some of it", "label": "partial"}  # lower case on purpose
-        return {"present_elements": reference, "missing_elements": [],
-                "reason": "canned: all there", "label": "COMPLETE"}
+            return {
+                "present_elements": reference[:1],
+                "missing_elements": reference[1:] or ["x"],
+                "reason": "canned: some of it",
+                "label": "partial",
+            }  # lower case on purpose
+        return {
+            "present_elements": reference,
+            "missing_elements": [],
+            "reason": "canned: all there",
+            "label": "COMPLETE",
+        }
     if kind == "accuracy":
         answer = _after(prompt, "<answer>\n", "\n</answer>")
         label = "WRONG" if POISON in answer else "CORRECT"
@@ -413,9 +435,7 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
             pass
 
-        def _send(
-            self, status: int, payload: Any, headers: dict[str, str] | None = None
-        ) -> None:
+        def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             limit_headers = {}
             if self.current is not None:  # before the reply leaves: a client may look at once
@@ -441,8 +461,12 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             if isinstance(content, list):  # content parts
                 content = "".join(part.get("text", "") for part in content)
             record = RecordedRequest(
-                path=self.path, body=body, prompt=content, kind=recognise(content),
-                client_port=self.client_address[1], received=time.monotonic(),
+                path=self.path,
+                body=body,
+                prompt=content,
+                kind=recognise(content),
+                client_port=self.client_address[1],
+                received=time.monotonic(),
                 headers=dict(self.headers.items()),
             )
             self.current = record
@@ -450,8 +474,12 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             try:
                 if record.refused:  # a provider refuses at once: no latency
                     record.fault = "rate_limit"
-                    self._send(429, _error("Rate limit reached for requests", "requests",
-                                           "rate_limit_exceeded"))
+                    self._send(
+                        429,
+                        _error(
+                            "Rate limit reached for requests", "requests", "rate_limit_exceeded"
+                        ),
+                    )
                     record.status = 429
                     return
                 server._wait(server.latency)
@@ -472,19 +500,27 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                 if fault.retry_after:
                     headers["Retry-After"] = fault.retry_after
                 if fault.kind == "429":
-                    self._send(429, _error("Rate limit reached", "requests", "rate_limit_exceeded"),
-                               headers)
+                    self._send(
+                        429,
+                        _error("Rate limit reached", "requests", "rate_limit_exceeded"),
+                        headers,
+                    )
                     return 429
                 if fault.kind == "503":
-                    self._send(503, _error("The server is overloaded", "server_error", None),
-                               headers)
+                    self._send(
+                        503, _error("The server is overloaded", "server_error", None), headers
+                    )
                     return 503
                 if fault.kind == "500":
                     self._send(500, _error("The server had an error", "server_error", None))
                     return 500
                 if fault.kind == "401":
-                    self._send(401, _error("Incorrect API key provided", "invalid_request_error",
-                                           "invalid_api_key"))
+                    self._send(
+                        401,
+                        _error(
+                            "Incorrect API key provided", "invalid_request_error", "invalid_api_key"
+                        ),
+                    )
                     return 401
                 if fault.kind == "reset":
                     self.close_connection = True  # drop the connection without an answer
@@ -500,19 +536,32 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
                     self._send(200, payload)
                     return 200
                 if fault.kind == "reject_json_mode" and "response_format" in body:
-                    self._send(400, _error("response_format json_object is not supported",
-                                           "invalid_request_error", None))
+                    self._send(
+                        400,
+                        _error(
+                            "response_format json_object is not supported",
+                            "invalid_request_error",
+                            None,
+                        ),
+                    )
                     return 400
                 if fault.kind == "reject_temperature" and "temperature" in body:
                     # what OpenAI's reasoning models answer
-                    self._send(400, _error("Unsupported value: 'temperature' does not support 0.0 "
-                                           "with this model. Only the default (1) value is "
-                                           "supported.", "invalid_request_error",
-                                           "unsupported_value"))
+                    self._send(
+                        400,
+                        _error(
+                            "Unsupported value: 'temperature' does not support 0.0 "
+                            "with this model. Only the default (1) value is "
+                            "supported.",
+                            "invalid_request_error",
+                            "unsupported_value",
+                        ),
+                    )
                     return 400
             if not record.kind:
-                self._send(400, _error("judge_server: unrecognised prompt", "invalid_request_error",
-                                       None))
+                self._send(
+                    400, _error("judge_server: unrecognised prompt", "invalid_request_error", None)
+                )
                 return 400
             canned = canned_reply(record.kind, server._poisoned_prompt(record.prompt))
             if fault is not None and fault.kind == "empty":
@@ -528,10 +577,18 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
 
 # The environment settings a judge reads besides its key and endpoint.
 JUDGE_SETTINGS = (
-    "EVALCASES_JUDGE_TIMEOUT", "EVALCASES_JUDGE_CONCURRENCY", "EVALCASES_JUDGE_RETRIES",
-    "EVALCASES_JUDGE_BACKOFF", "EVALCASES_JUDGE_RATE_LIMIT_WAIT", "EVALCASES_JUDGE_BREAKER",
-    "EVALCASES_RPM", "EVALCASES_TPM", "PYTEST_XDIST_WORKER_COUNT", "DEEPEVAL_EVAL_MODE",
-    "EVALCASES_JUDGE_BASE_URL", "EVALCASES_JUDGE_API_KEY",
+    "EVALCASES_JUDGE_TIMEOUT",
+    "EVALCASES_JUDGE_CONCURRENCY",
+    "EVALCASES_JUDGE_RETRIES",
+    "EVALCASES_JUDGE_BACKOFF",
+    "EVALCASES_JUDGE_RATE_LIMIT_WAIT",
+    "EVALCASES_JUDGE_BREAKER",
+    "EVALCASES_RPM",
+    "EVALCASES_TPM",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "DEEPEVAL_EVAL_MODE",
+    "EVALCASES_JUDGE_BASE_URL",
+    "EVALCASES_JUDGE_API_KEY",
 )
 
 

@@ -9,8 +9,17 @@ from typing import Any
 
 from pytest_evalcases.judges import Judge
 
-VERDICT_KEYS = {"score", "label", "reason", "details", "judge", "params", "usage", "latency_ms",
-                "calls"}
+VERDICT_KEYS = {
+    "score",
+    "label",
+    "reason",
+    "details",
+    "judge",
+    "params",
+    "usage",
+    "latency_ms",
+    "calls",
+}
 
 
 class RecordingSleep:

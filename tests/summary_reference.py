@@ -41,8 +41,9 @@ def stage_names(results: Sequence[dict[str, Any]]) -> list[str]:
     return list(gating) + [name for name in report_only if name not in gating]
 
 
-def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: bool,
-              width: int | None = None) -> list[str]:
+def case_rows(
+    results: Sequence[dict[str, Any]], stages: list[str], verbose: bool, width: int | None = None
+) -> list[str]:
     shown = results
     if not verbose:
         shown = [r for r in results if r["outcome"] not in QUIET_OUTCOMES]
@@ -62,8 +63,7 @@ def case_rows(results: Sequence[dict[str, Any]], stages: list[str], verbose: boo
     hidden = len(results) - len(shown)
     if hidden:
         lines.append(
-            f"({hidden} passed or skipped case{'s' * (hidden != 1)} not shown; "
-            "-v shows every case)"
+            f"({hidden} passed or skipped case{'s' * (hidden != 1)} not shown; -v shows every case)"
         )
     return lines
 
@@ -122,12 +122,14 @@ def group_scores(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]
         for name, stage in result["stages"].items():
             if stage["score"] is not None and not stage.get("judge_error"):
                 scores.setdefault(str(group), {}).setdefault(name, array("d")).append(
-                    stage["score"])
+                    stage["score"]
+                )
     return scores
 
 
-def group_rates(results: Sequence[dict[str, Any]], verbose: bool, stages: list[str],
-                width: int | None) -> list[str]:
+def group_rates(
+    results: Sequence[dict[str, Any]], verbose: bool, stages: list[str], width: int | None
+) -> list[str]:
     """Per group, as per category, with a Wilson interval and the stage means (cases without a
     group: counts only); titled `user` when every grouped case has a suite user; without
     `verbose`, the GROUP_ROWS lowest pass rates."""
@@ -135,16 +137,21 @@ def group_rates(results: Sequence[dict[str, Any]], verbose: bool, stages: list[s
     grouped = [r for r in results if r.get("group") not in (None, "")]
     kind = "user" if all(r.get("user") for r in grouped) else "group"
     scores = group_scores(results)
-    means = [name for name in stages if any(name in s for s in scores.values())
-             and any(r["stages"].get(name, {}).get("gating") for r in results)]
+    means = [
+        name
+        for name in stages
+        if any(name in s for s in scores.values())
+        and any(r["stages"].get(name, {}).get("gating") for r in results)
+    ]
     names = sorted(counts)
     if verbose or len(names) <= GROUP_ROWS:
         return _rate_table(kind, counts, names, {}, scores, means, width)
     rates = {name: (p / s if s else 2.0) for name, (p, s) in counts.items()}
     worst = sorted(names, key=lambda name: (rates[name], name))[:GROUP_ROWS]
-    return [*_rate_table(kind, counts, sorted(worst), {}, scores, means, width),
-            f"({len(names) - GROUP_ROWS} more {kind}s with higher pass rates; -v shows every "
-            f"{kind})"]
+    return [
+        *_rate_table(kind, counts, sorted(worst), {}, scores, means, width),
+        f"({len(names) - GROUP_ROWS} more {kind}s with higher pass rates; -v shows every {kind})",
+    ]
 
 
 def render_summary(

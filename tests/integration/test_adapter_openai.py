@@ -161,5 +161,3 @@ def test_responses_api_loop_becomes_a_trace(scripted_openai: ScriptedOpenAI) -> 
     # usage of the Responses given (the first one's output is in `items` as plain items)
     assert from_items["usage"]["prompt_tokens"] == 20
     assert from_last["tool_calls"] == [] and normalize_trace(from_items, "t") == from_items
-
-

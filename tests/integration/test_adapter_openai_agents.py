@@ -74,5 +74,3 @@ def test_run_result_becomes_a_trace(scripted_openai: ScriptedOpenAI, model_class
         "cost_usd": pytest.approx((30 * 0.15 + 10 * 0.60) / 1e6),
     }
     assert len(scripted_openai.requests) == 2
-
-

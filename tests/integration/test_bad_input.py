@@ -52,8 +52,9 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """One project holding every bad input that must not stop the run: first a --live run (the
     case-level problems are in it), then a replay after adding the file-level problems."""
     project = Project(tmp_path_factory.mktemp("bad-input")).write_base()
-    project.write_suite(suite_doc("good", cases=[make_case("g1", "g1 text"),
-                                                 make_case("g2", "g2 text")]))
+    project.write_suite(
+        suite_doc("good", cases=[make_case("g1", "g1 text"), make_case("g2", "g2 text")])
+    )
     project.write_suite(suite_doc("mixed", cases=MIXED_CASES))
     twin = suite_doc("twin", cases=[make_case("t1", "t1 text")])
     project.write_suite(twin, file="cases/dup_a.json")
@@ -62,9 +63,18 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     written = project.all_files() - base_files
 
     project.write_text("cases/broken.json", BROKEN_JSON)
-    project.write_suite({"name": "schema", "system": "mysys:system", "stages": "tools",
-                        "threshold": 2, "thresholds": {"tools": "high"}, "stagez": [],
-                        "cases": []}, file="cases/schema.json")
+    project.write_suite(
+        {
+            "name": "schema",
+            "system": "mysys:system",
+            "stages": "tools",
+            "threshold": 2,
+            "thresholds": {"tools": "high"},
+            "stagez": [],
+            "cases": [],
+        },
+        file="cases/schema.json",
+    )
     project.write_suite(twin, file="cases/dup_b.json")
     project.write_suite(suite_doc("stages", stages=["tools", "bogus"], report_only=["nope"]))
     project.write_suite(suite_doc("nosys", system="nosuchmodule:system"))
@@ -77,8 +87,7 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     return SimpleNamespace(project=project, live=live, written=written, replay=replay)
 
 
-FILE_LEVEL = ["broken", "schema", "stages", "nosys", "noattr", "importboom", "noinput",
-              "notobject"]
+FILE_LEVEL = ["broken", "schema", "stages", "nosys", "noattr", "importboom", "noinput", "notobject"]
 # Two files declaring the suite `twin`: once the second is there, the case of each errors.
 DUPLICATE_SUITE = ["cases/dup_a.json::t1", "cases/dup_b.json::t1"]
 
@@ -88,12 +97,17 @@ def test_bad_files_never_stop_the_run(bad: SimpleNamespace) -> None:
         assert_not_aborted(result)
     good = ["good.json::g1", "good.json::g2", "mixed.json::ok1", "mixed.json::ok2"]
     for result in (bad.live, bad.replay):
-        passed = {line.split()[0] for line in result.outlines if line.endswith("PASSED") or
-                  " PASSED " in line}
+        passed = {
+            line.split()[0]
+            for line in result.outlines
+            if line.endswith("PASSED") or " PASSED " in line
+        }
         assert {f"cases/{name}" for name in good} <= passed, output(result)
     bad.live.assert_outcomes(passed=5, errors=len(MIXED_ERRORS) + len(UNSAFE_IDS))
-    bad.replay.assert_outcomes(passed=4, errors=len(MIXED_ERRORS) + len(UNSAFE_IDS)
-                               + len(FILE_LEVEL) + len(DUPLICATE_SUITE))
+    bad.replay.assert_outcomes(
+        passed=4,
+        errors=len(MIXED_ERRORS) + len(UNSAFE_IDS) + len(FILE_LEVEL) + len(DUPLICATE_SUITE),
+    )
 
 
 def test_malformed_json_names_file_line_and_column(bad: SimpleNamespace) -> None:
@@ -125,14 +139,18 @@ def test_unknown_stage_names_list_the_known_ones(bad: SimpleNamespace) -> None:
     known = re.search(r"known stages: (.*)", block)
     assert known, block
     assert {"tools", "retrieval", "exact_match", "token_f1"} <= set(
-        name.strip(" ;.") for name in known.group(1).split(","))
+        name.strip(" ;.") for name in known.group(1).split(",")
+    )
 
 
-@pytest.mark.parametrize(("suite", "named"), [
-    ("nosys", "nosuchmodule:system"),
-    ("noattr", "mysys:no_such_attribute"),
-    ("importboom", "importboom:system"),
-])
+@pytest.mark.parametrize(
+    ("suite", "named"),
+    [
+        ("nosys", "nosuchmodule:system"),
+        ("noattr", "mysys:no_such_attribute"),
+        ("importboom", "importboom:system"),
+    ],
+)
 def test_unimportable_system_is_named(bad: SimpleNamespace, suite: str, named: str) -> None:
     block = error_block(bad.replay, f"cases/{suite}.json")
     assert named in block
@@ -163,8 +181,10 @@ def test_case_level_errors_name_the_case_and_field(bad: SimpleNamespace, nodeid:
 
 def test_duplicate_case_id_first_runs_the_repeat_errors(bad: SimpleNamespace) -> None:
     bad.replay.stdout.fnmatch_lines(["cases/mixed.json::ok1 PASSED*"])
-    assert json.loads((bad.project.root / "cassettes/mixed/ok1.json").read_text())[
-        "trace"]["answer"] == "ok1 text"  # recorded from the first case, not the repeat
+    assert (
+        json.loads((bad.project.root / "cassettes/mixed/ok1.json").read_text())["trace"]["answer"]
+        == "ok1 text"
+    )  # recorded from the first case, not the repeat
 
 
 def test_unsafe_ids_error_and_nothing_is_written_for_them(bad: SimpleNamespace) -> None:
@@ -198,8 +218,9 @@ def test_malformed_trace_lists_the_bad_fields(project: Project) -> None:
 
 
 def test_case_that_is_not_an_object_errors_only_that_case(project: Project) -> None:
-    project.write_suite(suite_doc(cases=[make_case("alpha", "alpha beta"), 42,
-                                         make_case("gamma", "gamma delta")]))
+    project.write_suite(
+        suite_doc(cases=[make_case("alpha", "alpha beta"), 42, make_case("gamma", "gamma delta")])
+    )
 
     result = project.run("--live", "-v")
 
@@ -228,9 +249,12 @@ FAILING_FINGERPRINTS = {
 
 @pytest.mark.parametrize("how", list(FAILING_FINGERPRINTS))
 def test_fingerprint_failure_errors_only_that_suite(project: Project, how: str) -> None:
-    project.write_text("fpsys.py", "import pathlib\nfrom mysys import System\n\n\n"
-                       "class Fp(System):\n    def fingerprint(self):\n"
-                       f"        {FAILING_FINGERPRINTS[how]}\n\n\nsystem = Fp()\n")
+    project.write_text(
+        "fpsys.py",
+        "import pathlib\nfrom mysys import System\n\n\n"
+        "class Fp(System):\n    def fingerprint(self):\n"
+        f"        {FAILING_FINGERPRINTS[how]}\n\n\nsystem = Fp()\n",
+    )
     project.write_suite(suite_doc("good", cases=[make_case("alpha", "alpha beta")]))
     project.write_suite(suite_doc("fp", system="fpsys:system"))
 

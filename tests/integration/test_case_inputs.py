@@ -19,17 +19,21 @@ def run(case):
 
 def inputs_suite(**fields: Any) -> dict[str, Any]:
     """`alpha` reads the suite's kb.txt, `gamma` only orders.txt, `epsilon` no file at all."""
-    return suite_doc(cases=[
-        make_case("alpha", "alpha beta"),
-        make_case("gamma", "gamma delta", inputs=["data/orders.txt"]),
-        make_case("epsilon", "epsilon zeta", inputs=[]),
-    ], **fields)
+    return suite_doc(
+        cases=[
+            make_case("alpha", "alpha beta"),
+            make_case("gamma", "gamma delta", inputs=["data/orders.txt"]),
+            make_case("epsilon", "epsilon zeta", inputs=[]),
+        ],
+        **fields,
+    )
 
 
 def stale_cases(result: Any) -> list[str]:
     text = output(result)
-    return sorted(case for case in ("alpha", "gamma", "epsilon")
-                  if f"ERROR cases/suite.json::{case}" in text)
+    return sorted(
+        case for case in ("alpha", "gamma", "epsilon") if f"ERROR cases/suite.json::{case}" in text
+    )
 
 
 @pytest.fixture
@@ -74,13 +78,19 @@ def test_a_data_file_edit_stales_only_the_cases_that_read_it(recorded: Project) 
 def test_inputs_reach_neither_the_system_nor_the_case_hash(project: Project) -> None:
     project.write_text("keys.py", KEYS_SYSTEM)
     project.write_text("data/copy.txt", (project.root / "data/kb.txt").read_bytes())
-    project.write_suite(suite_doc(system="keys:run", stages=["tools"], cases=[
-        make_case("alpha", "alpha beta", inputs=["data/kb.txt"], tone="dry")]))
+    project.write_suite(
+        suite_doc(
+            system="keys:run",
+            stages=["tools"],
+            cases=[make_case("alpha", "alpha beta", inputs=["data/kb.txt"], tone="dry")],
+        )
+    )
     project.run("--live").assert_outcomes(passed=1)
     assert project.cassette("suite", "alpha")["trace"]["answer"] == "id input tone"
 
-    project.edit_suite("cases/suite.json",
-                       lambda doc: doc["cases"][0].update(inputs=["data/copy.txt"]))
+    project.edit_suite(
+        "cases/suite.json", lambda doc: doc["cases"][0].update(inputs=["data/copy.txt"])
+    )
     result = project.run()
 
     result.assert_outcomes(errors=1)
@@ -89,14 +99,15 @@ def test_inputs_reach_neither_the_system_nor_the_case_hash(project: Project) -> 
     assert "case changed" not in message  # the same bytes under another name: the case is as it was
 
 
-@pytest.mark.parametrize(("entry", "problem"), [
-    ("/etc/hostname", "is an absolute path"),
-    ("../outside.txt", "outside the rootdir"),
-    ("data/none.txt", "cannot be read"),
-])
-def test_a_bad_case_input_errors_that_case_only(
-    project: Project, entry: str, problem: str
-) -> None:
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("/etc/hostname", "is an absolute path"),
+        ("../outside.txt", "outside the rootdir"),
+        ("data/none.txt", "cannot be read"),
+    ],
+)
+def test_a_bad_case_input_errors_that_case_only(project: Project, entry: str, problem: str) -> None:
     project.write_text("data/orders.txt", "order 17 shipped\n")
     doc = inputs_suite()
     doc["cases"][1]["inputs"] = ["data/orders.txt", entry]

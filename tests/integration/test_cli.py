@@ -12,11 +12,21 @@ from pytest_evalcases.__main__ import main
 
 
 def test_cli_help() -> None:
-    proc = subprocess.run([sys.executable, "-m", "pytest_evalcases", "--help"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_evalcases", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0 and "merge" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "pytest_evalcases", "merge", "--help"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_evalcases", "merge", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0 and "--baseline FILE" in proc.stdout
     with pytest.raises(SystemExit) as exc:
         main([])

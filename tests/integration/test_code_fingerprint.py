@@ -26,31 +26,44 @@ def test_code_edits_stale_replay_and_comments_do_not(project: Project) -> None:
     one = [make_case("alpha", "alpha beta")]
     project.write_suite(suite_doc("default", cases=one))
     project.write_suite(suite_doc("optout", cases=one, code=[]))
-    project.write_suite(suite_doc("listed", cases=one,
-                                  code=["helpers", "lib/", "othersys.py", "explosive"]))
+    project.write_suite(
+        suite_doc("listed", cases=one, code=["helpers", "lib/", "othersys.py", "explosive"])
+    )
 
     recorded = project.run("--live", "-p", "no:cacheprovider")
 
     recorded.assert_outcomes(passed=3)
-    code_fields = {suite: {name: value for name, value in project.cassette(suite, "alpha")["key"]
-                           .items() if name.startswith("code.")}
-                   for suite in ("default", "optout", "listed")}
+    code_fields = {
+        suite: {
+            name: value
+            for name, value in project.cassette(suite, "alpha")["key"].items()
+            if name.startswith("code.")
+        }
+        for suite in ("default", "optout", "listed")
+    }
     assert list(code_fields["default"]) == ["code.mysys"]  # the system's module, by default
     assert code_fields["optout"] == {}
     assert sorted(code_fields["listed"]) == [
-        "code.explosive", "code.helpers", "code.lib.a", "code.lib.b", "code.othersys"
+        "code.explosive",
+        "code.helpers",
+        "code.lib.a",
+        "code.lib.b",
+        "code.othersys",
     ]
 
     # A comment and a blank line: no code change, nothing stale.
     source = (project.root / "mysys.py").read_text()
-    project.write_text("mysys.py", source.replace("import asyncio\n",
-                                                  "import asyncio  # for AsyncSystem\n\n"))
+    project.write_text(
+        "mysys.py", source.replace("import asyncio\n", "import asyncio  # for AsyncSystem\n\n")
+    )
     assert project.run("-p", "no:cacheprovider").ret == 0
 
     # A docstring (what a tool description is) and a constant in a module the system never
     # imports; a suite whose "code" names nothing that exists.
-    project.write_text("mysys.py", source.replace(
-        '"""Test system: deterministic', '"""Test system (v2): deterministic'))
+    project.write_text(
+        "mysys.py",
+        source.replace('"""Test system: deterministic', '"""Test system (v2): deterministic'),
+    )
     project.write_text("explosive.py", EXPLOSIVE.replace("VALUE = 1", "VALUE = 2"))
     project.write_suite(suite_doc("typo", cases=one, code=["helpers", "lib/missing/"]))
     result = project.run("-p", "no:cacheprovider")
@@ -62,10 +75,16 @@ def test_code_edits_stale_replay_and_comments_do_not(project: Project) -> None:
         r"with --live, or check it offline with --replay-http",
         stale_message(result, "default::alpha").strip(),
     ), output(result)
-    assert stale_message(result, "listed::alpha").strip().startswith(
-        "stale recording: code.explosive changed (")
+    assert (
+        stale_message(result, "listed::alpha")
+        .strip()
+        .startswith("stale recording: code.explosive changed (")
+    )
     assert "lib/missing/" in error_block(result, "typo.json")
-    rows = {line.split()[0]: line.split()[2] for line in summary_section(result)
-            if "::" in line.split(" ", 1)[0]}
+    rows = {
+        line.split()[0]: line.split()[2]
+        for line in summary_section(result)
+        if "::" in line.split(" ", 1)[0]
+    }
     # The cases that did not pass (optout::alpha passed: not listed).
     assert rows == {"default::alpha": "stale", "listed::alpha": "stale", "typo::suite": "error"}

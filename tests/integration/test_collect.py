@@ -28,8 +28,9 @@ def collected_ids(result: pytest.RunResult) -> list[str]:
 
 def test_node_ids_are_case_file_and_case_id(project: Project) -> None:
     project.write_suite(suite_doc())
-    project.write_suite(suite_doc("more", cases=[make_case("delta", "delta x")]),
-                        file="cases/sub/more.json")
+    project.write_suite(
+        suite_doc("more", cases=[make_case("delta", "delta x")]), file="cases/sub/more.json"
+    )
     # JSON files outside the eval_cases folders (data, cassettes) are not suites.
     project.write_text("data/table.json", '{"rows": [1, 2]}')
     project.write_text("cassettes/suite/alpha.json", '{"trace": {"answer": "x"}}')
@@ -46,12 +47,16 @@ def test_node_ids_are_case_file_and_case_id(project: Project) -> None:
 
 
 def test_eval_cases_ini_option_names_the_case_folders(project: Project) -> None:
-    project.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
-                       "asyncio_default_fixture_loop_scope = function\n"
-                       "eval_cases = evals more_evals\n")
+    project.write_text(
+        "pytest.ini",
+        "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
+        "asyncio_default_fixture_loop_scope = function\n"
+        "eval_cases = evals more_evals\n",
+    )
     project.write_suite(suite_doc("one", cases=[make_case("a1", "a1 x")]), file="evals/one.json")
-    project.write_suite(suite_doc("two", cases=[make_case("b1", "b1 x")]),
-                        file="more_evals/two.json")
+    project.write_suite(
+        suite_doc("two", cases=[make_case("b1", "b1 x")]), file="more_evals/two.json"
+    )
     project.write_suite(suite_doc("ignored"), file="cases/ignored.json")  # not an eval_cases folder
 
     result = project.run("--collect-only", "-q")
@@ -63,11 +68,16 @@ def test_eval_cases_ini_option_names_the_case_folders(project: Project) -> None:
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Recorded: alpha (storage; smoke), gamma (sync; smoke, nightly), epsilon (sync)."""
     root = tmp_path_factory.mktemp("collect-template")
-    record_template(root, suite_doc(cases=[
-        make_case("alpha", "alpha beta", category="storage", marks=["smoke"]),
-        make_case("gamma", "gamma delta", category="sync", marks=["smoke", "nightly"]),
-        make_case("epsilon", "epsilon zeta", category="sync"),
-    ]))
+    record_template(
+        root,
+        suite_doc(
+            cases=[
+                make_case("alpha", "alpha beta", category="storage", marks=["smoke"]),
+                make_case("gamma", "gamma delta", category="sync", marks=["smoke", "nightly"]),
+                make_case("epsilon", "epsilon zeta", category="sync"),
+            ]
+        ),
+    )
     return root
 
 
@@ -92,29 +102,38 @@ def test_keyword_selects_by_case_id(recorded: Project) -> None:
     result = recorded.run("-k", "gamma or epsilon", "-v")
 
     result.assert_outcomes(passed=2, deselected=1)
-    result.stdout.fnmatch_lines(["cases/suite.json::gamma PASSED*",
-                                 "cases/suite.json::epsilon PASSED*"])
+    result.stdout.fnmatch_lines(
+        ["cases/suite.json::gamma PASSED*", "cases/suite.json::epsilon PASSED*"]
+    )
     rows = [line.split()[0] for line in summary_section(result) if line.startswith("suite::")]
     assert rows == ["suite::gamma", "suite::epsilon"]
 
 
 def test_skip_field_skips_the_case_with_its_reason(recorded: Project) -> None:
     # Skipping a recorded case, and adding a skipped case that has no recording at all.
-    recorded.edit_suite("cases/suite.json", lambda doc: (
-        doc["cases"][1].update(skip="upstream index is rebuilding"),
-        doc["cases"].append(make_case("never-recorded", "omega", skip="not ready yet")),
-    ))
+    recorded.edit_suite(
+        "cases/suite.json",
+        lambda doc: (
+            doc["cases"][1].update(skip="upstream index is rebuilding"),
+            doc["cases"].append(make_case("never-recorded", "omega", skip="not ready yet")),
+        ),
+    )
 
     result = recorded.run("-rs", "--eval-summary=all")  # skipped cases get no row by default
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=2, skipped=2)
-    result.stdout.fnmatch_lines([
-        "SKIPPED [[]1[]] *upstream index is rebuilding*",
-        "SKIPPED [[]1[]] *not ready yet*",
-    ])
-    rows = {line.split()[0]: line.split()[2] for line in summary_section(result)
-            if line.startswith("suite::")}
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]1[]] *upstream index is rebuilding*",
+            "SKIPPED [[]1[]] *not ready yet*",
+        ]
+    )
+    rows = {
+        line.split()[0]: line.split()[2]
+        for line in summary_section(result)
+        if line.startswith("suite::")
+    }
     assert rows["suite::gamma"] == "skipped"
     assert rows["suite::never-recorded"] == "skipped"
 
@@ -155,8 +174,9 @@ def test_xfail_absorbs_stage_failures_only(project: Project) -> None:
 
 def test_verbose_lines_show_the_node_ids_of_items_that_error(project: Project) -> None:
     """`pytest -v` prints each item's node id; copying it must select that item again."""
-    project.write_suite(suite_doc(cases=[make_case("alpha", "alpha beta"),
-                                         {"id": "bad-case", "input": 5}]))
+    project.write_suite(
+        suite_doc(cases=[make_case("alpha", "alpha beta"), {"id": "bad-case", "input": 5}])
+    )
     project.write_text("cases/broken.json", "{ not json")
 
     result = project.run("--live", "-v")
@@ -172,16 +192,20 @@ def test_case_items_give_the_location_pytest_would_compute(project: Project) -> 
     """CaseItem works out its file's relative path once per case file: the locations must still
     be exactly pytest's own (reports, --lf and the terminal read them), nested folders too."""
     project.write_suite(suite_doc())
-    project.write_suite(suite_doc("more", cases=[make_case("delta", "delta x")]),
-                        file="cases/sub/more.json")
-    project.write_text("location_check.py", (
-        "import pytest\n"
-        "def pytest_collection_finish(session):\n"
-        "    for item in session.items:\n"
-        "        ours, pytests = item.location, pytest.Item.location.func(item)\n"
-        "        assert ours == pytests, (ours, pytests)\n"
-        "        print('LOCATION', ours)\n"
-    ))
+    project.write_suite(
+        suite_doc("more", cases=[make_case("delta", "delta x")]), file="cases/sub/more.json"
+    )
+    project.write_text(
+        "location_check.py",
+        (
+            "import pytest\n"
+            "def pytest_collection_finish(session):\n"
+            "    for item in session.items:\n"
+            "        ours, pytests = item.location, pytest.Item.location.func(item)\n"
+            "        assert ours == pytests, (ours, pytests)\n"
+            "        print('LOCATION', ours)\n"
+        ),
+    )
 
     result = project.run("--collect-only", "-q", "-s", "-p", "location_check")
 

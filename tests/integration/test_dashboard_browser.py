@@ -32,28 +32,52 @@ def chromium_binary() -> str | None:
     return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 
 
-def _case(cid: str, index: int, outcome: str, category: str, answer: str,
-          ff_stage: str | None = None) -> dict:
+def _case(
+    cid: str, index: int, outcome: str, category: str, answer: str, ff_stage: str | None = None
+) -> dict:
     passed = outcome == "passed"
     return {
-        "nodeid": f"cases/docs.json::{cid}", "suite": "docs", "id": cid,
-        "file": "cases/docs.json", "index": index, "category": category, "group": None,
+        "nodeid": f"cases/docs.json::{cid}",
+        "suite": "docs",
+        "id": cid,
+        "file": "cases/docs.json",
+        "index": index,
+        "category": category,
+        "group": None,
         "outcome": outcome,
         "first_failure": {"stage": ff_stage, "reason": f"{ff_stage} failed: {CLASSIC}"}
-        if ff_stage else None,
+        if ff_stage
+        else None,
         "stages": {
-            "tools": {"score": 1.0, "passed": True, "gating": True, "reason": "ok",
-                      "label": None, "metrics": {}},
-            "retrieval": {"score": 1.0 if passed else 0.5, "passed": passed, "gating": True,
-                          "reason": f"recall {CLASSIC}", "label": None,
-                          "metrics": {"k": 3, "recall_at_k": 1.0 if passed else 0.5}},
+            "tools": {
+                "score": 1.0,
+                "passed": True,
+                "gating": True,
+                "reason": "ok",
+                "label": None,
+                "metrics": {},
+            },
+            "retrieval": {
+                "score": 1.0 if passed else 0.5,
+                "passed": passed,
+                "gating": True,
+                "reason": f"recall {CLASSIC}",
+                "label": None,
+                "metrics": {"k": 3, "recall_at_k": 1.0 if passed else 0.5},
+            },
         },
-        "recording": {"status": "replayed", "usage": {"prompt_tokens": 10,
-                                                      "completion_tokens": 2,
-                                                      "cost_usd": 0.0001}},
-        "detail": {"input": f"question {PAYLOAD_IMG}", "answer": answer, "reference": None,
-                   "tool_calls": [{"name": "search_docs", "args": {"q": PAYLOAD_SCRIPT}}],
-                   "retrieved": ["storage"], "context": [PAYLOAD_SCRIPT]},
+        "recording": {
+            "status": "replayed",
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "cost_usd": 0.0001},
+        },
+        "detail": {
+            "input": f"question {PAYLOAD_IMG}",
+            "answer": answer,
+            "reference": None,
+            "tool_calls": [{"name": "search_docs", "args": {"q": PAYLOAD_SCRIPT}}],
+            "retrieved": ["storage"],
+            "context": [PAYLOAD_SCRIPT],
+        },
     }
 
 
@@ -64,8 +88,9 @@ HOSTILE_CATEGORY = (
 
 def sample_doc() -> dict:
     results = [
-        _case("storage", 0, "passed", "storage",
-              f"answer {PAYLOAD_SCRIPT} {PAYLOAD_IMG} {CLASSIC}"),
+        _case(
+            "storage", 0, "passed", "storage", f"answer {PAYLOAD_SCRIPT} {PAYLOAD_IMG} {CLASSIC}"
+        ),
         _case("config", 1, "failed", "storage", "wrong", ff_stage="retrieval"),
         _case("sync", 2, "failed", "sync", "also wrong", ff_stage="retrieval"),
         _case("export", 3, "passed", HOSTILE_CATEGORY, "fine, 100% sure"),
@@ -104,10 +129,21 @@ def dump_dom(tmp_path: Path, html_file: Path, fragment: str = "") -> DomSummary:
     assert binary is not None
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
     url = html_file.resolve().as_uri() + (f"#{fragment}" if fragment else "")
-    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", f"--user-data-dir={profile}", "--virtual-time-budget=5000",
-           "--dump-dom", url]
+    cmd = [
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        url,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "<html" in proc.stdout, proc.stderr[-2000:]
@@ -133,7 +169,7 @@ def visible(dom: DomSummary) -> list[str]:
 def test_scripts_run_and_payloads_stay_text(dashboard: Path, tmp_path: Path) -> None:
     dom = dump_dom(tmp_path, dashboard)
     assert dom.html_attrs.get("data-dashboard-ready") == "1"  # our script ran to the end
-    assert "data-pwned" not in dom.html_attrs                  # no payload ran
+    assert "data-pwned" not in dom.html_attrs  # no payload ran
     assert len(dom.case_rows) == 5
     assert visible(dom) == ["passed", "failed", "failed", "passed", "stale"]
     assert dom.html_attrs.get("data-visible-cases") == "5"
@@ -163,8 +199,7 @@ def test_scripts_run_and_payloads_stay_text(dashboard: Path, tmp_path: Path) -> 
         ("%", ["passed", "failed", "failed", "passed", "stale"]),
     ],
 )
-def test_hash_filters(dashboard: Path, tmp_path: Path, fragment: str,
-                      expected: list[str]) -> None:
+def test_hash_filters(dashboard: Path, tmp_path: Path, fragment: str, expected: list[str]) -> None:
     dom = dump_dom(tmp_path, dashboard, fragment)
     assert dom.html_attrs.get("data-dashboard-ready") == "1"
     assert visible(dom) == expected
@@ -187,9 +222,18 @@ def _dashboard_decoder() -> str:
 # A hand-typed or cut address, and what the filters get from it: what decodes is decoded, a "%"
 # that starts no escape stays text, and broken UTF-8 is left as written.
 MALFORMED_HASH_PARTS = {
-    "100%": "100%", "%": "%", "100%%20sure": "100% sure", "%ZZ": "%ZZ", "a%20b": "a b",
-    "%25": "%", "caf%C3%A9": "caf\u00e9", "caf%C3": "caf%C3", "%FF": "%FF", "%E0%A4%A": "%E0%A4%A",
-    "%C3%A9%": "\u00e9%", "%ED%A0%80": "%ED%A0%80",  # the last: a UTF-8 encoded lone surrogate
+    "100%": "100%",
+    "%": "%",
+    "100%%20sure": "100% sure",
+    "%ZZ": "%ZZ",
+    "a%20b": "a b",
+    "%25": "%",
+    "caf%C3%A9": "caf\u00e9",
+    "caf%C3": "caf%C3",
+    "%FF": "%FF",
+    "%E0%A4%A": "%E0%A4%A",
+    "%C3%A9%": "\u00e9%",
+    "%ED%A0%80": "%ED%A0%80",  # the last: a UTF-8 encoded lone surrogate
 }
 
 
@@ -197,9 +241,16 @@ def test_dashboard_hash_decoding_never_throws() -> None:
     node = shutil.which("node")
     if node is None:
         pytest.skip("no node binary (the browser test covers the dashboard where chromium is)")
-    script = (_dashboard_decoder() + "const parts = JSON.parse(process.argv[1]);\n"
-              "console.log(JSON.stringify(parts.map(decodePart)));\n")
-    proc = subprocess.run([node, "-e", script, json.dumps(list(MALFORMED_HASH_PARTS))],
-                          capture_output=True, text=True, timeout=60, check=False)
+    script = (
+        _dashboard_decoder() + "const parts = JSON.parse(process.argv[1]);\n"
+        "console.log(JSON.stringify(parts.map(decodePart)));\n"
+    )
+    proc = subprocess.run(
+        [node, "-e", script, json.dumps(list(MALFORMED_HASH_PARTS))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == list(MALFORMED_HASH_PARTS.values())

@@ -136,15 +136,25 @@ def test_x_lets_the_failing_case_finish_its_runs_and_counts_it_once(project: Pro
     """-x / --maxfail with --eval-runs: the case whose run 1 fails still makes its other runs
     and is recorded; it counts as one failed case, not one per run."""
     _flaky_project(project, {"alpha": [True, True]})
-    result = project.run("--live", "--eval-runs", "2", "-x", "--eval-concurrency", "1",
-                         "-p", "no:cacheprovider")
+    result = project.run(
+        "--live", "--eval-runs", "2", "-x", "--eval-concurrency", "1", "-p", "no:cacheprovider"
+    )
     assert_not_aborted(result)
     assert _runs_of(project, "alpha") == 2, output(result)
     assert len(project.cassette("suite", "alpha")["later_runs"]) == 1
     assert _runs_of(project, "gamma") == 0  # not started once -x was reached
     assert "-x reached (1 case failed or errored)" in output(result)
 
-    both = project.run("--live", "--eval-runs", "2", "--maxfail", "2", "--eval-concurrency",
-                       "1", "-p", "no:cacheprovider")
+    both = project.run(
+        "--live",
+        "--eval-runs",
+        "2",
+        "--maxfail",
+        "2",
+        "--eval-concurrency",
+        "1",
+        "-p",
+        "no:cacheprovider",
+    )
     assert_not_aborted(both)
     assert _runs_of(project, "gamma") == 2, output(both)  # one failed case is not two

@@ -67,7 +67,7 @@ def test_replay_http_without_vcrpy_is_one_usage_error(
     result = pytester.runpytest_inprocess("--replay-http")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.lines == [
-        'ERROR: --replay-http needs vcrpy, which records and serves each case\'s HTTP: pip install '
+        "ERROR: --replay-http needs vcrpy, which records and serves each case's HTTP: pip install "
         '"pytest-evalcases[live]"',
         "",
     ] or any('pip install "pytest-evalcases[live]"' in line for line in result.stderr.lines)

@@ -16,9 +16,24 @@ def test_git_commit(tmp_path: Path) -> None:
     assert git_commit(tmp_path) is None  # not a repository
     try:
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=10)
-        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c",
-                        "user.email=t@example.invalid", "commit", "-q", "--allow-empty",
-                        "-m", "x"], check=True, timeout=10)
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(tmp_path),
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.invalid",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "x",
+            ],
+            check=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         pytest.skip("git is not available")
     commit = git_commit(tmp_path)

@@ -48,7 +48,7 @@ FILE_ERRORS = {
     "cases/threshold_names.json::suite": [
         "cases/threshold_names.json: \"thresholds\": unknown stage 'retreival' "
         "(did you mean 'retrieval'?)",
-        "stage 'faithfulness' is not run by this suite: add it to \"stages\" or \"report_only\", "
+        'stage \'faithfulness\' is not run by this suite: add it to "stages" or "report_only", '
         "or remove its threshold",
         "this suite runs tools, retrieval, exact_match",
     ],
@@ -87,22 +87,42 @@ def _write_hostile_files(project: Project) -> str:
     root = project.root
     project.write_text("cases/deep.json", DEEP_JSON)
     project.write_text("cases/bignumber.json", BIG_NUMBER_JSON)
-    project.write_suite(suite_doc("threshold_values", threshold=NAN, thresholds={
-        "tools": -1, "retrieval": NAN, "exact_match": INF}))
-    project.write_suite(suite_doc("threshold_names", thresholds={
-        "retreival": 0.5, "faithfulness": 0.7, "tools": 1.0}))
-    project.write_suite(suite_doc("longids", cases=[
-        make_case("short", "short text"), make_case(LONG_ID, "long text"),
-        make_case(ACCENTED_ID, "accented text"), make_case(LONGEST_ID, "longest text")]))
+    project.write_suite(
+        suite_doc(
+            "threshold_values",
+            threshold=NAN,
+            thresholds={"tools": -1, "retrieval": NAN, "exact_match": INF},
+        )
+    )
+    project.write_suite(
+        suite_doc(
+            "threshold_names", thresholds={"retreival": 0.5, "faithfulness": 0.7, "tools": 1.0}
+        )
+    )
+    project.write_suite(
+        suite_doc(
+            "longids",
+            cases=[
+                make_case("short", "short text"),
+                make_case(LONG_ID, "long text"),
+                make_case(ACCENTED_ID, "accented text"),
+                make_case(LONGEST_ID, "longest text"),
+            ],
+        )
+    )
     project.write_suite(suite_doc(LONG_SUITE_NAME), file="cases/longname.json")
-    project.write_suite(suite_doc("twin", cases=[make_case("t2", "t2 text")]),
-                        file="cases/dup_b.json")
+    project.write_suite(
+        suite_doc("twin", cases=[make_case("t2", "t2 text")]), file="cases/dup_b.json"
+    )
     # A file outside the project, named after it: the parent folder is shared with other tests.
     outside = f"{root.name}-outside.txt"
     (root.parent / outside).write_text("not part of the project\n")
     os.symlink(root.parent / outside, root / "data" / "outside-link.txt")
-    for name, inputs in (("input_absolute", "/etc/hostname"), ("input_parent", f"../{outside}"),
-                         ("input_symlink", "data/outside-link.txt")):
+    for name, inputs in (
+        ("input_absolute", "/etc/hostname"),
+        ("input_parent", f"../{outside}"),
+        ("input_symlink", "data/outside-link.txt"),
+    ):
         project.write_suite(suite_doc(name, inputs=["data/kb.txt", inputs]))
     return outside
 
@@ -112,22 +132,31 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """A recorded project (`good`, and `twin` in dup_a.json), then every hostile file added and
     the project run four ways: replay, --live, --live on one node id and --live under xdist."""
     project = Project(tmp_path_factory.mktemp("hostile")).write_base()
-    project.write_suite(suite_doc("good", cases=[make_case("g1", "g1 text"),
-                                                 make_case("g2", "g2 text")]))
-    project.write_suite(suite_doc("twin", cases=[make_case("t1", "t1 text")]),
-                        file="cases/dup_a.json")
+    project.write_suite(
+        suite_doc("good", cases=[make_case("g1", "g1 text"), make_case("g2", "g2 text")])
+    )
+    project.write_suite(
+        suite_doc("twin", cases=[make_case("t1", "t1 text")]), file="cases/dup_a.json"
+    )
     assert_not_aborted(project.run("--live", "-p", "no:cacheprovider"))
     recorded = project.files()
     outside = _write_hostile_files(project)
     runs = SimpleNamespace(replay=project.run("-v", "-p", "no:cacheprovider"))
     after_replay = project.files()
     runs.live = project.run("--live", "-v", "-p", "no:cacheprovider")
-    runs.one_file = project.run("--live", "-v", "-p", "no:cacheprovider",
-                                "cases/dup_a.json::t1", "cases/good.json")
+    runs.one_file = project.run(
+        "--live", "-v", "-p", "no:cacheprovider", "cases/dup_a.json::t1", "cases/good.json"
+    )
     runs.xdist = project.run("--live", "-v", "-p", "no:cacheprovider", "-n", "2", "-k", "t1 or t2")
-    return SimpleNamespace(project=project, runs=runs, recorded=recorded,
-                           after_replay=after_replay, after_live=project.files(),
-                           outside=outside, outside_path=project.root.parent / outside)
+    return SimpleNamespace(
+        project=project,
+        runs=runs,
+        recorded=recorded,
+        after_replay=after_replay,
+        after_live=project.files(),
+        outside=outside,
+        outside_path=project.root.parent / outside,
+    )
 
 
 def test_hostile_files_never_stop_the_run(hostile: SimpleNamespace) -> None:
@@ -144,8 +173,9 @@ def test_hostile_files_never_stop_the_run(hostile: SimpleNamespace) -> None:
 
 
 @pytest.mark.parametrize("nodeid", list(FILE_ERRORS) + list(CASE_ERRORS))
-def test_each_hostile_file_or_case_errors_alone_and_says_why(hostile: SimpleNamespace,
-                                                            nodeid: str) -> None:
+def test_each_hostile_file_or_case_errors_alone_and_says_why(
+    hostile: SimpleNamespace, nodeid: str
+) -> None:
     expected = {**FILE_ERRORS, **CASE_ERRORS}[nodeid]
     for result in (hostile.runs.replay, hostile.runs.live):
         result.stdout.fnmatch_lines([f"ERROR {nodeid.replace('[', '[[]')} - *"])
@@ -156,18 +186,25 @@ def test_each_hostile_file_or_case_errors_alone_and_says_why(hostile: SimpleName
 
 
 def test_duplicate_suite_names_error_both_files_under_any_selection(
-        hostile: SimpleNamespace) -> None:
+    hostile: SimpleNamespace,
+) -> None:
     runs = hostile.runs
     # replay, --live and -n 2 collect both files; one node id selected collects only dup_a.json.
-    for result, twins in ((runs.replay, TWINS), (runs.live, TWINS), (runs.xdist, TWINS),
-                          (runs.one_file, {"cases/dup_a.json": "t1"})):
+    for result, twins in (
+        (runs.replay, TWINS),
+        (runs.live, TWINS),
+        (runs.xdist, TWINS),
+        (runs.one_file, {"cases/dup_a.json": "t1"}),
+    ):
         for file, case_id in twins.items():
             result.stdout.fnmatch_lines([f"ERROR {file}::{case_id} - *"])
             other = next(other for other in TWINS if other != file)
             block = error_block(result, f"twin::{case_id}")
-            assert (f"{file}: suite name 'twin' is also declared by {other}; suite names name "
-                    "the cassette folders, so rename the suite in one of these files (nothing "
-                    "is recorded for any of them until then)") in block, block
+            assert (
+                f"{file}: suite name 'twin' is also declared by {other}; suite names name "
+                "the cassette folders, so rename the suite in one of these files (nothing "
+                "is recorded for any of them until then)"
+            ) in block, block
 
 
 def test_replay_changes_no_cassette(hostile: SimpleNamespace) -> None:
@@ -184,24 +221,28 @@ def test_live_records_nothing_for_what_it_refused(hostile: SimpleNamespace) -> N
 
 def test_orphan_detection_skips_unreadable_case_files(hostile: SimpleNamespace) -> None:
     for result in (hostile.runs.replay, hostile.runs.live, hostile.runs.one_file):
-        assert ("orphaned (not checked: unreadable case file cases/bignumber.json, "
-                "cases/deep.json)") in output(result), output(result)
+        assert (
+            "orphaned (not checked: unreadable case file cases/bignumber.json, cases/deep.json)"
+        ) in output(result), output(result)
 
 
 def test_unexpected_error_loading_a_suite_is_an_error_item(project: Project) -> None:
     # A fault nobody foresaw (here: a patched resolver raising ZeroDivisionError) while loading
     # one suite: that file errors, the others run.
     # (Patched for the run only: the run may share its process with other tests.)
-    project.write_text("conftest.py", "import pytest_evalcases.context as collect\n\n"
-                       "real = collect.resolve_system\n\n\n"
-                       "def resolve(spec, *args):\n"
-                       "    if spec == 'mysys:other_system':\n"
-                       "        raise ZeroDivisionError('nobody saw this coming')\n"
-                       "    return real(spec, *args)\n\n\n"
-                       "def pytest_configure(config):\n"
-                       "    collect.resolve_system = resolve\n\n\n"
-                       "def pytest_unconfigure(config):\n"
-                       "    collect.resolve_system = real\n")
+    project.write_text(
+        "conftest.py",
+        "import pytest_evalcases.context as collect\n\n"
+        "real = collect.resolve_system\n\n\n"
+        "def resolve(spec, *args):\n"
+        "    if spec == 'mysys:other_system':\n"
+        "        raise ZeroDivisionError('nobody saw this coming')\n"
+        "    return real(spec, *args)\n\n\n"
+        "def pytest_configure(config):\n"
+        "    collect.resolve_system = resolve\n\n\n"
+        "def pytest_unconfigure(config):\n"
+        "    collect.resolve_system = real\n",
+    )
     project.write_suite(suite_doc("good", cases=[make_case("alpha", "alpha beta")]))
     project.write_suite(suite_doc("odd", system="mysys:other_system"))
 
@@ -209,10 +250,10 @@ def test_unexpected_error_loading_a_suite_is_an_error_item(project: Project) -> 
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=1, errors=1)
-    assert ("cases/odd.json: cannot load the suite (ZeroDivisionError: nobody saw this coming); "
-            "fix the file, or report a bug if it looks right") in error_block(result, "odd.json")
+    assert (
+        "cases/odd.json: cannot load the suite (ZeroDivisionError: nobody saw this coming); "
+        "fix the file, or report a bug if it looks right"
+    ) in error_block(result, "odd.json")
 
 
 # ------------------------------------------------------------------------------ pure checks
-
-

@@ -174,20 +174,26 @@ PATH_OF = {"openai": "/v1/chat/completions"}
 
 
 def http_case(case_id: str, text: str, **fields: Any) -> dict[str, Any]:
-    case: dict[str, Any] = {"id": case_id, "input": text, "expected_tools": ["ask"],
-                            "reference": f"you asked: {text}"}
+    case: dict[str, Any] = {
+        "id": case_id,
+        "input": text,
+        "expected_tools": ["ask"],
+        "reference": f"you asked: {text}",
+    }
     case.update(fields)
     return case
 
 
-def http_suite(name: str, client: str = "httpx", cases: list[Any] | None = None,
-               **fields: Any) -> dict[str, Any]:
+def http_suite(
+    name: str, client: str = "httpx", cases: list[Any] | None = None, **fields: Any
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "name": name,
         "system": f"httpsys:run_{client}",
         "stages": ["tools", "exact_match"],
-        "cases": cases if cases is not None else [http_case("alpha", "alpha beta"),
-                                                  http_case("gamma", "gamma delta")],
+        "cases": cases
+        if cases is not None
+        else [http_case("alpha", "alpha beta"), http_case("gamma", "gamma delta")],
     }
     doc.update(fields)
     return doc
@@ -207,8 +213,11 @@ def http_doc(project: Project, suite: str, case_id: str) -> dict[str, Any]:
 
 def outcomes(result: pytest.RunResult) -> dict[str, str]:
     """suite::id -> outcome, from the per-stage summary's case table."""
-    return {line.split()[0]: line.split()[2] for line in summary_section(result)
-            if "::" in line.split(" ", 1)[0]}
+    return {
+        line.split()[0]: line.split()[2]
+        for line in summary_section(result)
+        if "::" in line.split(" ", 1)[0]
+    }
 
 
 def message_of(result: pytest.RunResult, case: str, marker: str) -> str:
@@ -231,8 +240,16 @@ def echo_server() -> Iterator[EchoServer]:
 
 
 # The subprocesses inherit this process's environment: no key, endpoint or proxy leaks in.
-LEAKY_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-             "http_proxy", "https_proxy", "all_proxy")
+LEAKY_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -300,8 +317,9 @@ def test_overlapping_cases_each_record_only_their_own_exchanges(
     for case_id in ids:
         interactions = http_doc(project, "slow", case_id)["interactions"]
         assert [i["request"]["body"]["json"]["case"] for i in interactions] == [case_id] * 2
-        assert all(i["response"]["body"]["json"]["received"]["case"] == case_id
-                   for i in interactions)
+        assert all(
+            i["response"]["body"]["json"]["received"]["case"] == case_id for i in interactions
+        )
 
     echo_server.stop()
     project.run("--replay-http", "-p", "no:cacheprovider").assert_outcomes(passed=4)
@@ -335,8 +353,9 @@ def test_request_overlapping_a_vcrpy_send_in_another_thread_is_recorded(
         with layer.case(CaseHttp("http::alpha")) as case:
             requests.post(f"{echo_server.url}/ask", json={"question": "requests"}, timeout=5)
             httpx.post(f"{echo_server.url}/ask", json={"question": "httpx"}, timeout=5)
-            request = urllib.request.Request(f"{echo_server.url}/ask", method="POST",
-                                             data=b'{"question": "urllib"}')
+            request = urllib.request.Request(
+                f"{echo_server.url}/ask", method="POST", data=b'{"question": "urllib"}'
+            )
             with urllib.request.urlopen(request, timeout=5) as reply:
                 reply.read()
     finally:
@@ -346,7 +365,10 @@ def test_request_overlapping_a_vcrpy_send_in_another_thread_is_recorded(
 
     assert echo_server.count() == 3
     assert [i["request"]["body"]["json"]["question"] for i in case.interactions] == [
-        "requests", "httpx", "urllib"]
+        "requests",
+        "httpx",
+        "urllib",
+    ]
 
 
 @pytest.mark.parametrize("client", ["in_executor", "in_pool"])
@@ -359,7 +381,8 @@ def test_requests_made_in_the_systems_thread_pool_belong_to_its_case(
     http_project(project, echo_server, http_suite("pooled", client, cases))
 
     project.run("--live", "--eval-concurrency", "3", "-p", "no:cacheprovider").assert_outcomes(
-        passed=3)
+        passed=3
+    )
 
     assert echo_server.count() == 3
     for case_id in ids:
@@ -371,12 +394,15 @@ def test_requests_made_in_the_systems_thread_pool_belong_to_its_case(
 
 # ---- the judge's own requests ------------------------------------------------------------------
 def test_judge_requests_are_not_recorded(
-    project: Project, echo_server: EchoServer, judge_server: JudgeServer,
+    project: Project,
+    echo_server: EchoServer,
+    judge_server: JudgeServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The system and the openai judge both use aiohttp, in the same event loop."""
-    http_project(project, echo_server,
-                 http_suite("judged", "aiohttp", stages=["tools", "answer_accuracy"]))
+    http_project(
+        project, echo_server, http_suite("judged", "aiohttp", stages=["tools", "answer_accuracy"])
+    )
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url)
 
@@ -389,38 +415,65 @@ def test_judge_requests_are_not_recorded(
         uris = [i["request"]["uri"] for i in http_doc(project, "judged", case_id)["interactions"]]
         assert uris == [f"{echo_server.url}/ask"]
     judge_port = judge_server.base_url.split(":")[2].split("/")[0]
-    assert not [p for p in (project.root / "cassettes").rglob("*.http.json")
-                if judge_port in p.read_text() or "/chat/completions" in p.read_text()]
+    assert not [
+        p
+        for p in (project.root / "cassettes").rglob("*.http.json")
+        if judge_port in p.read_text() or "/chat/completions" in p.read_text()
+    ]
 
     # Judging today's offline trace: the network guard is up, yet the judge reaches its server.
     http_files = project.files(http=True)
     echo_server.stop()
     project.steer(suffix=" Indeed.")
-    rejudged = project.run("--replay-http", "--live-judges", "--eval-judge", "openai:gpt-4o-mini",
-                           "-p", "no:cacheprovider")
+    rejudged = project.run(
+        "--replay-http",
+        "--live-judges",
+        "--eval-judge",
+        "openai:gpt-4o-mini",
+        "-p",
+        "no:cacheprovider",
+    )
 
     rejudged.assert_outcomes(passed=2)
     assert judge_server.kinds() == ["accuracy"] * 4
-    assert all("you asked: alpha beta Indeed." in request.prompt
-               for request in judge_server.requests[2:] if "alpha" in request.prompt)
+    assert all(
+        "you asked: alpha beta Indeed." in request.prompt
+        for request in judge_server.requests[2:]
+        if "alpha" in request.prompt
+    )
     assert project.cassette("judged", "alpha")["trace"]["answer"] == "you asked: alpha beta Indeed."
-    assert {name: content for name, (content, _) in project.files(http=True).items()
-            if name.endswith(".http.json")} == {
-        name: content for name, (content, _) in http_files.items() if name.endswith(".http.json")}
+    assert {
+        name: content
+        for name, (content, _) in project.files(http=True).items()
+        if name.endswith(".http.json")
+    } == {name: content for name, (content, _) in http_files.items() if name.endswith(".http.json")}
 
 
 # ---- one recorded project, copied by each test -------------------------------------------------
 TEMPLATE_SUITES = [
-    http_suite("http", cases=[
-        http_case("alpha", "alpha beta"),
-        http_case("gamma", "gamma delta"),
-        http_case("quiet", "say nothing", requests=0, expected_tools=[],
-                  reference="I did not ask anyone."),
-    ]),
-    http_suite("ignoring", cases=[http_case("alpha", "alpha beta")],
-               http_ignore=["$.metadata.request_id"]),
-    http_suite("judged", cases=[http_case("alpha", "alpha beta")],
-               stages=["tools", "faithfulness"], judge="lexical"),
+    http_suite(
+        "http",
+        cases=[
+            http_case("alpha", "alpha beta"),
+            http_case("gamma", "gamma delta"),
+            http_case(
+                "quiet",
+                "say nothing",
+                requests=0,
+                expected_tools=[],
+                reference="I did not ask anyone.",
+            ),
+        ],
+    ),
+    http_suite(
+        "ignoring", cases=[http_case("alpha", "alpha beta")], http_ignore=["$.metadata.request_id"]
+    ),
+    http_suite(
+        "judged",
+        cases=[http_case("alpha", "alpha beta")],
+        stages=["tools", "faithfulness"],
+        judge="lexical",
+    ),
     http_suite("sock", cases=[http_case("alpha", "alpha beta", raw_socket=True)]),
 ]
 
@@ -460,7 +513,11 @@ def test_case_that_made_no_request_gets_an_empty_recording(
     recorded: Project, template_server: EchoServer
 ) -> None:
     assert http_doc(recorded, "http", "quiet") == {
-        "case": "quiet", "format": 1, "interactions": [], "suite": "http"}
+        "case": "quiet",
+        "format": 1,
+        "interactions": [],
+        "suite": "http",
+    }
 
     result = recorded.run("--replay-http", "cases/http.json", "-p", "no:cacheprovider")
 
@@ -476,7 +533,8 @@ def test_recording_older_than_http_recording_is_missing(recorded: Project) -> No
     result.assert_outcomes(passed=2, errors=1)
     assert outcomes(result)["http::alpha"] == "missing"
     assert message_of(result, "http::alpha", "no HTTP") == (
-        "no HTTP recording for http::alpha; record it with --live")
+        "no HTTP recording for http::alpha; record it with --live"
+    )
     # The trace replay does not need it.
     recorded.run("cases/http.json", "-p", "no:cacheprovider").assert_outcomes(passed=3)
 
@@ -493,14 +551,16 @@ def test_json_key_order_never_matters(recorded: Project, template_server: EchoSe
 def test_http_ignore_lets_a_listed_field_differ(recorded: Project) -> None:
     recorded.steer(request_id="req-2")
 
-    result = recorded.run("--replay-http", "cases/http.json", "cases/ignoring.json",
-                          "-p", "no:cacheprovider")
+    result = recorded.run(
+        "--replay-http", "cases/http.json", "cases/ignoring.json", "-p", "no:cacheprovider"
+    )
 
     # Listed: the cases that did not pass; http::quiet and ignoring::alpha passed.
     assert outcomes(result) == {"http::alpha": "stale", "http::gamma": "stale"}
     result.assert_outcomes(passed=2, errors=2)
     assert "closest recorded request differs at $.metadata.request_id ('req-1' -> 'req-2')" in (
-        message_of(result, "http::alpha", "stale recording"))
+        message_of(result, "http::alpha", "stale recording")
+    )
 
 
 def test_network_guard_refuses_a_raw_socket_unless_the_host_is_allowed(
@@ -513,7 +573,8 @@ def test_network_guard_refuses_a_raw_socket_unless_the_host_is_allowed(
     refused.assert_outcomes(errors=1)
     assert message_of(refused, "sock::alpha", "network guard").startswith(
         f"stale recording: network guard: the system opened a connection to "
-        f"127.0.0.1:{template_server.port}, which the HTTP recording cannot serve")
+        f"127.0.0.1:{template_server.port}, which the HTTP recording cannot serve"
+    )
     assert '"allow_hosts"' in error_block(refused, "sock::alpha")
 
     recorded.edit_suite("cases/sock.json", lambda doc: doc.update(allow_hosts=["127.0.0.1"]))
@@ -537,8 +598,9 @@ def test_changed_answer_needs_rejudging_then_live_judges_judges_it(
     assert "faithfulness" in block and "needs re-judging: answer changed" in block
     assert "--live-judges" in block
 
-    rejudged = recorded.run("--replay-http", "--live-judges", "cases/judged.json",
-                            "-p", "no:cacheprovider")
+    rejudged = recorded.run(
+        "--replay-http", "--live-judges", "cases/judged.json", "-p", "no:cacheprovider"
+    )
 
     rejudged.assert_outcomes(passed=1)
     doc = recorded.cassette("judged", "alpha")
@@ -547,7 +609,8 @@ def test_changed_answer_needs_rejudging_then_live_judges_judges_it(
     assert claims == ["you asked: alpha beta Checked twice."]
     assert sent_since_copy(recorded, template_server) == 0
     recorded.run("--replay-http", "cases/judged.json", "-p", "no:cacheprovider").assert_outcomes(
-        passed=1)
+        passed=1
+    )
 
 
 def test_live_stale_after_a_refactor_refreshes_keys_without_a_request(
@@ -564,8 +627,9 @@ def test_live_stale_after_a_refactor_refreshes_keys_without_a_request(
     stale.assert_outcomes(errors=3)
     assert "stale recording: code.httpsys changed" in message_of(stale, "http::alpha", "stale")
 
-    refreshed = recorded.run("--replay-http", "--live-stale", "cases/http.json",
-                             "-p", "no:cacheprovider")
+    refreshed = recorded.run(
+        "--replay-http", "--live-stale", "cases/http.json", "-p", "no:cacheprovider"
+    )
 
     refreshed.assert_outcomes(passed=3)
     assert sent_since_copy(recorded, template_server) == 0
@@ -610,14 +674,27 @@ def test_replay_http_with_live_is_a_usage_error(recorded: Project) -> None:
 
 # edit -> (suite, file, what it does to the file's JSON, the mode, the message)
 HAND_EDITS = {
-    "trace": ("http", "alpha.json", lambda d: d["trace"].update(answer="you asked: alpha beta!"),
-              (), "recording edited by hand: trace changed"),
-    "verdict": ("judged", "alpha.json",
-                lambda d: d["verdicts"]["faithfulness"].update(score=0.99),
-                (), "recording edited by hand: verdict faithfulness changed"),
-    "http": ("http", "alpha.http.json",
-             lambda d: d["interactions"][0]["response"]["body"]["json"].update(answer="edited"),
-             ("--replay-http",), "recording edited by hand: HTTP recording changed"),
+    "trace": (
+        "http",
+        "alpha.json",
+        lambda d: d["trace"].update(answer="you asked: alpha beta!"),
+        (),
+        "recording edited by hand: trace changed",
+    ),
+    "verdict": (
+        "judged",
+        "alpha.json",
+        lambda d: d["verdicts"]["faithfulness"].update(score=0.99),
+        (),
+        "recording edited by hand: verdict faithfulness changed",
+    ),
+    "http": (
+        "http",
+        "alpha.http.json",
+        lambda d: d["interactions"][0]["response"]["body"]["json"].update(answer="edited"),
+        ("--replay-http",),
+        "recording edited by hand: HTTP recording changed",
+    ),
 }
 
 
@@ -650,17 +727,24 @@ def test_cassette_of_a_newer_format_is_never_replayed_nor_overwritten(
 
         assert outcomes(result)["http::alpha"] == "error", mode
         message = message_of(result, "http::alpha", "newer")
-        assert re.search(r"recorded by a newer pytest-evalcases \(cassette format 99; .*\); "
-                         r"upgrade pytest-evalcases", message), message
+        assert re.search(
+            r"recorded by a newer pytest-evalcases \(cassette format 99; .*\); "
+            r"upgrade pytest-evalcases",
+            message,
+        ), message
     after = recorded.files(http=True)
     assert {name: after[name] for name in before if "/alpha." in name} == {
-        name: before[name] for name in before if "/alpha." in name}
+        name: before[name] for name in before if "/alpha." in name
+    }
 
 
 def test_case_id_ending_in_http_is_refused(project: Project) -> None:
     project.write_text("httpsys.py", HTTP_SYSTEM)
-    project.write_suite(http_suite("http", cases=[http_case("page.http", "a b"),
-                                                  http_case("page", "c d", requests=0)]))
+    project.write_suite(
+        http_suite(
+            "http", cases=[http_case("page.http", "a b"), http_case("page", "c d", requests=0)]
+        )
+    )
 
     result = project.run("-p", "no:cacheprovider")
 

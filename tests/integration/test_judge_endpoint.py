@@ -50,10 +50,20 @@ def agent_server() -> Iterator[EchoServer]:
 
 def agent_project(project: Project) -> Project:
     project.write_text("agent.py", AGENT_SYSTEM)
-    cases = [{"id": "refunds", "input": "How long is the refund window?"},
-             {"id": "shipping", "input": "Do you ship abroad?"}]
-    project.write_suite(suite_doc("agent", cases=cases, system="agent:run", inputs=[],
-                                  stages=["faithfulness"], judge="openai:gpt-4o-mini"))
+    cases = [
+        {"id": "refunds", "input": "How long is the refund window?"},
+        {"id": "shipping", "input": "Do you ship abroad?"},
+    ]
+    project.write_suite(
+        suite_doc(
+            "agent",
+            cases=cases,
+            system="agent:run",
+            inputs=[],
+            stages=["faithfulness"],
+            judge="openai:gpt-4o-mini",
+        )
+    )
     return project
 
 
@@ -61,25 +71,32 @@ def test_the_judge_variables_move_the_judge_and_not_the_agent(
     project: Project, judge_server: JudgeServer, agent_server: EchoServer
 ) -> None:
     agent_project(project)
-    env = {"OPENAI_BASE_URL": f"{agent_server.url}/v1", "OPENAI_API_KEY": AGENT_KEY,
-           "EVALCASES_JUDGE_BASE_URL": judge_server.base_url,
-           "EVALCASES_JUDGE_API_KEY": JUDGE_KEY}
+    env = {
+        "OPENAI_BASE_URL": f"{agent_server.url}/v1",
+        "OPENAI_API_KEY": AGENT_KEY,
+        "EVALCASES_JUDGE_BASE_URL": judge_server.base_url,
+        "EVALCASES_JUDGE_API_KEY": JUDGE_KEY,
+    }
 
     result = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", "--live", env=env)
 
     result.assert_outcomes(passed=2)
     # The agent reached its own server, once a case, and nothing of the judge's went there.
     assert sorted(r.body["messages"][0]["content"] for r in agent_server.requests) == [
-        "Do you ship abroad?", "How long is the refund window?"]
+        "Do you ship abroad?",
+        "How long is the refund window?",
+    ]
     assert {r.body["model"] for r in agent_server.requests} == {"agent-model"}
     # Every judge request went to the judge server, with the judge's key.
     assert judge_server.requests, output(result)
     assert {r.headers.get("Authorization") for r in judge_server.requests} == {
-        f"Bearer {JUDGE_KEY}"}
+        f"Bearer {JUDGE_KEY}"
+    }
     verdict = project.cassette("agent", "refunds")["verdicts"]["faithfulness"]
     assert (verdict["judge"], verdict["score"]) == ("openai:gpt-4o-mini", 1.0)
     assert project.cassette("agent", "refunds")["trace"]["answer"] == (
-        "you asked: How long is the refund window?")
+        "you asked: How long is the refund window?"
+    )
     written = "".join(content.decode() for content, _ in project.files(http=True).values())
     assert JUDGE_KEY not in written and AGENT_KEY not in written
 
@@ -103,8 +120,13 @@ def test_openai_base_url_alone_moves_judge_and_agent_together(
 def test_an_unset_judge_key_names_both_variables(project: Project) -> None:
     agent_project(project)
 
-    result = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", "--live",
-                                       env={"EVALCASES_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"})
+    result = run_pytest_env_in_process(
+        project.root,
+        "-p",
+        "no:cacheprovider",
+        "--live",
+        env={"EVALCASES_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"},
+    )
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     assert "needs EVALCASES_JUDGE_API_KEY or OPENAI_API_KEY" in output(result)

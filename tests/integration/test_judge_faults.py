@@ -67,11 +67,13 @@ def refused_port() -> Iterator[int]:
     [
         ("faithfulness", "faithfulness_claims", "no claims for a non-empty answer"),
         ("faithfulness", "faithfulness_truths", "no truths for a non-empty context"),
-        ("faithfulness", "faithfulness_verdicts",
-         "no verdicts for a non-empty list of 2 claims"),
+        ("faithfulness", "faithfulness_verdicts", "no verdicts for a non-empty list of 2 claims"),
         ("answer_relevancy", "answer_relevancy_statements", "no statements for a non-empty answer"),
-        ("answer_relevancy", "answer_relevancy_verdicts",
-         "no verdicts for a non-empty list of 2 statements"),
+        (
+            "answer_relevancy",
+            "answer_relevancy_verdicts",
+            "no verdicts for a non-empty list of 2 statements",
+        ),
         ("contextual_recall", "recall_verdicts", "no verdicts for a non-empty reference"),
         ("contextual_precision", "precision_verdicts", "no verdicts for a non-empty context"),
         ("contextual_relevancy", "relevancy_verdicts", "no verdicts for a non-empty passage (1 of"),
@@ -102,33 +104,46 @@ async def test_a_geval_score_outside_its_scale_is_a_judge_error(
     server: JudgeServer, judges: Any
 ) -> None:
     server.rules = [({"geval_score"}, EVERY_PROMPT, Fault("out_of_scale"))]
-    with pytest.raises(JudgeError, match=r"the judge returned score 1000 for correctness, outside "
-                                         r"GEval's 0-10 scale; .* never clamped"):
+    with pytest.raises(
+        JudgeError,
+        match=r"the judge returned score 1000 for correctness, outside "
+        r"GEval's 0-10 scale; .* never clamped",
+    ):
         await judges().evaluate("correctness", CASE, {})
 
 
 # ---- rows 12 and 13 end to end: recorded as judge errors, not as passes ------------------------
-SYSTEM = '''\
+SYSTEM = """\
 def run(case):
     return {"answer": case["say"], "context": ["Paris is the capital of France."]}
-'''
+"""
 
 
 def judged_project(root: Path, stages: list[str], cases: list[dict[str, Any]]) -> Project:
     project = Project(root).write_base()
     project.write_text("saying.py", SYSTEM)
-    project.write_suite({"name": "judged", "system": "saying:run", "stages": stages,
-                         "cases": cases})
+    project.write_suite(
+        {"name": "judged", "system": "saying:run", "stages": stages, "cases": cases}
+    )
     return project
 
 
 def test_empty_and_out_of_scale_replies_are_recorded_as_judge_errors(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:
-    judge_server.rules = [({"faithfulness_claims"}, "Rome", Fault("empty")),
-                          ({"geval_score"}, "Berlin", Fault("out_of_scale"))]
-    cases = [{"id": city.lower(), "input": "Which city?", "say": f"{city} is a city.",
-              "reference": f"{city} is a city."} for city in ("Paris", "Rome", "Berlin")]
+    judge_server.rules = [
+        ({"faithfulness_claims"}, "Rome", Fault("empty")),
+        ({"geval_score"}, "Berlin", Fault("out_of_scale")),
+    ]
+    cases = [
+        {
+            "id": city.lower(),
+            "input": "Which city?",
+            "say": f"{city} is a city.",
+            "reference": f"{city} is a city.",
+        }
+        for city in ("Paris", "Rome", "Berlin")
+    ]
     project = judged_project(tmp_path, ["faithfulness", "correctness"], cases)
 
     result = run_live_openai(project, judge_server.base_url)
@@ -164,8 +179,9 @@ async def test_a_refused_endpoint_trips_the_breaker_and_later_verdicts_fail_at_o
     endpoint = f"http://127.0.0.1:{refused_port}/v1/chat/completions"
     tripped = [str(o) for o in outcomes if "is unreachable" in str(o)]
     assert len(tripped) >= 30, {str(o)[:120] for o in outcomes}
-    assert (f"judge endpoint {endpoint} is unreachable: 5 connection failures or timeouts in a "
-            "row") in tripped[0]
+    assert (
+        f"judge endpoint {endpoint} is unreachable: 5 connection failures or timeouts in a row"
+    ) in tripped[0]
     assert judge.stats.calls <= 16 + 5  # the first round in flight, then nothing more
     assert time.monotonic() - started < 5  # not 6 attempts x 15.5 s of backoff
 
@@ -213,8 +229,15 @@ async def test_the_breaker_setting(
 def test_a_suite_of_100_cases_against_a_refused_port_ends_in_under_30_s(
     tmp_path: Path, refused_port: int
 ) -> None:
-    cases = [{"id": f"c{i}", "input": "Which city?", "say": "Paris is a city.",
-              "reference": "Paris is a city."} for i in range(100)]
+    cases = [
+        {
+            "id": f"c{i}",
+            "input": "Which city?",
+            "say": "Paris is a city.",
+            "reference": "Paris is a city.",
+        }
+        for i in range(100)
+    ]
     project = judged_project(tmp_path, ["faithfulness", "answer_accuracy"], cases)
 
     result = run_live_openai(project, f"http://127.0.0.1:{refused_port}/v1")
@@ -229,7 +252,9 @@ def test_a_suite_of_100_cases_against_a_refused_port_ends_in_under_30_s(
     for i in (0, 57, 99):
         verdicts = project.cassette("judged", f"c{i}")["verdicts"]
         assert {name: v["pending"] for name, v in verdicts.items()} == {
-            "faithfulness": True, "answer_accuracy": True}
+            "faithfulness": True,
+            "answer_accuracy": True,
+        }
 
 
 # ---- retry count, backoff and timeout from the environment ----------------------------------
@@ -249,5 +274,3 @@ async def test_retries_and_backoff_come_from_the_environment(
     first, second, third = (r.received for r in server.requests)
     assert 0.2 <= second - first < 0.2 * 1.1 + 0.15  # 0.2 s, then doubled
     assert 0.4 <= third - second
-
-

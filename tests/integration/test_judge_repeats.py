@@ -184,5 +184,3 @@ def test_bad_repeat_counts_are_usage_errors(project: Project) -> None:
     project.edit_suite("cases/suite.json", lambda doc: doc.update(judge_repeats=0))
     bad = _replay(project)
     assert "judge_repeats: Input should be greater than or equal to 1" in output(bad)
-
-

@@ -70,22 +70,43 @@ class System:
 system = System()
 '''
 
-GATING = ["faithfulness", "contextual_recall", "context_completeness", "answer_accuracy",
-          "answer_relevancy", "correctness"]
+GATING = [
+    "faithfulness",
+    "contextual_recall",
+    "context_completeness",
+    "answer_accuracy",
+    "answer_relevancy",
+    "correctness",
+]
 REPORT_ONLY = ["contextual_precision", "contextual_relevancy"]
 ALL_STAGES = GATING + REPORT_ONLY
-CONTEXT_STAGES = {"faithfulness", "contextual_recall", "context_completeness",
-                  "contextual_precision", "contextual_relevancy"}
-REFERENCE_STAGES = {"contextual_recall", "contextual_precision", "correctness",
-                    "context_completeness", "answer_accuracy"}
+CONTEXT_STAGES = {
+    "faithfulness",
+    "contextual_recall",
+    "context_completeness",
+    "contextual_precision",
+    "contextual_relevancy",
+}
+REFERENCE_STAGES = {
+    "contextual_recall",
+    "contextual_precision",
+    "correctness",
+    "context_completeness",
+    "answer_accuracy",
+}
 DEFAULT_CRITERIA = (
     "The answer conveys the same key facts as the reference and nothing contradicting it."
 )
 
 # Each capital case names its country only in its own text, so a server rule can target it.
-CAPITALS = [("paris", "France", "Paris"), ("tokyo", "Japan", "Tokyo"), ("rome", "Italy", "Rome"),
-            ("berlin", "Germany", "Berlin"), ("madrid", "Spain", "Madrid"),
-            ("lisbon", "Portugal", "Lisbon")]
+CAPITALS = [
+    ("paris", "France", "Paris"),
+    ("tokyo", "Japan", "Tokyo"),
+    ("rome", "Italy", "Rome"),
+    ("berlin", "Germany", "Berlin"),
+    ("madrid", "Spain", "Madrid"),
+    ("lisbon", "Portugal", "Lisbon"),
+]
 CASE_IDS = [cid for cid, _, _ in CAPITALS] + ["noctx", "noref", "atlantis"]
 
 # The verdicts each case gets (the others are skipped: no context, no reference, unanswerable).
@@ -98,13 +119,20 @@ APPLICABLE: dict[str, set[str]] = {
 
 # Prompt kinds (judge_server.recognise) per stage.
 KINDS: dict[str, set[str]] = {
-    "faithfulness": {"faithfulness_truths", "faithfulness_claims", "faithfulness_verdicts",
-                     "faithfulness_reason"},
+    "faithfulness": {
+        "faithfulness_truths",
+        "faithfulness_claims",
+        "faithfulness_verdicts",
+        "faithfulness_reason",
+    },
     "contextual_recall": {"recall_verdicts", "recall_reason"},
     "contextual_precision": {"precision_verdicts", "precision_reason"},
     "contextual_relevancy": {"relevancy_verdicts", "relevancy_reason"},
-    "answer_relevancy": {"answer_relevancy_statements", "answer_relevancy_verdicts",
-                         "answer_relevancy_reason"},
+    "answer_relevancy": {
+        "answer_relevancy_statements",
+        "answer_relevancy_verdicts",
+        "answer_relevancy_reason",
+    },
     "correctness": {"geval_steps", "geval_score"},
     "context_completeness": {"completeness"},
     "answer_accuracy": {"accuracy", "accuracy_unanswerable"},
@@ -136,18 +164,27 @@ def rag_cases() -> list[dict[str, Any]]:
     noref = capital_case("noref", "Norway", "Oslo", category="bare")
     del noref["reference"]
     cases.append(noref)
-    cases.append({
-        "id": "atlantis", "input": "What is the capital of Atlantis?",
-        "say": "The capital of Atlantis is not available in the documents.",
-        "ctx": ["Atlantis is a legend told by Plato."], "unanswerable": True,
-        "category": "abstain",
-    })
+    cases.append(
+        {
+            "id": "atlantis",
+            "input": "What is the capital of Atlantis?",
+            "say": "The capital of Atlantis is not available in the documents.",
+            "ctx": ["Atlantis is a legend told by Plato."],
+            "unanswerable": True,
+            "category": "abstain",
+        }
+    )
     return cases
 
 
 def rag_suite(**fields: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {"name": "rag", "system": "ragsys:system", "stages": list(GATING),
-                           "report_only": list(REPORT_ONLY), "cases": rag_cases()}
+    doc: dict[str, Any] = {
+        "name": "rag",
+        "system": "ragsys:system",
+        "stages": list(GATING),
+        "report_only": list(REPORT_ONLY),
+        "cases": rag_cases(),
+    }
     doc.update(fields)
     return doc
 
@@ -155,8 +192,7 @@ def rag_suite(**fields: Any) -> dict[str, Any]:
 def rag_project(root: Path, ini_extra: str = "", **suite_fields: Any) -> Project:
     project = Project(root).write_base(
         "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
-        "asyncio_default_fixture_loop_scope = function\n"
-        + ini_extra
+        "asyncio_default_fixture_loop_scope = function\n" + ini_extra
     )
     project.write_text("ragsys.py", RAG_SYSTEM)
     project.write_suite(rag_suite(**suite_fields))
@@ -167,15 +203,18 @@ def run(project: Project, *args: str, env: dict[str, str] | None = None) -> pyte
     """pytest in this process with no judge key / endpoint unless `env` gives them, on a
     terminal wide enough for the per-case table of every stage with its full name
     (`case_table`)."""
-    return run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", *args,
-                                     env={"COLUMNS": "400", **(env or {})})
+    return run_pytest_env_in_process(
+        project.root, "-p", "no:cacheprovider", *args, env={"COLUMNS": "400", **(env or {})}
+    )
 
 
-def run_probed(project: Project, *args: str, env: dict[str, str] | None = None
-               ) -> tuple[pytest.RunResult, list[str]]:
+def run_probed(
+    project: Project, *args: str, env: dict[str, str] | None = None
+) -> tuple[pytest.RunResult, list[str]]:
     """`run` in a fresh interpreter, which also says which heavy modules the run imported."""
-    return run_pytest_env(project.root, "-p", "no:cacheprovider", *args,
-                          env={"COLUMNS": "400", **(env or {})})
+    return run_pytest_env(
+        project.root, "-p", "no:cacheprovider", *args, env={"COLUMNS": "400", **(env or {})}
+    )
 
 
 def openai_env(server: JudgeServer) -> dict[str, str]:
@@ -204,6 +243,7 @@ def edit_case(project: Project, case_id: str, **fields: Any) -> None:
 def check_last(project: Project, *stages: str, **suite_fields: Any) -> None:
     """Reorder the suite so `stages` are checked last at replay (stage lists are in no key): a
     stale error naming one of them shows that every verdict checked before it is current."""
+
     def edit(doc: dict[str, Any]) -> None:
         doc["stages"] = [s for s in ALL_STAGES if s not in stages] + list(stages)
         doc["report_only"] = []
@@ -264,14 +304,22 @@ def recorded_template(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespa
     project = rag_project(tmp_path_factory.mktemp("judged-template"))
     judge_server = JudgeServer(latency=0.05).start()
     try:
-        result, heavy = run_probed(project, "--live", "--eval-judge", OPENAI,
-                                   "--eval-concurrency", "3", env=openai_env(judge_server))
+        result, heavy = run_probed(
+            project,
+            "--live",
+            "--eval-judge",
+            OPENAI,
+            "--eval-concurrency",
+            "3",
+            env=openai_env(judge_server),
+        )
     finally:
         judge_server.stop()
     calls = project.calls()
     project.clear_calls()
-    return SimpleNamespace(project=project, result=result, heavy=heavy, calls=calls,
-                           server=judge_server)
+    return SimpleNamespace(
+        project=project, result=result, heavy=heavy, calls=calls, server=judge_server
+    )
 
 
 @pytest.fixture
@@ -315,9 +363,13 @@ def test_live_openai_records_every_verdict_in_the_cassette(
             if stage == "answer_accuracy":
                 expected_key.add("unanswerable")
             assert set(verdict["key"]) == expected_key, where
-            expected_params = ({"strict": False} if stage == "faithfulness"
-                               else {"criteria_sha": criteria_sha} if stage == "correctness"
-                               else {})
+            expected_params = (
+                {"strict": False}
+                if stage == "faithfulness"
+                else {"criteria_sha": criteria_sha}
+                if stage == "correctness"
+                else {}
+            )
             assert verdict["params"] == expected_params, where
         # every item is fine for the server: full marks, and the labels of categorical stages
         if "context_completeness" in verdicts:
@@ -361,9 +413,15 @@ def test_correctness_steps_are_drafted_once_per_criteria_in_a_live_run(
     assert kinds.count("geval_score") == 7
     assert kinds.count("geval_steps") == 1, (
         f"{kinds.count('geval_steps')} GEval steps requests for one criteria text; correctness "
-        "calls per case: " + str({
-            c: recorded_template.project.cassette("rag", c)["verdicts"]["correctness"]["calls"]
-            for c in CASE_IDS if "correctness" in APPLICABLE[c]}))
+        "calls per case: "
+        + str(
+            {
+                c: recorded_template.project.cassette("rag", c)["verdicts"]["correctness"]["calls"]
+                for c in CASE_IDS
+                if "correctness" in APPLICABLE[c]
+            }
+        )
+    )
 
 
 def test_live_judge_requests_are_bounded_by_eval_concurrency(
@@ -399,13 +457,22 @@ def test_systems_run_on_while_the_judge_works(tmp_path: Path, server: JudgeServe
         "asyncio_default_fixture_loop_scope = function\n"
     )
     project.write_text("paced.py", PACED_SYSTEM)
-    project.write_suite({"name": "paced", "system": "paced:run", "stages": ["answer_accuracy"],
-                         "cases": [capital_case(*row) for row in CAPITALS[:4]]})
-    result = run(project, "--live", "--eval-judge", OPENAI, "--eval-concurrency", "1",
-                    env=openai_env(server))
+    project.write_suite(
+        {
+            "name": "paced",
+            "system": "paced:run",
+            "stages": ["answer_accuracy"],
+            "cases": [capital_case(*row) for row in CAPITALS[:4]],
+        }
+    )
+    result = run(
+        project, "--live", "--eval-judge", OPENAI, "--eval-concurrency", "1", env=openai_env(server)
+    )
     result.assert_outcomes(passed=4)
-    spans = sorted(tuple(map(float, line.split()))
-                   for line in (project.root / "spans.log").read_text().splitlines())
+    spans = sorted(
+        tuple(map(float, line.split()))
+        for line in (project.root / "spans.log").read_text().splitlines()
+    )
     assert len(spans) == 4
     runs_in_turn = zip(spans, spans[1:], strict=False)
     assert all(end <= next_start for (_, end), (next_start, _) in runs_in_turn), spans
@@ -438,8 +505,9 @@ def test_live_progress_line_counts_cases_calls_tokens_and_cost(
 
 
 # ---- 1: replay needs no key and imports no heavy module ---------------------------------------
-@pytest.mark.parametrize("judge_args", [[], ["--eval-judge", OPENAI]],
-                         ids=["no-judge-configured", "same-judge"])
+@pytest.mark.parametrize(
+    "judge_args", [[], ["--eval-judge", OPENAI]], ids=["no-judge-configured", "same-judge"]
+)
 def test_replay_needs_no_key_and_imports_no_deepeval(
     recorded: Project, judge_args: list[str]
 ) -> None:
@@ -492,8 +560,14 @@ def test_another_judge_stales_the_verdicts_not_the_trace(recorded: Project, how:
 def test_edited_reference_stales_only_the_verdicts_that_read_it(recorded: Project) -> None:
     edit_case(recorded, "paris", reference="Paris is the capital city of France.")
     # Verdicts that do not read the reference are checked first: all of them must be current.
-    check_last(recorded, "contextual_recall", "contextual_precision", "correctness",
-               "context_completeness", "answer_accuracy")
+    check_last(
+        recorded,
+        "contextual_recall",
+        "contextual_precision",
+        "correctness",
+        "context_completeness",
+        "answer_accuracy",
+    )
 
     result = run(recorded)
 
@@ -507,8 +581,10 @@ def test_edited_reference_stales_only_the_verdicts_that_read_it(recorded: Projec
 
 @pytest.mark.parametrize(
     ("stage", "option"),
-    [("faithfulness", {"strict": True}),
-     ("correctness", {"correctness_criteria": "Same facts as the reference."})],
+    [
+        ("faithfulness", {"strict": True}),
+        ("correctness", {"correctness_criteria": "Same facts as the reference."}),
+    ],
 )
 def test_a_stage_option_stales_only_that_stage(
     recorded: Project, stage: str, option: dict[str, Any]
@@ -535,8 +611,9 @@ def test_live_stale_with_every_recording_current_loads_no_judge(
     """--live and --live-judges start importing deepeval before the first case (every case will
     be judged); --live-stale waits for a verdict that is due, so a current suite costs nothing."""
     before = cassette_bytes(recorded)
-    result, heavy = run_probed(recorded, "--live-stale", "--eval-judge", OPENAI,
-                               env=openai_env(server))
+    result, heavy = run_probed(
+        recorded, "--live-stale", "--eval-judge", OPENAI, env=openai_env(server)
+    )
     result.assert_outcomes(passed=9)
     assert recordings_line(result).startswith("recordings: 0 recorded, 9 replayed")
     assert server.requests == [] and runs(recorded) == []
@@ -568,8 +645,10 @@ def test_live_stale_rejudges_only_the_stale_verdicts(
     assert new["trace"] == old["trace"] and new["key"] == old["key"]
     for stage in ALL_STAGES:
         if stage in REFERENCE_STAGES:
-            assert new["verdicts"][stage]["key"]["reference"] != old["verdicts"][stage]["key"][
-                "reference"], stage
+            assert (
+                new["verdicts"][stage]["key"]["reference"]
+                != old["verdicts"][stage]["key"]["reference"]
+            ), stage
             assert new["verdicts"][stage]["judge"] == OPENAI
         else:
             assert new["verdicts"][stage] == old["verdicts"][stage], stage  # kept as recorded
@@ -623,7 +702,8 @@ def test_live_judges_with_another_judge_and_a_missing_cassette(recorded: Project
     assert_not_aborted(result)
     result.assert_outcomes(passed=8, errors=1)
     assert "no recording for rag::tokyo to re-judge; record it with --live" in error_block(
-        result, "rag::tokyo")
+        result, "rag::tokyo"
+    )
     assert not recorded.cassette_path("rag", "tokyo").exists()
     assert runs(recorded) == []
     assert heavy == []  # the lexical judge needs neither deepeval nor openai
@@ -674,15 +754,22 @@ def test_judge_errors_are_never_a_pass_and_leave_the_verdict_pending(
 ) -> None:
     # tokyo's accuracy verdict: 500s until the judge gives up after 6 attempts (a 1 ms
     # backoff, so retries are instant); rome's faithfulness: 401, which fails at once.
-    judge_server = JudgeServer(rules=[
-        (KINDS["answer_accuracy"], "Japan", Fault("500")),
-        ({"faithfulness_claims"}, "Italy", Fault("401")),
-    ]).start()
+    judge_server = JudgeServer(
+        rules=[
+            (KINDS["answer_accuracy"], "Japan", Fault("500")),
+            ({"faithfulness_claims"}, "Italy", Fault("401")),
+        ]
+    ).start()
     before = cassette_bytes(recorded)
     old = {case_id: recorded.cassette("rag", case_id) for case_id in ("tokyo", "rome")}
     try:
-        result = run(recorded, "--live", "--eval-judge", OPENAI,
-                        env={**openai_env(judge_server), "EVALCASES_JUDGE_BACKOFF": "0.001"})
+        result = run(
+            recorded,
+            "--live",
+            "--eval-judge",
+            OPENAI,
+            env={**openai_env(judge_server), "EVALCASES_JUDGE_BACKOFF": "0.001"},
+        )
     finally:
         judge_server.stop()
 
@@ -703,7 +790,9 @@ def test_judge_errors_are_never_a_pass_and_leave_the_verdict_pending(
     assert totals["answer_accuracy"]["passed"] == "7"  # the judge error is not a pass
     short = [line for line in result.outlines if line.startswith(("ERROR ", "FAILED "))]
     assert sorted(line.split(" - ")[0] for line in short) == [
-        "ERROR cases/rag.json::rome", "ERROR cases/rag.json::tokyo"], short
+        "ERROR cases/rag.json::rome",
+        "ERROR cases/rag.json::tokyo",
+    ], short
 
     assert len(matching(judge_server, KINDS["answer_accuracy"], "Japan")) == 6  # 6 attempts
     assert len(matching(judge_server, {"faithfulness_claims"}, "Italy")) == 1  # not retried
@@ -733,20 +822,27 @@ def test_judge_errors_are_never_a_pass_and_leave_the_verdict_pending(
     assert not [p for p in (recorded.root / "cassettes").rglob("*") if ".tmp" in p.name]
     section = "\n".join(changes_section(result))
     assert recordings_line(result).startswith("recordings: 9 recorded")
-    assert re.search(r"not recorded: rag::tokyo \(judge error \(answer_accuracy: .*"
-                     r"the new trace was saved with the verdict pending: complete it with "
-                     r"--live-judges\)", section), section
-    assert re.search(r"not recorded: rag::rome \(judge error \(faithfulness: .*HTTP 401",
-                     section), section
+    assert re.search(
+        r"not recorded: rag::tokyo \(judge error \(answer_accuracy: .*"
+        r"the new trace was saved with the verdict pending: complete it with "
+        r"--live-judges\)",
+        section,
+    ), section
+    assert re.search(
+        r"not recorded: rag::rome \(judge error \(faithfulness: .*HTTP 401", section
+    ), section
     assert "not recorded: rag::paris" not in section
     assert "7 unchanged, 2 changed, 0 new; 2 not recorded" in section, section
 
     replay = run(recorded)  # the pending verdicts are errors until they are judged
     replay.assert_outcomes(passed=7, errors=2)
-    assert ("judge verdict pending for answer_accuracy; complete it with --live-judges"
-            in error_block(replay, "rag::tokyo"))
-    assert ("judge verdict pending for faithfulness; complete it with --live-judges"
-            in error_block(replay, "rag::rome"))
+    assert (
+        "judge verdict pending for answer_accuracy; complete it with --live-judges"
+        in error_block(replay, "rag::tokyo")
+    )
+    assert "judge verdict pending for faithfulness; complete it with --live-judges" in error_block(
+        replay, "rag::rome"
+    )
 
 
 # ---- 7, 10: configuration errors fail before any case runs -------------------------------------
@@ -764,8 +860,13 @@ def test_missing_key_in_live_mode_fails_before_any_case(recorded: Project) -> No
     assert "deepeval" not in heavy
 
 
-ACCEPTED_FORMS = ("openai:<model>", "gemini:<model>", "ollama:<model>", "litellm:<model>",
-                  "lexical")
+ACCEPTED_FORMS = (
+    "openai:<model>",
+    "gemini:<model>",
+    "ollama:<model>",
+    "litellm:<model>",
+    "lexical",
+)
 
 
 def test_unknown_judge_in_live_mode_lists_the_accepted_forms(tmp_path: Path) -> None:
@@ -792,7 +893,8 @@ def test_unknown_judge_in_replay_lists_the_forms_without_a_traceback(recorded: P
     # A configuration mistake reads like the plugin's other errors: the message, not pages of
     # pytest and plugin internals (errors.py: "the item shows the message alone").
     assert "_pytest/runner.py" not in text and "pytest_evalcases/" not in text, (
-        f"{len(result.outlines)} lines of output:\n{text[:3000]}")
+        f"{len(result.outlines)} lines of output:\n{text[:3000]}"
+    )
 
 
 def test_live_without_a_judge_names_the_three_ways_to_set_one(tmp_path: Path) -> None:
@@ -808,8 +910,9 @@ def test_live_without_a_judge_names_the_three_ways_to_set_one(tmp_path: Path) ->
     assert project.calls() == [] and project.files() == {}
     assert set(heavy) <= {"vcr", "aiohttp"}  # vcrpy records the HTTP
 
-    project.write_text("pytest.ini", (project.root / "pytest.ini").read_text()
-                       + "eval_judge = lexical\n")
+    project.write_text(
+        "pytest.ini", (project.root / "pytest.ini").read_text() + "eval_judge = lexical\n"
+    )
     fixed, heavy = run_probed(project, "--live", "-k", "paris or noctx")
     fixed.assert_outcomes(passed=2, deselected=7)
     assert project.cassette("rag", "paris")["verdicts"]["faithfulness"]["judge"] == "lexical"

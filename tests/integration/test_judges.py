@@ -58,16 +58,27 @@ CASE = JudgeInput(
 # stage -> (score, label, prompt kinds the server must have seen for it)
 EXPECTED: dict[str, tuple[float, str | None, set[str]]] = {
     # claims [ok, poisoned] -> verdicts [yes, no]
-    "faithfulness": (0.5, None, {"faithfulness_truths", "faithfulness_claims",
-                                 "faithfulness_verdicts", "faithfulness_reason"}),
+    "faithfulness": (
+        0.5,
+        None,
+        {
+            "faithfulness_truths",
+            "faithfulness_claims",
+            "faithfulness_verdicts",
+            "faithfulness_reason",
+        },
+    ),
     # reference sentences [ok, poisoned] -> [yes, no]
     "contextual_recall": (0.5, None, {"recall_verdicts", "recall_reason"}),
     # nodes [poisoned, ok] -> [no, yes]: precision@2 = 1/2
     "contextual_precision": (0.5, None, {"precision_verdicts", "precision_reason"}),
     # one verdict call per passage: [no], [yes]
     "contextual_relevancy": (0.5, None, {"relevancy_verdicts", "relevancy_reason"}),
-    "answer_relevancy": (0.5, None, {"answer_relevancy_statements", "answer_relevancy_verdicts",
-                                     "answer_relevancy_reason"}),
+    "answer_relevancy": (
+        0.5,
+        None,
+        {"answer_relevancy_statements", "answer_relevancy_verdicts", "answer_relevancy_reason"},
+    ),
     # poisoned answer -> GEval 2/10
     "correctness": (0.2, None, {"geval_steps", "geval_score"}),
     "context_completeness": (0.0, "INSUFFICIENT", {"completeness"}),
@@ -133,8 +144,13 @@ async def test_correctness_steps_drafted_once_per_criteria(
     for criteria in ("Same facts.", "Same facts.", "Other rule."):
         verdict = await judge.evaluate("correctness", CASE, {"correctness_criteria": criteria})
         assert verdict["score"] == 0.2
-    assert openai_env.kinds() == ["geval_steps", "geval_score", "geval_score",
-                                  "geval_steps", "geval_score"]
+    assert openai_env.kinds() == [
+        "geval_steps",
+        "geval_score",
+        "geval_score",
+        "geval_steps",
+        "geval_score",
+    ]
 
 
 @pytest.mark.asyncio
@@ -178,14 +194,18 @@ async def test_empty_answer_scores_zero_without_a_call(
     faithful = await judge.evaluate("faithfulness", data, {})
     accuracy = await judge.evaluate("answer_accuracy", data, {})
     assert (faithful["score"], faithful["reason"], faithful["calls"]) == (
-        0.0, "the answer is empty", 0)
+        0.0,
+        "the answer is empty",
+        0,
+    )
     assert accuracy["label"] == "WRONG"
     assert openai_env.requests == []
 
 
 @pytest.mark.asyncio
-async def test_bad_stage_and_missing_reference(openai_env: JudgeServer,
-                                               sleeper: RecordingSleep) -> None:
+async def test_bad_stage_and_missing_reference(
+    openai_env: JudgeServer, sleeper: RecordingSleep
+) -> None:
     judge = llm_judge(sleeper)
     with pytest.raises(JudgeInputError, match="judged stages are: faithfulness"):
         await judge.evaluate("tools", CASE, {})
@@ -196,8 +216,11 @@ async def test_bad_stage_and_missing_reference(openai_env: JudgeServer,
 
 @pytest.mark.asyncio
 async def test_quiet_and_no_litter(
-    openai_env: JudgeServer, sleeper: RecordingSleep, capfd: pytest.CaptureFixture[str],
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    openai_env: JudgeServer,
+    sleeper: RecordingSleep,
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     judge = llm_judge(sleeper)
@@ -237,8 +260,9 @@ async def test_5xx_and_reset_back_off_exponentially(
 
 
 @pytest.mark.asyncio
-async def test_retry_inside_a_deepeval_metric(openai_env: JudgeServer,
-                                              sleeper: RecordingSleep) -> None:
+async def test_retry_inside_a_deepeval_metric(
+    openai_env: JudgeServer, sleeper: RecordingSleep
+) -> None:
     # deepeval alone gives up after 2 attempts; our policy retries each request of the metric
     openai_env.fail_next("429", "429", "500")
     judge = llm_judge(sleeper)
@@ -258,12 +282,14 @@ async def test_timeout_is_retried(openai_env: JudgeServer, sleeper: RecordingSle
 
 
 @pytest.mark.asyncio
-async def test_gives_up_after_max_attempts(openai_env: JudgeServer,
-                                           sleeper: RecordingSleep) -> None:
+async def test_gives_up_after_max_attempts(
+    openai_env: JudgeServer, sleeper: RecordingSleep
+) -> None:
     openai_env.fail_next(*["500"] * 6)
     judge = llm_judge(sleeper)
-    with pytest.raises(JudgeError,
-                       match=r"failed after 6 attempts \(last error: ChatHTTPError: HTTP 500"):
+    with pytest.raises(
+        JudgeError, match=r"failed after 6 attempts \(last error: ChatHTTPError: HTTP 500"
+    ):
         await judge.evaluate("answer_accuracy", ACCURATE, {})
     assert len(openai_env.requests) == 6 and len(sleeper.delays) == 5
     assert judge.stats.failures == 1
@@ -317,8 +343,9 @@ async def test_server_without_json_mode(openai_env: JudgeServer, sleeper: Record
 
 
 @pytest.mark.asyncio
-async def test_model_that_rejects_temperature(openai_env: JudgeServer,
-                                              sleeper: RecordingSleep) -> None:
+async def test_model_that_rejects_temperature(
+    openai_env: JudgeServer, sleeper: RecordingSleep
+) -> None:
     openai_env.fail_next("reject_temperature")
     judge = llm_judge(sleeper)
     first = await judge.evaluate("answer_accuracy", ACCURATE, {})
@@ -365,19 +392,23 @@ async def test_graders_judge_while_deepeval_is_still_loading(
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(("stage", "data"), [("faithfulness", CASE),
-                                             ("answer_accuracy", ACCURATE)])
+@pytest.mark.parametrize(("stage", "data"), [("faithfulness", CASE), ("answer_accuracy", ACCURATE)])
 async def test_a_failed_deepeval_import_is_a_config_error(
-    openai_env: JudgeServer, sleeper: RecordingSleep, monkeypatch: pytest.MonkeyPatch,
-    stage: str, data: JudgeInput,
+    openai_env: JudgeServer,
+    sleeper: RecordingSleep,
+    monkeypatch: pytest.MonkeyPatch,
+    stage: str,
+    data: JudgeInput,
 ) -> None:
     """For deepeval's metrics and for our graders alike, which then send no paid request."""
     broken: concurrent.futures.Future[None] = concurrent.futures.Future()
     broken.set_exception(ImportError("deepeval is broken"))
     monkeypatch.setattr(deepeval_judge_module, "_loading", broken)
     judge = llm_judge(sleeper)
-    with pytest.raises(JudgeConfigError, match="cannot load the 'openai:gpt-4o-mini' judge: "
-                                               "ImportError: deepeval is broken"):
+    with pytest.raises(
+        JudgeConfigError,
+        match="cannot load the 'openai:gpt-4o-mini' judge: ImportError: deepeval is broken",
+    ):
         await judge.evaluate(stage, data, {})
     assert openai_env.requests == []
 
@@ -420,8 +451,9 @@ async def test_a_cancelled_waiter_does_not_cancel_the_import(
 
 
 @pytest.mark.asyncio
-async def test_malformed_http_reply_is_retried(openai_env: JudgeServer,
-                                               sleeper: RecordingSleep) -> None:
+async def test_malformed_http_reply_is_retried(
+    openai_env: JudgeServer, sleeper: RecordingSleep
+) -> None:
     openai_env.fail_next("malformed")
     verdict = await llm_judge(sleeper).evaluate("answer_accuracy", ACCURATE, {})
     assert verdict["label"] == "CORRECT" and verdict["calls"] == 2
@@ -453,8 +485,9 @@ async def test_organization_and_project_headers(
 
 # ---- concurrency and connection reuse -----------------------------------------------------------
 @pytest.mark.asyncio
-async def test_outer_semaphore_bounds_requests(openai_env: JudgeServer,
-                                               sleeper: RecordingSleep) -> None:
+async def test_outer_semaphore_bounds_requests(
+    openai_env: JudgeServer, sleeper: RecordingSleep
+) -> None:
     openai_env.latency = 0.05
     judge = llm_judge(sleeper)
     limiter = asyncio.Semaphore(3)
@@ -471,21 +504,22 @@ async def test_outer_semaphore_bounds_requests(openai_env: JudgeServer,
 
 
 @pytest.mark.asyncio
-async def test_judge_caps_its_own_fan_out(openai_env: JudgeServer,
-                                          sleeper: RecordingSleep) -> None:
+async def test_judge_caps_its_own_fan_out(openai_env: JudgeServer, sleeper: RecordingSleep) -> None:
     # contextual_relevancy sends one request per passage at once; the judge caps the total
     openai_env.latency = 0.05
     judge = llm_judge(sleeper, max_concurrency=2)
     data = JudgeInput("q?", "a", None, [f"passage {i}." for i in range(6)])
-    verdicts = await asyncio.gather(*(judge.evaluate("contextual_relevancy", data, {})
-                                      for _ in range(3)))
+    verdicts = await asyncio.gather(
+        *(judge.evaluate("contextual_relevancy", data, {}) for _ in range(3))
+    )
     assert all(v["score"] == 1.0 for v in verdicts)
     assert openai_env.max_in_flight == 2
 
 
 @pytest.mark.asyncio
-async def test_one_client_reused_across_calls(openai_env: JudgeServer,
-                                              sleeper: RecordingSleep) -> None:
+async def test_one_client_reused_across_calls(
+    openai_env: JudgeServer, sleeper: RecordingSleep
+) -> None:
     judge = llm_judge(sleeper)
     for _ in range(5):
         await judge.evaluate("answer_accuracy", ACCURATE, {})
@@ -498,5 +532,3 @@ def test_judge_survives_a_new_event_loop(openai_env: JudgeServer, sleeper: Recor
     first = asyncio.run(judge.evaluate("answer_accuracy", ACCURATE, {}))
     second = asyncio.run(judge.evaluate("answer_accuracy", ACCURATE, {}))  # e.g. one loop per case
     assert first["label"] == second["label"] == "CORRECT"
-
-

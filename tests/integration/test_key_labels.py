@@ -20,9 +20,11 @@ judge_server = judge_server_fixture()
 
 
 def judged_suite(**fields: object) -> dict[str, object]:
-    return suite_doc(stages=["tools", "faithfulness"],
-                     cases=[make_case("alpha", "alpha beta"), make_case("gamma", "gamma delta")],
-                     **fields)
+    return suite_doc(
+        stages=["tools", "faithfulness"],
+        cases=[make_case("alpha", "alpha beta"), make_case("gamma", "gamma delta")],
+        **fields,
+    )
 
 
 def stale_line(result: pytest.RunResult, case_id: str) -> str:
@@ -45,8 +47,9 @@ def test_a_cassette_keeps_a_label_beside_each_key_hash(project: Project) -> None
         "system": "mysys:system",
     }
     assert set(doc["labels"]["key"]) <= set(doc["key"])  # a label per hash, where one exists
-    assert doc["labels"]["verdicts"] == {"faithfulness": {
-        "judge": "lexical", "judge_version": "lexical-1", "params": "strict=false"}}
+    assert doc["labels"]["verdicts"] == {
+        "faithfulness": {"judge": "lexical", "judge_version": "lexical-1", "params": "strict=false"}
+    }
     assert doc["labels"]["judge_from"] == "suite"
 
 
@@ -56,8 +59,9 @@ def test_the_issue_scenario_names_the_override_the_verdicts_were_recorded_with(
     project.write_suite(judged_suite(judge="lexical"))
     project.run("--live").assert_outcomes(passed=2)
     env = {"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": judge_server.base_url}
-    rejudged = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", "--live-judges",
-                                         "--eval-judge", OPENAI, env=env)
+    rejudged = run_pytest_env_in_process(
+        project.root, "-p", "no:cacheprovider", "--live-judges", "--eval-judge", OPENAI, env=env
+    )
     rejudged.assert_outcomes(passed=2)
     assert project.cassette("suite", "alpha")["labels"]["judge_from"] == "--eval-judge"
 
@@ -67,7 +71,8 @@ def test_the_issue_scenario_names_the_override_the_verdicts_were_recorded_with(
     assert stale_line(replay, "alpha") == (
         f"stale recording (verdict faithfulness): judge changed ({OPENAI} -> lexical); "
         f'recorded with --eval-judge {OPENAI}; pass the same option, set "judge" in the suite, '
-        "or re-judge with --live-judges")
+        "or re-judge with --live-judges"
+    )
     # The advice holds: the same option replays the new verdicts, with no key and no server.
     project.run("--eval-judge", OPENAI).assert_outcomes(passed=2)
 
@@ -84,7 +89,8 @@ def test_an_ini_judge_is_named_when_the_suite_now_sets_another(project: Project)
     assert stale_line(replay, "gamma") == (
         f"stale recording (verdict faithfulness): judge changed (lexical -> {OPENAI}); "
         'recorded with ini eval_judge = lexical; pass --eval-judge lexical, set "judge" in the '
-        "suite, or re-judge with --live-judges")
+        "suite, or re-judge with --live-judges"
+    )
     project.run("--eval-judge", "lexical").assert_outcomes(passed=2)
 
 
@@ -98,7 +104,8 @@ def test_an_override_of_the_suite_s_judge_is_named(project: Project) -> None:
     assert stale_line(replay, "alpha") == (
         f"stale recording (verdict faithfulness): judge changed (lexical -> {OPENAI}); "
         f"recorded with the suite's judge lexical, while this run's {OPENAI} comes from "
-        "--eval-judge; run without the option, or re-judge with --live-judges")
+        "--eval-judge; run without the option, or re-judge with --live-judges"
+    )
 
 
 def test_a_verdict_setting_is_named_and_the_usual_advice_stays(project: Project) -> None:
@@ -110,7 +117,8 @@ def test_a_verdict_setting_is_named_and_the_usual_advice_stays(project: Project)
 
     assert stale_line(replay, "alpha") == (
         "stale recording (verdict faithfulness): params changed (strict=false -> strict=true); "
-        "re-record with --live-judges")
+        "re-record with --live-judges"
+    )
 
 
 def test_labels_are_redacted_like_the_rest_of_a_recording(
@@ -125,4 +133,5 @@ def test_labels_are_redacted_like_the_rest_of_a_recording(
     text = project.cassette_path("suite", "alpha").read_text()
     assert "s3cret-Token-123456" not in text
     assert project.cassette("suite", "alpha")["labels"]["key"]["fingerprint.token"] == (
-        '"[REDACTED:MY_SERVICE_TOKEN]"')
+        '"[REDACTED:MY_SERVICE_TOKEN]"'
+    )

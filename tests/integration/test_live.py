@@ -51,10 +51,13 @@ def test_live_records_every_case_and_rewrites(project: Project) -> None:
         text = project.cassette_path("suite", case_id).read_text()
         doc = json.loads(text, object_pairs_hook=sorted_object)
         assert "\n  " in text  # indented, so a re-record reads well in a diff
-        assert doc["trace"]["answer"] == {"alpha": "alpha beta", "gamma": "gamma delta",
-                                          "epsilon": "epsilon zeta"}[case_id]
+        assert (
+            doc["trace"]["answer"]
+            == {"alpha": "alpha beta", "gamma": "gamma delta", "epsilon": "epsilon zeta"}[case_id]
+        )
         assert {"case", "system", "data/kb.txt", "fingerprint.prompt", "fingerprint.model"} <= set(
-            doc["key"])
+            doc["key"]
+        )
         assert doc["recorded_at"] and doc["plugin_version"]
 
     project.clear_calls()
@@ -71,13 +74,19 @@ def test_live_records_every_case_and_rewrites(project: Project) -> None:
 
 def test_setup_is_called_once_per_system_before_its_first_live_case(project: Project) -> None:
     project.write_suite(suite_doc())
-    project.write_suite(suite_doc("second", system="othersys:system",
-                                  cases=[make_case("one", "one x"), make_case("two", "two x")]))
+    project.write_suite(
+        suite_doc(
+            "second",
+            system="othersys:system",
+            cases=[make_case("one", "one x"), make_case("two", "two x")],
+        )
+    )
 
     project.run("--live").assert_outcomes(passed=5)
 
     calls = project.calls()
     assert calls.count("setup suite") == 1 and calls.count("setup2 second") == 1, calls
+
     # Each system is set up before its own first case runs (systems set up concurrently, so
     # one system's cases may run before another system's setup).
     def first_run(*case_ids: str) -> int:
@@ -173,8 +182,10 @@ def test_system_that_raises_errors_with_its_traceback(failed_live: SimpleNamespa
 
 def test_summary_says_the_failed_cases_were_not_re_recorded(failed_live: SimpleNamespace) -> None:
     section = "\n".join(changes_section(failed_live.live))
-    assert ("  not recorded: suite::gamma (RuntimeError: system exploded on gamma; the previous "
-            "recording was kept)") in section, section
+    assert (
+        "  not recorded: suite::gamma (RuntimeError: system exploded on gamma; the previous "
+        "recording was kept)"
+    ) in section, section
     assert "  not recorded: suite::epsilon (TraceError: malformed trace" in section, section
     assert "not recorded: suite::alpha" not in section
     assert "1 unchanged, 0 changed, 0 new; 2 not recorded" in section
@@ -207,16 +218,22 @@ def test_async_system_records_in_live_mode(project: Project, xdist: list[str]) -
 
     live.assert_outcomes(passed=3)
     assert sorted(line for line in project.calls() if line.startswith("arun")) == [
-        "arun alpha", "arun epsilon", "arun gamma"]
+        "arun alpha",
+        "arun epsilon",
+        "arun gamma",
+    ]
     assert project.cassette("suite", "gamma")["trace"]["answer"] == "gamma delta"
     assert tmp_files(project) == []
     project.run().assert_outcomes(passed=3)
 
 
 def test_ini_eval_system_and_a_plain_callable(project: Project) -> None:
-    project.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
-                       "asyncio_default_fixture_loop_scope = function\n"
-                       "eval_system = mysys:plain_run\n")
+    project.write_text(
+        "pytest.ini",
+        "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
+        "asyncio_default_fixture_loop_scope = function\n"
+        "eval_system = mysys:plain_run\n",
+    )
     doc = suite_doc()
     del doc["system"]
     project.write_suite(doc)
@@ -230,8 +247,9 @@ def test_orphans_are_listed_and_deleted_only_by_a_full_live_run(project: Project
     project.write_suite(suite_doc())
     project.run("--live").assert_outcomes(passed=3)
     project.edit_suite("cases/suite.json", lambda doc: doc["cases"].pop())  # epsilon is gone
-    project.write_text("cassettes/gone-suite/old.json",
-                       (project.root / "cassettes/suite/alpha.json").read_text())
+    project.write_text(
+        "cassettes/gone-suite/old.json", (project.root / "cassettes/suite/alpha.json").read_text()
+    )
     orphans = [
         "cassettes/gone-suite/old.json",
         "cassettes/suite/epsilon.http.json",  # its HTTP recording goes with it
@@ -263,8 +281,9 @@ def test_orphans_are_listed_and_deleted_only_by_a_full_live_run(project: Project
 
 def test_setup_that_raises_errors_its_cases_and_the_run_goes_on(project: Project) -> None:
     project.write_suite(suite_doc())
-    project.write_suite(suite_doc("second", system="othersys:system",
-                                  cases=[make_case("one", "one x")]))
+    project.write_suite(
+        suite_doc("second", system="othersys:system", cases=[make_case("one", "one x")])
+    )
     project.steer(setup_raises=True)  # mysys.System.setup raises; othersys overrides setup
 
     result = project.run("--live")

@@ -222,15 +222,17 @@ def test_a_changed_user_file_refuses_to_run(tmp_path: Path) -> None:
     project = Project(tmp_path).write_base()
     project.write_text("data/ana.json", "[]\n")
     users = [{"id": "ana", "conversations": "data/ana.json"}]
-    project.write_suite(suite_doc(cases=[make_case("alpha", "alpha beta", user="ana")],
-                                  users=users))
+    project.write_suite(
+        suite_doc(cases=[make_case("alpha", "alpha beta", user="ana")], users=users)
+    )
     _, manifest = report(project, "--live", folder="lock")
     assert set(manifest["config"]["suites"]["suite"]["users"]) == {"ana"}
     (project.root / "data" / "ana.json").write_text('["edited"]\n')
     project.clear_calls()
 
-    result = project.run("-p", "no:cacheprovider", "--live", "--eval-manifest",
-                         "lock/manifest.json")
+    result = project.run(
+        "-p", "no:cacheprovider", "--live", "--eval-manifest", "lock/manifest.json"
+    )
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     assert "suite suite: users.ana: " in output(result)

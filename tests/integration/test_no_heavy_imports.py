@@ -14,11 +14,22 @@ import pytest
 from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("deepeval", "vcr", "openai", "aiohttp", "jsonschema",
-         # the reports' own (results.json, dashboard.html): only with --eval-report
-         "numpy", "jinja2",
-         # the frameworks the trace adapters read: the plugin itself never imports them
-         "langchain_core", "langgraph", "pydantic_ai", "agents", "opentelemetry")
+HEAVY = (
+    "deepeval",
+    "vcr",
+    "openai",
+    "aiohttp",
+    "jsonschema",
+    # the reports' own (results.json, dashboard.html): only with --eval-report
+    "numpy",
+    "jinja2",
+    # the frameworks the trace adapters read: the plugin itself never imports them
+    "langchain_core",
+    "langgraph",
+    "pydantic_ai",
+    "agents",
+    "opentelemetry",
+)
 
 # Runs pytest in this interpreter, then reports the heavy top-level modules it imported.
 PROBE = f"""
@@ -33,11 +44,20 @@ print("HEAVY", ",".join(heavy) or "-")
 
 
 def run_probe(cwd: Path, *args: str) -> tuple[int, list[str], str]:
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith(("PYTEST_", "COV_"))}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("PYTEST_", "COV_"))
+    }
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = proc.stdout.splitlines()
     exit_line = next(line for line in lines if line.startswith("EXIT "))
     heavy_line = next(line for line in lines if line.startswith("HEAVY "))
@@ -46,8 +66,9 @@ def run_probe(cwd: Path, *args: str) -> tuple[int, list[str], str]:
 
 
 def test_demo_replay_imports_no_heavy_module() -> None:
-    code, heavy, text = run_probe(REPO, "cases/", "-q", "-p", "no:deepeval",
-                                  "-p", "no:cacheprovider", "--eval-otel")
+    code, heavy, text = run_probe(
+        REPO, "cases/", "-q", "-p", "no:deepeval", "-p", "no:cacheprovider", "--eval-otel"
+    )
 
     assert code == 0, text
     assert "per-stage summary" in text and "replayed" in text, text
@@ -55,12 +76,16 @@ def test_demo_replay_imports_no_heavy_module() -> None:
 
 
 def test_replay_with_failures_and_errors_imports_no_heavy_module(project: Project) -> None:
-    project.write_suite(suite_doc(cases=[
-        make_case("alpha", "alpha beta"),
-        make_case("gamma", "gamma delta", expected_tools=["lookup"]),
-        make_case("epsilon", "epsilon zeta"),
-        make_case("omega", "omega"),
-    ]))
+    project.write_suite(
+        suite_doc(
+            cases=[
+                make_case("alpha", "alpha beta"),
+                make_case("gamma", "gamma delta", expected_tools=["lookup"]),
+                make_case("epsilon", "epsilon zeta"),
+                make_case("omega", "omega"),
+            ]
+        )
+    )
     project.run("--live", "-k", "not omega")  # omega stays missing
     project.edit_suite("cases/suite.json", lambda doc: doc["cases"][2].update(input="stale"))
     project.write_text("cases/broken.json", "{")
@@ -84,8 +109,9 @@ judge_version("openai:gpt-4o-mini")
 make_judge("openai:gpt-4o-mini", environ={"OPENAI_API_KEY": "k"})  # built lazily
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("deepeval", "openai"))))
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert json.loads(result.stdout) == []
 
 
@@ -106,10 +132,13 @@ def test_using_an_adapter_imports_no_framework() -> None:
 
 
 def test_importing_scrub_imports_no_vcrpy() -> None:
-    code = ("import sys, pytest_evalcases.http, pytest_evalcases.http.scrub; "
-            "print(sorted(m for m in sys.modules if m == 'vcr' or m.startswith('vcr.')))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=True)
+    code = (
+        "import sys, pytest_evalcases.http, pytest_evalcases.http.scrub; "
+        "print(sorted(m for m in sys.modules if m == 'vcr' or m.startswith('vcr.')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
 
     assert proc.stdout.strip() == "[]"
 

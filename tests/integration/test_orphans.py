@@ -20,13 +20,17 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = record_template(
         tmp_path_factory.mktemp("orphans"),
         suite_doc(),
-        suite_doc("second", system="othersys:system",
-                  cases=[make_case("one", "one x"), make_case("two", "two x")]),
+        suite_doc(
+            "second",
+            system="othersys:system",
+            cases=[make_case("one", "one x"), make_case("two", "two x")],
+        ),
     )
     project.edit_suite("cases/suite.json", lambda doc: doc["cases"].pop())  # epsilon
     project.edit_suite("cases/second.json", lambda doc: doc["cases"].pop())  # two
-    project.write_text("cassettes/gone-suite/old.json",
-                       project.cassette_path("suite", "alpha").read_text())
+    project.write_text(
+        "cassettes/gone-suite/old.json", project.cassette_path("suite", "alpha").read_text()
+    )
     return project
 
 
@@ -55,13 +59,15 @@ def test_a_replay_lists_orphans_and_names_the_way_to_delete_them(copied: Project
     assert orphan_lines(result) == [f"orphan: {path}" for path in ALL_ORPHANS]
     assert recordings_line(result).endswith(
         "5 orphaned (--live-prune deletes them, as does a --live run that selects every case "
-        "of their suite)")
+        "of their suite)"
+    )
     assert existing(copied) == ALL_ORPHANS
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-@pytest.mark.parametrize("selection", [["cases/suite.json"], ["-k", "alpha or gamma"]],
-                         ids=["path", "keyword"])
+@pytest.mark.parametrize(
+    "selection", [["cases/suite.json"], ["-k", "alpha or gamma"]], ids=["path", "keyword"]
+)
 def test_a_live_run_deletes_the_orphans_of_the_suites_it_selected_whole(
     copied: Project, selection: list[str], xdist: list[str]
 ) -> None:
@@ -71,11 +77,12 @@ def test_a_live_run_deletes_the_orphans_of_the_suites_it_selected_whole(
     result.assert_outcomes(passed=2, deselected=deselected)
     assert existing(copied) == sorted(GONE_ORPHANS + SECOND_ORPHANS)
     assert orphan_lines(result) == [
-        f"orphan: {path}" + (" (deleted)" if path in SUITE_ORPHANS else "")
-        for path in ALL_ORPHANS]
+        f"orphan: {path}" + (" (deleted)" if path in SUITE_ORPHANS else "") for path in ALL_ORPHANS
+    ]
     assert recordings_line(result).endswith(
         "5 orphaned (2 deleted: this --live run selected every case of their suites; "
-        "--live-prune deletes the rest)")
+        "--live-prune deletes the rest)"
+    )
 
 
 def test_a_live_run_of_part_of_a_suite_deletes_nothing(copied: Project) -> None:
@@ -95,7 +102,8 @@ def test_a_live_run_of_everything_deletes_a_gone_suite_too(
     assert existing(copied) == []
     assert not (copied.root / "cassettes/gone-suite").exists()
     assert recordings_line(result).endswith(
-        "5 orphaned (deleted: this --live run selected every case of their suites)")
+        "5 orphaned (deleted: this --live run selected every case of their suites)"
+    )
 
 
 def test_live_prune_deletes_every_orphan_records_nothing_and_lists_them(copied: Project) -> None:
@@ -104,8 +112,10 @@ def test_live_prune_deletes_every_orphan_records_nothing_and_lists_them(copied: 
     result = copied.run("--live-prune", "-k", "alpha")  # a selection changes nothing
 
     assert result.ret == pytest.ExitCode.OK, output(result)
-    assert result.outlines[:6] == ["--live-prune: deleted 5 orphaned recordings:",
-                                   *(f"  {path}" for path in ALL_ORPHANS)]
+    assert result.outlines[:6] == [
+        "--live-prune: deleted 5 orphaned recordings:",
+        *(f"  {path}" for path in ALL_ORPHANS),
+    ]
     assert existing(copied) == []
     assert not (copied.root / "cassettes/gone-suite").exists()
     after = copied.files(http=True)
@@ -121,8 +131,10 @@ def test_live_prune_with_a_recording_flag_is_a_usage_error(copied: Project) -> N
     result = copied.run("--live-prune", "--live")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
-    assert "--live-prune deletes orphaned recordings and runs nothing; it cannot be combined " \
+    assert (
+        "--live-prune deletes orphaned recordings and runs nothing; it cannot be combined "
         "with --live" in output(result)
+    )
     assert existing(copied) == ALL_ORPHANS
 
 

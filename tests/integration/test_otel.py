@@ -73,7 +73,10 @@ def traced(project: Project) -> Project:
 def run_env(project: Project, collector: Collector, *args: str) -> pytest.RunResult:
     """pytest in the project (in this process: inprocess.py), exporting to `collector` only."""
     return run_pytest_in_process(
-        project.root, "-p", "no:cacheprovider", *args,
+        project.root,
+        "-p",
+        "no:cacheprovider",
+        *args,
         env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "COLUMNS": "200"},
         unset=[name for name in os.environ if name.startswith("OTEL_")],
     )
@@ -255,5 +258,3 @@ def test_without_the_otel_extra_a_live_run_stops_before_it_starts(
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
     assert 'pip install "pytest-evalcases[otel]"' in proc.stderr
     assert traced.calls() == []  # nothing ran
-
-

@@ -40,10 +40,16 @@ judge_server = judge_server_fixture()
 judges = judge_maker_fixture()
 
 ACCURATE = JudgeInput("What is the capital of France?", "Paris.", "Paris", [])
-FAITHFUL = JudgeInput("What is the capital of France?", "Paris is the capital of France.",
-                      "Paris", ["Paris is the capital of France."])
-SUMMARY = re.compile(r"judge rate-limited: (\d+) replies, waited (\d+) s, concurrency (\d+) -> "
-                     r"(\d+)")
+FAITHFUL = JudgeInput(
+    "What is the capital of France?",
+    "Paris is the capital of France.",
+    "Paris",
+    ["Paris is the capital of France."],
+)
+SUMMARY = re.compile(
+    r"judge rate-limited: (\d+) replies, waited (\d+) s, concurrency (\d+) -> "
+    r"(\d+)"
+)
 
 
 @pytest.fixture
@@ -72,8 +78,9 @@ async def test_retry_after_pauses_every_request_to_the_endpoint(
 ) -> None:
     server.fail_next(Fault("429", retry_after="0.3"))
     judge = judges(max_concurrency=1)
-    verdicts = await asyncio.gather(*(judge.evaluate("answer_accuracy", ACCURATE, {})
-                                      for _ in range(6)))
+    verdicts = await asyncio.gather(
+        *(judge.evaluate("answer_accuracy", ACCURATE, {}) for _ in range(6))
+    )
     assert [v["label"] for v in verdicts] == ["CORRECT"] * 6
     refused, *later = server.requests
     assert refused.status == 429 and len(later) == 6
@@ -85,8 +92,15 @@ async def test_retry_after_pauses_every_request_to_the_endpoint(
 async def test_reset_headers_pause_the_endpoint_when_there_is_no_retry_after(
     server: JudgeServer, judges: Any
 ) -> None:
-    server.fail_next(Fault("429", headers=(("x-ratelimit-reset-requests", "250ms"),
-                                           ("x-ratelimit-remaining-requests", "0"))))
+    server.fail_next(
+        Fault(
+            "429",
+            headers=(
+                ("x-ratelimit-reset-requests", "250ms"),
+                ("x-ratelimit-remaining-requests", "0"),
+            ),
+        )
+    )
     verdict = await judges().evaluate("answer_accuracy", ACCURATE, {})
     assert verdict["calls"] == 2
     first, second = server.requests
@@ -138,8 +152,9 @@ async def test_announced_limits_pace_the_requests_so_few_are_refused(
 ) -> None:
     server.rate_limit = RateLimit(1200)  # 20 a second, 20 at once; announced
     judge = judges(max_concurrency=8)
-    verdicts = await asyncio.gather(*(judge.evaluate("answer_accuracy", ACCURATE, {})
-                                      for _ in range(40)))
+    verdicts = await asyncio.gather(
+        *(judge.evaluate("answer_accuracy", ACCURATE, {}) for _ in range(40))
+    )
     assert [v["label"] for v in verdicts] == ["CORRECT"] * 40
     refused = sum(r.status == 429 for r in server.requests)
     assert refused <= 8, refused  # at most the first round, sent before the limit was known
@@ -164,14 +179,18 @@ async def test_a_limit_that_never_lifts_ends_within_the_wait_budget(
     server: JudgeServer, judges: Any
 ) -> None:
     server.rate_limit = RateLimit(0, retry_after="0.1")  # refuses everything, for good
-    judge = judges(retry=RetryPolicy(base_delay=0.001, rate_limit_wait=0.5),
-                       rate_limits=RateLimits(rpm=6000))
+    judge = judges(
+        retry=RetryPolicy(base_delay=0.001, rate_limit_wait=0.5), rate_limits=RateLimits(rpm=6000)
+    )
     started = time.monotonic()
     with pytest.raises(JudgeError) as caught:
         await judge.evaluate("faithfulness", FAITHFUL, {})
     message = str(caught.value)
-    assert "still rate-limited after" in message and "the next wait would pass the 0.5 s " \
-        "budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT sets it)" in message, message
+    assert (
+        "still rate-limited after" in message
+        and "the next wait would pass the 0.5 s budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT sets it)"
+        in message
+    ), message
     assert "limits in force: --eval-rpm 6000" in message
     assert "HTTP 429: Rate limit reached for requests (rate_limit_exceeded)" in message
     assert time.monotonic() - started < 0.5 + 1.0  # the budget, not 600 s
@@ -179,30 +198,38 @@ async def test_a_limit_that_never_lifts_ends_within_the_wait_budget(
 
 
 # ---- options and the live summary, in pytest --live subprocesses ------------------------------
-ANSWERING_SYSTEM = '''\
+ANSWERING_SYSTEM = """\
 def run(case):
     return {"answer": case["input"].replace("Where is", "It is in").rstrip("?") + ".",
             "context": [case["input"].replace("Where is", "It is in").rstrip("?") + "."]}
-'''
+"""
 
 
 def limited_project(root: Path, n: int) -> Project:
     project = Project(root).write_base()
     project.write_text("answering.py", ANSWERING_SYSTEM)
-    project.write_suite({
-        "name": "limited", "system": "answering:run",
-        "stages": ["faithfulness", "answer_accuracy"],
-        "cases": [{"id": f"c{i}", "input": f"Where is topic {i}?",
-                   "reference": f"It is in topic {i}."} for i in range(n)],
-    })
+    project.write_suite(
+        {
+            "name": "limited",
+            "system": "answering:run",
+            "stages": ["faithfulness", "answer_accuracy"],
+            "cases": [
+                {
+                    "id": f"c{i}",
+                    "input": f"Where is topic {i}?",
+                    "reference": f"It is in topic {i}.",
+                }
+                for i in range(n)
+            ],
+        }
+    )
     return project
 
 
 def test_a_live_run_under_a_rate_limit_records_every_case_and_says_what_it_cost(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:
-    judge_server.rate_limit = RateLimit(1200, burst_seconds=0.25, announce=False,
-                                        retry_after="0.2")
+    judge_server.rate_limit = RateLimit(1200, burst_seconds=0.25, announce=False, retry_after="0.2")
     project = limited_project(tmp_path, 10)
 
     result = run_live_openai(project, judge_server.base_url, "--eval-concurrency", "4")
@@ -226,8 +253,7 @@ def test_a_limit_that_never_lifts_fails_each_case_with_a_judge_error(
     judge_server.rate_limit = RateLimit(0, retry_after="0.2")
     project = limited_project(tmp_path, 3)
 
-    result = run_live_openai(project, judge_server.base_url,
-                             EVALCASES_JUDGE_RATE_LIMIT_WAIT="0.5")
+    result = run_live_openai(project, judge_server.base_url, EVALCASES_JUDGE_RATE_LIMIT_WAIT="0.5")
 
     assert_not_aborted(result)
     result.assert_outcomes(errors=3)
@@ -236,5 +262,3 @@ def test_a_limit_that_never_lifts_fails_each_case_with_a_judge_error(
     verdicts = project.cassette("limited", "c0")["verdicts"]  # the trace kept, no verdict made
     assert all(v["pending"] and v["score"] is None for v in verdicts.values()), verdicts
     assert result.duration < 60  # the budget, not 600 s a request
-
-

@@ -28,7 +28,8 @@ SHORT = r"[0-9a-f]{6}"
 CASE_LEVEL_EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
     "expected_tools": lambda c: c.update(expected_tools=["search", "lookup"]),
     "expected_tools_args": lambda c: c.update(
-        expected_tools=[{"name": "search", "args": {"query": c["input"]}}]),
+        expected_tools=[{"name": "search", "args": {"query": c["input"]}}]
+    ),
     "expected_docs": lambda c: c.update(expected_docs=["w2", "missing-doc"]),
     "reference": lambda c: c.update(reference="a different reference"),
     "category": lambda c: c.update(category="billing"),
@@ -60,19 +61,25 @@ TOTAL = len(MAIN_CASES) + len(CASE_LEVEL_EDITS) + len(SUITE_EDITS) + len(STALE_S
 
 
 def template_suites() -> list[dict[str, Any]]:
-    main = suite_doc(cases=[
-        make_case("alpha", "alpha beta", category="storage"),
-        make_case("gamma", "gamma delta", category="sync", persona="pirate"),
-        make_case("epsilon", "epsilon zeta", category="sync"),
-        make_case("eta", "eta theta", category="sync"),
-    ])
-    wide = suite_doc("wide", cases=[
-        make_case(f"w-{field}", f"w{n} text") for n, field in enumerate(CASE_LEVEL_EDITS)
-    ])
-    knobs = [suite_doc(f"knob-{name}", cases=[make_case("only", "knob text")])
-             for name in SUITE_EDITS]
-    stale = [suite_doc(name, cases=[make_case("c1", "c1 text")], **fields)
-             for name, fields in STALE_SUITES.items()]
+    main = suite_doc(
+        cases=[
+            make_case("alpha", "alpha beta", category="storage"),
+            make_case("gamma", "gamma delta", category="sync", persona="pirate"),
+            make_case("epsilon", "epsilon zeta", category="sync"),
+            make_case("eta", "eta theta", category="sync"),
+        ]
+    )
+    wide = suite_doc(
+        "wide",
+        cases=[make_case(f"w-{field}", f"w{n} text") for n, field in enumerate(CASE_LEVEL_EDITS)],
+    )
+    knobs = [
+        suite_doc(f"knob-{name}", cases=[make_case("only", "knob text")]) for name in SUITE_EDITS
+    ]
+    stale = [
+        suite_doc(name, cases=[make_case("c1", "c1 text")], **fields)
+        for name, fields in STALE_SUITES.items()
+    ]
     return [main, wide, *knobs, *stale]
 
 
@@ -97,8 +104,10 @@ def test_replay_passes_without_running_the_system(recorded: Project) -> None:
 
     result.assert_outcomes(passed=TOTAL)
     assert recorded.calls() == []  # neither run() nor setup() is called in replay
-    assert any(line.startswith(f"recordings: 0 recorded, {TOTAL} replayed, 0 stale, 0 missing")
-               for line in summary_section(result))
+    assert any(
+        line.startswith(f"recordings: 0 recorded, {TOTAL} replayed, 0 stale, 0 missing")
+        for line in summary_section(result)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -124,28 +133,52 @@ def test_missing_recording_error_is_the_message_not_a_pytest_traceback(
     block = error_block(missing_run.result, "suite::alpha")
     assert "no recording for suite::alpha; record it with --live" in block
     assert "pluggy" not in block and "_pytest/runner.py" not in block, (
-        f"the error shows a {len(block.splitlines())}-line traceback through pytest internals")
+        f"the error shows a {len(block.splitlines())}-line traceback through pytest internals"
+    )
 
 
 # scenario -> (suite, case, key field named in the message, verb, the labels the message shows
 # (None: the short hashes; an input file's path reads the same before and after))
 STALENESS: dict[str, tuple[str, str, str, str, tuple[str, str] | None]] = {
     "case-input": ("suite", "alpha", "case", "changed", ('"alpha beta"', '"alpha beta?"')),
-    "case-extra-field-added": ("suite", "epsilon", "case", "changed",
-                               ('"epsilon zeta"', '{"input":"epsilon zeta","persona":"pirate"}')),
-    "case-extra-field-edited": ("suite", "gamma", "case", "changed",
-                                ('{"input":"gamma delta","persona":"pirate"}',
-                                 '{"input":"gamma delta","persona":"robot"}')),
+    "case-extra-field-added": (
+        "suite",
+        "epsilon",
+        "case",
+        "changed",
+        ('"epsilon zeta"', '{"input":"epsilon zeta","persona":"pirate"}'),
+    ),
+    "case-extra-field-edited": (
+        "suite",
+        "gamma",
+        "case",
+        "changed",
+        ('{"input":"gamma delta","persona":"pirate"}', '{"input":"gamma delta","persona":"robot"}'),
+    ),
     "input-file": ("st-input-file", "c1", "data/one.txt", "changed", None),
     "input-file-added": ("st-input-added", "c1", "data/two.txt", "added", ("-", "data/two.txt")),
-    "fingerprint-prompt": ("st-fp-prompt", "c1", "fingerprint.prompt", "changed",
-                           ('"answer briefly"', '"answer at length"')),
-    "fingerprint-model": ("st-fp-model", "c1", "fingerprint.model", "changed",
-                          ('"echo-1"', '"echo-2"')),
-    "fingerprint-entry-added": ("st-fp-added", "c1", "fingerprint.temperature", "added",
-                                ("-", "0.2")),
-    "system-spec": ("st-system", "c1", "system", "changed",
-                    ("mysys:system", "mysys:other_system")),
+    "fingerprint-prompt": (
+        "st-fp-prompt",
+        "c1",
+        "fingerprint.prompt",
+        "changed",
+        ('"answer briefly"', '"answer at length"'),
+    ),
+    "fingerprint-model": (
+        "st-fp-model",
+        "c1",
+        "fingerprint.model",
+        "changed",
+        ('"echo-1"', '"echo-2"'),
+    ),
+    "fingerprint-entry-added": (
+        "st-fp-added",
+        "c1",
+        "fingerprint.temperature",
+        "added",
+        ("-", "0.2"),
+    ),
+    "system-spec": ("st-system", "c1", "system", "changed", ("mysys:system", "mysys:other_system")),
 }
 
 
@@ -159,6 +192,7 @@ def drop_labels(project: Project) -> None:
 
 def stale_replay(project: Project) -> pytest.RunResult:
     """One replay after editing one key field per scenario, each in its own suite or case."""
+
     def edit_main(doc: dict[str, Any]) -> None:
         doc["cases"][0]["input"] = "alpha beta?"
         doc["cases"][2]["persona"] = "pirate"
@@ -167,14 +201,17 @@ def stale_replay(project: Project) -> pytest.RunResult:
     project.edit_suite("cases/suite.json", edit_main)
     project.write_text("data/one.txt", "one, edited\n")
     project.write_text("data/two.txt", "two\n")
-    project.edit_suite("cases/st-input-added.json",
-                       lambda doc: doc.update(inputs=["data/kb.txt", "data/two.txt"]))
+    project.edit_suite(
+        "cases/st-input-added.json", lambda doc: doc.update(inputs=["data/kb.txt", "data/two.txt"])
+    )
     base = {"prompt": "answer briefly", "model": "echo-1"}
-    project.steer(fingerprints={
-        "fp_prompt": {**base, "prompt": "answer at length"},
-        "fp_model": {**base, "model": "echo-2"},
-        "fp_added": {**base, "temperature": 0.2},
-    })
+    project.steer(
+        fingerprints={
+            "fp_prompt": {**base, "prompt": "answer at length"},
+            "fp_model": {**base, "model": "echo-2"},
+            "fp_added": {**base, "temperature": 0.2},
+        }
+    )
     project.edit_suite("cases/st-system.json", lambda doc: doc.update(system="mysys:other_system"))
     return project.run("-v", "-p", "no:cacheprovider")
 
@@ -183,8 +220,10 @@ def stale_replay(project: Project) -> pytest.RunResult:
 def stale_run(tmp_path_factory: pytest.TempPathFactory, template: Path) -> SimpleNamespace:
     project = Project(tmp_path_factory.mktemp("stale"))
     project.copy_from(template)
-    old_keys = {(suite, case): project.cassette(suite, case)["key"]
-                for suite, case, _, _, _ in STALENESS.values()}
+    old_keys = {
+        (suite, case): project.cassette(suite, case)["key"]
+        for suite, case, _, _, _ in STALENESS.values()
+    }
     return SimpleNamespace(project=project, result=stale_replay(project), old_keys=old_keys)
 
 
@@ -196,8 +235,10 @@ def unlabelled_stale_run(
     project = Project(tmp_path_factory.mktemp("stale-unlabelled"))
     project.copy_from(template)
     drop_labels(project)
-    old_keys = {(suite, case): project.cassette(suite, case)["key"]
-                for suite, case, _, _, _ in STALENESS.values()}
+    old_keys = {
+        (suite, case): project.cassette(suite, case)["key"]
+        for suite, case, _, _, _ in STALENESS.values()
+    }
     return SimpleNamespace(project=project, result=stale_replay(project), old_keys=old_keys)
 
 
@@ -208,8 +249,9 @@ def stale_message(run: SimpleNamespace, suite: str, case_id: str) -> str:
 
 def assert_hash_message(run: SimpleNamespace, scenario: str, message: str) -> None:
     suite, case_id, field, verb, _ = STALENESS[scenario]
-    named = re.findall(rf"([\w./-]+) (?:changed|added|removed) \((-|{SHORT}) -> (-|{SHORT})\)",
-                       message)
+    named = re.findall(
+        rf"([\w./-]+) (?:changed|added|removed) \((-|{SHORT}) -> (-|{SHORT})\)", message
+    )
     assert [name for name, _, _ in named] == [field], message
     _, old, new = named[0]
     if verb == "changed":
@@ -227,7 +269,8 @@ def test_stale_recording_names_the_changed_field(stale_run: SimpleNamespace, sce
     else:
         old, new = shown
         assert f"stale recording: {field} {verb} ({old} -> {new}); re-record with --live" in (
-            message), message
+            message
+        ), message
     assert "re-record with --live" in message
 
 
@@ -245,10 +288,14 @@ def test_only_the_edited_cases_and_suites_go_stale(stale_run: SimpleNamespace) -
     result = stale_run.result
     result.assert_outcomes(passed=TOTAL - len(STALENESS), errors=len(STALENESS))
     result.stdout.fnmatch_lines(["cases/suite.json::eta PASSED*"])  # untouched case, same suite
-    rows = {line.split()[0]: line.split()[2] for line in summary_section(result)
-            if "::" in line.split(" ", 1)[0]}
+    rows = {
+        line.split()[0]: line.split()[2]
+        for line in summary_section(result)
+        if "::" in line.split(" ", 1)[0]
+    }
     assert sorted(case for case, outcome in rows.items() if outcome == "stale") == sorted(
-        f"{suite}::{case_id}" for suite, case_id, _, _, _ in STALENESS.values())
+        f"{suite}::{case_id}" for suite, case_id, _, _, _ in STALENESS.values()
+    )
     recordings = next(line for line in summary_section(result) if line.startswith("recordings:"))
     assert f"{len(STALENESS)} stale" in recordings
 
@@ -271,8 +318,11 @@ def test_editing_expectations_and_settings_never_stales(recorded: Project) -> No
     assert outcomes.get("errors", 0) == 0, text
     # The edits did change what the stages say, from the same recordings:
     failed = {line.split()[1] for line in result.outlines if line.startswith("FAILED ")}
-    assert failed == {"cases/wide.json::w-expected_tools", "cases/wide.json::w-expected_docs",
-                      "cases/wide.json::w-reference"}
+    assert failed == {
+        "cases/wide.json::w-expected_tools",
+        "cases/wide.json::w-expected_docs",
+        "cases/wide.json::w-reference",
+    }
     assert outcomes.get("xpassed") == 1  # the case that gained an xfail still passes its stages
     assert recorded.files() == before
 
@@ -301,8 +351,9 @@ def test_replay_never_writes(recorded: Project) -> None:
     recorded.cassette_path("suite", "alpha").unlink()  # missing
     recorded.edit_suite("cases/suite.json", lambda doc: doc["cases"][1].update(input="changed"))
     recorded.cassette_path("suite", "epsilon").write_text("[]")  # unreadable
-    recorded.write_text("cassettes/suite/orphan.json",
-                        recorded.cassette_path("suite", "eta").read_text())
+    recorded.write_text(
+        "cassettes/suite/orphan.json", recorded.cassette_path("suite", "eta").read_text()
+    )
     files_before, cassettes_before = recorded.all_files(), recorded.files()
 
     result = recorded.run("-p", "no:cacheprovider")

@@ -42,7 +42,7 @@ XSS_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 # mysys's echo system, plus a recorded cost per case ("price") and a tool name chosen by the case
 # ("tool") or by behaviour.json ({"tools": {case id: name}}, for a re-recorded regression).
-REPORT_SYSTEM_SOURCE = '''\
+REPORT_SYSTEM_SOURCE = """\
 from mysys import System, behaviour
 
 
@@ -57,7 +57,7 @@ class ReportSystem(System):
 
 
 system = ReportSystem("report")
-'''
+"""
 
 PRICES = {"p1": 0.0125, "p2": 0.02, "fretr": 0.003, "xss": 0.001, "xf": 0.0005, "xp": 0.004}
 
@@ -70,15 +70,28 @@ def _no_reference(case: dict[str, Any]) -> dict[str, Any]:
 REP_CASES: list[Any] = [
     make_case("p1", "alpha beta", category="storage", group="u1", price=PRICES["p1"]),
     make_case("p2", "gamma delta", category="sync", group="u2", price=PRICES["p2"]),
-    make_case("fretr", "retr fail words", category="sync", group="u1", expected_docs=["zzz"],
-              price=PRICES["fretr"]),
+    make_case(
+        "fretr",
+        "retr fail words",
+        category="sync",
+        group="u1",
+        expected_docs=["zzz"],
+        price=PRICES["fretr"],
+    ),
     # echoes the payload as its answer, and calls a tool named after it (fails `tools`)
     make_case("xss", XSS + " hi", category="sync", tool=XSS, price=PRICES["xss"]),
-    make_case("xf", "xf text", category="chitchat", expected_tools=["lookup"], xfail="known gap",
-              price=PRICES["xf"]),
+    make_case(
+        "xf",
+        "xf text",
+        category="chitchat",
+        expected_tools=["lookup"],
+        xfail="known gap",
+        price=PRICES["xf"],
+    ),
     # no reference: exact_match and token_f1 are skipped for it
-    _no_reference(make_case("xp", "xp text", category="chitchat", xfail="flaky",
-                            price=PRICES["xp"])),
+    _no_reference(
+        make_case("xp", "xp text", category="chitchat", xfail="flaky", price=PRICES["xp"])
+    ),
     make_case("sk", "skip text", category="chitchat", skip="not today"),
     make_case("miss", "missing text", category="storage"),
     make_case("stale", "stale text", category="sync"),
@@ -86,8 +99,16 @@ REP_CASES: list[Any] = [
 ]
 REP_IDS = [case["id"] for case in REP_CASES]
 OUTCOMES = {
-    "p1": "passed", "p2": "passed", "fretr": "failed", "xss": "failed", "xf": "xfailed",
-    "xp": "xpassed", "sk": "skipped", "miss": "missing", "stale": "stale", "bad": "error",
+    "p1": "passed",
+    "p2": "passed",
+    "fretr": "failed",
+    "xss": "failed",
+    "xf": "xfailed",
+    "xp": "xpassed",
+    "sk": "skipped",
+    "miss": "missing",
+    "stale": "stale",
+    "bad": "error",
 }
 SCORED = ["p1", "p2", "fretr", "xss", "xf", "xp"]  # the cases whose trace was scored
 
@@ -122,8 +143,9 @@ class Run:
         return (self.out / "dashboard.html").read_text()
 
 
-def run(project: Project, *args: str, env: dict[str, str] | None = None,
-        report: str | None = None) -> Run:
+def run(
+    project: Project, *args: str, env: dict[str, str] | None = None, report: str | None = None
+) -> Run:
     """A pytest run of `project` without the caller's GITHUB_STEP_SUMMARY (a CI job running
     these tests must not get our reports in its summary), plus `env`."""
     with pytest.MonkeyPatch.context() as mp:
@@ -147,7 +169,7 @@ def section(result: pytest.RunResult, title: str) -> list[str]:
     starts = [i for i, line in enumerate(lines) if re.fullmatch(rf"=+ {title} =+", line)]
     assert len(starts) == 1, f"expected one {title!r} section:\n" + "\n".join(lines)
     body = []
-    for line in lines[starts[0] + 1:]:
+    for line in lines[starts[0] + 1 :]:
         if line.startswith("=") or line.startswith("eval reports: "):
             break
         body.append(line)
@@ -191,8 +213,13 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = record_template(
         root,
         suite_doc("rep", cases=REP_CASES, system="repsys:system", report_only=["token_f1"]),
-        suite_doc("gate", cases=GATE_CASES, system="repsys:system",
-                  stages=["tools", "retrieval"], report_only=["token_f1"]),
+        suite_doc(
+            "gate",
+            cases=GATE_CASES,
+            system="repsys:system",
+            stages=["tools", "retrieval"],
+            report_only=["token_f1"],
+        ),
     )
     project.edit_suite(
         "cases/rep.json",
@@ -210,10 +237,15 @@ def full(template: Project, tmp_path_factory: pytest.TempPathFactory) -> Run:
     project = clone(template, tmp_path_factory.mktemp("full"))
     project.write_text("step_summary.md", "previous step\n")
     started = datetime.now(UTC).replace(microsecond=0)
-    done = run(project, "cases/rep.json",
-               env={"GITHUB_STEP_SUMMARY": str(project.root / "step_summary.md")}, report="out")
-    done.project.write_text("window.json", json.dumps(
-        [started.isoformat(), datetime.now(UTC).isoformat()]))
+    done = run(
+        project,
+        "cases/rep.json",
+        env={"GITHUB_STEP_SUMMARY": str(project.root / "step_summary.md")},
+        report="out",
+    )
+    done.project.write_text(
+        "window.json", json.dumps([started.isoformat(), datetime.now(UTC).isoformat()])
+    )
     return done
 
 
@@ -222,7 +254,11 @@ def test_report_files_are_written(full: Run) -> None:
     assert_not_aborted(full.result)
     full.result.assert_outcomes(passed=2, failed=2, xfailed=1, xpassed=1, skipped=1, errors=3)
     assert sorted(p.name for p in full.out.iterdir()) == [
-        "dashboard.html", "manifest.json", "report.md", "results.json"]
+        "dashboard.html",
+        "manifest.json",
+        "report.md",
+        "results.json",
+    ]
     reports = [line for line in full.result.outlines if line.startswith("eval reports: ")]
     assert len(reports) == 1
     for name in ("results.json", "report.md", "dashboard.html", "manifest.json"):
@@ -237,9 +273,19 @@ def test_summary_counts_every_outcome(full: Run) -> None:
     summary = full.doc["summary"]
     ci = summary.pop("pass_rate_ci95")
     assert summary == {
-        "cases": 10, "passed": 2, "failed": 2, "stale": 1, "missing": 1, "errors": 1,
-        "skipped": 1, "xfailed": 1, "xpassed": 1, "judge_errors": 0,
-        "decided": 6, "pass_rate": 0.5, "suites": ["rep"],
+        "cases": 10,
+        "passed": 2,
+        "failed": 2,
+        "stale": 1,
+        "missing": 1,
+        "errors": 1,
+        "skipped": 1,
+        "xfailed": 1,
+        "xpassed": 1,
+        "judge_errors": 0,
+        "decided": 6,
+        "pass_rate": 0.5,
+        "suites": ["rep"],
     }
     assert ci == pytest.approx(wilson(3, 6))
 
@@ -257,12 +303,21 @@ def test_stage_aggregates(full: Run) -> None:
     cases = {case["id"]: case for case in doc["cases"]}
     for name, (passed, failed, skipped, scored, mean, gating) in expected.items():
         stage = stages[name]
-        got = (stage["passed"], stage["failed"], stage["skipped"], stage["scored"],
-               stage["judge_errors"], stage["gating"])
+        got = (
+            stage["passed"],
+            stage["failed"],
+            stage["skipped"],
+            stage["scored"],
+            stage["judge_errors"],
+            stage["gating"],
+        )
         assert got == (passed, failed, skipped, scored, 0, gating), name
         assert stage["mean"] == pytest.approx(mean), name
-        scores = [cases[i]["stages"][name]["score"] for i in SCORED
-                  if cases[i]["stages"][name]["score"] is not None]
+        scores = [
+            cases[i]["stages"][name]["score"]
+            for i in SCORED
+            if cases[i]["stages"][name]["score"] is not None
+        ]
         assert len(scores) == scored
         low, high = stage["ci95"]
         assert min(scores) <= low <= stage["mean"] <= high <= max(scores), name
@@ -288,25 +343,44 @@ def test_categories_with_wilson_intervals(full: Run) -> None:
     categories = full.doc["categories"]
     assert list(categories) == ["chitchat", "storage", "sync"]
     expected = {  # cases, passed, failed, xfailed, xpassed, skipped, missing, stale, pass-like
-        "chitchat": (3, 0, 0, 1, 1, 1, 0, 0, 1),   # xf, xp, sk
-        "storage": (2, 1, 0, 0, 0, 0, 1, 0, 1),    # p1, miss
-        "sync": (4, 1, 2, 0, 0, 0, 0, 1, 1),       # p2, fretr, xss, stale
+        "chitchat": (3, 0, 0, 1, 1, 1, 0, 0, 1),  # xf, xp, sk
+        "storage": (2, 1, 0, 0, 0, 0, 1, 0, 1),  # p1, miss
+        "sync": (4, 1, 2, 0, 0, 0, 0, 1, 1),  # p2, fretr, xss, stale
     }
-    for name, (cases, passed, failed, xfailed, xpassed, skipped, missing, stale,
-               pass_like) in expected.items():
+    for name, (
+        cases,
+        passed,
+        failed,
+        xfailed,
+        xpassed,
+        skipped,
+        missing,
+        stale,
+        pass_like,
+    ) in expected.items():
         cat = categories[name]
-        assert (cat["cases"], cat["passed"], cat["failed"], cat["xfailed"], cat["xpassed"],
-                cat["skipped"], cat["missing"], cat["stale"], cat["errors"]) == (
-            cases, passed, failed, xfailed, xpassed, skipped, missing, stale, 0), name
+        assert (
+            cat["cases"],
+            cat["passed"],
+            cat["failed"],
+            cat["xfailed"],
+            cat["xpassed"],
+            cat["skipped"],
+            cat["missing"],
+            cat["stale"],
+            cat["errors"],
+        ) == (cases, passed, failed, xfailed, xpassed, skipped, missing, stale, 0), name
         decided = passed + failed + xfailed + xpassed
         assert cat["decided"] == decided, name
         assert cat["pass_rate"] == pytest.approx(pass_like / decided), name
         assert cat["pass_rate_ci95"] == pytest.approx(wilson(pass_like, decided)), name
     assert categories["storage"]["pass_rate_ci95"][1] == pytest.approx(1.0)  # 1/1 stays in [0, 1]
     assert categories["sync"]["stage_means"] == pytest.approx(
-        {"tools": 2 / 3, "retrieval": 2 / 3, "exact_match": 1.0, "token_f1": 1.0})
+        {"tools": 2 / 3, "retrieval": 2 / 3, "exact_match": 1.0, "token_f1": 1.0}
+    )
     assert categories["chitchat"]["stage_means"] == pytest.approx(
-        {"tools": 0.5, "retrieval": 1.0, "exact_match": 1.0, "token_f1": 1.0})
+        {"tools": 0.5, "retrieval": 1.0, "exact_match": 1.0, "token_f1": 1.0}
+    )
 
 
 def test_groups(full: Run) -> None:
@@ -356,8 +430,15 @@ def test_cases(full: Run) -> None:
             assert {"score", "passed", "gating", "reason"} <= set(stage), (cid, name)
             assert stage["gating"] is (name != "token_f1"), (cid, name)
     assert by_id["fretr"]["stages"]["retrieval"] | {"metrics": None} == {
-        "score": 0.0, "passed": False, "gating": True, "reason": "recall@3 0.00 < 1.00; "
-        "missing: zzz", "judge_error": False, "label": None, "metrics": None, "threshold": 1.0}
+        "score": 0.0,
+        "passed": False,
+        "gating": True,
+        "reason": "recall@3 0.00 < 1.00; missing: zzz",
+        "judge_error": False,
+        "label": None,
+        "metrics": None,
+        "threshold": 1.0,
+    }
     assert by_id["xp"]["stages"]["exact_match"]["passed"] is None
     for cid in ("sk", "miss", "stale", "bad"):
         assert by_id[cid]["stages"] == {}, cid
@@ -365,7 +446,8 @@ def test_cases(full: Run) -> None:
     # a case that could not be scored says why where a stage failure would
     assert by_id["miss"]["first_failure"] == {
         "stage": None,
-        "reason": "no recording for rep::miss; record it with --live (cassettes/rep/miss.json)"}
+        "reason": "no recording for rep::miss; record it with --live (cassettes/rep/miss.json)",
+    }
     assert by_id["stale"]["first_failure"]["stage"] is None
     assert by_id["stale"]["first_failure"]["reason"].startswith("stale recording: ")
     assert by_id["bad"]["first_failure"]["stage"] is None
@@ -407,11 +489,12 @@ def test_run_info(full: Run) -> None:
     assert run_info["plugin_version"] == pytest_evalcases.__version__
     assert run_info["mode"] == "replay"
     assert run_info["judge"] is None
-    assert run_info["selection"] == {"args": ["cases/rep.json"], "keyword": None,
-                                     "markexpr": None}
+    assert run_info["selection"] == {"args": ["cases/rep.json"], "keyword": None, "markexpr": None}
     assert run_info["git_commit"] == head_commit(full.project.root)  # None outside a repository
-    window = [datetime.fromisoformat(t) for t in
-              json.loads((full.project.root / "window.json").read_text())]
+    window = [
+        datetime.fromisoformat(t)
+        for t in json.loads((full.project.root / "window.json").read_text())
+    ]
     started, finished = parse_time(run_info["started"]), parse_time(run_info["finished"])
     assert window[0] <= started <= finished <= window[1]
 
@@ -426,12 +509,16 @@ def test_report_md_is_appended_to_the_step_summary(full: Run) -> None:
 
 def test_report_md_figures(full: Run) -> None:
     md = full.md
-    assert ("**10 cases**: 2 passed · 2 failed · 1 stale · 1 missing · 1 errors · 1 skipped · "
-            "1 xfailed · 1 xpassed") in md
+    assert (
+        "**10 cases**: 2 passed · 2 failed · 1 stale · 1 missing · 1 errors · 1 skipped · "
+        "1 xfailed · 1 xpassed"
+    ) in md
     assert "| tools | yes | 4 | 2 | 0 | 0 | 0.667 |" in md
     assert "| token_f1 | report | 5 | 0 | 1 | 0 | 1.000 | \\[1.000, 1.000\\] |" in md
-    assert ("retrieval @ k=3: hit 0.833 · recall 0.833 · precision 0.278 · MRR 0.833 · "
-            "nDCG 0.833 · MAP 0.833") in md
+    assert (
+        "retrieval @ k=3: hit 0.833 · recall 0.833 · precision 0.278 · MRR 0.833 · "
+        "nDCG 0.833 · MAP 0.833"
+    ) in md
     assert "| sync | 4 | 1 | 2 | 33.3% |" in md
     failing = md.split("### Failing cases (5)", 1)[1]
     for cid in ("fretr", "xss", "miss", "stale", "bad"):
@@ -471,7 +558,8 @@ HIDDEN_LINK = "[text](http://127.0.0.1:18999/phish)"
 
 
 def test_tool_names_in_report_md_cannot_form_images_or_links(
-        template: Project, tmp_path: Path) -> None:
+    template: Project, tmp_path: Path
+) -> None:
     project = clone(template, tmp_path)
     project.steer(tools={"g1": TRACKING_IMAGE, "g2": HIDDEN_LINK})
 
@@ -481,10 +569,14 @@ def test_tool_names_in_report_md_cannot_form_images_or_links(
     done.result.assert_outcomes(passed=1, failed=2)
     md = done.md
     assert TRACKING_IMAGE not in md and HIDDEN_LINK not in md
-    assert ("| gate::g1 | failed | tools | missing: search; unexpected: "
-            "\\!\\[x\\]\\(http://127.0.0.1:18999/track.png\\) |") in md
-    assert ("| gate::g2 | failed | tools | missing: search; unexpected: "
-            "\\[text\\]\\(http://127.0.0.1:18999/phish\\) |") in md
+    assert (
+        "| gate::g1 | failed | tools | missing: search; unexpected: "
+        "\\!\\[x\\]\\(http://127.0.0.1:18999/track.png\\) |"
+    ) in md
+    assert (
+        "| gate::g2 | failed | tools | missing: search; unexpected: "
+        "\\[text\\]\\(http://127.0.0.1:18999/phish\\) |"
+    ) in md
 
 
 # ---- 6. cost -------------------------------------------------------------------------------
@@ -518,7 +610,11 @@ def sharded(template: Project, tmp_path_factory: pytest.TempPathFactory) -> Run:
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest_evalcases", "merge", "shard1", "shard2", "-o", "merged"],
-        cwd=project.root, capture_output=True, text=True, env=env, timeout=60,
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "merged 2 shard(s): 10 cases, 2 passed, 2 failed" in proc.stdout
@@ -550,15 +646,17 @@ def test_merged_markdown_and_dashboard(sharded: Run, full: Run) -> None:
 def test_xdist_results_equal_a_serial_run(template: Project, full: Run, tmp_path: Path) -> None:
     project = clone(template, tmp_path)
     target = tmp_path / "step_summary.md"
-    done = run(project, "cases/rep.json", "-n", "2",
-               env={"GITHUB_STEP_SUMMARY": str(target)}, report="out")
+    done = run(
+        project, "cases/rep.json", "-n", "2", env={"GITHUB_STEP_SUMMARY": str(target)}, report="out"
+    )
     assert_not_aborted(done.result)
     done.result.assert_outcomes(passed=2, failed=2, xfailed=1, xpassed=1, skipped=1, errors=3)
     assert "2 workers" in output(done.result)
     assert without_run(done.doc) == without_run(full.doc)
     timeless = ("started", "finished", "run_id")  # each run has its own id
     assert {k: v for k, v in done.doc["run"].items() if k not in timeless} == {
-        k: v for k, v in full.doc["run"].items() if k not in timeless}
+        k: v for k, v in full.doc["run"].items() if k not in timeless
+    }
     assert target.read_text() == done.md  # appended once, by the controller
 
 
@@ -569,8 +667,13 @@ def git_commit_all(root: Path) -> str | None:
         return None
 
     def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                       cwd=root, check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
 
     git("init", "-q")
     git("add", "-A")
@@ -615,8 +718,10 @@ def test_regression_of_an_xfail_marked_case_fails_the_run(
 ) -> None:
     """g1 now fails retrieval, and is marked xfail: no test fails, the gate does."""
     project = clone(template, tmp_path)
-    project.edit_suite("cases/gate.json", lambda doc: doc["cases"][0].update(
-        expected_docs=["zzz"], xfail="known now"))
+    project.edit_suite(
+        "cases/gate.json",
+        lambda doc: doc["cases"][0].update(expected_docs=["zzz"], xfail="known now"),
+    )
     done = run(project, "cases/gate.json", "--eval-baseline", base_file(baseline), report="cur")
     assert_not_aborted(done.result)
     done.result.assert_outcomes(passed=2, xfailed=1)
@@ -625,12 +730,14 @@ def test_regression_of_an_xfail_marked_case_fails_the_run(
     # the regression also lowers the retrieval mean: a stage drop too
     assert lines[0].startswith("baseline gate FAILED: 1 regression(s), 1 stage drop(s)"), lines
     assert "  gate::g1: passed -> xfailed at retrieval: recall@3 0.00 < 1.00; missing: zzz" in (
-        lines)
+        lines
+    )
 
     cmp = done.doc["baseline"]
     assert cmp["failed"] is True
-    assert [(r["case"], r["baseline_outcome"], r["outcome"], r["stage"])
-            for r in cmp["regressions"]] == [("gate::g1", "passed", "xfailed", "retrieval")]
+    assert [
+        (r["case"], r["baseline_outcome"], r["outcome"], r["stage"]) for r in cmp["regressions"]
+    ] == [("gate::g1", "passed", "xfailed", "retrieval")]
     assert cmp["fixed"] == [] and cmp["new"] == [] and cmp["removed"] == []
     assert cmp["compared"] == 3
     assert cmp["stage_deltas"]["retrieval"]["delta"] == pytest.approx(-1 / 3)
@@ -638,12 +745,13 @@ def test_regression_of_an_xfail_marked_case_fails_the_run(
     md = done.md
     assert md.index("### Regressions vs baseline") < md.index("### Stages")
     assert "Baseline gate **FAILED**: 1 regression(s)" in md
-    assert ("| gate::g1 | passed | xfailed | retrieval | recall@3 0.00 &lt; 1.00; missing: zzz |"
-            in md)
+    assert (
+        "| gate::g1 | passed | xfailed | retrieval | recall@3 0.00 &lt; 1.00; missing: zzz |" in md
+    )
     html = done.html
     assert '<section id="baseline">' in html
     assert html.index('<section id="baseline">') < html.index('<section id="stages">')
-    assert 'gate FAILED</span>' in html
+    assert "gate FAILED</span>" in html
     regressed = re.findall(r'<tr class="case"[^>]*data-regressed="1"', html)
     assert len(regressed) == 1 and 'data-first-failure="retrieval"' in regressed[0]
     assert 'id="case-' in regressed[0] and "gate::g1" in html.split(regressed[0], 1)[1][:400]
@@ -655,8 +763,9 @@ def test_rerecorded_behaviour_change_is_a_regression(
     """The system now calls another tool for g2 (behaviour.json), re-recorded with --live."""
     project = clone(template, tmp_path)
     project.steer(tools={"g2": "lookup"})
-    done = run(project, "cases/gate.json", "--live", "--eval-baseline", base_file(baseline),
-               report="cur")
+    done = run(
+        project, "cases/gate.json", "--live", "--eval-baseline", base_file(baseline), report="cur"
+    )
     assert_not_aborted(done.result)
     done.result.assert_outcomes(passed=2, failed=1)
     assert done.result.ret == pytest.ExitCode.TESTS_FAILED
@@ -674,8 +783,9 @@ def test_stage_mean_drop_fails_the_run_within_tolerance_passes(
     """g1's reference gains a word: token_f1 (report-only) falls 1.0 -> 0.8 for g1, so its mean
     falls by 1/15 ~ 0.067 while every case still passes."""
     project = clone(template, tmp_path)
-    project.edit_suite("cases/gate.json",
-                       lambda doc: doc["cases"][0].update(reference="alpha beta gamma"))
+    project.edit_suite(
+        "cases/gate.json", lambda doc: doc["cases"][0].update(reference="alpha beta gamma")
+    )
     drop = 1 / 15
 
     strict = run(project, "cases/gate.json", "--eval-baseline", base_file(baseline), report="cur")
@@ -684,7 +794,8 @@ def test_stage_mean_drop_fails_the_run_within_tolerance_passes(
     assert strict.result.ret == pytest.ExitCode.TESTS_FAILED, output(strict.result)
     lines = section(strict.result, "regressions vs baseline")
     assert lines[0].startswith(
-        "baseline gate FAILED: 0 regression(s), 1 stage drop(s) (tolerance 0.000)"), lines
+        "baseline gate FAILED: 0 regression(s), 1 stage drop(s) (tolerance 0.000)"
+    ), lines
     assert "  token_f1: 1.000 -> 0.933 (-0.067)" in lines
     cmp = strict.doc["baseline"]
     assert cmp["regressions"] == []
@@ -692,17 +803,32 @@ def test_stage_mean_drop_fails_the_run_within_tolerance_passes(
     assert cmp["stage_drops"][0]["delta"] == pytest.approx(-drop)
     assert "| token_f1 | 1.000 | 0.933 | -0.067 |" in strict.md
 
-    below = run(project, "cases/gate.json", "--eval-baseline", base_file(baseline),
-                "--eval-tolerance", "0.05")
+    below = run(
+        project,
+        "cases/gate.json",
+        "--eval-baseline",
+        base_file(baseline),
+        "--eval-tolerance",
+        "0.05",
+    )
     assert below.result.ret == pytest.ExitCode.TESTS_FAILED, output(below.result)
     assert section(below.result, "regressions vs baseline")[0].startswith(
-        "baseline gate FAILED: 0 regression(s), 1 stage drop(s) (tolerance 0.050)")
+        "baseline gate FAILED: 0 regression(s), 1 stage drop(s) (tolerance 0.050)"
+    )
 
-    lenient = run(project, "cases/gate.json", "--eval-baseline", base_file(baseline),
-                  "--eval-tolerance", "0.1", report="cur2")
+    lenient = run(
+        project,
+        "cases/gate.json",
+        "--eval-baseline",
+        base_file(baseline),
+        "--eval-tolerance",
+        "0.1",
+        report="cur2",
+    )
     assert lenient.result.ret == pytest.ExitCode.OK, output(lenient.result)
     assert section(lenient.result, "regressions vs baseline")[0].startswith(
-        "baseline gate passed: 0 regression(s), 0 stage drop(s) (tolerance 0.100)")
+        "baseline gate passed: 0 regression(s), 0 stage drop(s) (tolerance 0.100)"
+    )
     assert lenient.doc["baseline"]["failed"] is False
     assert lenient.doc["baseline"]["stage_deltas"]["token_f1"]["delta"] == pytest.approx(-drop)
     assert "Baseline gate passed" in lenient.md
@@ -712,8 +838,9 @@ def test_improvement_passes_and_is_listed_as_fixed(
     template: Project, failing_baseline: Run, tmp_path: Path
 ) -> None:
     project = clone(template, tmp_path)
-    done = run(project, "cases/gate.json", "--eval-baseline", base_file(failing_baseline),
-               report="cur")
+    done = run(
+        project, "cases/gate.json", "--eval-baseline", base_file(failing_baseline), report="cur"
+    )
     assert done.result.ret == pytest.ExitCode.OK, output(done.result)
     done.result.assert_outcomes(passed=3)
     lines = section(done.result, "regressions vs baseline")
@@ -723,16 +850,21 @@ def test_improvement_passes_and_is_listed_as_fixed(
     cmp = done.doc["baseline"]
     assert cmp["failed"] is False
     assert [(r["case"], r["baseline_outcome"], r["outcome"]) for r in cmp["fixed"]] == [
-        ("gate::g3", "failed", "passed")]
+        ("gate::g3", "failed", "passed")
+    ]
     assert cmp["stage_deltas"]["retrieval"]["delta"] == pytest.approx(1 / 3)
     assert "Fixed: gate::g3" in done.md
 
 
-@pytest.mark.parametrize("content, problem", [
-    ("{not json", "is not valid JSON"),
-    ("[1, 2]", "is not a results.json"),
-    (None, "does not exist"),
-], ids=["not-json", "not-results", "missing"])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("{not json", "is not valid JSON"),
+        ("[1, 2]", "is not a results.json"),
+        (None, "does not exist"),
+    ],
+    ids=["not-json", "not-results", "missing"],
+)
 def test_bad_baseline_is_a_usage_error_before_any_case_runs(
     template: Project, tmp_path: Path, content: str | None, problem: str
 ) -> None:
@@ -740,8 +872,9 @@ def test_bad_baseline_is_a_usage_error_before_any_case_runs(
     if content is not None:
         project.write_text("main/base.json", content)
     before = project.files()
-    done = run(project, "cases/gate.json", "--live", "--eval-baseline", "main/base.json",
-               report="cur")
+    done = run(
+        project, "cases/gate.json", "--live", "--eval-baseline", "main/base.json", report="cur"
+    )
     assert done.result.ret == pytest.ExitCode.USAGE_ERROR, output(done.result)
     errors = "\n".join(done.result.errlines)
     assert "main/base.json" in errors and problem in errors, errors
@@ -753,17 +886,22 @@ def test_bad_baseline_is_a_usage_error_before_any_case_runs(
 def test_gate_needs_no_report_dir(template: Project, baseline: Run, tmp_path: Path) -> None:
     """--eval-baseline alone still prints the section and fails the run on a regression."""
     project = clone(template, tmp_path)
-    project.edit_suite("cases/gate.json", lambda doc: doc["cases"][1].update(
-        expected_tools=["lookup"], xfail="known"))
+    project.edit_suite(
+        "cases/gate.json",
+        lambda doc: doc["cases"][1].update(expected_tools=["lookup"], xfail="known"),
+    )
     done = run(project, "cases/gate.json", "--eval-baseline", base_file(baseline))
     done.result.assert_outcomes(passed=2, xfailed=1)
     assert done.result.ret == pytest.ExitCode.TESTS_FAILED, output(done.result)
     assert "  gate::g2: passed -> xfailed at tools: missing: lookup; unexpected: search" in (
-        section(done.result, "regressions vs baseline"))
+        section(done.result, "regressions vs baseline")
+    )
     assert "eval reports: " not in output(done.result)
-    assert not any(path.name == "results.json" for path in project.root.rglob("*")
-                   if ".basetemp" not in path.parts)
-
+    assert not any(
+        path.name == "results.json"
+        for path in project.root.rglob("*")
+        if ".basetemp" not in path.parts
+    )
 
 
 def test_stale_and_missing_cases_are_regressions_without_a_stage(
@@ -778,17 +916,25 @@ def test_stale_and_missing_cases_are_regressions_without_a_stage(
     assert done.result.ret == pytest.ExitCode.TESTS_FAILED
     lines = section(done.result, "regressions vs baseline")
     assert lines[0].startswith("baseline gate FAILED: 2 regression(s), 0 stage drop(s)"), lines
-    assert ("  gate::g2: passed -> missing: no recording for gate::g2; record it with --live "
-            "(cassettes/gate/g2.json)") in lines
-    assert any(line.startswith("  gate::g3: passed -> stale: stale recording: case changed (")
-               for line in lines), lines
+    assert (
+        "  gate::g2: passed -> missing: no recording for gate::g2; record it with --live "
+        "(cassettes/gate/g2.json)"
+    ) in lines
+    assert any(
+        line.startswith("  gate::g3: passed -> stale: stale recording: case changed (")
+        for line in lines
+    ), lines
     regressions = done.doc["baseline"]["regressions"]
     assert [(r["case"], r["outcome"], r["stage"]) for r in regressions] == [
-        ("gate::g2", "missing", None), ("gate::g3", "stale", None)]
+        ("gate::g2", "missing", None),
+        ("gate::g3", "stale", None),
+    ]
     # only g1 was scored in both runs: its means are unchanged
     assert done.doc["baseline"]["stage_deltas"]["token_f1"]["cases"] == 1
-    assert ("| gate::g2 | passed | missing | – | no recording for gate::g2; record it with "
-            "--live \\(cassettes/gate/g2.json\\) |") in done.md
+    assert (
+        "| gate::g2 | passed | missing | – | no recording for gate::g2; record it with "
+        "--live \\(cassettes/gate/g2.json\\) |"
+    ) in done.md
 
 
 def test_new_and_removed_cases_do_not_fail_the_gate(
@@ -801,8 +947,14 @@ def test_new_and_removed_cases_do_not_fail_the_gate(
         doc["cases"] = doc["cases"][1:] + [make_case("g4", "zeta alpha")]
 
     project.edit_suite("cases/gate.json", edit)
-    done = run(project, "cases/gate.json", "--live-stale", "--eval-baseline",
-               base_file(baseline), report="cur")
+    done = run(
+        project,
+        "cases/gate.json",
+        "--live-stale",
+        "--eval-baseline",
+        base_file(baseline),
+        report="cur",
+    )
     assert done.result.ret == pytest.ExitCode.OK, output(done.result)
     done.result.assert_outcomes(passed=3)
     assert project.calls() == ["setup gate", "run g4"]
@@ -825,8 +977,15 @@ def test_invalid_tolerance_is_a_usage_error_before_any_case_runs(
     error up front, like a bad baseline file or --eval-concurrency 0 -- not a traceback after
     every case has run (and been paid for, under --live), nor a gate that never fails."""
     project = clone(template, tmp_path)
-    done = run(project, "cases/gate.json", "--live", "--eval-baseline", base_file(baseline),
-               f"--eval-tolerance={tolerance}", report="cur")
+    done = run(
+        project,
+        "cases/gate.json",
+        "--live",
+        "--eval-baseline",
+        base_file(baseline),
+        f"--eval-tolerance={tolerance}",
+        report="cur",
+    )
     text = output(done.result)
     assert done.result.ret == pytest.ExitCode.USAGE_ERROR, text
     assert "--eval-tolerance" in "\n".join(done.result.errlines), text
@@ -838,12 +997,28 @@ def test_the_report_names_the_judge_a_suite_chose(tmp_path: Path) -> None:
     """The demo suite names its judge ("judge": "lexical") and no option does: results.json
     says which judge scored the run, and each case which judges its verdicts came from."""
     repo = Path(__file__).resolve().parents[2]
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith("PYTEST_") and name != "GITHUB_STEP_SUMMARY"}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("PYTEST_") and name != "GITHUB_STEP_SUMMARY"
+    }
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "cases/", "-q", "-p", "no:cacheprovider",
-         "--eval-report", str(tmp_path)],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "cases/",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--eval-report",
+            str(tmp_path),
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((tmp_path / "results.json").read_text())

@@ -61,7 +61,7 @@ def run(case):
 '''
 
 # A system that asks the loopback EchoServer over urllib (recorded by vcrpy like any client).
-HTTP_SYSTEM = '''\
+HTTP_SYSTEM = """\
 import json
 import urllib.request
 from pathlib import Path
@@ -81,30 +81,44 @@ def run(case):
             answers.append(json.loads(reply.read())["answer"])
     return {"answer": answers[-1], "tool_calls": [{"name": "ask", "args": {}}] * len(answers),
             "retrieved": [], "context": answers}
-'''
+"""
 
 # Prompt kinds of the loopback judge server (judge_server.recognise), by stage.
-FAITHFULNESS_KINDS = {"faithfulness_truths", "faithfulness_claims", "faithfulness_verdicts",
-                      "faithfulness_reason"}
+FAITHFULNESS_KINDS = {
+    "faithfulness_truths",
+    "faithfulness_claims",
+    "faithfulness_verdicts",
+    "faithfulness_reason",
+}
 ACCURACY_KINDS = {"accuracy", "accuracy_unanswerable"}
 OPENAI = "openai:gpt-4o-mini"
 
 
 def case(case_id: str, text: str, **fields: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {"id": case_id, "input": text, "expected_tools": ["search"],
-                           "expected_docs": [text.split()[0]], "reference": text}
+    doc: dict[str, Any] = {
+        "id": case_id,
+        "input": text,
+        "expected_tools": ["search"],
+        "expected_docs": [text.split()[0]],
+        "reference": text,
+    }
     doc.update(fields)
     return doc
 
 
 def steered_suite(cases: list[dict[str, Any]] | None = None, **fields: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "name": "s", "system": "steered:run",
+        "name": "s",
+        "system": "steered:run",
         "stages": ["tools", "retrieval", "exact_match", "answer_accuracy"],
         "judge": "lexical",
-        "cases": cases if cases is not None else [
-            case("alpha", "alpha beta"), case("gamma", "gamma delta"),
-            case("epsilon", "epsilon zeta")],
+        "cases": cases
+        if cases is not None
+        else [
+            case("alpha", "alpha beta"),
+            case("gamma", "gamma delta"),
+            case("epsilon", "epsilon zeta"),
+        ],
     }
     doc.update(fields)
     return doc
@@ -168,8 +182,11 @@ def test_recording_changes_say_what_changed_and_only_changed_cases_are_written(
     steered.run("--live").assert_outcomes(passed=3)
     before = everything(steered)
     old_gamma = steered.cassette("s", "gamma")
-    steered.steer(answers={"gamma": "no idea at all"}, tools={"alpha": ["search", "lookup"]},
-                  retrieved={"alpha": ["alpha", "other"]})
+    steered.steer(
+        answers={"gamma": "no idea at all"},
+        tools={"alpha": ["search", "lookup"]},
+        retrieved={"alpha": ["alpha", "other"]},
+    )
     steered.edit_suite("cases/s.json", lambda doc: doc["cases"].append(case("delta", "delta x")))
 
     result = steered.run("--live", "--eval-report", "out")
@@ -189,7 +206,7 @@ def test_recording_changes_say_what_changed_and_only_changed_cases_are_written(
     assert changes_section(result) == [
         "s::alpha (changed)",
         "  tool calls: search -> search, lookup",
-        "  retrieved: [\"alpha\"] -> [\"alpha\", \"other\"]",
+        '  retrieved: ["alpha"] -> ["alpha", "other"]',
         "  tools: pass -> FAIL (1.00 -> 1.00)",  # all expected tools called, one unexpected
         "s::gamma (changed)",
         "  answer: 'gamma delta' -> 'no idea at all'",
@@ -200,9 +217,11 @@ def test_recording_changes_say_what_changed_and_only_changed_cases_are_written(
     ]
     markdown = (steered.root / "out" / "recording-changes.md").read_text()
     assert markdown.startswith("## Recording changes\n\n**1 unchanged, 2 changed, 1 new**\n")
-    assert "| s::gamma | changed | answer: 'gamma delta' -&gt; 'no idea at all'<br>exact_match: " \
-        "pass -&gt; FAIL \\(1.00 -&gt; 0.00\\)<br>answer_accuracy: pass -&gt; FAIL " \
-        "\\(1.00 -&gt; 0.00\\) |" in markdown, markdown
+    assert (
+        "| s::gamma | changed | answer: 'gamma delta' -&gt; 'no idea at all'<br>exact_match: "
+        "pass -&gt; FAIL \\(1.00 -&gt; 0.00\\)<br>answer_accuracy: pass -&gt; FAIL "
+        "\\(1.00 -&gt; 0.00\\) |" in markdown
+    ), markdown
     assert "| s::delta | new |" in markdown
     assert "s::epsilon" not in markdown
     assert "recording-changes.md" in output(result)  # listed with the other report files
@@ -212,9 +231,16 @@ def test_the_http_recording_stays_when_its_exchanges_are_the_same(project: Proje
     with EchoServer() as server:
         project.write_text("asking.py", HTTP_SYSTEM)
         project.write_text("server.json", json.dumps({"url": server.url}))
-        project.write_suite({"name": "h", "system": "asking:run", "stages": ["exact_match"],
-                             "cases": [{"id": "alpha", "input": "alpha beta",
-                                        "reference": "you asked: alpha beta"}]})
+        project.write_suite(
+            {
+                "name": "h",
+                "system": "asking:run",
+                "stages": ["exact_match"],
+                "cases": [
+                    {"id": "alpha", "input": "alpha beta", "reference": "you asked: alpha beta"}
+                ],
+            }
+        )
         project.run("--live").assert_outcomes(passed=1)
         before = everything(project)
 
@@ -230,9 +256,12 @@ def test_the_http_recording_stays_when_its_exchanges_are_the_same(project: Proje
 
     more.assert_outcomes(passed=1)
     assert changes_section(more) == [
-        "h::alpha (changed)", "  tool calls: ask -> ask, ask",
-        "  also changed in the trace: context", "  HTTP exchanges: 1 -> 2",
-        "0 unchanged, 1 changed, 0 new"]
+        "h::alpha (changed)",
+        "  tool calls: ask -> ask, ask",
+        "  also changed in the trace: context",
+        "  HTTP exchanges: 1 -> 2",
+        "0 unchanged, 1 changed, 0 new",
+    ]
     doc = json.loads((project.root / "cassettes/h/alpha.http.json").read_text())
     assert len(doc["interactions"]) == 2
     project.run("--replay-http").assert_outcomes(passed=1)  # the new pair replays
@@ -258,7 +287,8 @@ def test_a_dry_run_runs_and_judges_everything_and_writes_nothing(steered: Projec
     assert lines[-1] == "2 unchanged, 1 changed, 1 new (dry run: nothing was written)"
     assert "= recording changes (dry run) =" in output(result)
     assert recordings_line(result).startswith(
-        "recordings: 0 recorded, 4 dry run (not written), 0 replayed")
+        "recordings: 0 recorded, 4 dry run (not written), 0 replayed"
+    )
     assert "1 orphaned (--live-prune deletes them" in recordings_line(result)  # not deleted
     markdown = (steered.root / "out" / "recording-changes.md").read_text()
     assert "Dry run (`--live-dry-run`)" in markdown and "| s::gamma | changed |" in markdown
@@ -280,8 +310,9 @@ def test_a_dry_run_of_live_stale_says_what_it_would_record(steered: Project) -> 
     assert everything(steered) == before
     lines = changes_section(result)
     assert lines[:2] == ["s::gamma (changed)", "  key changed: case"]
-    assert lines[-1] == ("0 unchanged, 1 changed, 0 new, 2 already current "
-                         "(dry run: nothing was written)")
+    assert lines[-1] == (
+        "0 unchanged, 1 changed, 0 new, 2 already current (dry run: nothing was written)"
+    )
 
 
 # ---- 3 and 4: pending verdicts, judge errors, exit codes ----------------------------------------
@@ -292,23 +323,37 @@ def judged_project(project: Project, report_only: bool = False) -> Project:
     """Two cases judged by the OpenAI judge (the loopback server): faithfulness (gating, or
     report only) and answer_accuracy. Each case names its own country, for server rules."""
     project.write_text("steered.py", STEERED_SYSTEM)
-    cases = [case("paris", "Paris is the capital of France"),
-             case("rome", "Rome is the capital of Italy")]
+    cases = [
+        case("paris", "Paris is the capital of France"),
+        case("rome", "Rome is the capital of Italy"),
+    ]
     stages = ["tools", "answer_accuracy"] + ([] if report_only else ["faithfulness"])
-    project.write_suite(steered_suite(cases, stages=stages, judge=OPENAI,
-                                      report_only=["faithfulness"] if report_only else []))
+    project.write_suite(
+        steered_suite(
+            cases, stages=stages, judge=OPENAI, report_only=["faithfulness"] if report_only else []
+        )
+    )
     return project
 
 
 def run_judged(project: Project, server: JudgeServer, *args: str) -> pytest.RunResult:
-    return run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", *args, env={
-        "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": server.base_url,
-        "EVALCASES_JUDGE_BACKOFF": "0.001"})
+    return run_pytest_env_in_process(
+        project.root,
+        "-p",
+        "no:cacheprovider",
+        *args,
+        env={
+            "OPENAI_API_KEY": "test-key",
+            "OPENAI_BASE_URL": server.base_url,
+            "EVALCASES_JUDGE_BACKOFF": "0.001",
+        },
+    )
 
 
 def short_summary(result: pytest.RunResult) -> list[str]:
-    return sorted(line.split(" - ")[0] for line in result.outlines
-                  if line.startswith(("ERROR ", "FAILED ")))
+    return sorted(
+        line.split(" - ")[0] for line in result.outlines if line.startswith(("ERROR ", "FAILED "))
+    )
 
 
 @pytest.mark.parametrize("complete_with", ["--live-judges", "--live-stale"])
@@ -332,15 +377,18 @@ def test_a_judge_failure_keeps_the_trace_and_the_pending_verdict_is_completed_la
     accuracy = rome["verdicts"]["answer_accuracy"]
     assert accuracy["label"] == "CORRECT" and "pending" not in accuracy
     assert ("  not recorded: s::rome (judge error (faithfulness: ") in section(live)
-    assert ("the new trace was saved with the verdict pending: complete it with --live-judges)"
-            in section(live))
+    assert (
+        "the new trace was saved with the verdict pending: complete it with --live-judges)"
+        in section(live)
+    )
 
     replay = run_judged(project, judge_server)
     replay.assert_outcomes(passed=1, errors=1)
     block = error_block(replay, "s::rome")
     assert block.strip().startswith(
         "judge verdict pending for faithfulness; complete it with --live-judges (the judge "
-        "failed when s::rome was recorded: "), block
+        "failed when s::rome was recorded: "
+    ), block
     assert short_summary(replay) == ["ERROR cases/s.json::rome"]
 
     judge_server.rules = []
@@ -352,8 +400,9 @@ def test_a_judge_failure_keeps_the_trace_and_the_pending_verdict_is_completed_la
     assert completed.ret == pytest.ExitCode.OK
     assert project.calls() == []  # the system did not run again
     assert set(judge_server.kinds()) <= FAITHFULNESS_KINDS  # only the pending verdict
-    assert all("Italy" in r.prompt for r in judge_server.requests
-               if r.kind != "faithfulness_reason")
+    assert all(
+        "Italy" in r.prompt for r in judge_server.requests if r.kind != "faithfulness_reason"
+    )
     done = project.cassette("s", "rome")
     assert done["trace"] == rome["trace"]
     assert done["verdicts"]["answer_accuracy"] == accuracy  # kept as it was paid for
@@ -386,8 +435,11 @@ def test_a_report_only_judge_error_fails_the_live_run(
 def test_skipped_and_deselected_cases_do_not_fail_a_live_run(
     steered: Project, xdist: list[str]
 ) -> None:
-    cases = [case("alpha", "alpha beta"), case("gamma", "gamma delta", skip="flaky upstream"),
-             case("epsilon", "epsilon zeta")]
+    cases = [
+        case("alpha", "alpha beta"),
+        case("gamma", "gamma delta", skip="flaky upstream"),
+        case("epsilon", "epsilon zeta"),
+    ]
     steered.write_suite(steered_suite(cases))
 
     result = steered.run("--live", "-k", "not epsilon", *xdist)
@@ -421,15 +473,18 @@ def test_x_stops_starting_system_runs_and_reports_the_rest_as_not_run(steered: P
     assert runs(steered) == ["c0", "c1"]
     result.assert_outcomes(passed=1, errors=1, skipped=4)  # every case reports
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    reason = "not run: -x reached (1 case failed or errored); its recording is as it was (run " \
+    reason = (
+        "not run: -x reached (1 case failed or errored); its recording is as it was (run "
         "again to record it)"
+    )
     assert f"SKIPPED [4] cases/s.json:1: {reason}" in output(result)  # -rs: at the case file
     lines = changes_section(result)
     assert "stopped starting cases: -x reached (1 case failed or errored)" in lines
     for name in ("c2", "c3", "c4", "c5"):
         assert f"  not recorded: s::{name} ({reason})" in lines
     assert "stopped starting cases: -x reached (1 case failed or errored); 4 not run" in output(
-        result)  # the progress lines say it as it happens
+        result
+    )  # the progress lines say it as it happens
     assert sorted(steered.files()) == ["cassettes/s/c0.json"]
 
 
@@ -445,7 +500,8 @@ def test_maxfail_counts_stage_failures(steered: Project) -> None:
     recorded = sorted(p for p in steered.files() if p.startswith("cassettes/s/c"))
     assert recorded == [f"cassettes/s/c{i}.json" for i in range(3)]  # failures are recorded
     assert "stopped starting cases: --maxfail 2 reached (2 cases failed or errored)" in section(
-        result)
+        result
+    )
 
 
 def test_x_lets_the_cases_already_running_finish_and_records_them(steered: Project) -> None:
@@ -461,8 +517,11 @@ def test_x_lets_the_cases_already_running_finish_and_records_them(steered: Proje
     lines = changes_section(result)
     assert lines[:2] == ["s::c1 (new)", "s::c2 (new)"]
     assert [line.split(" (")[0] for line in lines if line.startswith("  not recorded")] == [
-        "  not recorded: s::c0", "  not recorded: s::c3", "  not recorded: s::c4",
-        "  not recorded: s::c5"]
+        "  not recorded: s::c0",
+        "  not recorded: s::c3",
+        "  not recorded: s::c4",
+        "  not recorded: s::c5",
+    ]
 
 
 def test_eval_budget_stops_starting_cases_once_the_recorded_cost_reaches_it(
@@ -477,8 +536,10 @@ def test_eval_budget_stops_starting_cases_once_the_recorded_cost_reaches_it(
     result.assert_outcomes(passed=2, skipped=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     lines = changes_section(result)
-    assert ("stopped starting cases: --eval-budget $0.50 reached (recorded cost $0.50); the "
-            "run's recorded cost came to $0.50") in lines, lines
+    assert (
+        "stopped starting cases: --eval-budget $0.50 reached (recorded cost $0.50); the "
+        "run's recorded cost came to $0.50"
+    ) in lines, lines
     assert lines[2] == "0 unchanged, 0 changed, 2 new; 4 not recorded"
 
 
@@ -502,23 +563,42 @@ def test_eval_budget_counts_the_judge_cost_and_stops_live_judges_too(
 ) -> None:
     """--live-judges runs no system: the budget holds back the cases waiting to be judged."""
     judged_project(project)
-    project.edit_suite("cases/s.json", lambda doc: doc["cases"].extend(
-        [case("berlin", "Berlin is the capital of Germany"),
-         case("madrid", "Madrid is the capital of Spain")]))
+    project.edit_suite(
+        "cases/s.json",
+        lambda doc: doc["cases"].extend(
+            [
+                case("berlin", "Berlin is the capital of Germany"),
+                case("madrid", "Madrid is the capital of Spain"),
+            ]
+        ),
+    )
     project.edit_suite("cases/s.json", lambda doc: doc.update(judge="lexical"))
     project.run("--live").assert_outcomes(passed=4)  # recorded with the lexical judge (free)
     project.clear_calls()
 
-    result = run_judged(project, judge_server, "--live-judges", "--eval-judge", OPENAI,
-                        "--eval-budget", "0.000001", "--eval-concurrency", "1")
+    result = run_judged(
+        project,
+        judge_server,
+        "--live-judges",
+        "--eval-judge",
+        OPENAI,
+        "--eval-budget",
+        "0.000001",
+        "--eval-concurrency",
+        "1",
+    )
 
     assert project.calls() == []
     result.assert_outcomes(passed=1, skipped=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "stopped starting cases: --eval-budget $0.00 reached (recorded cost $0." in section(
-        result)
-    judged = {name for name in ("paris", "rome", "berlin", "madrid")
-              if project.cassette("s", name)["verdicts"]["answer_accuracy"]["judge"] == OPENAI}
+        result
+    )
+    judged = {
+        name
+        for name in ("paris", "rome", "berlin", "madrid")
+        if project.cassette("s", name)["verdicts"]["answer_accuracy"]["judge"] == OPENAI
+    }
     assert judged == {"paris"}
 
 
@@ -527,5 +607,3 @@ def _no_judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     yield
-
-

@@ -25,14 +25,23 @@ def write(path: Path, content: Any) -> Path:
     return path
 
 
-def scan_command(cwd: Path, *args: str, env: dict[str, str] | None = None
-                 ) -> subprocess.CompletedProcess[str]:
+def scan_command(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     # The environment of the scan counts, so the test's own credentials are kept out of it.
-    clean_env = {name: value for name, value in os.environ.items()
-                 if name not in secret_values_from_env(os.environ)}
-    return subprocess.run([sys.executable, "-m", "pytest_evalcases", "scan", *args], cwd=cwd,
-                          env={**clean_env, **(env or {})}, capture_output=True, text=True,
-                          timeout=60)
+    clean_env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in secret_values_from_env(os.environ)
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_evalcases", "scan", *args],
+        cwd=cwd,
+        env={**clean_env, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_scan_command_clean_exits_0(tmp_path: Path) -> None:
@@ -47,8 +56,10 @@ def test_scan_command_clean_exits_0(tmp_path: Path) -> None:
 
 def test_scan_command_lists_findings_and_exits_1(tmp_path: Path) -> None:
     write(tmp_path / "cassettes" / "s" / "a.json", {"trace": {"answer": f"key {ANTHROPIC}"}})
-    write(tmp_path / "cassettes" / "s" / "b.json",
-          {"trace": {"tool_calls": [{"args": {"q": "my-local-db-password"}}]}})
+    write(
+        tmp_path / "cassettes" / "s" / "b.json",
+        {"trace": {"tool_calls": [{"args": {"q": "my-local-db-password"}}]}},
+    )
     write(tmp_path / "cassettes" / "s" / "c.json", {"trace": {"answer": "fine"}})
 
     proc = scan_command(tmp_path, env={"DB_PASSWORD": "my-local-db-password"})
@@ -97,11 +108,17 @@ def test_scan_command_default_folder_from_the_ini(tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[0] == f"{Path('recordings/s/a.json')}: $.k: github-token"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["missing"], "error: missing: no such file or folder\n"),
-    ([], "error: cassettes: no such folder (the default cassettes folder); pass the files or "
-         "folders to scan\n"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing"], "error: missing: no such file or folder\n"),
+        (
+            [],
+            "error: cassettes: no such folder (the default cassettes folder); pass the files or "
+            "folders to scan\n",
+        ),
+    ],
+)
 def test_scan_command_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     proc = scan_command(tmp_path, *args)
 

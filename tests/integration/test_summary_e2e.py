@@ -35,14 +35,17 @@ PASSING = ["pass1", "pass2"]
 def template(tmp_path_factory: pytest.TempPathFactory) -> Project:
     """Suite `gate` (in cases/checks.json) recorded, then one case made stale, one missing, and
     one orphaned cassette added."""
-    project = record_template(tmp_path_factory.mktemp("summary"), suite_doc(
-        "gate", cases=CASES, report_only=["token_f1"]))
+    project = record_template(
+        tmp_path_factory.mktemp("summary"), suite_doc("gate", cases=CASES, report_only=["token_f1"])
+    )
     (project.root / "cases/gate.json").rename(project.root / "cases/checks.json")
-    project.edit_suite("cases/checks.json",
-                       lambda doc: doc["cases"][5].update(input="stale text 2"))
+    project.edit_suite(
+        "cases/checks.json", lambda doc: doc["cases"][5].update(input="stale text 2")
+    )
     project.cassette_path("gate", "missing-me").unlink()
-    project.write_text("cassettes/gate/gone.json",
-                       project.cassette_path("gate", "pass1").read_text())
+    project.write_text(
+        "cassettes/gate/gone.json", project.cassette_path("gate", "pass1").read_text()
+    )
     return project
 
 
@@ -76,8 +79,9 @@ def test_summary_section_is_printed_with_q(quiet_run: pytest.RunResult) -> None:
 def test_summary_has_a_row_per_case_that_did_not_pass(quiet_run: pytest.RunResult) -> None:
     section = summary_section(quiet_run)
     rows = case_rows(section)
-    assert sorted(name.split("::")[1] for name in rows) == sorted(
-        set(CASE_IDS) - set(PASSING)), rows
+    assert sorted(name.split("::")[1] for name in rows) == sorted(set(CASE_IDS) - set(PASSING)), (
+        rows
+    )
     assert "(2 passed or skipped cases not shown; -v shows every case)" in section
     fail = " ".join(rows["gate::fail-tools"])
     assert fail.startswith("sync failed FAIL 0.00 1.00 1.00 1.00")
@@ -96,8 +100,9 @@ def test_verbose_lists_every_case(template: Project) -> None:
     assert not any("not shown" in line for line in section)
 
 
-@pytest.mark.parametrize("args", [["-q", "-q"], ["--eval-summary=none"], ["-v", "-v",
-                                                                          "--eval-summary=none"]])
+@pytest.mark.parametrize(
+    "args", [["-q", "-q"], ["--eval-summary=none"], ["-v", "-v", "--eval-summary=none"]]
+)
 def test_no_case_rows_with_qq_or_summary_none(template: Project, args: list[str]) -> None:
     section = summary_section(template.run(*args))
     assert case_rows(section) == {}
@@ -107,8 +112,11 @@ def test_no_case_rows_with_qq_or_summary_none(template: Project, args: list[str]
 
 
 def test_ini_eval_summary_and_the_option_over_it(copied: Project) -> None:
-    copied.write_text("pytest.ini", "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
-                      "asyncio_default_fixture_loop_scope = function\neval_summary = all\n")
+    copied.write_text(
+        "pytest.ini",
+        "[pytest]\naddopts = -p no:deepeval -p no:langsmith_plugin\n"
+        "asyncio_default_fixture_loop_scope = function\neval_summary = all\n",
+    )
     assert len(case_rows(summary_section(copied.run("-q")))) == len(CASE_IDS)
     only_failed = case_rows(summary_section(copied.run("-q", "--eval-summary=failed")))
     assert len(only_failed) == len(CASE_IDS) - len(PASSING)
@@ -116,7 +124,8 @@ def test_ini_eval_summary_and_the_option_over_it(copied: Project) -> None:
     bad = copied.run()
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "ini option eval_summary: 'some' is not one of failed, all, none" in "\n".join(
-        bad.errlines)
+        bad.errlines
+    )
 
 
 def test_summary_rows_name_the_suite_for_cases_that_cannot_load(
@@ -140,7 +149,7 @@ def test_summary_has_stage_totals(quiet_run: pytest.RunResult) -> None:
 def test_summary_has_category_pass_rates(quiet_run: pytest.RunResult) -> None:
     section = summary_section(quiet_run)
     start = next(i for i, line in enumerate(section) if line.split()[:2] == ["category", "passed"])
-    table = rows_of(section[start + 1:section.index("", start)])
+    table = rows_of(section[start + 1 : section.index("", start)])
     assert table["storage"] == ["1", "2", "50%"]
     assert {"billing", "chitchat", "storage", "sync"} <= set(table)
     assert table["chitchat"][0] == "0"
@@ -170,8 +179,12 @@ def test_a_large_run_lists_the_cases_that_did_not_pass_unless_verbose(project: P
     project.edit_suite("cases/big.json", lambda doc: doc["cases"][20].update(input="c20 edited"))
     quiet = project.run("-q")
 
-    assert sorted(case_rows(summary_section(quiet))) == ["big::c07", "big::c10", "big::c20",
-                                                         "big::c41"]
+    assert sorted(case_rows(summary_section(quiet))) == [
+        "big::c07",
+        "big::c10",
+        "big::c20",
+        "big::c41",
+    ]
     assert "(51 passed or skipped cases not shown; -v shows every case)" in summary_section(quiet)
 
     verbose = project.run("-v")
@@ -184,8 +197,7 @@ def test_exitfirst_stops_at_the_first_failure(copied: Project) -> None:
 
     result.assert_outcomes(passed=2, failed=1)
     assert sorted(case_rows(summary_section(result))) == ["gate::fail-tools"]
-    assert "(2 passed or skipped cases not shown; -v shows every case)" in (
-        summary_section(result))
+    assert "(2 passed or skipped cases not shown; -v shows every case)" in (summary_section(result))
 
 
 def test_last_failed_reruns_only_failures_and_errors(copied: Project) -> None:
@@ -206,11 +218,14 @@ def test_junitxml_carries_stage_scores_as_properties(copied: Project) -> None:
     assert {"pass1", "fail-tools", "fail-retr"} <= set(cases), sorted(cases)
 
     def scores(name: str) -> dict[str, float]:
-        return {prop.get("name"): float(prop.get("value"))
-                for prop in cases[name].iter("property")}
+        return {prop.get("name"): float(prop.get("value")) for prop in cases[name].iter("property")}
 
-    assert scores("pass1") == {"evalcases.tools": 1.0, "evalcases.retrieval": 1.0,
-                               "evalcases.exact_match": 1.0, "evalcases.token_f1": 1.0}
+    assert scores("pass1") == {
+        "evalcases.tools": 1.0,
+        "evalcases.retrieval": 1.0,
+        "evalcases.exact_match": 1.0,
+        "evalcases.token_f1": 1.0,
+    }
     assert scores("fail-tools")["evalcases.tools"] == 0.0
     assert cases["fail-tools"].find("failure") is not None
     assert scores("fail-retr")["evalcases.retrieval"] == 0.0
@@ -232,7 +247,7 @@ def test_without_cacheprovider_prints_the_same_summary(
     assert summary_section(result) == summary_section(quiet_run)
 
 
-RESULT_READER = '''
+RESULT_READER = """
 SEEN = []
 
 
@@ -244,7 +259,7 @@ def pytest_runtest_logreport(report):
 
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line("seen by conftest: " + " ".join(sorted(SEEN)))
-'''
+"""
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
@@ -285,18 +300,19 @@ def test_the_case_table_fits_a_narrow_terminal_and_xdist_prints_the_same(
     assert summary_section(parallel) == summary_section(serial)
 
 
-def test_the_case_table_keeps_full_stage_names_where_they_fit(quiet_run: pytest.RunResult
-                                                              ) -> None:
+def test_the_case_table_keeps_full_stage_names_where_they_fit(quiet_run: pytest.RunResult) -> None:
     table = case_table_lines(summary_section(quiet_run))
     assert not any(line.startswith("stages: ") for line in table)
     assert "tools: missing: lookup; unexpected: search" in "\n".join(table)
 
 
 def test_group_rows_join_the_terminal_and_report_md(project: Project) -> None:
-    cases = [make_case("a1", "a1 text", group="user-7"),
-             make_case("a2", "a2 text", group="user-7", expected_tools=["lookup"]),
-             make_case("b1", "b1 text", group="user-9"),
-             make_case("c1", "c1 text")]
+    cases = [
+        make_case("a1", "a1 text", group="user-7"),
+        make_case("a2", "a2 text", group="user-7", expected_tools=["lookup"]),
+        make_case("b1", "b1 text", group="user-9"),
+        make_case("c1", "c1 text"),
+    ]
     project.write_suite(suite_doc("grouped", cases=cases))
 
     result = project.run("--live", "-q", "--eval-report", "out")
@@ -304,19 +320,35 @@ def test_group_rows_join_the_terminal_and_report_md(project: Project) -> None:
     result.assert_outcomes(passed=3, failed=1)
     section = summary_section(result)
     start = next(i for i, line in enumerate(section) if line.startswith("group "))
-    assert section[start].split() == ["group", "passed", "scored", "pass", "rate", "95%", "CI",
-                                      "mean", "tools", "mean", "retrieval", "mean", "exact_match"]
+    assert section[start].split() == [
+        "group",
+        "passed",
+        "scored",
+        "pass",
+        "rate",
+        "95%",
+        "CI",
+        "mean",
+        "tools",
+        "mean",
+        "retrieval",
+        "mean",
+        "exact_match",
+    ]
     # The ungrouped row counts only; a group's row has its interval and stage means.
-    assert [line.split() for line in section[start + 1:start + 4]] == [
+    assert [line.split() for line in section[start + 1 : start + 4]] == [
         ["-", "1", "1", "100%", "21%-100%", "-", "-", "-"],
         ["user-7", "1", "2", "50%", "9%-91%", "0.500", "1.000", "1.000"],
-        ["user-9", "1", "1", "100%", "21%-100%", "1.000", "1.000", "1.000"]]
+        ["user-9", "1", "1", "100%", "21%-100%", "1.000", "1.000", "1.000"],
+    ]
     report = (project.root / "out" / "report.md").read_text()
     assert "### Groups" in report
     assert "| user-7 | 2 | 1 | 1 | 50.0% |" in report
 
-    project.edit_suite("cases/grouped.json",  # a group is in no key: nothing goes stale
-                       lambda doc: [case.pop("group", None) for case in doc["cases"]])
+    project.edit_suite(
+        "cases/grouped.json",  # a group is in no key: nothing goes stale
+        lambda doc: [case.pop("group", None) for case in doc["cases"]],
+    )
     plain = project.run("-q", "--eval-report", "out")
     plain.assert_outcomes(passed=3, failed=1)
     assert not any(line.startswith("group ") for line in summary_section(plain))

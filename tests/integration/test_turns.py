@@ -259,7 +259,7 @@ def test_recorded_verdicts_of_each_turn_stay_valid_and_replay_http_runs_the_turn
     ]
 
 
-HISTORY_BOT = '''\
+HISTORY_BOT = """\
 import json
 from pathlib import Path
 
@@ -279,7 +279,7 @@ class Bot:
 
 
 bot = Bot()
-'''
+"""
 
 
 def test_replay_http_re_judges_a_turn_whose_earlier_turns_changed(project: Project) -> None:
@@ -287,10 +287,15 @@ def test_replay_http_re_judges_a_turn_whose_earlier_turns_changed(project: Proje
     code answers an earlier turn differently, the verdict no longer holds, even though the
     turn's own answer is the same; --replay-http --live-judges judges it again."""
     project.write_text("bot.py", HISTORY_BOT)
-    project.write_suite({
-        "name": "s", "system": "bot:bot", "stages": ["answer_relevancy"], "judge": "lexical",
-        "cases": [{"id": "c", "turns": ["What is the refund window?", "Can I return it?"]}],
-    })
+    project.write_suite(
+        {
+            "name": "s",
+            "system": "bot:bot",
+            "stages": ["answer_relevancy"],
+            "judge": "lexical",
+            "cases": [{"id": "c", "turns": ["What is the refund window?", "Can I return it?"]}],
+        }
+    )
     assert project.run("--live").ret == 0
     project.write_text("behaviour.json", json.dumps({"first": "It is sunny today."}))
 

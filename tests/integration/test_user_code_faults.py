@@ -90,8 +90,10 @@ def test_the_suite_timeout_applies_and_the_command_line_overrides_it(project: Pr
 def test_a_bad_timeout_is_a_usage_error(project: Project, bad: str) -> None:
     project.write_suite(suite_doc())
 
-    result = project.run("--live", f"--eval-timeout={bad}") if bad != "soon" else project.run(
-        "--live", "-o", f"eval_timeout={bad}"
+    result = (
+        project.run("--live", f"--eval-timeout={bad}")
+        if bad != "soon"
+        else project.run("--live", "-o", f"eval_timeout={bad}")
     )
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
@@ -109,7 +111,10 @@ def test_one_ctrl_c_ends_a_live_run_whose_system_hangs(project: Project) -> None
     env.pop("PYTEST_XDIST_WORKER", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "--live", f"--basetemp={project.root / '.bt'}"],
-        cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=project.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 60
@@ -135,9 +140,8 @@ def test_a_trace_that_is_not_json_names_the_field(project: Project) -> None:
     result = project.run("--live")
 
     result.assert_outcomes(passed=2, errors=1)
-    assert (
-        "malformed trace for suite::gamma: $.tool_outputs[0].content is a bytes"
-        in error_block(result, "suite::gamma")
+    assert "malformed trace for suite::gamma: $.tool_outputs[0].content is a bytes" in error_block(
+        result, "suite::gamma"
     )
     assert not project.cassette_path("suite", "gamma").exists()
 
@@ -173,8 +177,12 @@ def test_a_replay_of_stale_cases_builds_no_traceback(project: Project) -> None:
 def test_temp_files_of_killed_runs_are_removed_and_counted(project: Project) -> None:
     project.write_suite(suite_doc())
     project.run("--live").assert_outcomes(passed=3)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     leftover = project.write_text(f"cassettes/suite/alpha.json.tmp.{dead}", "{half")
     # A live process other than the run's (the run is in this process: its own pid is its own).
     alive = project.write_text(f"cassettes/suite/gamma.json.tmp.{os.getppid()}", "{mine")
@@ -195,7 +203,6 @@ def test_replay_leaves_temp_files_alone(project: Project) -> None:
     project.run().assert_outcomes(passed=3)
 
     assert leftover.exists()  # replay writes nothing, so it removes nothing either
-
 
 
 def test_a_secret_in_a_trace_is_redacted_before_it_is_written_and_counted(

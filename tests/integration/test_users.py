@@ -295,5 +295,3 @@ def test_replay_http_runs_setup_user_once_per_user_then_the_cases(memory: Projec
         "run bo-car u-bo",
         "run bo-dog u-bo",
     ]
-
-

@@ -55,8 +55,12 @@ FLOORS: dict[str, tuple[int, str]] = {
 
 # Loaded by pytest in every run where the plugin is installed: the only modules where an
 # import of the package's own code may wait for first use (keeping start-up within +50 ms).
-START_UP_MODULES = {"pytest_evalcases.plugin", "pytest_evalcases.options",
-                    "pytest_evalcases.session", "pytest_evalcases.run_results"}
+START_UP_MODULES = {
+    "pytest_evalcases.plugin",
+    "pytest_evalcases.options",
+    "pytest_evalcases.session",
+    "pytest_evalcases.run_results",
+}
 START_UP_COMMENT = "# start-up:"
 
 
@@ -83,7 +87,7 @@ def modules() -> dict[str, Path]:
 
 
 def floor(module: str) -> int:
-    rest = module[len(NAME) + 1:] if module != NAME else ""
+    rest = module[len(NAME) + 1 :] if module != NAME else ""
     parts = rest.split(".") if rest else []
     for size in range(len(parts), -1, -1):
         prefix = ".".join(parts[:size])
@@ -143,8 +147,15 @@ def import_edges() -> list[Edge]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 for target in _targets(known, module, node):
-                    edges.append(Edge(module, target, node.lineno, id(node) in in_function,
-                                      id(node) in typing_only))
+                    edges.append(
+                        Edge(
+                            module,
+                            target,
+                            node.lineno,
+                            id(node) in in_function,
+                            id(node) in typing_only,
+                        )
+                    )
     return edges
 
 
@@ -199,8 +210,11 @@ def test_every_module_has_a_floor() -> None:
 
 
 def test_imports_point_down(edges: list[Edge]) -> None:
-    upward = [f"{edge} goes up from floor {floor(edge.source)} to {floor(edge.target)}"
-              for edge in edges if floor(edge.target) > floor(edge.source)]
+    upward = [
+        f"{edge} goes up from floor {floor(edge.source)} to {floor(edge.target)}"
+        for edge in edges
+        if floor(edge.target) > floor(edge.source)
+    ]
     assert upward == []
 
 
@@ -219,8 +233,9 @@ def test_own_modules_are_imported_at_the_top(edges: list[Edge]) -> None:
         if edge.source not in START_UP_MODULES:
             lazy.append(f"{edge}: import it at the top of the module")
         elif not _has_comment(lines, edge.line, START_UP_COMMENT):
-            lazy.append(f"{edge}: say why with a {START_UP_COMMENT!r} comment, or import it "
-                        "at the top")
+            lazy.append(
+                f"{edge}: say why with a {START_UP_COMMENT!r} comment, or import it at the top"
+            )
     assert lazy == []
 
 
@@ -228,5 +243,6 @@ def test_the_map_catches_an_upward_import(tmp_path: Path) -> None:
     """The check itself can fail: an engine module importing the pytest layer is named."""
     edge = Edge(f"{NAME}.engine.replay", f"{NAME}.session", 3, False, False)
     assert floor(edge.target) > floor(edge.source)
-    assert strongly_connected({"a", "b"}, [Edge("a", "b", 1, False, False),
-                                            Edge("b", "a", 1, False, False)]) == [["a", "b"]]
+    assert strongly_connected(
+        {"a", "b"}, [Edge("a", "b", 1, False, False), Edge("b", "a", 1, False, False)]
+    ) == [["a", "b"]]

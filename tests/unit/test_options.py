@@ -22,8 +22,12 @@ from pytest_evalcases.session import get_session
     ids=["flag", "environment", "ini", "none"],
 )
 def test_rate_options_flag_then_environment_then_ini(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str],
-    env: dict[str, str], ini: str, expected: tuple[float | None, float | None],
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    ini: str,
+    expected: tuple[float | None, float | None],
 ) -> None:
     for name in ("EVALCASES_RPM", "EVALCASES_TPM"):
         monkeypatch.delenv(name, raising=False)
@@ -36,12 +40,17 @@ def test_rate_options_flag_then_environment_then_ini(
 
 @pytest.mark.parametrize(
     ("args", "env", "message"),
-    [(["--eval-rpm", "0"], {}, "--eval-rpm must be a positive number, not 0.0"),
-     ([], {"EVALCASES_TPM": "lots"}, "EVALCASES_TPM: 'lots' is not a number")],
+    [
+        (["--eval-rpm", "0"], {}, "--eval-rpm must be a positive number, not 0.0"),
+        ([], {"EVALCASES_TPM": "lots"}, "EVALCASES_TPM: 'lots' is not a number"),
+    ],
 )
 def test_bad_rate_options_are_usage_errors(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: list[str],
-    env: dict[str, str], message: str,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    message: str,
 ) -> None:
     for name in ("EVALCASES_RPM", "EVALCASES_TPM"):
         monkeypatch.delenv(name, raising=False)

@@ -24,8 +24,17 @@ if str(EXAMPLE) not in sys.path:
 
 import model_server  # noqa: E402 - needs the sys.path entry above
 
-CASES = ["refund-window", "warranty-length", "money-back", "descale", "wifi-band", "error-e2",
-         "order-shipped", "order-unknown", "cancel-processing-order"]
+CASES = [
+    "refund-window",
+    "warranty-length",
+    "money-back",
+    "descale",
+    "wifi-band",
+    "error-e2",
+    "order-shipped",
+    "order-unknown",
+    "cancel-processing-order",
+]
 ORDER_ONLY = {"order-shipped", "order-unknown"}  # get_order only: search_kb is never called
 GREEN = {"passed": 8, "xfailed": 1}  # money-back is a known retrieval failure
 FAKE_KEY = "sk-proj-" + "Xq7vK2mN9pL4rT8wZ3bC6dF1gH5jS0aE" * 2
@@ -34,18 +43,30 @@ FAKE_KEY = "sk-proj-" + "Xq7vK2mN9pL4rT8wZ3bC6dF1gH5jS0aE" * 2
 @pytest.fixture
 def example(tmp_path: Path) -> Path:
     root = tmp_path / "openai-agent"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns(
-        "__pycache__", ".pytest_cache", ".basetemp", ".deepeval"))
+    shutil.copytree(
+        EXAMPLE,
+        root,
+        ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", ".basetemp", ".deepeval"),
+    )
     return root
 
 
 def run_example(root: Path, *args: str, env: dict[str, str] | None = None) -> pytest.RunResult:
     """`python -m pytest` in the copy (run in this process: inprocess.py), with no key, model URL
     or proxy unless `env` gives them."""
-    unset = [name for name in os.environ if name.startswith(("OPENAI_", "SUPPORT_AGENT_"))
-             or name.lower().endswith("_proxy")]
-    return run_pytest_in_process(root, "-p", "no:cacheprovider", *args,
-                                 env={"COLUMNS": TEST_COLUMNS, **(env or {})}, unset=unset)
+    unset = [
+        name
+        for name in os.environ
+        if name.startswith(("OPENAI_", "SUPPORT_AGENT_")) or name.lower().endswith("_proxy")
+    ]
+    return run_pytest_in_process(
+        root,
+        "-p",
+        "no:cacheprovider",
+        *args,
+        env={"COLUMNS": TEST_COLUMNS, **(env or {})},
+        unset=unset,
+    )
 
 
 def edit(root: Path, relpath: str, old: str, new: str) -> None:
@@ -57,8 +78,11 @@ def edit(root: Path, relpath: str, old: str, new: str) -> None:
 
 def outcomes(result: pytest.RunResult) -> dict[str, str]:
     """case id -> outcome, from the per-stage summary's case table."""
-    return {line.split()[0].removeprefix("support::"): line.split()[2]
-            for line in summary_section(result) if line.startswith("support::")}
+    return {
+        line.split()[0].removeprefix("support::"): line.split()[2]
+        for line in summary_section(result)
+        if line.startswith("support::")
+    }
 
 
 def stale_line(result: pytest.RunResult, case_id: str) -> str:
@@ -72,9 +96,12 @@ def assert_green(result: pytest.RunResult) -> None:
 
 
 def test_tool_description_edit_is_caught_by_both_layers(example: Path) -> None:
-    edit(example, "support_agent/tools.py",
-         '"Search the Kettlebird knowledge base (help articles about the kettles, "',
-         '"Search the Kettlebird KB (help articles about the kettles, "')
+    edit(
+        example,
+        "support_agent/tools.py",
+        '"Search the Kettlebird knowledge base (help articles about the kettles, "',
+        '"Search the Kettlebird KB (help articles about the kettles, "',
+    )
 
     replayed = run_example(example)
 
@@ -83,7 +110,8 @@ def test_tool_description_edit_is_caught_by_both_layers(example: Path) -> None:
         assert re.fullmatch(
             r"stale recording: code\.support_agent\.tools changed \([0-9a-f]{6} -> [0-9a-f]{6}\); "
             r"re-record with --live, or check it offline with --replay-http",
-            stale_line(replayed, case_id)), case_id
+            stale_line(replayed, case_id),
+        ), case_id
 
     offline = run_example(example, "--replay-http")
 
@@ -94,15 +122,19 @@ def test_tool_description_edit_is_caught_by_both_layers(example: Path) -> None:
         assert line.startswith(
             "stale recording: the system sent a request that is not recorded: "
             "POST 127.0.0.1:8765/v1/chat/completions; closest recorded request differs at "
-            "$.tools[0].function.description ('Search the Kettlebird knowledge base (help"), line
+            "$.tools[0].function.description ('Search the Kettlebird knowledge base (help"
+        ), line
         assert "-> 'Search the Kettlebird KB (help articles" in line, line
         assert line.endswith(" — re-record with --live")
 
 
 def test_tool_function_bug_is_caught_by_replay_http(example: Path) -> None:
-    edit(example, "support_agent/tools.py",
-         "for _, _, article in scored[: max(1, int(k))]",
-         "for _, _, article in scored[1 : max(1, int(k))]")
+    edit(
+        example,
+        "support_agent/tools.py",
+        "for _, _, article in scored[: max(1, int(k))]",
+        "for _, _, article in scored[1 : max(1, int(k))]",
+    )
 
     result = run_example(example, "--replay-http")
 
@@ -114,14 +146,21 @@ def test_tool_function_bug_is_caught_by_replay_http(example: Path) -> None:
     for case_id in searched:
         # The tool's output goes back to the model: the next model request is not the recorded one.
         line = stale_line(result, case_id)
-        assert re.search(r"closest recorded request differs at \$\.messages\[\d\]\.content "
-                         r"\('\[\{\"id\": ", line), line
+        assert re.search(
+            r"closest recorded request differs at \$\.messages\[\d\]\.content "
+            r"\('\[\{\"id\": ",
+            line,
+        ), line
 
 
 def test_comment_only_edit_is_caught_by_neither_layer(example: Path) -> None:
-    edit(example, "support_agent/tools.py", "    wanted = terms(query)\n",
-         "    # Rank by shared words; a title match counts twice.\n"
-         "    wanted = terms(query)  # the query's content words\n\n")
+    edit(
+        example,
+        "support_agent/tools.py",
+        "    wanted = terms(query)\n",
+        "    # Rank by shared words; a title match counts twice.\n"
+        "    wanted = terms(query)  # the query's content words\n\n",
+    )
     edit(example, "support_agent/agent.py", "MAX_TURNS = 4  #", "MAX_TURNS = (4)  # (edited)")
 
     assert_green(run_example(example))
@@ -132,21 +171,34 @@ def test_pure_refactor_passes_replay_http_while_trace_replay_says_stale(example:
     """A local renamed and the scoring extracted into a helper: same requests, same trace."""
     tools = example / "support_agent" / "tools.py"
     tools.write_text(tools.read_text().replace("scored", "ranked"))
-    edit(example, "support_agent/tools.py",
-         '        title, text = terms(article["title"]), terms(article["text"])\n'
-         "        score = sum(2 * (word in title) + (word in text) for word in wanted)\n",
-         "        score = _shared_words(wanted, article)\n")
-    edit(example, "support_agent/tools.py", "\n\ndef search_kb(", (
-        "\n\ndef _shared_words(wanted: set[str], article: dict[str, Any]) -> int:\n"
-        '    title, text = terms(article["title"]), terms(article["text"])\n'
-        "    return sum(2 * (word in title) + (word in text) for word in wanted)\n"
-        "\n\ndef search_kb("))
+    edit(
+        example,
+        "support_agent/tools.py",
+        '        title, text = terms(article["title"]), terms(article["text"])\n'
+        "        score = sum(2 * (word in title) + (word in text) for word in wanted)\n",
+        "        score = _shared_words(wanted, article)\n",
+    )
+    edit(
+        example,
+        "support_agent/tools.py",
+        "\n\ndef search_kb(",
+        (
+            "\n\ndef _shared_words(wanted: set[str], article: dict[str, Any]) -> int:\n"
+            '    title, text = terms(article["title"]), terms(article["text"])\n'
+            "    return sum(2 * (word in title) + (word in text) for word in wanted)\n"
+            "\n\ndef search_kb("
+        ),
+    )
 
     replayed = run_example(example)
 
     replayed.assert_outcomes(errors=9)
-    assert all(stale_line(replayed, case_id).startswith(
-        "stale recording: code.support_agent.tools changed (") for case_id in CASES)
+    assert all(
+        stale_line(replayed, case_id).startswith(
+            "stale recording: code.support_agent.tools changed ("
+        )
+        for case_id in CASES
+    )
 
     offline = run_example(example, "--replay-http")
 
@@ -157,8 +209,9 @@ def test_pure_refactor_passes_replay_http_while_trace_replay_says_stale(example:
 def test_live_recording_leaves_the_api_key_in_no_cassette(example: Path) -> None:
     server, base_url = model_server.start_server(port=0)  # random port: xdist-safe
     try:
-        recorded = run_example(example, "--live",
-                               env={"SUPPORT_AGENT_BASE_URL": base_url, "OPENAI_API_KEY": FAKE_KEY})
+        recorded = run_example(
+            example, "--live", env={"SUPPORT_AGENT_BASE_URL": base_url, "OPENAI_API_KEY": FAKE_KEY}
+        )
     finally:
         model_server.stop_server(server)
 
@@ -166,12 +219,13 @@ def test_live_recording_leaves_the_api_key_in_no_cassette(example: Path) -> None
     assert "recordings: 9 recorded" in output(recorded)
     files = sorted(path for path in (example / "cassettes").rglob("*") if path.is_file())
     assert len(files) == 18  # a cassette and an HTTP recording per case
-    assert all(base_url in (example / "cassettes" / "support" / f"{case_id}.http.json").read_text()
-               for case_id in CASES)  # recorded against this run's server, not the committed one
+    assert all(
+        base_url in (example / "cassettes" / "support" / f"{case_id}.http.json").read_text()
+        for case_id in CASES
+    )  # recorded against this run's server, not the committed one
     leaking = [path.name for path in files if FAKE_KEY[8:24] in path.read_text()]
     assert leaking == []
     assert not [path.name for path in files if "Bearer" in path.read_text()]
 
     # The server is gone: the new recordings replay offline, with no key.
-    assert_green(run_example(example, "--replay-http",
-                             env={"SUPPORT_AGENT_BASE_URL": base_url}))
+    assert_green(run_example(example, "--replay-http", env={"SUPPORT_AGENT_BASE_URL": base_url}))

@@ -36,8 +36,9 @@ def example(tmp_path: Path) -> Path:
 def run_in(root: Path, *args: str, module: str = "pytest") -> pytest.RunResult:
     """`python -m pytest` (in this process: inprocess.py) or `python -m <module>` in `root`."""
     if module == "pytest":
-        return run_pytest_in_process(root, "-p", "no:cacheprovider", *args,
-                                     env={"COLUMNS": TEST_COLUMNS})
+        return run_pytest_in_process(
+            root, "-p", "no:cacheprovider", *args, env={"COLUMNS": TEST_COLUMNS}
+        )
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
     env.update(PYTHONDONTWRITEBYTECODE="1", COLUMNS=TEST_COLUMNS)
     started = time.perf_counter()

@@ -55,8 +55,10 @@ def test_kb_question_searches_and_answers_from_the_top_article(agent_env: str) -
     trace = run_case("refund-window", "How many days do I have to return my kettle for a refund?")
 
     assert trace["tool_calls"] == [
-        {"name": "search_kb",
-         "args": {"query": "How many days do I have to return my kettle for a refund?", "k": 3}}
+        {
+            "name": "search_kb",
+            "args": {"query": "How many days do I have to return my kettle for a refund?", "k": 3},
+        }
     ]
     assert trace["retrieved"][0] == "refund-policy" and len(trace["retrieved"]) == 3
     assert trace["context"][0].startswith("You can return a Kettlebird kettle within 30 days")
@@ -92,12 +94,23 @@ def test_model_only_calls_offered_tools(agent_env: str) -> None:
 
 
 def test_agent_module_imports_without_a_key_and_without_openai() -> None:
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("OPENAI_API_KEY", "OPENAI_BASE_URL") and not name.startswith("PYTEST_")}
-    probe = ("import json, sys\nfrom support_agent.agent import system\n"
-             "print(json.dumps(system.fingerprint()))\nprint('openai' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=EXAMPLE, env=env,
-                          capture_output=True, text=True, timeout=60)
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("OPENAI_API_KEY", "OPENAI_BASE_URL") and not name.startswith("PYTEST_")
+    }
+    probe = (
+        "import json, sys\nfrom support_agent.agent import system\n"
+        "print(json.dumps(system.fingerprint()))\nprint('openai' in sys.modules)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=EXAMPLE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
     assert proc.returncode == 0, proc.stderr
     fingerprint, openai_imported = proc.stdout.splitlines()
@@ -109,12 +122,16 @@ def test_agent_module_imports_without_a_key_and_without_openai() -> None:
 def test_model_replies_are_byte_for_byte_stable(model_url: str) -> None:
     import urllib.request
 
-    body = {"model": "gpt-4o-mini", "tools": TOOLS,
-            "messages": [{"role": "user", "content": "How do I descale the kettle?"}]}
+    body = {
+        "model": "gpt-4o-mini",
+        "tools": TOOLS,
+        "messages": [{"role": "user", "content": "How do I descale the kettle?"}],
+    }
 
     def post(payload: dict[str, Any]) -> tuple[bytes, list[tuple[str, str]]]:
         request = urllib.request.Request(
-            f"{model_url}/chat/completions", data=json.dumps(payload).encode(),
+            f"{model_url}/chat/completions",
+            data=json.dumps(payload).encode(),
             headers={"Authorization": f"Bearer {FAKE_KEY}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:

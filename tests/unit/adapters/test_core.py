@@ -68,5 +68,3 @@ def test_tool_schemas_of_both_openai_shapes_agree() -> None:
 def test_a_tool_it_cannot_read_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match="cannot read the schema of tool"):
         tool_schemas([object()])
-
-

@@ -7,11 +7,17 @@ import pytest
 from pytest_evalcases.core.names import unsafe_id_reason
 
 
-@pytest.mark.parametrize(("name", "refused"), [
-    ("a" * 200, False), ("a" * 201, True),
-    ("é" * 100, False), ("é" * 101, True),          # 2 bytes each
-    ("\U0001f600" * 50, False), ("\U0001f600" * 51, True),  # 4 bytes each
-])
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        ("a" * 200, False),
+        ("a" * 201, True),
+        ("é" * 100, False),
+        ("é" * 101, True),  # 2 bytes each
+        ("\U0001f600" * 50, False),
+        ("\U0001f600" * 51, True),  # 4 bytes each
+    ],
+)
 def test_names_are_limited_to_200_utf8_bytes(name: str, refused: bool) -> None:
     reason = unsafe_id_reason(name)
     assert (reason is not None) == refused

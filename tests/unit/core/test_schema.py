@@ -36,24 +36,42 @@ def test_validated_case_keeps_every_field() -> None:
         "unanswerable": True,
     }
     case = validate_case(raw)
-    assert case == Case(**{**raw, "marks": ("slow",),
-                           "expected_tools": ["search", ToolExpectation(name="fetch",
-                                                                        args={"id": 1})]})
+    assert case == Case(
+        **{
+            **raw,
+            "marks": ("slow",),
+            "expected_tools": ["search", ToolExpectation(name="fetch", args={"id": 1})],
+        }
+    )
     assert case.extra is None and case.skip is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         case.input = "other"  # type: ignore[misc]
 
 
 def test_extra_fields_go_to_the_system_and_into_the_key() -> None:
-    case = validate_case({"id": "c1", "input": "q", "reference": "r", "persona": "pirate",
-                          "history": [{"role": "user", "content": "hi"}]})
+    case = validate_case(
+        {
+            "id": "c1",
+            "input": "q",
+            "reference": "r",
+            "persona": "pirate",
+            "history": [{"role": "user", "content": "hi"}],
+        }
+    )
     assert case.extra == {"persona": "pirate", "history": [{"role": "user", "content": "hi"}]}
     view = system_view(case)
-    assert view == {"id": "c1", "input": "q", "persona": "pirate",
-                    "history": [{"role": "user", "content": "hi"}]}
+    assert view == {
+        "id": "c1",
+        "input": "q",
+        "persona": "pirate",
+        "history": [{"role": "user", "content": "hi"}],
+    }
     assert view.persona == "pirate"
-    assert key_view(view) == {"input": "q", "persona": "pirate",
-                              "history": [{"role": "user", "content": "hi"}]}
+    assert key_view(view) == {
+        "input": "q",
+        "persona": "pirate",
+        "history": [{"role": "user", "content": "hi"}],
+    }
 
 
 def test_invalid_case_raises_as_the_model_does() -> None:

@@ -79,8 +79,9 @@ def test_bootstrap_small_sample_is_the_index_matrix_percentile_method() -> None:
     # default_rng(DEFAULT_SEED), row means, 2.5th / 97.5th percentiles.
     values = [0.9, 0.2, 0.55, 1.0, 0.35, 0.8]
     arr = np.sort(np.asarray(values))
-    idx = np.random.default_rng(DEFAULT_SEED).integers(0, arr.size, size=(DEFAULT_RESAMPLES,
-                                                                         arr.size))
+    idx = np.random.default_rng(DEFAULT_SEED).integers(
+        0, arr.size, size=(DEFAULT_RESAMPLES, arr.size)
+    )
     low, high = np.percentile(arr[idx].mean(axis=1), [2.5, 97.5])
     assert bootstrap_ci(values) == (float(low), float(high))
 
@@ -88,8 +89,7 @@ def test_bootstrap_small_sample_is_the_index_matrix_percentile_method() -> None:
 def test_bootstrap_few_distinct_values_draws_multinomial_counts() -> None:
     # 100 pass/fail scores: same bootstrap distribution, drawn as counts per value.
     values = [1.0] * 70 + [0.0] * 30
-    draws = np.random.default_rng(DEFAULT_SEED).multinomial(100, [0.3, 0.7],
-                                                           size=DEFAULT_RESAMPLES)
+    draws = np.random.default_rng(DEFAULT_SEED).multinomial(100, [0.3, 0.7], size=DEFAULT_RESAMPLES)
     means = draws @ np.array([0.0, 1.0]) / 100
     low, high = np.percentile(means, [2.5, 97.5])
     assert bootstrap_ci(values) == (float(low), float(high))

@@ -38,8 +38,9 @@ SAME_AST = {
     "comment": SOURCE.replace("LIMIT = 3", "LIMIT = 3  # three is enough"),
     "comment line": SOURCE.replace("def search", "# the one tool\ndef search"),
     "blank lines": SOURCE.replace("\n\n\ndef", "\n\n\n\n\ndef"),
-    "quotes": SOURCE.replace('"""Search the knowledge base."""',
-                             "'''Search the knowledge base.'''"),
+    "quotes": SOURCE.replace(
+        '"""Search the knowledge base."""', "'''Search the knowledge base.'''"
+    ),
     "line breaks": SOURCE.replace(
         "[w for w in words if len(w) > 2][:k]",
         "[\n        w\n        for w in words\n        if len(w) > 2\n    ][:k]",
@@ -54,8 +55,9 @@ NEW_AST = {
     "string": SOURCE.replace("query.split()", "query.split(',')"),
     "constant": SOURCE.replace("LIMIT = 3", "LIMIT = 4"),
     "slice": SOURCE.replace("[:k]", "[1:k]"),
-    "statement": SOURCE.replace("    words = query.split()\n",
-                                "    words = query.split()\n    words.sort()\n"),
+    "statement": SOURCE.replace(
+        "    words = query.split()\n", "    words = query.split()\n    words.sort()\n"
+    ),
     "local name": SOURCE.replace("words", "terms"),
 }
 
@@ -169,8 +171,18 @@ def test_each_module_is_hashed_by_its_own_source(code_tree: Path) -> None:
 
 @pytest.mark.parametrize(
     "entry",
-    ["nosuchmodule", "app.nosuch", "nosuch.py", "nosuch/", "data", "data/", "empty", "empty/",
-     "data/kb.txt", "not a module"],
+    [
+        "nosuchmodule",
+        "app.nosuch",
+        "nosuch.py",
+        "nosuch/",
+        "data",
+        "data/",
+        "empty",
+        "empty/",
+        "data/kb.txt",
+        "not a module",
+    ],
 )
 def test_entry_that_names_nothing_is_an_error_naming_it(code_tree: Path, entry: str) -> None:
     with pytest.raises(CaseFileError) as raised:
@@ -183,16 +195,23 @@ def test_rootdir_itself_expands_to_its_modules(code_tree: Path) -> None:
     fields = CodeFingerprints(code_tree).key_fields(["./"])
 
     assert sorted(fields) == [
-        "code.app", "code.app.prompts.system", "code.app.tools", "code.single"
+        "code.app",
+        "code.app.prompts.system",
+        "code.app.tools",
+        "code.single",
     ]
 
 
 def test_source_is_read_never_imported(code_tree: Path) -> None:
-    write(code_tree, "explosive.py", (
-        "from pathlib import Path\n"
-        "Path(__file__).with_name('imported.flag').write_text('yes')\n"
-        "raise RuntimeError('importing this module is a bug')\n"
-    ))
+    write(
+        code_tree,
+        "explosive.py",
+        (
+            "from pathlib import Path\n"
+            "Path(__file__).with_name('imported.flag').write_text('yes')\n"
+            "raise RuntimeError('importing this module is a bug')\n"
+        ),
+    )
 
     fields = CodeFingerprints(code_tree).key_fields(["explosive"])
 
@@ -211,5 +230,3 @@ def test_resolve_names_paths_relative_to_the_rootdir(code_tree: Path) -> None:
 
     assert module == "app.tools"
     assert path == (code_tree / "app" / "tools.py").resolve()
-
-

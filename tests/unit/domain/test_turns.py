@@ -37,13 +37,15 @@ def test_an_unstable_verdict_of_a_turn_is_unstable_for_the_case() -> None:
         parts = [{"score": s, "key": {"n": str(i)}} for i, s in enumerate(scores)]
         return {**parts[0], "later_repeats": parts[1:]}
 
-    unstable = score_case(suite, case, trace, {"turn2.faithfulness": repeats(0.0, 1.0, 1.0)},
-                          ["faithfulness"], [])
+    unstable = score_case(
+        suite, case, trace, {"turn2.faithfulness": repeats(0.0, 1.0, 1.0)}, ["faithfulness"], []
+    )
     stage = result_stages(unstable)["faithfulness"]
     assert stage["passed"] is False and stage["unstable"] is True
     assert stage["repeat_scores"] == [0.0, 1.0, 1.0]
-    passing = score_case(suite, case, trace, {"turn2.faithfulness": repeats(1.0, 1.0, 1.0)},
-                         ["faithfulness"], [])
+    passing = score_case(
+        suite, case, trace, {"turn2.faithfulness": repeats(1.0, 1.0, 1.0)}, ["faithfulness"], []
+    )
     assert result_stages(passing)["faithfulness"]["unstable"] is False
 
 
@@ -53,17 +55,24 @@ def test_the_case_own_structured_expectations_go_to_the_last_turn_only() -> None
     from pytest_evalcases.core.schema import validate_case
     from pytest_evalcases.domain.turns import turn_units
 
-    case = validate_case({
-        "id": "c", "turns": [{"input": "Where is my order?", "expected_tools": ["lookup"]}, "A-1"],
-        "answer_schema": {"type": "object"}, "rubric": ["names the order"],
-        "expected_triples": [["A-1", "status", "shipped"]],
-    })
+    case = validate_case(
+        {
+            "id": "c",
+            "turns": [{"input": "Where is my order?", "expected_tools": ["lookup"]}, "A-1"],
+            "answer_schema": {"type": "object"},
+            "rubric": ["names the order"],
+            "expected_triples": [["A-1", "status", "shipped"]],
+        }
+    )
     trace = {"answer": "{}", "turns": [{"answer": "Which order?"}, {"answer": "{}"}]}
 
     first, last = turn_units(case, trace)
 
     assert (first.case.answer_schema, first.case.rubric, first.case.expected_triples) == (
-        None, None, None)
+        None,
+        None,
+        None,
+    )
     assert last.case.answer_schema == {"type": "object"}
     assert last.case.rubric == (("names the order", 1.0),)
     assert last.case.expected_triples == case.expected_triples

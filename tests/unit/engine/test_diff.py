@@ -10,20 +10,32 @@ from typing import Any
 def test_same_recording_ignores_timings_usage_and_call_counts() -> None:
     from pytest_evalcases.engine.diff import same_recording
 
-    old = {"format": 2, "suite": "s", "case": "a", "key": {"case": "k"},
-           "recorded_at": "2024-01-01T00:00:00Z", "plugin_version": "0.0.1",
-           "trace": {"answer": "x", "latency_ms": 1, "usage": {"cost_usd": 1},
-                     "tool_calls": [{"name": "t", "latency_ms": 2}]},
-           "verdicts": {"f": {"score": 1.0, "latency_ms": 3, "usage": None, "calls": 1}}}
+    old = {
+        "format": 2,
+        "suite": "s",
+        "case": "a",
+        "key": {"case": "k"},
+        "recorded_at": "2024-01-01T00:00:00Z",
+        "plugin_version": "0.0.1",
+        "trace": {
+            "answer": "x",
+            "latency_ms": 1,
+            "usage": {"cost_usd": 1},
+            "tool_calls": [{"name": "t", "latency_ms": 2}],
+        },
+        "verdicts": {"f": {"score": 1.0, "latency_ms": 3, "usage": None, "calls": 1}},
+    }
     new = json.loads(json.dumps(old))
     new.update(recorded_at="2025-01-01T00:00:00Z", plugin_version="0.1.0")
     new["trace"].update(latency_ms=9, usage={"cost_usd": 2})
     new["trace"]["tool_calls"][0]["latency_ms"] = 8
     new["verdicts"]["f"].update(latency_ms=7, usage={"cost_usd": 0.1}, calls=3)
     assert same_recording(old, new)
-    for change in ({"key": {"case": "other"}},
-                   {"trace": {**new["trace"], "answer": "y"}},
-                   {"verdicts": {"f": {**new["verdicts"]["f"], "reason": "new words"}}}):
+    for change in (
+        {"key": {"case": "other"}},
+        {"trace": {**new["trace"], "answer": "y"}},
+        {"verdicts": {"f": {**new["verdicts"]["f"], "reason": "new words"}}},
+    ):
         assert not same_recording(old, {**new, **change}), change
 
 
@@ -32,12 +44,26 @@ def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
     from pytest_evalcases.http.volatile import Volatility
 
     def exchange(question: str, reply_id: str, date: str) -> dict[str, Any]:
-        return {"request": {"method": "POST", "uri": "http://h/v1/chat", "headers": {},
-                            "body": {"json": {"q": question, "user": reply_id}}},
-                "response": {"status": {"code": 200, "message": "OK"},
-                             "headers": {"Date": [date]},
-                             "body": {"json": {"id": reply_id, "created": 1, "answer": question,
-                                               "usage": {"total_tokens": len(reply_id)}}}}}
+        return {
+            "request": {
+                "method": "POST",
+                "uri": "http://h/v1/chat",
+                "headers": {},
+                "body": {"json": {"q": question, "user": reply_id}},
+            },
+            "response": {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"Date": [date]},
+                "body": {
+                    "json": {
+                        "id": reply_id,
+                        "created": 1,
+                        "answer": question,
+                        "usage": {"total_tokens": len(reply_id)},
+                    }
+                },
+            },
+        }
 
     old = [exchange("a", "id-1", "Mon"), exchange("b", "id-2", "Mon")]
     new = [exchange("b", "id-3", "Tue"), exchange("a", "id-4", "Tue")]
@@ -65,7 +91,8 @@ def test_the_changes_of_a_later_run_are_described() -> None:
     old = {"key": {}, **run("good"), "later_runs": [run("bad")]}
     new = {"key": {}, **run("good"), "later_runs": [run("good")]}
     assert describe_changes(old, new, scores) == [
-        "run 2: answer: 'bad' -> 'good'", "run 2: tools: FAIL -> pass (0.00 -> 1.00)",
+        "run 2: answer: 'bad' -> 'good'",
+        "run 2: tools: FAIL -> pass (0.00 -> 1.00)",
     ]
     more = {**new, "later_runs": [run("good"), run("good")]}
     assert describe_changes(new, more, scores) == ["runs: 2 -> 3"]

@@ -31,11 +31,15 @@ def request(body: Any = None, headers: dict[str, Any] | None = None, uri: str = 
 
 
 def response(body: Any, headers: dict[str, Any] | None = None) -> dict:
-    return {"status": {"code": 200, "message": "OK"}, "headers": headers or {},
-            "body": {"string": body}}
+    return {
+        "status": {"code": 200, "message": "OK"},
+        "headers": headers or {},
+        "body": {"string": body},
+    }
 
 
 # Headers --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(SECRET_HEADERS))
 @pytest.mark.parametrize("spelling", [str.lower, str.upper, str.title])
@@ -43,24 +47,41 @@ def test_secret_header_dropped_from_request_and_response(name: str, spelling: An
     headers = {spelling(name): ["s3cr3t-value"], "Content-Type": ["application/json"]}
 
     assert scrub_request(request(headers=headers))["headers"] == {
-        "Content-Type": ["application/json"]}
+        "Content-Type": ["application/json"]
+    }
     assert scrub_response(response(b"", headers))["headers"] == {
-        "Content-Type": ["application/json"]}
+        "Content-Type": ["application/json"]
+    }
 
 
 def test_header_list_is_exactly_the_issue_list() -> None:
-    assert SECRET_HEADERS == {"authorization", "api-key", "x-api-key", "x-goog-api-key",
-                              "cookie", "set-cookie", "openai-organization", "openai-project"}
+    assert SECRET_HEADERS == {
+        "authorization",
+        "api-key",
+        "x-api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+    }
 
 
 def test_other_headers_kept_in_order_with_all_their_values() -> None:
-    headers = {"User-Agent": ["OpenAI/Python 3.57.0"], "Accept": ["a", "b"],
-               "X-Request-Id": ["42"], "Authorization": ["Bearer t"]}
+    headers = {
+        "User-Agent": ["OpenAI/Python 3.57.0"],
+        "Accept": ["a", "b"],
+        "X-Request-Id": ["42"],
+        "Authorization": ["Bearer t"],
+    }
 
     scrubbed = scrub_request(request(headers=headers))["headers"]
 
-    assert list(scrubbed.items()) == [("User-Agent", ["OpenAI/Python 3.57.0"]),
-                                      ("Accept", ["a", "b"]), ("X-Request-Id", ["42"])]
+    assert list(scrubbed.items()) == [
+        ("User-Agent", ["OpenAI/Python 3.57.0"]),
+        ("Accept", ["a", "b"]),
+        ("X-Request-Id", ["42"]),
+    ]
 
 
 def test_header_values_as_bare_strings_are_handled() -> None:
@@ -77,6 +98,7 @@ def test_several_set_cookie_values_all_dropped() -> None:
 
 
 # Query parameters -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(SECRET_QUERY_PARAMETERS))
 def test_secret_query_parameter_dropped(name: str) -> None:
@@ -102,17 +124,21 @@ def test_query_emptied_drops_the_question_mark() -> None:
     assert scrub_uri("https://h/p?api_key=s") == "https://h/p"
 
 
-@pytest.mark.parametrize("uri", [
-    "https://h/p?keyword=x&monkey=y&max_tokens=3",  # names that merely contain "key"/"token"
-    "https://h/p",
-    "https://h/p#key=in-a-fragment",
-    "https://h/p?",
-])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://h/p?keyword=x&monkey=y&max_tokens=3",  # names that merely contain "key"/"token"
+        "https://h/p",
+        "https://h/p#key=in-a-fragment",
+        "https://h/p?",
+    ],
+)
 def test_uri_without_secret_parameters_unchanged(uri: str) -> None:
     assert scrub_uri(uri) is uri
 
 
 # JSON bodies ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(SECRET_BODY_FIELDS))
 def test_secret_body_field_dropped(name: str) -> None:
@@ -124,27 +150,50 @@ def test_secret_body_field_dropped(name: str) -> None:
 
 
 def test_body_field_list_is_exactly_the_issue_list() -> None:
-    assert SECRET_BODY_FIELDS == {"api_key", "apikey", "key", "token", "access_token",
-                                  "refresh_token", "id_token", "client_secret", "secret",
-                                  "password"}
+    assert SECRET_BODY_FIELDS == {
+        "api_key",
+        "apikey",
+        "key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "client_secret",
+        "secret",
+        "password",
+    }
 
 
 def test_body_fields_dropped_at_any_depth_and_in_arrays() -> None:
-    body = {"auth": {"Client_Secret": "s", "scopes": ["a"]},
-            "items": [{"Token": "t", "id": 1}, [{"password": "p", "name": "n"}], "key"],
-            "deep": {"a": {"b": {"c": {"ApiKey": "k", "keep": True}}}}}
+    body = {
+        "auth": {"Client_Secret": "s", "scopes": ["a"]},
+        "items": [{"Token": "t", "id": 1}, [{"password": "p", "name": "n"}], "key"],
+        "deep": {"a": {"b": {"c": {"ApiKey": "k", "keep": True}}}},
+    }
 
     scrubbed = json.loads(scrub_request(request(json.dumps(body)))["body"])
 
-    assert scrubbed == {"auth": {"scopes": ["a"]}, "items": [{"id": 1}, [{"name": "n"}], "key"],
-                        "deep": {"a": {"b": {"c": {"keep": True}}}}}
+    assert scrubbed == {
+        "auth": {"scopes": ["a"]},
+        "items": [{"id": 1}, [{"name": "n"}], "key"],
+        "deep": {"a": {"b": {"c": {"keep": True}}}},
+    }
 
 
 def test_counters_and_lookalike_names_kept() -> None:
-    body = {"max_tokens": 512, "prompt_tokens": 10, "max_completion_tokens": 9,
-            "usage": {"completion_tokens": 5, "total_tokens": 15}, "keywords": ["a"],
-            "token_count": 3, "secret_santa": "yes", "passwords_checked": 2, "keys": ["k"],
-            "primary_key": "id", "tokens": 7}
+    body = {
+        "max_tokens": 512,
+        "prompt_tokens": 10,
+        "max_completion_tokens": 9,
+        "usage": {"completion_tokens": 5, "total_tokens": 15},
+        "keywords": ["a"],
+        "token_count": 3,
+        "secret_santa": "yes",
+        "passwords_checked": 2,
+        "keys": ["k"],
+        "primary_key": "id",
+        "tokens": 7,
+    }
     raw = json.dumps(body).encode()
 
     scrubbed = scrub_request(request(raw, {"Content-Type": ["application/json"]}))
@@ -185,24 +234,34 @@ def test_json_body_without_secrets_keeps_its_formatting() -> None:
     assert scrub_request(request(raw))["body"] is raw
 
 
-@pytest.mark.parametrize("body", [
-    b"key=s3cr3t&grant_type=client_credentials",  # form data: not JSON, kept as it is
-    b"\x89PNG\r\n\x1a\n\x00\x00{\"token\": 1}",   # binary
-    b"{\"token\": \"unterminated",                # broken JSON
-    b"\xff\xfe{\"token\": 1}",                    # not UTF-8
-    "plain text with token and key",
-    '"a JSON string"',
-    b"",
-    None,
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"key=s3cr3t&grant_type=client_credentials",  # form data: not JSON, kept as it is
+        b'\x89PNG\r\n\x1a\n\x00\x00{"token": 1}',  # binary
+        b'{"token": "unterminated',  # broken JSON
+        b'\xff\xfe{"token": 1}',  # not UTF-8
+        "plain text with token and key",
+        '"a JSON string"',
+        b"",
+        None,
+    ],
+)
 def test_non_json_body_untouched(body: Any) -> None:
     assert scrub_request(request(body))["body"] is body
     assert scrub_response(response(body))["body"]["string"] is body
 
 
 def test_response_json_body_scrubbed() -> None:
-    raw = json.dumps({"access_token": "t", "refresh_token": "r", "id_token": "i",
-                      "expires_in": 3600, "token_type": "Bearer"}).encode()
+    raw = json.dumps(
+        {
+            "access_token": "t",
+            "refresh_token": "r",
+            "id_token": "i",
+            "expires_in": 3600,
+            "token_type": "Bearer",
+        }
+    ).encode()
 
     scrubbed = scrub_response(response(raw, {"Content-Type": ["application/json"]}))
 
@@ -232,20 +291,31 @@ def raw_deflate(data: bytes) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
-@pytest.mark.parametrize(("coding", "compress"), [
-    ("gzip", gzip.compress), ("x-gzip", gzip.compress), ("GZIP", gzip.compress),
-    ("deflate", zlib.compress), ("deflate", raw_deflate),
-])
+@pytest.mark.parametrize(
+    ("coding", "compress"),
+    [
+        ("gzip", gzip.compress),
+        ("x-gzip", gzip.compress),
+        ("GZIP", gzip.compress),
+        ("deflate", zlib.compress),
+        ("deflate", raw_deflate),
+    ],
+)
 def test_compressed_response_decoded_then_scrubbed(coding: str, compress: Any) -> None:
     body = compress(SECRET_JSON)
-    headers = {"Content-Encoding": [coding], "Content-Length": [str(len(body))],
-               "Content-Type": ["application/json"]}
+    headers = {
+        "Content-Encoding": [coding],
+        "Content-Length": [str(len(body))],
+        "Content-Type": ["application/json"],
+    }
 
     scrubbed = scrub_response(response(body, headers))
 
     assert json.loads(scrubbed["body"]["string"]) == {"answer": "42"}
-    assert scrubbed["headers"] == {"Content-Length": [str(len(scrubbed["body"]["string"]))],
-                                   "Content-Type": ["application/json"]}
+    assert scrubbed["headers"] == {
+        "Content-Length": [str(len(scrubbed["body"]["string"]))],
+        "Content-Type": ["application/json"],
+    }
 
 
 def test_compressed_response_without_secrets_is_still_decoded() -> None:
@@ -283,8 +353,11 @@ def test_unknown_coding_left_alone() -> None:
 
 
 def test_empty_aiohttp_body_kept_empty() -> None:
-    original = {"status": {"code": 204, "message": "No Content"},
-                "headers": {"Content-Encoding": ["gzip"]}, "body": {}}
+    original = {
+        "status": {"code": 204, "message": "No Content"},
+        "headers": {"Content-Encoding": ["gzip"]},
+        "body": {},
+    }
 
     assert scrub_response(original)["body"] == {}
 
@@ -292,25 +365,35 @@ def test_empty_aiohttp_body_kept_empty() -> None:
 # Purity, determinism, idempotence -------------------------------------------------------------
 
 REQUESTS = [
-    request(json.dumps({"api_key": "k", "messages": [{"content": "hi", "token": "t"}]}).encode(),
-            {"Authorization": ["Bearer t"], "Content-Length": ["70"],
-             "Content-Type": ["application/json"]},
-            uri="https://h/v1?key=k&a=1"),
+    request(
+        json.dumps({"api_key": "k", "messages": [{"content": "hi", "token": "t"}]}).encode(),
+        {
+            "Authorization": ["Bearer t"],
+            "Content-Length": ["70"],
+            "Content-Type": ["application/json"],
+        },
+        uri="https://h/v1?key=k&a=1",
+    ),
     request(b"key=s3cr3t", {"Cookie": ["a=b"]}),
     request(None, {"x-api-key": "k"}),
 ]
 RESPONSES = [
-    response(gzip.compress(SECRET_JSON), {"Content-Encoding": ["gzip"], "Set-Cookie": ["a=b"],
-                                          "Content-Length": ["40"]}),
+    response(
+        gzip.compress(SECRET_JSON),
+        {"Content-Encoding": ["gzip"], "Set-Cookie": ["a=b"], "Content-Length": ["40"]},
+    ),
     response(SECRET_JSON.decode(), {"content-type": ["application/json"]}),
     response(b"\x00binary", {}),
 ]
 
 
-@pytest.mark.parametrize(("scrub", "original"), [
-    *((scrub_request, original) for original in REQUESTS),
-    *((scrub_response, original) for original in RESPONSES),
-])
+@pytest.mark.parametrize(
+    ("scrub", "original"),
+    [
+        *((scrub_request, original) for original in REQUESTS),
+        *((scrub_response, original) for original in RESPONSES),
+    ],
+)
 def test_scrubbing_is_pure_deterministic_and_idempotent(scrub: Any, original: dict) -> None:
     before = copy.deepcopy(original)
 
@@ -349,39 +432,48 @@ def test_with_body_length_after_a_body_was_rewritten() -> None:
     redacted = response("token [REDACTED:OPENAI_API_KEY] é", {"Content-Length": ["99"], "A": ["b"]})
     fixed = with_body_length(redacted)
 
-    assert fixed["headers"] == {"Content-Length": [str(len("token [REDACTED:OPENAI_API_KEY] é"
-                                                               .encode()))], "A": ["b"]}
+    assert fixed["headers"] == {
+        "Content-Length": [str(len("token [REDACTED:OPENAI_API_KEY] é".encode()))],
+        "A": ["b"],
+    }
     assert with_body_length(request(b"abc", {"content-length": "7"}))["headers"] == {
-        "content-length": "3"}
+        "content-length": "3"
+    }
     assert with_body_length(request(b"abc", {"Host": ["h"]}))["headers"] == {"Host": ["h"]}
     assert redacted["headers"]["Content-Length"] == ["99"]  # the input is not modified
 
 
 # parsed_json_body ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("body", "parsed"), [
-    (b'{"a": 1}', {"a": 1}),
-    ('\n [1, "x"]', [1, "x"]),
-    (bytearray(b'{"b": null}'), {"b": None}),
-    ({"already": "parsed"}, {"already": "parsed"}),
-    (b"not json", None),
-    (b'{"a": ', None),
-    (b"42", None),  # scalars are compared as bytes, not as data
-    ('"text"', None),
-    (b"\xff{}", None),
-    (b"", None),
-    (None, None),
-])
+
+@pytest.mark.parametrize(
+    ("body", "parsed"),
+    [
+        (b'{"a": 1}', {"a": 1}),
+        ('\n [1, "x"]', [1, "x"]),
+        (bytearray(b'{"b": null}'), {"b": None}),
+        ({"already": "parsed"}, {"already": "parsed"}),
+        (b"not json", None),
+        (b'{"a": ', None),
+        (b"42", None),  # scalars are compared as bytes, not as data
+        ('"text"', None),
+        (b"\xff{}", None),
+        (b"", None),
+        (None, None),
+    ],
+)
 def test_parsed_json_body(body: Any, parsed: Any) -> None:
     assert parsed_json_body(body) == parsed
 
 
 # vcrpy's own shapes ----------------------------------------------------------------------------
 
+
 def test_round_trips_through_vcrpy_request_dicts() -> None:
     vcr_request = pytest.importorskip("vcr.request")
     live = vcr_request.Request(
-        "POST", "https://h/v1/chat?key=k&a=1",
+        "POST",
+        "https://h/v1/chat?key=k&a=1",
         json.dumps({"api_key": "k", "max_tokens": 5}),
         {"Authorization": "Bearer k", "Content-Type": "application/json"},
     )
@@ -391,5 +483,3 @@ def test_round_trips_through_vcrpy_request_dicts() -> None:
     assert scrubbed.uri == "https://h/v1/chat?a=1"
     assert dict(scrubbed.headers) == {"Content-Type": "application/json"}
     assert json.loads(scrubbed.body) == {"max_tokens": 5}
-
-

@@ -24,8 +24,11 @@ class _Overeager(Judge):
 @pytest.mark.parametrize("score", ["1.5", "-0.1", "nan"])
 async def test_no_judge_score_outside_0_1_is_clamped(score: str) -> None:
     judge = _Overeager("overeager")
-    with pytest.raises(JudgeError, match=r"outside \[0, 1\]; a score out of its scale is a judge "
-                                         r"error, never clamped"):
+    with pytest.raises(
+        JudgeError,
+        match=r"outside \[0, 1\]; a score out of its scale is a judge "
+        r"error, never clamped",
+    ):
         await judge.evaluate("answer_accuracy", JudgeInput("q?", score, "r"), {})
     within = await judge.evaluate("answer_accuracy", JudgeInput("q?", "1.0", "r"), {})
     assert within["score"] == 1.0

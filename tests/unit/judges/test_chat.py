@@ -16,7 +16,7 @@ def test_tls_trusts_ssl_cert_file_else_certifi(tmp_path: Path) -> None:
     bundle = Path(certifi.where()).read_text()
     one = bundle[: bundle.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
     ca_file = tmp_path / "company-ca.pem"
-    ca_file.write_text(one[one.index("-----BEGIN CERTIFICATE-----"):] + "\n")
+    ca_file.write_text(one[one.index("-----BEGIN CERTIFICATE-----") :] + "\n")
     assert len(tls_context({"SSL_CERT_FILE": str(ca_file)}).get_ca_certs()) == 1
     assert len(tls_context({}).get_ca_certs()) == bundle.count("-----BEGIN CERTIFICATE-----")
 
@@ -24,8 +24,12 @@ def test_tls_trusts_ssl_cert_file_else_certifi(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "message", "code"),
     [
-        (429, b'{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}',
-         "HTTP 429: Rate limit reached (rate_limit_exceeded)", "rate_limit_exceeded"),
+        (
+            429,
+            b'{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}',
+            "HTTP 429: Rate limit reached (rate_limit_exceeded)",
+            "rate_limit_exceeded",
+        ),
         (400, b'{"error": "model not found"}', "HTTP 400: model not found", None),
         (502, b"<html>Bad Gateway</html>", "HTTP 502: <html>Bad Gateway</html>", None),
         (500, b"", "HTTP 500: (empty body)", None),
@@ -41,8 +45,17 @@ def test_http_errors_read_the_openai_envelope(
 
 
 def test_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY",
-                 "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUEST_METHOD"):
+    for name in (
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "REQUEST_METHOD",
+    ):
         monkeypatch.delenv(name, raising=False)
     assert env_proxy("https://api.openai.com/v1/chat/completions") is None
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")

@@ -39,9 +39,16 @@ class HTTPStatusError(Exception):
 
 
 def endpoint(clock: FakeClock, max_concurrency: int | None = 16, **kwargs: Any) -> Endpoint:
-    return Endpoint("http://judge.test/v1/chat/completions", max_concurrency=max_concurrency,
-                    stats=JudgeStats(), backoff=lambda n: 0.5 * 2 ** (n - 1), max_pause=60.0,
-                    sleep=clock.sleep, clock=clock, **kwargs)
+    return Endpoint(
+        "http://judge.test/v1/chat/completions",
+        max_concurrency=max_concurrency,
+        stats=JudgeStats(),
+        backoff=lambda n: 0.5 * 2 ** (n - 1),
+        max_pause=60.0,
+        sleep=clock.sleep,
+        clock=clock,
+        **kwargs,
+    )
 
 
 async def settle(request: Any, error: Exception | None = None) -> None:
@@ -102,7 +109,8 @@ async def test_a_pause_holds_requests_admitted_before_and_after_the_rate_limited
     assert point.stats.rate_limit_wait == pytest.approx(3.0)
     # one request was in flight: halved to 1, then one success raised it to 2
     assert point.stats.rate_limit_summary() == (
-        "judge rate-limited: 1 replies, waited 3 s, concurrency 16 -> 2")
+        "judge rate-limited: 1 replies, waited 3 s, concurrency 16 -> 2"
+    )
     assert endpoint(clock).stats.rate_limit_summary() is None  # nothing held back, no line
 
 
@@ -141,15 +149,19 @@ async def test_announced_limits_are_adopted_and_the_lower_limit_wins() -> None:
     point = endpoint(clock, limits=RateLimits(rpm=600, shares=2))
     request = point.request()
     ticket = await request.__aenter__()
-    ticket.headers = {"x-ratelimit-limit-requests": "3000", "x-ratelimit-limit-tokens": "90000",
-                      "x-ratelimit-remaining-tokens": "40000"}
+    ticket.headers = {
+        "x-ratelimit-limit-requests": "3000",
+        "x-ratelimit-limit-tokens": "90000",
+        "x-ratelimit-remaining-tokens": "40000",
+    }
     await settle(request)
     assert point._requests is not None and point._requests.per_minute == 300  # 600 / 2 workers
     assert point._tokens is not None and point._tokens.per_minute == 45000
     assert point._tokens.level == pytest.approx(750)  # one second of 45,000 a minute
     assert point.describe_limits() == (
         "--eval-rpm 600, 3000 requests/min (x-ratelimit-limit-requests), 90000 tokens/min "
-        "(x-ratelimit-limit-tokens), shared by 2 xdist workers")
+        "(x-ratelimit-limit-tokens), shared by 2 xdist workers"
+    )
     request = point.request()
     ticket = await request.__aenter__()
     ticket.headers = {"x-ratelimit-limit-requests": "200"}
@@ -159,8 +171,16 @@ async def test_announced_limits_are_adopted_and_the_lower_limit_wins() -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("20ms", 0.02), ("1s", 1.0), ("6m0s", 360.0), ("1m30.5s", 90.5), ("2h", 7200.0),
-     ("0.25", 0.25), ("soon", None), ("", None)],
+    [
+        ("20ms", 0.02),
+        ("1s", 1.0),
+        ("6m0s", 360.0),
+        ("1m30.5s", 90.5),
+        ("2h", 7200.0),
+        ("0.25", 0.25),
+        ("soon", None),
+        ("", None),
+    ],
 )
 def test_reset_durations(text: str, seconds: float | None) -> None:
     assert parse_duration(text) == (pytest.approx(seconds) if seconds is not None else None)
@@ -170,14 +190,21 @@ def test_which_replies_are_rate_limited_and_how_long_they_ask_to_wait() -> None:
     assert classify(HTTPStatusError(429)).kind == "rate_limited"
     assert classify(HTTPStatusError(503, retry_after="4")).retry_after == 4.0
     assert classify(HTTPStatusError(503)).kind == "transient"
-    reset = HTTPStatusError(429, x_ratelimit_reset_requests="1m0s",
-                            x_ratelimit_reset_tokens="250ms", x_ratelimit_remaining_tokens="0")
+    reset = HTTPStatusError(
+        429,
+        x_ratelimit_reset_requests="1m0s",
+        x_ratelimit_reset_tokens="250ms",
+        x_ratelimit_remaining_tokens="0",
+    )
     assert classify(reset).retry_after == 0.25  # the exhausted limit's reset, not the other's
 
 
 def test_xdist_workers_share_the_client_side_limits() -> None:
-    judge = make_judge("openai:gpt-4o-mini", rate_limits=RateLimits(rpm=400),
-                       environ={"OPENAI_API_KEY": "k", "PYTEST_XDIST_WORKER_COUNT": "4"})
+    judge = make_judge(
+        "openai:gpt-4o-mini",
+        rate_limits=RateLimits(rpm=400),
+        environ={"OPENAI_API_KEY": "k", "PYTEST_XDIST_WORKER_COUNT": "4"},
+    )
     point = judge._chat_client().endpoint
     assert point._requests is not None and point._requests.per_minute == 100
     assert point.describe_limits() == "--eval-rpm 400, shared by 4 xdist workers"

@@ -80,8 +80,9 @@ async def test_lexical_details_and_labels() -> None:
     assert partial["details"]["present_elements"] == ["eiffel", "tower", "paris", "france"]
     assert partial["details"]["missing_elements"] == ["330", "metres", "tall"]
 
-    short_reference = JudgeInput(LEX.input, LEX.answer, "The Eiffel Tower is in Paris, France.",
-                                 LEX.context)
+    short_reference = JudgeInput(
+        LEX.input, LEX.answer, "The Eiffel Tower is in Paris, France.", LEX.context
+    )
     complete = await lexical("context_completeness", short_reference)
     assert (complete["label"], complete["score"]) == ("COMPLETE", 1.0)
     nothing = JudgeInput(LEX.input, LEX.answer, LEX.reference, ["Bananas grow in the tropics."])
@@ -104,8 +105,9 @@ async def test_lexical_details_and_labels() -> None:
     ],
 )
 async def test_lexical_answer_accuracy(answer: str, label: str) -> None:
-    data = JudgeInput("Which prizes did Curie win?", answer,
-                      "Curie won prizes in physics and chemistry.", [])
+    data = JudgeInput(
+        "Which prizes did Curie win?", answer, "Curie won prizes in physics and chemistry.", []
+    )
     assert (await lexical("answer_accuracy", data))["label"] == label
 
 

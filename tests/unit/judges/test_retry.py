@@ -119,8 +119,9 @@ async def test_native_provider_model_runs_under_our_retry(
 
     fake = FlakyProviderModel()
     monkeypatch.setattr(deepeval_judge_module, "_installed", lambda module: True)
-    monkeypatch.setattr(deepeval_judge_module.DeepEvalJudge, "_build_native",
-                        staticmethod(lambda spec: fake))
+    monkeypatch.setattr(
+        deepeval_judge_module.DeepEvalJudge, "_build_native", staticmethod(lambda spec: fake)
+    )
     retry = RetryPolicy(base_delay=0.001, sleep=sleeper)
     judge = make_judge("litellm:some/model", retry=retry, environ={})
     verdict = await judge.evaluate("answer_accuracy", ACCURATE, {})

@@ -35,8 +35,13 @@ def test_unknown_spec_lists_forms(value: str) -> None:
     with pytest.raises(JudgeConfigError) as caught:
         make_judge(value, environ={})
     message = str(caught.value)
-    for form in ("openai:<model>", "gemini:<model>", "ollama:<model>", "litellm:<model>",
-                 "lexical"):
+    for form in (
+        "openai:<model>",
+        "gemini:<model>",
+        "ollama:<model>",
+        "litellm:<model>",
+        "lexical",
+    ):
         assert form in message
 
 
@@ -46,8 +51,9 @@ def test_missing_keys_name_the_variable() -> None:
     assert "needs EVALCASES_JUDGE_API_KEY or OPENAI_API_KEY" in str(openai_error.value)
     assert "EVALCASES_JUDGE_BASE_URL=http://host:port/v1" in str(openai_error.value)
     assert "--eval-judge lexical" in str(openai_error.value)
-    with pytest.raises(JudgeConfigError,
-                       match="EVALCASES_JUDGE_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY"):
+    with pytest.raises(
+        JudgeConfigError, match="EVALCASES_JUDGE_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY"
+    ):
         make_judge("gemini:gemini-2.0-flash", environ={})
 
 
@@ -55,7 +61,10 @@ def test_credentials_and_endpoints_from_env() -> None:
     env = {"OPENAI_API_KEY": "sk-secret-1", "OPENAI_BASE_URL": "http://h:1/v1"}
     openai = resolve_spec("openai:m", env)
     assert (openai.base_url, openai.key_env, openai.api_key) == (
-        "http://h:1/v1", "OPENAI_API_KEY", "sk-secret-1")
+        "http://h:1/v1",
+        "OPENAI_API_KEY",
+        "sk-secret-1",
+    )
     assert "sk-secret-1" not in repr(openai)  # keys stay out of logs
     gemini = resolve_spec("gemini:g", {"GEMINI_API_KEY": "g-key"})
     assert (gemini.key_env, gemini.api_key) == ("GEMINI_API_KEY", "g-key")
@@ -65,8 +74,13 @@ def test_credentials_and_endpoints_from_env() -> None:
 
 
 # What an openai-SDK agent reads, set to somewhere else than the judge's own endpoint.
-AGENT_ENV = {"OPENAI_API_KEY": "sk-agent", "OPENAI_BASE_URL": "http://agent:1/v1",
-             "OPENAI_ORG_ID": "org-agent", "GOOGLE_API_KEY": "g-agent", "OLLAMA_HOST": "agent:2"}
+AGENT_ENV = {
+    "OPENAI_API_KEY": "sk-agent",
+    "OPENAI_BASE_URL": "http://agent:1/v1",
+    "OPENAI_ORG_ID": "org-agent",
+    "GOOGLE_API_KEY": "g-agent",
+    "OLLAMA_HOST": "agent:2",
+}
 
 
 JUDGE_ENV = {"EVALCASES_JUDGE_API_KEY": "sk-judge", "EVALCASES_JUDGE_BASE_URL": "http://judge:3/v1"}
@@ -76,7 +90,10 @@ def test_the_judges_own_endpoint_and_key_come_before_the_providers_variables() -
     env = {**AGENT_ENV, **JUDGE_ENV}
     openai = resolve_spec("openai:m", env)
     assert (openai.base_url, openai.api_key, openai.key_env) == (
-        "http://judge:3/v1", "sk-judge", "EVALCASES_JUDGE_API_KEY")
+        "http://judge:3/v1",
+        "sk-judge",
+        "EVALCASES_JUDGE_API_KEY",
+    )
     assert openai.organization is None  # OPENAI_ORG_ID belongs to OPENAI_API_KEY
     ollama = resolve_spec("ollama:m", {**AGENT_ENV, "EVALCASES_JUDGE_BASE_URL": "judge:4"})
     assert ollama.base_url == "http://judge:4"
@@ -89,7 +106,10 @@ def test_the_judges_own_endpoint_and_key_come_before_the_providers_variables() -
 def test_each_judge_variable_falls_back_on_its_own() -> None:
     only_url = resolve_spec("openai:m", {**AGENT_ENV, "EVALCASES_JUDGE_BASE_URL": "http://j/v1"})
     assert (only_url.base_url, only_url.api_key, only_url.organization) == (
-        "http://j/v1", "sk-agent", "org-agent")
+        "http://j/v1",
+        "sk-agent",
+        "org-agent",
+    )
     only_key = resolve_spec("openai:m", {**AGENT_ENV, "EVALCASES_JUDGE_API_KEY": "sk-judge"})
     assert (only_key.base_url, only_key.api_key) == ("http://agent:1/v1", "sk-judge")
     assert resolve_spec("ollama:m", AGENT_ENV).base_url == "http://agent:2"
@@ -110,12 +130,14 @@ def test_bad_tuning_env_is_a_config_error() -> None:
 
 @pytest.mark.parametrize(
     ("name", "value", "message"),
-    [("EVALCASES_JUDGE_RETRIES", "2.5", "must be a whole number"),
-     ("EVALCASES_JUDGE_RETRIES", "-1", "must be a non-negative number"),
-     ("EVALCASES_JUDGE_BACKOFF", "soon", "is not a number"),
-     ("EVALCASES_JUDGE_RATE_LIMIT_WAIT", "inf", "must be a non-negative number"),
-     ("EVALCASES_JUDGE_BREAKER", "x", "is not a number"),
-     ("EVALCASES_JUDGE_TIMEOUT", "0", "must be positive")],
+    [
+        ("EVALCASES_JUDGE_RETRIES", "2.5", "must be a whole number"),
+        ("EVALCASES_JUDGE_RETRIES", "-1", "must be a non-negative number"),
+        ("EVALCASES_JUDGE_BACKOFF", "soon", "is not a number"),
+        ("EVALCASES_JUDGE_RATE_LIMIT_WAIT", "inf", "must be a non-negative number"),
+        ("EVALCASES_JUDGE_BREAKER", "x", "is not a number"),
+        ("EVALCASES_JUDGE_TIMEOUT", "0", "must be positive"),
+    ],
 )
 def test_bad_judge_settings_fail_before_any_case(name: str, value: str, message: str) -> None:
     with pytest.raises(JudgeConfigError, match=message) as caught:

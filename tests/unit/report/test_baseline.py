@@ -19,8 +19,14 @@ from pytest_evalcases.report.baseline import (
 
 def stages(tools: float | None, retrieval: float | None) -> dict:
     def one(score: float | None) -> dict:
-        return {"score": score, "passed": None if score is None else score >= 1.0,
-                "gating": True, "reason": "", "label": None, "metrics": {}}
+        return {
+            "score": score,
+            "passed": None if score is None else score >= 1.0,
+            "gating": True,
+            "reason": "",
+            "label": None,
+            "metrics": {},
+        }
 
     out = {}
     if tools is not None or retrieval is not None:
@@ -28,36 +34,64 @@ def stages(tools: float | None, retrieval: float | None) -> dict:
     return out
 
 
-def case(cid: str, index: int, outcome: str, tools: float | None = None,
-         retrieval: float | None = None, ff: dict | None = None) -> dict:
-    return {"nodeid": f"cases/s.json::{cid}", "suite": "s", "id": cid, "file": "cases/s.json",
-            "index": index, "category": None, "group": None, "outcome": outcome,
-            "first_failure": ff, "stages": stages(tools, retrieval), "recording": {}}
+def case(
+    cid: str,
+    index: int,
+    outcome: str,
+    tools: float | None = None,
+    retrieval: float | None = None,
+    ff: dict | None = None,
+) -> dict:
+    return {
+        "nodeid": f"cases/s.json::{cid}",
+        "suite": "s",
+        "id": cid,
+        "file": "cases/s.json",
+        "index": index,
+        "category": None,
+        "group": None,
+        "outcome": outcome,
+        "first_failure": ff,
+        "stages": stages(tools, retrieval),
+        "recording": {},
+    }
 
 
 def baseline_doc() -> dict:
-    return aggregate([
-        case("a", 0, "passed", 1, 1.0),
-        case("b", 1, "failed", 1, 0.5, ff={"stage": "retrieval", "reason": "recall 0.5"}),
-        case("c", 2, "passed", 1, 1.0),
-        case("d", 3, "passed", 1, 1.0),        # removed in the current run
-        case("e", 4, "skipped"),               # skipped: ignored by the gate
-        case("f", 5, "xfailed", 0, None),      # xfailed counts as failed
-        case("g", 6, "passed", 1, 1.0),
-    ], {"mode": "replay", "git_commit": "abc"})
+    return aggregate(
+        [
+            case("a", 0, "passed", 1, 1.0),
+            case("b", 1, "failed", 1, 0.5, ff={"stage": "retrieval", "reason": "recall 0.5"}),
+            case("c", 2, "passed", 1, 1.0),
+            case("d", 3, "passed", 1, 1.0),  # removed in the current run
+            case("e", 4, "skipped"),  # skipped: ignored by the gate
+            case("f", 5, "xfailed", 0, None),  # xfailed counts as failed
+            case("g", 6, "passed", 1, 1.0),
+        ],
+        {"mode": "replay", "git_commit": "abc"},
+    )
 
 
 def current_doc(c_retrieval: float = 1.0) -> dict:
-    return aggregate([
-        case("a", 0, "failed", 1, 0.5,
-             ff={"stage": "retrieval", "reason": "recall@3 0.50 < 1.00; missing: config"}),
-        case("b", 1, "passed", 1, 1.0),
-        case("c", 2, "passed", 1, c_retrieval),
-        case("e", 4, "passed", 1, 1.0),
-        case("f", 5, "xpassed", 1, 1.0),       # xpassed counts as passed: fixed
-        case("g", 6, "stale"),                 # passed -> stale: a regression
-        case("n", 7, "passed", 1, 0.0),        # new; its low score must not move deltas
-    ], {"mode": "replay"})
+    return aggregate(
+        [
+            case(
+                "a",
+                0,
+                "failed",
+                1,
+                0.5,
+                ff={"stage": "retrieval", "reason": "recall@3 0.50 < 1.00; missing: config"},
+            ),
+            case("b", 1, "passed", 1, 1.0),
+            case("c", 2, "passed", 1, c_retrieval),
+            case("e", 4, "passed", 1, 1.0),
+            case("f", 5, "xpassed", 1, 1.0),  # xpassed counts as passed: fixed
+            case("g", 6, "stale"),  # passed -> stale: a regression
+            case("n", 7, "passed", 1, 0.0),  # new; its low score must not move deltas
+        ],
+        {"mode": "replay"},
+    )
 
 
 def ids(entries: list[dict]) -> list[str]:
@@ -124,8 +158,12 @@ def test_gate_passes_without_regressions_or_drops() -> None:
 
 def test_same_case_ids_in_two_suites_are_distinct() -> None:
     one = case("a", 0, "passed", 1, 1.0)
-    other = {**case("a", 0, "failed", 0, None), "suite": "t", "nodeid": "cases/t.json::a",
-             "file": "cases/t.json"}
+    other = {
+        **case("a", 0, "failed", 0, None),
+        "suite": "t",
+        "nodeid": "cases/t.json::a",
+        "file": "cases/t.json",
+    }
     base = aggregate([one, {**other, "outcome": "passed"}], {})
     cmp = compare(aggregate([one, other], {}), base)
     assert [r["case"] for r in cmp["regressions"]] == ["t::a"]
@@ -133,8 +171,10 @@ def test_same_case_ids_in_two_suites_are_distinct() -> None:
 
 def test_terminal_lines() -> None:
     lines = render_baseline_terminal(compare(current_doc(c_retrieval=0.9), baseline_doc()))
-    assert lines[0] == ("baseline gate FAILED: 2 regression(s), 1 stage drop(s) (tolerance "
-                        "0.000); 2 fixed, 1 new, 1 removed, 0 still failing")
+    assert lines[0] == (
+        "baseline gate FAILED: 2 regression(s), 1 stage drop(s) (tolerance "
+        "0.000); 2 fixed, 1 new, 1 removed, 0 still failing"
+    )
     assert "  s::a: passed -> failed at retrieval: recall@3 0.50 < 1.00; missing: config" in lines
     assert any(line.startswith("  s::g: passed -> stale: recording is stale") for line in lines)
     assert "stage drops:" in lines and "  retrieval: 0.833 -> 0.800 (-0.033)" in lines
@@ -158,10 +198,14 @@ def test_load_results_round_trip(tmp_path: Path) -> None:
         ("{not json", "is not valid JSON (Expecting property name"),
         ("[1, 2]", "is not a results.json (top level is list"),
         ('{"summary": {}}', "missing keys: format, stages, cases"),
-        ('{"format": "other", "summary": {}, "stages": {}, "cases": []}',
-         "has format 'other', expected 'pytest-evalcases/results'"),
-        ('{"format": "pytest-evalcases/results", "summary": {}, "stages": {}, "cases": [1]}',
-         "cases must be a list of result objects"),
+        (
+            '{"format": "other", "summary": {}, "stages": {}, "cases": []}',
+            "has format 'other', expected 'pytest-evalcases/results'",
+        ),
+        (
+            '{"format": "pytest-evalcases/results", "summary": {}, "stages": {}, "cases": [1]}',
+            "cases must be a list of result objects",
+        ),
     ],
 )
 def test_load_results_errors_name_the_file(tmp_path: Path, text: str, message: str) -> None:
@@ -185,9 +229,19 @@ def test_compare_validates_documents() -> None:
 
 def test_a_regressed_conversation_names_the_turn_it_fails_at() -> None:
     before = aggregate([case("a", 0, "passed", 1, 1.0)], {"mode": "replay"})
-    now = aggregate([case("a", 0, "failed", 0, 1.0, ff={"stage": "tools", "turn": 2,
-                                                          "reason": "turn 2: missing: x"})],
-                    {"mode": "replay"})
+    now = aggregate(
+        [
+            case(
+                "a",
+                0,
+                "failed",
+                0,
+                1.0,
+                ff={"stage": "tools", "turn": 2, "reason": "turn 2: missing: x"},
+            )
+        ],
+        {"mode": "replay"},
+    )
     cmp = compare(now, before)
     assert cmp["regressions"][0]["stage"] == "turn 2 tools"
     assert "s::a: passed -> failed at turn 2 tools" in "\n".join(render_baseline_terminal(cmp))

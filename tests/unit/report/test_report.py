@@ -31,35 +31,81 @@ from pytest_evalcases.report.merge import merge_orders
 from pytest_evalcases.report.run import judges_used
 
 TEMPLATES = Path(__file__).parents[3] / "src" / "pytest_evalcases" / "report" / "templates"
-RUN = {"plugin_version": "0.1.0", "judge": "lexical", "mode": "replay",
-       "started_at": "2026-11-29T21:00:00+00:00", "finished_at": "2026-11-29T21:00:09+00:00"}
+RUN = {
+    "plugin_version": "0.1.0",
+    "judge": "lexical",
+    "mode": "replay",
+    "started_at": "2026-11-29T21:00:00+00:00",
+    "finished_at": "2026-11-29T21:00:09+00:00",
+}
 
 
 # ------------------------------------------------------------------ fixtures
 
 
-def st(score: float | None, passed: bool | None, gating: bool, label: str | None = None,
-       metrics: dict | None = None, judge_error: bool = False, reason: str = "") -> dict:
-    return {"score": score, "passed": passed, "gating": gating, "threshold": 1.0,
-            "reason": reason, "label": label, "metrics": metrics or {},
-            "judge_error": judge_error}
+def st(
+    score: float | None,
+    passed: bool | None,
+    gating: bool,
+    label: str | None = None,
+    metrics: dict | None = None,
+    judge_error: bool = False,
+    reason: str = "",
+) -> dict:
+    return {
+        "score": score,
+        "passed": passed,
+        "gating": gating,
+        "threshold": 1.0,
+        "reason": reason,
+        "label": label,
+        "metrics": metrics or {},
+        "judge_error": judge_error,
+    }
 
 
 def ret(hit: float, recall: float, prec: float, mrr: float, ndcg: float, ap: float) -> dict:
-    return {"k": 3, "hit_at_k": hit, "recall_at_k": recall, "precision_at_k": prec,
-            "mrr": mrr, "ndcg_at_k": ndcg, "map": ap}
+    return {
+        "k": 3,
+        "hit_at_k": hit,
+        "recall_at_k": recall,
+        "precision_at_k": prec,
+        "mrr": mrr,
+        "ndcg_at_k": ndcg,
+        "map": ap,
+    }
 
 
 def usage(prompt: int, completion: int, cost: float) -> dict:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": cost}
 
 
-def case(cid: str, index: int, outcome: str, stages: dict, *, category: str | None = None,
-         group: str | None = None, ff: dict | None = None, recording: dict | None = None,
-         detail: dict | None = None, file: str = "cases/a.json") -> dict:
-    res = {"nodeid": f"{file}::{cid}", "suite": "docs", "id": cid, "file": file,
-           "index": index, "category": category, "group": group, "outcome": outcome,
-           "first_failure": ff, "stages": stages, "recording": recording or {}}
+def case(
+    cid: str,
+    index: int,
+    outcome: str,
+    stages: dict,
+    *,
+    category: str | None = None,
+    group: str | None = None,
+    ff: dict | None = None,
+    recording: dict | None = None,
+    detail: dict | None = None,
+    file: str = "cases/a.json",
+) -> dict:
+    res = {
+        "nodeid": f"{file}::{cid}",
+        "suite": "docs",
+        "id": cid,
+        "file": file,
+        "index": index,
+        "category": category,
+        "group": group,
+        "outcome": outcome,
+        "first_failure": ff,
+        "stages": stages,
+        "recording": recording or {},
+    }
     if detail is not None:
         res["detail"] = detail
     return res
@@ -70,53 +116,112 @@ SKIP = None  # readability: st(SKIP, SKIP, ...) is a stage that did not run
 
 def make_results() -> list[dict]:
     """One case per outcome, one judge error. Figures in the tests are computed by hand."""
-    c0 = case("c0", 0, "passed", {
-        # context_completeness listed before faithfulness on purpose: gating stages first.
-        "tools": st(1.0, True, True),
-        "retrieval": st(1.0, True, True, metrics=ret(1, 1, 0.6667, 1, 1, 1)),
-        "context_completeness": st(1.0, True, False, "COMPLETE"),
-        "faithfulness": st(1.0, True, True),
-        "answer_accuracy": st(1.0, True, False, "CORRECT"),
-    }, category="A", group="g1",
-        recording={"status": "replayed", "usage": usage(100, 20, 0.001), "latency_ms": 400.0,
-                   "judge_usage": usage(200, 10, 0.002), "judge_latency_ms": 800.0},
-        detail={"input": "where?", "answer": "in ~/.notes", "reference": "~/.notes",
-                "tool_calls": [{"name": "search_docs", "args": {"q": "notes"}}],
-                "retrieved": ["storage"], "context": ["notes live in ~/.notes"]})
-    c1 = case("c1", 1, "failed", {
-        "tools": st(1.0, True, True),
-        "retrieval": st(0.5, False, True, metrics=ret(1, 0.5, 0.3333, 0.5, 0.5, 0.25),
-                        reason="recall@3 0.50 < 1.00"),
-        "context_completeness": st(0.5, False, False, "PARTIAL"),
-        "faithfulness": st(SKIP, SKIP, True),
-        "answer_accuracy": st(0.0, False, False, "WRONG"),
-    }, category="A", group="g1",
+    c0 = case(
+        "c0",
+        0,
+        "passed",
+        {
+            # context_completeness listed before faithfulness on purpose: gating stages first.
+            "tools": st(1.0, True, True),
+            "retrieval": st(1.0, True, True, metrics=ret(1, 1, 0.6667, 1, 1, 1)),
+            "context_completeness": st(1.0, True, False, "COMPLETE"),
+            "faithfulness": st(1.0, True, True),
+            "answer_accuracy": st(1.0, True, False, "CORRECT"),
+        },
+        category="A",
+        group="g1",
+        recording={
+            "status": "replayed",
+            "usage": usage(100, 20, 0.001),
+            "latency_ms": 400.0,
+            "judge_usage": usage(200, 10, 0.002),
+            "judge_latency_ms": 800.0,
+        },
+        detail={
+            "input": "where?",
+            "answer": "in ~/.notes",
+            "reference": "~/.notes",
+            "tool_calls": [{"name": "search_docs", "args": {"q": "notes"}}],
+            "retrieved": ["storage"],
+            "context": ["notes live in ~/.notes"],
+        },
+    )
+    c1 = case(
+        "c1",
+        1,
+        "failed",
+        {
+            "tools": st(1.0, True, True),
+            "retrieval": st(
+                0.5,
+                False,
+                True,
+                metrics=ret(1, 0.5, 0.3333, 0.5, 0.5, 0.25),
+                reason="recall@3 0.50 < 1.00",
+            ),
+            "context_completeness": st(0.5, False, False, "PARTIAL"),
+            "faithfulness": st(SKIP, SKIP, True),
+            "answer_accuracy": st(0.0, False, False, "WRONG"),
+        },
+        category="A",
+        group="g1",
         ff={"stage": "retrieval", "reason": "recall@3 0.50 < 1.00; missing: a|b\nconfig"},
-        recording={"status": "replayed", "usage": usage(120, 30, 0.0012), "latency_ms": 500.0,
-                   "judge_usage": usage(220, 12, 0.0025), "judge_latency_ms": 1000.0})
+        recording={
+            "status": "replayed",
+            "usage": usage(120, 30, 0.0012),
+            "latency_ms": 500.0,
+            "judge_usage": usage(220, 12, 0.0025),
+            "judge_latency_ms": 1000.0,
+        },
+    )
     c2 = case("c2", 2, "stale", {}, category="B", recording={"status": "stale"})
     c3 = case("c3", 3, "missing", {}, category="B", recording={"status": "missing"})
-    c4 = case("c4", 0, "error", {}, ff={"stage": None, "reason": "ImportError: boom"},
-              file="cases/b.json")
+    c4 = case(
+        "c4", 0, "error", {}, ff={"stage": None, "reason": "ImportError: boom"}, file="cases/b.json"
+    )
     c5 = case("c5", 5, "skipped", {}, category="B")
-    c6 = case("c6", 6, "xfailed", {
-        "tools": st(0.0, False, True),
-        "retrieval": st(SKIP, SKIP, True),
-        "context_completeness": st(SKIP, SKIP, False),
-        "faithfulness": st(SKIP, SKIP, True),
-        "answer_accuracy": st(SKIP, SKIP, False),
-    }, category="A", group="g2", ff={"stage": "tools", "reason": "no tool called"},
-        recording={"status": "replayed", "usage": usage(90, 10, 0.0009), "latency_ms": 300.0,
-                   "judge_usage": None})
-    c7 = case("c7", 7, "xpassed", {
-        "tools": st(1.0, True, True),
-        "retrieval": st(1.0, True, True, metrics=ret(1, 1, 0.3333, 1, 1, 1)),
-        "context_completeness": st(1.0, True, False, "COMPLETE"),
-        "faithfulness": st(SKIP, SKIP, True, judge_error=True),
-        "answer_accuracy": st(0.0, False, False, "WRONG"),
-    }, category="B", group="g2",
-        recording={"status": "replayed", "usage": usage(110, 25, 0.0011), "latency_ms": 450.0,
-                   "judge_usage": usage(210, 11, 0.0021), "judge_latency_ms": 900.0})
+    c6 = case(
+        "c6",
+        6,
+        "xfailed",
+        {
+            "tools": st(0.0, False, True),
+            "retrieval": st(SKIP, SKIP, True),
+            "context_completeness": st(SKIP, SKIP, False),
+            "faithfulness": st(SKIP, SKIP, True),
+            "answer_accuracy": st(SKIP, SKIP, False),
+        },
+        category="A",
+        group="g2",
+        ff={"stage": "tools", "reason": "no tool called"},
+        recording={
+            "status": "replayed",
+            "usage": usage(90, 10, 0.0009),
+            "latency_ms": 300.0,
+            "judge_usage": None,
+        },
+    )
+    c7 = case(
+        "c7",
+        7,
+        "xpassed",
+        {
+            "tools": st(1.0, True, True),
+            "retrieval": st(1.0, True, True, metrics=ret(1, 1, 0.3333, 1, 1, 1)),
+            "context_completeness": st(1.0, True, False, "COMPLETE"),
+            "faithfulness": st(SKIP, SKIP, True, judge_error=True),
+            "answer_accuracy": st(0.0, False, False, "WRONG"),
+        },
+        category="B",
+        group="g2",
+        recording={
+            "status": "replayed",
+            "usage": usage(110, 25, 0.0011),
+            "latency_ms": 450.0,
+            "judge_usage": usage(210, 11, 0.0021),
+            "judge_latency_ms": 900.0,
+        },
+    )
     # Shuffled on purpose: the document orders by (file, index, nodeid).
     return [c7, c4, c2, c0, c5, c1, c6, c3]
 
@@ -135,10 +240,32 @@ def test_cases_are_ordered_by_file_then_index(doc: dict) -> None:
 
 def test_summary_counts_every_outcome(doc: dict) -> None:
     s = doc["summary"]
-    assert {k: s[k] for k in ("cases", "passed", "failed", "stale", "missing", "errors",
-                              "skipped", "xfailed", "xpassed", "judge_errors")} == {
-        "cases": 8, "passed": 1, "failed": 1, "stale": 1, "missing": 1, "errors": 1,
-        "skipped": 1, "xfailed": 1, "xpassed": 1, "judge_errors": 1}
+    assert {
+        k: s[k]
+        for k in (
+            "cases",
+            "passed",
+            "failed",
+            "stale",
+            "missing",
+            "errors",
+            "skipped",
+            "xfailed",
+            "xpassed",
+            "judge_errors",
+        )
+    } == {
+        "cases": 8,
+        "passed": 1,
+        "failed": 1,
+        "stale": 1,
+        "missing": 1,
+        "errors": 1,
+        "skipped": 1,
+        "xfailed": 1,
+        "xpassed": 1,
+        "judge_errors": 1,
+    }
     # judged = passed + failed + xfailed + xpassed = 4; successes = passed + xpassed = 2
     assert s["decided"] == 4
     assert s["pass_rate"] == 0.5
@@ -147,8 +274,13 @@ def test_summary_counts_every_outcome(doc: dict) -> None:
 
 
 def test_stage_order_puts_gating_stages_first(doc: dict) -> None:
-    assert doc["stage_order"] == ["tools", "retrieval", "faithfulness",
-                                  "context_completeness", "answer_accuracy"]
+    assert doc["stage_order"] == [
+        "tools",
+        "retrieval",
+        "faithfulness",
+        "context_completeness",
+        "answer_accuracy",
+    ]
 
 
 def test_stage_counts_means_and_intervals(doc: dict) -> None:
@@ -202,16 +334,25 @@ def test_categories_and_groups(doc: dict) -> None:
     assert (a["cases"], a["passed"], a["failed"], a["xfailed"], a["decided"]) == (3, 1, 1, 1, 3)
     assert a["pass_rate"] == pytest.approx(1 / 3)
     assert a["pass_rate_ci95"] == list(wilson_interval(1, 3))
-    assert a["stage_means"] == pytest.approx({"tools": 2 / 3, "retrieval": 0.75,
-                                              "faithfulness": 1.0,
-                                              "context_completeness": 0.75,
-                                              "answer_accuracy": 0.5})
+    assert a["stage_means"] == pytest.approx(
+        {
+            "tools": 2 / 3,
+            "retrieval": 0.75,
+            "faithfulness": 1.0,
+            "context_completeness": 0.75,
+            "answer_accuracy": 0.5,
+        }
+    )
     assert list(a["stage_means"]) == doc["stage_order"]
     assert (b["cases"], b["stale"], b["missing"], b["skipped"], b["xpassed"]) == (4, 1, 1, 1, 1)
     assert b["decided"] == 1 and b["pass_rate"] == 1.0 and b["judge_errors"] == 1
     assert b["pass_rate_ci95"] == list(wilson_interval(1, 1))
-    assert b["stage_means"] == {"tools": 1.0, "retrieval": 1.0, "context_completeness": 1.0,
-                                "answer_accuracy": 0.0}
+    assert b["stage_means"] == {
+        "tools": 1.0,
+        "retrieval": 1.0,
+        "context_completeness": 1.0,
+        "answer_accuracy": 0.0,
+    }
 
     groups = doc["groups"]
     assert list(groups) == ["g1", "g2"]
@@ -222,9 +363,11 @@ def test_categories_and_groups(doc: dict) -> None:
 def test_completeness_vs_accuracy(doc: dict) -> None:
     cva = doc["completeness_vs_accuracy"]
     # (c0 COMPLETE, CORRECT), (c1 PARTIAL, WRONG), (c7 COMPLETE, WRONG)
-    assert cva["table"] == {"COMPLETE": {"CORRECT": 1, "WRONG": 1},
-                            "PARTIAL": {"CORRECT": 0, "WRONG": 1},
-                            "INSUFFICIENT": {"CORRECT": 0, "WRONG": 0}}
+    assert cva["table"] == {
+        "COMPLETE": {"CORRECT": 1, "WRONG": 1},
+        "PARTIAL": {"CORRECT": 0, "WRONG": 1},
+        "INSUFFICIENT": {"CORRECT": 0, "WRONG": 0},
+    }
     assert cva["cases"] == 3
     assert cva["complete_and_correct"] == 1 and cva["complete_but_wrong"] == 1
     assert cva["accuracy_when_complete"] == 0.5
@@ -237,12 +380,22 @@ def test_completeness_vs_accuracy_absent_without_both_labels() -> None:
 
 def test_cost(doc: dict) -> None:
     cost = doc["cost"]
-    assert cost["system"] == {"cases": 4, "prompt_tokens": 420, "completion_tokens": 85,
-                              "total_tokens": 505, "cost_usd": 0.0042,
-                              "latency_ms_median": 425.0}
-    assert cost["judge"] == {"cases": 3, "prompt_tokens": 630, "completion_tokens": 33,
-                             "total_tokens": 663, "cost_usd": 0.0066,
-                             "latency_ms_median": 900.0}
+    assert cost["system"] == {
+        "cases": 4,
+        "prompt_tokens": 420,
+        "completion_tokens": 85,
+        "total_tokens": 505,
+        "cost_usd": 0.0042,
+        "latency_ms_median": 425.0,
+    }
+    assert cost["judge"] == {
+        "cases": 3,
+        "prompt_tokens": 630,
+        "completion_tokens": 33,
+        "total_tokens": 663,
+        "cost_usd": 0.0066,
+        "latency_ms_median": 900.0,
+    }
     assert cost["recorded_cost_usd"] == 0.0108
     assert cost["replay_cost_usd"] == 0.0
     live = aggregate(make_results(), {**RUN, "mode": "live"})
@@ -278,17 +431,31 @@ def test_aggregate_10k_cases_counts() -> None:
     cases = []
     for i in range(10_000):
         f1 = (i * 7919 % 1000) / 1000  # many distinct values: the slowest bootstrap path
-        cases.append(case(f"c{i}", i, "passed" if i % 5 else "failed", {
-            "tools": st(float(i % 7 != 0), i % 7 != 0, True),
-            "retrieval": st(1.0 if i % 3 else 0.5, bool(i % 3), True,
-                            metrics=ret(1, 1.0 if i % 3 else 0.5, 0.33, 1, 0.9, 0.8)),
-            "token_f1": st(f1, f1 > 0.5, False),
-            "faithfulness": st((i % 11) / 10 if i % 11 <= 10 else 1.0, True, True),
-            "answer_accuracy": st(float(i % 2), bool(i % 2), False,
-                                  "CORRECT" if i % 2 else "WRONG"),
-            "context_completeness": st(1.0, True, False, "COMPLETE"),
-        }, category=f"cat{i % 10}", group=f"user-{i % 50}",
-            recording={"usage": usage(100, 10, 0.001), "latency_ms": float(i % 900)}))
+        cases.append(
+            case(
+                f"c{i}",
+                i,
+                "passed" if i % 5 else "failed",
+                {
+                    "tools": st(float(i % 7 != 0), i % 7 != 0, True),
+                    "retrieval": st(
+                        1.0 if i % 3 else 0.5,
+                        bool(i % 3),
+                        True,
+                        metrics=ret(1, 1.0 if i % 3 else 0.5, 0.33, 1, 0.9, 0.8),
+                    ),
+                    "token_f1": st(f1, f1 > 0.5, False),
+                    "faithfulness": st((i % 11) / 10 if i % 11 <= 10 else 1.0, True, True),
+                    "answer_accuracy": st(
+                        float(i % 2), bool(i % 2), False, "CORRECT" if i % 2 else "WRONG"
+                    ),
+                    "context_completeness": st(1.0, True, False, "COMPLETE"),
+                },
+                category=f"cat{i % 10}",
+                group=f"user-{i % 50}",
+                recording={"usage": usage(100, 10, 0.001), "latency_ms": float(i % 900)},
+            )
+        )
     big = aggregate(cases, {"mode": "replay"})
     assert big["summary"]["cases"] == 10_000 and big["summary"]["failed"] == 2_000
     low, high = big["stages"]["token_f1"]["ci95"]
@@ -310,8 +477,10 @@ def test_escape_cell() -> None:
 def test_markdown_content(doc: dict) -> None:
     md = render_markdown(doc)
     assert md.startswith("## pytest-evalcases: docs\n")
-    assert ("**8 cases**: 1 passed · 1 failed · 1 stale · 1 missing · 1 errors · 1 skipped · "
-            "1 xfailed · 1 xpassed · 1 with judge errors") in md
+    assert (
+        "**8 cases**: 1 passed · 1 failed · 1 stale · 1 missing · 1 errors · 1 skipped · "
+        "1 xfailed · 1 xpassed · 1 with judge errors"
+    ) in md
     assert "Pass rate **50.0%** (95% Wilson CI 15.0–85.0%" in md
     assert "recorded cost $0.0108" in md and "this replay cost $0" in md
     # stage table: header and the tools row with its mean and bootstrap CI
@@ -348,11 +517,18 @@ HIDDEN_LINK = "[text](http://127.0.0.1:18999/phish)"
 def hostile_markdown_doc() -> dict:
     """A run whose every user-controlled string that reaches report.md is a link or an image:
     suite name, case id, failure reason, category, accuracy label, run judge."""
-    hostile = case(HIDDEN_LINK, 0, "failed", {
-        "tools": st(0.0, False, True, reason=f"unexpected: {TRACKING_IMAGE}"),
-        "context_completeness": st(1.0, True, False, "COMPLETE"),
-        "answer_accuracy": st(0.0, False, False, TRACKING_IMAGE),
-    }, category=HIDDEN_LINK, ff={"stage": "tools", "reason": f"unexpected: {TRACKING_IMAGE}"})
+    hostile = case(
+        HIDDEN_LINK,
+        0,
+        "failed",
+        {
+            "tools": st(0.0, False, True, reason=f"unexpected: {TRACKING_IMAGE}"),
+            "context_completeness": st(1.0, True, False, "COMPLETE"),
+            "answer_accuracy": st(0.0, False, False, TRACKING_IMAGE),
+        },
+        category=HIDDEN_LINK,
+        ff={"stage": "tools", "reason": f"unexpected: {TRACKING_IMAGE}"},
+    )
     hostile["suite"] = TRACKING_IMAGE
     return aggregate([hostile], {**RUN, "judge": HIDDEN_LINK})
 
@@ -380,8 +556,9 @@ def test_markdown_cells_render_as_the_original_text() -> None:
 
 
 def test_markdown_caps_failing_rows() -> None:
-    cases = [case(f"f{i}", i, "failed", {}, ff={"stage": "tools", "reason": "x"})
-             for i in range(57)]
+    cases = [
+        case(f"f{i}", i, "failed", {}, ff={"stage": "tools", "reason": "x"}) for i in range(57)
+    ]
     md = render_markdown(aggregate(cases, {}))
     assert md.count("| failed | tools | x |") == 50
     assert "_…and 7 more (see dashboard.html)_" in md
@@ -395,7 +572,7 @@ def test_markdown_baseline_section_lists_regressions_first(doc: dict) -> None:
     doc["baseline"] = compare(doc, base)
     md = render_markdown(doc)
     assert md.index("### Regressions vs baseline") < md.index("### Stages")
-    section = md[md.index("### Regressions vs baseline"):md.index("### Stages")]
+    section = md[md.index("### Regressions vs baseline") : md.index("### Stages")]
     assert "Baseline gate **FAILED**: 1 regression(s), 0 stage drop(s)" in section
     assert "| docs::c1 | passed | failed | retrieval | recall@3 0.50 &lt; 1.00;" in section
     assert section.index("| docs::c1 |") < section.index("stage \\(paired cases\\)")
@@ -443,16 +620,32 @@ def test_dashboard_has_one_row_per_case_with_filter_attributes(doc: dict) -> Non
     assert 'data-first-failure="retrieval"' in c1 and 'data-group="g1"' in c1
     c4 = next(r for r in rows if 'data-outcome="error"' in r)
     assert 'data-category=""' in c4 and 'data-first-failure=""' in c4
-    for outcome in ("passed", "failed", "stale", "missing", "error", "skipped", "xfailed",
-                    "xpassed"):
+    for outcome in (
+        "passed",
+        "failed",
+        "stale",
+        "missing",
+        "error",
+        "skipped",
+        "xfailed",
+        "xpassed",
+    ):
         assert f'<option value="{outcome}">' in html
 
 
 def test_dashboard_sections(doc: dict) -> None:
     html = render_dashboard(doc)
-    for section in ('id="stages"', 'id="categories"', 'id="groups"', 'id="completeness"',
-                    'id="cases"', 'id="f-outcome"', 'id="f-category"', 'id="f-stage"',
-                    'id="f-q"'):
+    for section in (
+        'id="stages"',
+        'id="categories"',
+        'id="groups"',
+        'id="completeness"',
+        'id="cases"',
+        'id="f-outcome"',
+        'id="f-category"',
+        'id="f-stage"',
+        'id="f-q"',
+    ):
         assert section in html
     assert html.count('class="hist"') == 5  # one histogram per stage
     assert html.count('class="whisker"') >= 3 * 5  # stage chart whiskers
@@ -481,7 +674,8 @@ def test_dashboard_is_offline_and_locked_down(doc: dict) -> None:
     assert not re.search(r"""\s(?:src|href)\s*=""", html)
     assert "@import" not in html and "url(" not in html
     csp = html_lib.unescape(
-        re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1))
+        re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    )
     assert "default-src 'none'" in csp
     script = re.search(r"<script>(.*)</script>", html, re.S).group(1)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
@@ -556,10 +750,18 @@ def shard_docs() -> tuple[dict, dict]:
     results = make_results()
     one = [r for r in results if r["id"] in ("c0", "c2", "c4", "c7")]
     two = [r for r in results if r["id"] not in ("c0", "c2", "c4", "c7")]
-    run1 = {**RUN, "started_at": "2026-11-29T21:00:02+00:00",
-            "finished_at": "2026-11-29T21:00:09+00:00", "args": ["--shard=1"]}
-    run2 = {**RUN, "started_at": "2026-11-29T21:00:00+00:00",
-            "finished_at": "2026-11-29T21:00:05+00:00", "args": ["--shard=2"]}
+    run1 = {
+        **RUN,
+        "started_at": "2026-11-29T21:00:02+00:00",
+        "finished_at": "2026-11-29T21:00:09+00:00",
+        "args": ["--shard=1"],
+    }
+    run2 = {
+        **RUN,
+        "started_at": "2026-11-29T21:00:00+00:00",
+        "finished_at": "2026-11-29T21:00:05+00:00",
+        "args": ["--shard=2"],
+    }
     return aggregate(one, run1), aggregate(two, run2)
 
 
@@ -583,17 +785,24 @@ def test_merged_run_info() -> None:
     assert run["finished_at"] == "2026-11-29T21:00:09+00:00"
     assert run["shards"] == 2
     assert run["mode"] == "replay" and run["judge"] == "lexical"
-    assert "args" not in run and [r["args"] for r in run["shard_runs"]] == [["--shard=1"],
-                                                                          ["--shard=2"]]
+    assert "args" not in run and [r["args"] for r in run["shard_runs"]] == [
+        ["--shard=1"],
+        ["--shard=2"],
+    ]
 
 
 def test_merged_run_info_with_the_plugins_key_names() -> None:
-    runs = [{"started": "2026-11-29T21:00:05Z", "finished": "2026-11-29T21:01:00Z", "shards": 2},
-            {"started": "2026-11-29T21:00:01Z", "finished": "2026-11-29T21:00:30Z"}]
+    runs = [
+        {"started": "2026-11-29T21:00:05Z", "finished": "2026-11-29T21:01:00Z", "shards": 2},
+        {"started": "2026-11-29T21:00:01Z", "finished": "2026-11-29T21:00:30Z"},
+    ]
     docs = [aggregate([r], run) for r, run in zip(make_results()[:2], runs, strict=True)]
     run = merge_results(docs)["run"]
     assert (run["started"], run["finished"], run["shards"]) == (
-        "2026-11-29T21:00:01Z", "2026-11-29T21:01:00Z", 3)
+        "2026-11-29T21:00:01Z",
+        "2026-11-29T21:01:00Z",
+        3,
+    )
 
 
 def test_merge_rejects_duplicate_cases_and_drops_baselines() -> None:
@@ -618,16 +827,18 @@ def write_shards(tmp_path: Path) -> tuple[Path, Path]:
     return d1, d2
 
 
-def test_cli_merge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     d1, d2 = write_shards(tmp_path)
     summary = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     out = tmp_path / "merged"
     assert main(["merge", str(d1), str(d2), "-o", str(out)]) == 0
     merged = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert without_run(merged) == json.loads(json.dumps(without_run(aggregate(make_results(),
-                                                                              RUN))))
+    assert without_run(merged) == json.loads(
+        json.dumps(without_run(aggregate(make_results(), RUN)))
+    )
     assert (out / "report.md").is_file() and (out / "dashboard.html").is_file()
     assert summary.read_text(encoding="utf-8") == (out / "report.md").read_text(encoding="utf-8")
     assert "merged 2 shard(s): 8 cases, 1 passed, 1 failed" in capsys.readouterr().out
@@ -640,8 +851,18 @@ def test_cli_merge_with_baseline_gate(tmp_path: Path, capsys: pytest.CaptureFixt
     base_file = tmp_path / "base.json"
     base_file.write_text(json.dumps(base), encoding="utf-8")
     out = tmp_path / "merged"
-    code = main(["merge", str(d1), str(d2), "-o", str(out), "--baseline", str(base_file),
-                 "--no-step-summary"])
+    code = main(
+        [
+            "merge",
+            str(d1),
+            str(d2),
+            "-o",
+            str(out),
+            "--baseline",
+            str(base_file),
+            "--no-step-summary",
+        ]
+    )
     assert code == 1
     printed = capsys.readouterr().out
     assert "regressions vs baseline" in printed and "baseline gate FAILED" in printed
@@ -649,8 +870,7 @@ def test_cli_merge_with_baseline_gate(tmp_path: Path, capsys: pytest.CaptureFixt
     assert [r["id"] for r in merged["baseline"]["regressions"]] == ["c1"]
 
 
-def test_cli_merge_errors_name_the_file(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_merge_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d1, _ = write_shards(tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -670,15 +890,22 @@ def test_cli_merge_errors_name_the_file(tmp_path: Path,
     assert main(["merge", str(d1), str(d1), "-o", str(tmp_path / "o")]) == 2
     assert "shards must not overlap" in capsys.readouterr().err
 
-    assert main(["merge", str(d1), "-o", str(tmp_path / "o"), "--baseline",
-                 str(tmp_path / "nope.json")]) == 2
+    assert (
+        main(
+            ["merge", str(d1), "-o", str(tmp_path / "o"), "--baseline", str(tmp_path / "nope.json")]
+        )
+        == 2
+    )
     assert f"baseline file {tmp_path / 'nope.json'} does not exist" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 def test_merge_orders_and_round_trip(tmp_path: Path) -> None:
     assert merge_orders([["tools", "faithfulness"], ["tools", "retrieval", "faithfulness"]]) == [
-        "tools", "retrieval", "faithfulness"]
+        "tools",
+        "retrieval",
+        "faithfulness",
+    ]
     # results.json has sorted keys, so stage order survives only through stage_order
     one, _ = shard_docs()
     write_reports(one, tmp_path)
@@ -689,6 +916,7 @@ def test_merge_orders_and_round_trip(tmp_path: Path) -> None:
 
 def test_run_judge_is_the_judge_that_scored() -> None:
     """A suite may name its own judge: the run reports what judged, not only the option."""
+
     def result(*judges: str) -> dict[str, Any]:
         return {"recording": {"status": "replayed", "judges": list(judges)}}
 
@@ -701,8 +929,10 @@ def test_run_judge_is_the_judge_that_scored() -> None:
 
 
 def test_markdown_group_rows_join_when_a_case_has_a_group() -> None:
-    cases = [case(f"g{i}", i, outcome, {}) for i, outcome in
-             enumerate(["passed", "failed", "passed", "xfailed", "passed"])]
+    cases = [
+        case(f"g{i}", i, outcome, {})
+        for i, outcome in enumerate(["passed", "failed", "passed", "xfailed", "passed"])
+    ]
     assert "### Groups" not in render_markdown(aggregate(cases, {}))
     for item, group in zip(cases, ["u1", "u1", "u2", "u2", None], strict=True):
         item["group"] = group

@@ -13,9 +13,15 @@ from pytest_evalcases.report.terminal import GROUP_ROWS, ROWS_NONE, RunSummary
 from pytest_evalcases.report.terminal_tables import case_table, stage_headers
 
 
-def render_summary(results: list[dict[str, Any]], *, verbose: bool, orphans: list[str],
-                   orphan_note: str = "", width: int | None = None,
-                   rows: str | None = None) -> list[str]:
+def render_summary(
+    results: list[dict[str, Any]],
+    *,
+    verbose: bool,
+    orphans: list[str],
+    orphan_note: str = "",
+    width: int | None = None,
+    rows: str | None = None,
+) -> list[str]:
     """The section for results already at hand, fed one by one as the plugin feeds them."""
     summary = RunSummary(verbose=verbose, rows=rows)
     for result in results:
@@ -61,8 +67,10 @@ def test_summary_rows_totals_categories_and_counts():
 
 def test_the_table_lists_the_cases_that_did_not_pass_unless_verbose():
     outcomes = ["passed", "failed", "xfailed", "xpassed", "stale", "missing", "error", "skipped"]
-    results = [result(i, outcome, tools_passed=outcome in ("passed", "xpassed"))
-               for i, outcome in enumerate(outcomes)]
+    results = [
+        result(i, outcome, tools_passed=outcome in ("passed", "xpassed"))
+        for i, outcome in enumerate(outcomes)
+    ]
     quiet = render_summary(results, verbose=False, orphans=[])
     listed = [line.split()[2] for line in quiet if line.startswith("s::c")]
     assert listed == ["failed", "xfailed", "xpassed", "stale", "missing", "error"]
@@ -74,8 +82,9 @@ def test_the_table_lists_the_cases_that_did_not_pass_unless_verbose():
     assert none[0].split()[:2] == ["stage", "passed"]  # straight to the per-stage totals
     assert not any(line.startswith("s::c") or "not shown" in line for line in none)
     assert any(line.split()[:2] == ["category", "passed"] for line in none)
-    every_pass = render_summary([result(0, "passed"), result(1, "passed")], verbose=False,
-                                orphans=[])
+    every_pass = render_summary(
+        [result(0, "passed"), result(1, "passed")], verbose=False, orphans=[]
+    )
     assert every_pass[0] == "(2 passed or skipped cases not shown; -v shows every case)"
 
 
@@ -84,8 +93,10 @@ def test_group_rows_join_when_a_case_has_a_group():
     results[0]["group"], results[1]["group"] = "user-1", "user-1"
     lines = render_summary(results, verbose=False, orphans=[])
     start = lines.index("group   passed  scored  pass rate  95% CI    mean tools")
-    assert lines[start + 1:start + 3] == ["-       1       1       100%       21%-100%  -",
-                                          "user-1  1       2       50%        9%-91%    0.500"]
+    assert lines[start + 1 : start + 3] == [
+        "-       1       1       100%       21%-100%  -",
+        "user-1  1       2       50%        9%-91%    0.500",
+    ]
 
 
 def test_only_the_groups_with_the_lowest_pass_rates_are_shown_unless_verbose():
@@ -105,8 +116,9 @@ def test_only_the_groups_with_the_lowest_pass_rates_are_shown_unless_verbose():
 
 def test_category_rates_count_scored_cases_as_results_json_does():
     stale = result(1, "stale", "other", tools_passed=None)
-    lines = render_summary([result(0, "xpassed"), result(2, "xfailed"), stale],
-                           verbose=False, orphans=[])
+    lines = render_summary(
+        [result(0, "xpassed"), result(2, "xfailed"), stale], verbose=False, orphans=[]
+    )
     assert any(line.split() == ["cat", "1", "2", "50%"] for line in lines)  # xfailed is scored
     assert any(line.split() == ["other", "0", "0", "-"] for line in lines)  # stale is not
 
@@ -131,8 +143,12 @@ def random_result(rng: random.Random, file: str, suite: str, stages: list, index
             judge_error = passed is False and rng.random() < 0.2
             # Quarters: a float sum of them is exact in any order, as the batch summary's was.
             score = None if passed is None or judge_error else rng.choice([0, 0.25, 0.5, 1.0])
-            stage_dicts[name] = {"score": score, "passed": passed, "gating": gating,
-                                 "judge_error": judge_error}
+            stage_dicts[name] = {
+                "score": score,
+                "passed": passed,
+                "gating": gating,
+                "judge_error": judge_error,
+            }
     failure = None
     if outcome in ("failed", "xfailed"):
         failure = {"stage": stages[0][0], "reason": "missing: x " * rng.randint(1, 20)}
@@ -177,14 +193,16 @@ def test_streaming_summary_prints_the_batch_summary_text(
         results = random_results(seed, count)
         orphans = ["cassettes/a/old.json"] if seed % 2 else []
         expected = reference.render_summary(
-            reference.ordered_results(results), verbose=verbose, orphans=orphans,
-            orphan_note=" (note)", width=width,
+            reference.ordered_results(results),
+            verbose=verbose,
+            orphans=orphans,
+            orphan_note=" (note)",
+            width=width,
         )
         summary = RunSummary(verbose=verbose)
         for result in results:
             summary.add(result)
-        assert summary.lines(orphans=orphans, orphan_note=" (note)", width=width) == expected, (
-            seed)
+        assert summary.lines(orphans=orphans, orphan_note=" (note)", width=width) == expected, seed
 
 
 def test_summary_text_does_not_depend_on_arrival_order() -> None:
@@ -209,9 +227,20 @@ def test_mean_score_is_exact() -> None:
 
 
 # ---- the per-case table fits the terminal -------------------------------------------------------
-ALL_STAGES = ["tools", "retrieval", "exact_match", "token_f1", "faithfulness",
-              "contextual_recall", "contextual_precision", "contextual_relevancy",
-              "answer_relevancy", "correctness", "context_completeness", "answer_accuracy"]
+ALL_STAGES = [
+    "tools",
+    "retrieval",
+    "exact_match",
+    "token_f1",
+    "faithfulness",
+    "contextual_recall",
+    "contextual_precision",
+    "contextual_relevancy",
+    "answer_relevancy",
+    "correctness",
+    "context_completeness",
+    "answer_accuracy",
+]
 
 
 FAILURE = "retrieval: recall@3 0.00 < 1.00; missing: encryption, keys, passwords"
@@ -226,8 +255,10 @@ def table_rows(labels: list[str], stages: list[str]) -> list[list[str]]:
 @pytest.mark.parametrize("stage_count", [1, 3, 12])
 def test_every_line_of_the_case_table_fits_the_width(width: int, stage_count: int) -> None:
     stages = ALL_STAGES[:stage_count]
-    rows = table_rows(["docs-assistant::encryption-password", "s::x",
-                       "a-suite-with-a-long-name::" + "c" * 120], stages)
+    rows = table_rows(
+        ["docs-assistant::encryption-password", "s::x", "a-suite-with-a-long-name::" + "c" * 120],
+        stages,
+    )
     lines = case_table(stages, rows, width)
     assert max(len(line) for line in lines) <= width, "\n".join(lines)
     body = [line for line in lines if line.startswith(("docs-assistant::", "s::x"))]
@@ -264,6 +295,18 @@ def test_abbreviated_headers_with_a_legend_then_wrapped_columns() -> None:
 
 
 def test_stage_headers_are_short_and_distinct() -> None:
-    assert stage_headers(ALL_STAGES) == ["tools", "retr", "em", "f1", "faith", "c_rec", "c_prec",
-                                         "c_rel", "a_rel", "corr", "compl", "acc"]
+    assert stage_headers(ALL_STAGES) == [
+        "tools",
+        "retr",
+        "em",
+        "f1",
+        "faith",
+        "c_rec",
+        "c_prec",
+        "c_rel",
+        "a_rel",
+        "corr",
+        "compl",
+        "acc",
+    ]
     assert stage_headers(["new_stage_a", "new_stage_b"]) == ["new_s", "new_s2"]

@@ -63,22 +63,44 @@ def test_changed_fields_message_names_old_and_new():
 
 
 def test_labels_replace_hashes_where_they_read_differently():
-    old = {"fingerprint.model": "aaaaaa11", "data/kb.txt": "bbbbbb11", "gone": "cccccc11",
-           "judge": "dddddd11", "judge_version": "eeeeee11", "long": "ffffff11"}
-    new = {"fingerprint.model": "aaaaaa22", "data/kb.txt": "bbbbbb22", "added": "111111aa",
-           "judge": "dddddd22", "judge_version": "eeeeee22", "long": "ffffff22"}
-    old_labels = {"fingerprint.model": '"echo-1"', "data/kb.txt": "data/kb.txt",
-                  "gone": '"x"', "judge": "lexical", "judge_version": "lexical-1"}
-    new_labels = {"fingerprint.model": '"echo-2"', "data/kb.txt": "data/kb.txt",
-                  "added": "0.2", "judge": "openai:m", "judge_version": "deepeval==1",
-                  "long": '"short now"'}
+    old = {
+        "fingerprint.model": "aaaaaa11",
+        "data/kb.txt": "bbbbbb11",
+        "gone": "cccccc11",
+        "judge": "dddddd11",
+        "judge_version": "eeeeee11",
+        "long": "ffffff11",
+    }
+    new = {
+        "fingerprint.model": "aaaaaa22",
+        "data/kb.txt": "bbbbbb22",
+        "added": "111111aa",
+        "judge": "dddddd22",
+        "judge_version": "eeeeee22",
+        "long": "ffffff22",
+    }
+    old_labels = {
+        "fingerprint.model": '"echo-1"',
+        "data/kb.txt": "data/kb.txt",
+        "gone": '"x"',
+        "judge": "lexical",
+        "judge_version": "lexical-1",
+    }
+    new_labels = {
+        "fingerprint.model": '"echo-2"',
+        "data/kb.txt": "data/kb.txt",
+        "added": "0.2",
+        "judge": "openai:m",
+        "judge_version": "deepeval==1",
+        "long": '"short now"',
+    }
     assert changed_fields(old, new, old_labels, new_labels) == [
         "added added (- -> 0.2)",
         "data/kb.txt changed (bbbbbb -> bbbbbb)",  # the same path on both sides: the hashes
-        "fingerprint.model changed (\"echo-1\" -> \"echo-2\")",
-        "gone removed (\"x\" -> -)",
+        'fingerprint.model changed ("echo-1" -> "echo-2")',
+        'gone removed ("x" -> -)',
         "judge changed (lexical -> openai:m)",  # judge_version follows the judge: not repeated
-        "long changed (ffffff -> \"short now\")",  # no recorded label: its hash
+        'long changed (ffffff -> "short now")',  # no recorded label: its hash
     ]
     # A cassette recorded before labels (None) reads as it always did, judge_version included.
     assert "judge_version changed (eeeeee -> eeeeee)" in changed_fields(old, new, None, new_labels)
@@ -94,12 +116,24 @@ def test_check_key_asks_for_labels_only_when_the_key_differs():
     check_key({"system": "1"}, {"system": "1"}, "", "--live", labels=labels)
     assert asked == []
     with pytest.raises(StaleRecording, match=r"system changed \(a:b -> a:c\); told you"):
-        check_key({"system": "1"}, {"system": "2"}, "", "--live", labels=labels,
-                  advice=lambda names: "told you" if names == {"system"} else None)
+        check_key(
+            {"system": "1"},
+            {"system": "2"},
+            "",
+            "--live",
+            labels=labels,
+            advice=lambda names: "told you" if names == {"system"} else None,
+        )
     assert asked == [1]
     # Fields under `ignore_prefix` never make a key stale, labels or not.
-    check_key({"code.x": "1", "a": "2"}, {"code.x": "9", "a": "2"}, "", "--live",
-              ignore_prefix="code.", labels=labels)
+    check_key(
+        {"code.x": "1", "a": "2"},
+        {"code.x": "9", "a": "2"},
+        "",
+        "--live",
+        ignore_prefix="code.",
+        labels=labels,
+    )
     assert asked == [1]
 
 
@@ -108,11 +142,18 @@ def test_value_and_suite_labels():
     assert value_label(True) == "true" and value_label("x" * 80) == '"' + "x" * 80 + '"'
     assert value_label("x" * 81) is None and value_label(["a"]) is None
     assert value_label(None) is None
-    labels = suite_key_labels("demo.assistant:system", ["demo/docs.json"],
-                              {"prompt": "p" * 200, "model": "m", "tools": ["a"]},
-                              {"code.demo.assistant": "demo/assistant.py"})
-    assert labels == {"system": "demo.assistant:system", "demo/docs.json": "demo/docs.json",
-                      "fingerprint.model": '"m"', "code.demo.assistant": "demo/assistant.py"}
+    labels = suite_key_labels(
+        "demo.assistant:system",
+        ["demo/docs.json"],
+        {"prompt": "p" * 200, "model": "m", "tools": ["a"]},
+        {"code.demo.assistant": "demo/assistant.py"},
+    )
+    assert labels == {
+        "system": "demo.assistant:system",
+        "demo/docs.json": "demo/docs.json",
+        "fingerprint.model": '"m"',
+        "code.demo.assistant": "demo/assistant.py",
+    }
     doc = {"labels": {"key": {"system": "a:b", "bad": 3}, "verdicts": {"x": {"judge": "j"}}}}
     assert stored_labels(doc, "key") == {"system": "a:b"}  # a hand-edited non-string is skipped
     assert stored_labels(doc, "verdicts", "x") == {"judge": "j"}
@@ -203,8 +244,13 @@ def test_a_folder_in_place_of_a_cassette_names_it(tmp_path):
 def test_content_hashes_refuse_a_hand_edit():
     from pytest_evalcases.store.cassette import check_integrity, edited_verdicts
 
-    doc = build_cassette("s", "c", {}, {"answer": "x", "tool_calls": []},
-                         {"faithfulness": {"score": 0.5}, "answer_relevancy": {"score": 1.0}})
+    doc = build_cassette(
+        "s",
+        "c",
+        {},
+        {"answer": "x", "tool_calls": []},
+        {"faithfulness": {"score": 0.5}, "answer_relevancy": {"score": 1.0}},
+    )
     check_integrity(doc, "c.json")  # as written: accepted
     doc["trace"]["tool_calls"] = "search"
     with pytest.raises(CassetteError, match=r"edited by hand: trace changed \(c.json\)"):

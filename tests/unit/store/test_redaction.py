@@ -46,43 +46,73 @@ from pytest_evalcases.store.secret_scan import (
 REPO = Path(__file__).resolve().parents[3]
 
 SHAPE_SAMPLES = [
-    (OPENAI, "openai-key"), (OPENAI_LEGACY, "openai-key"), (ANTHROPIC, "anthropic-key"),
-    (GOOGLE, "google-api-key"), (GITHUB, "github-token"), (GITHUB_APP, "github-token"),
-    (GITHUB_OAUTH, "github-token"), (GITHUB_PAT, "github-token"), (SLACK_BOT, "slack-token"),
-    (SLACK_USER, "slack-token"), (AWS, "aws-access-key-id"), (AWS_TEMPORARY, "aws-access-key-id"),
+    (OPENAI, "openai-key"),
+    (OPENAI_LEGACY, "openai-key"),
+    (ANTHROPIC, "anthropic-key"),
+    (GOOGLE, "google-api-key"),
+    (GITHUB, "github-token"),
+    (GITHUB_APP, "github-token"),
+    (GITHUB_OAUTH, "github-token"),
+    (GITHUB_PAT, "github-token"),
+    (SLACK_BOT, "slack-token"),
+    (SLACK_USER, "slack-token"),
+    (AWS, "aws-access-key-id"),
+    (AWS_TEMPORARY, "aws-access-key-id"),
 ]
 
 
 # Environment secrets ---------------------------------------------------------------------------
 
+
 def test_secret_values_from_env_by_name_suffix_and_length() -> None:
     environ = {
-        "OPENAI_API_KEY": "sk-abcdefgh", "GH_TOKEN": " tok-12345 ", "APP_SECRET": "12345678",
-        "DB_PASSWORD": "hunter22", "lower_api_key": "abcdefghij",
-        "SHORT_KEY": "1234567",          # under 8 characters
+        "OPENAI_API_KEY": "sk-abcdefgh",
+        "GH_TOKEN": " tok-12345 ",
+        "APP_SECRET": "12345678",
+        "DB_PASSWORD": "hunter22",
+        "lower_api_key": "abcdefghij",
+        "SHORT_KEY": "1234567",  # under 8 characters
         "KEY_PATH": "/etc/secret/key",  # the name does not end in a credential suffix
-        "HOME": "/root", "MY_KEYS": "abcdefghijk", "TOKENIZER": "abcdefghijk",
+        "HOME": "/root",
+        "MY_KEYS": "abcdefghijk",
+        "TOKENIZER": "abcdefghijk",
     }
 
     assert secret_values_from_env(environ) == {
-        "APP_SECRET": "12345678", "DB_PASSWORD": "hunter22", "GH_TOKEN": "tok-12345",
-        "OPENAI_API_KEY": "sk-abcdefgh", "lower_api_key": "abcdefghij",
+        "APP_SECRET": "12345678",
+        "DB_PASSWORD": "hunter22",
+        "GH_TOKEN": "tok-12345",
+        "OPENAI_API_KEY": "sk-abcdefgh",
+        "lower_api_key": "abcdefghij",
     }
 
 
 def test_env_secret_replaced_by_its_name_everywhere() -> None:
     secret = "s3cr3t-v4lue-from-env"
-    doc = {"trace": {"answer": f"the key is {secret}.", "tool_calls": [
-        {"args": {"q": secret, "n": 3}}, {"args": {f"{secret}": True}}]},
-        "verdicts": {"faithfulness": {"reason": f"{secret} and {secret}"}}}
+    doc = {
+        "trace": {
+            "answer": f"the key is {secret}.",
+            "tool_calls": [{"args": {"q": secret, "n": 3}}, {"args": {f"{secret}": True}}],
+        },
+        "verdicts": {"faithfulness": {"reason": f"{secret} and {secret}"}},
+    }
 
     new, findings = redact(doc, {"MY_SERVICE_TOKEN": secret})
 
-    assert new == {"trace": {"answer": "the key is [REDACTED:MY_SERVICE_TOKEN].", "tool_calls": [
-        {"args": {"q": "[REDACTED:MY_SERVICE_TOKEN]", "n": 3}},
-        {"args": {"[REDACTED:MY_SERVICE_TOKEN]": True}}]},
-        "verdicts": {"faithfulness": {
-            "reason": "[REDACTED:MY_SERVICE_TOKEN] and [REDACTED:MY_SERVICE_TOKEN]"}}}
+    assert new == {
+        "trace": {
+            "answer": "the key is [REDACTED:MY_SERVICE_TOKEN].",
+            "tool_calls": [
+                {"args": {"q": "[REDACTED:MY_SERVICE_TOKEN]", "n": 3}},
+                {"args": {"[REDACTED:MY_SERVICE_TOKEN]": True}},
+            ],
+        },
+        "verdicts": {
+            "faithfulness": {
+                "reason": "[REDACTED:MY_SERVICE_TOKEN] and [REDACTED:MY_SERVICE_TOKEN]"
+            }
+        },
+    }
     assert findings == [
         ("$.trace.answer", "MY_SERVICE_TOKEN"),
         ("$.trace.tool_calls[0].args.q", "MY_SERVICE_TOKEN"),
@@ -106,8 +136,9 @@ def test_longer_env_secret_replaced_whole_before_one_it_contains() -> None:
 
 
 def test_one_value_under_two_names_reported_once() -> None:
-    new, findings = redact({"a": "x=hunter2hunter2"}, {"Z_TOKEN": "hunter2hunter2",
-                                                      "A_TOKEN": "hunter2hunter2"})
+    new, findings = redact(
+        {"a": "x=hunter2hunter2"}, {"Z_TOKEN": "hunter2hunter2", "A_TOKEN": "hunter2hunter2"}
+    )
 
     assert new == {"a": "x=[REDACTED:A_TOKEN]"}
     assert findings == [("$.a", "A_TOKEN")]
@@ -123,15 +154,19 @@ def test_env_secret_inside_an_http_json_body_string() -> None:
     request = new["interactions"][0]["request"]
     assert json.loads(request["body"])["messages"][0]["content"] == "key: [REDACTED:SERVICE_KEY]"
     assert request["headers"] == {"x": ["[REDACTED:SERVICE_KEY]"]}
-    assert [path for path, _ in findings] == ["$.interactions[0].request.body",
-                                              "$.interactions[0].request.headers.x[0]"]
+    assert [path for path, _ in findings] == [
+        "$.interactions[0].request.body",
+        "$.interactions[0].request.headers.x[0]",
+    ]
 
 
 # Key shapes ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(("key", "shape"), SHAPE_SAMPLES)
-@pytest.mark.parametrize("template", ["{}", "token: {}.", '"{}"', "key={}&a=1", "{}\nnext line",
-                                      "/v1/keys/{}/info"])
+@pytest.mark.parametrize(
+    "template", ["{}", "token: {}.", '"{}"', "key={}&a=1", "{}\nnext line", "/v1/keys/{}/info"]
+)
 def test_each_key_shape_redacted(key: str, shape: str, template: str) -> None:
     new, findings = redact({"s": template.format(key)}, {})
 
@@ -141,8 +176,14 @@ def test_each_key_shape_redacted(key: str, shape: str, template: str) -> None:
 
 def test_shape_names_are_the_documented_ones() -> None:
     assert [shape.name for shape in KEY_SHAPES] == [
-        "anthropic-key", "openai-key", "google-api-key", "github-token", "slack-token",
-        "aws-access-key-id", "bearer-token"]
+        "anthropic-key",
+        "openai-key",
+        "google-api-key",
+        "github-token",
+        "slack-token",
+        "aws-access-key-id",
+        "bearer-token",
+    ]
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
@@ -169,7 +210,8 @@ def test_key_after_a_json_escape_in_a_recorded_body_string() -> None:
     new, findings = redact({"body": body}, {})
 
     assert json.loads(new["body"]) == {
-        "content": "line one\n[REDACTED:openai-key]\t[REDACTED:google-api-key]"}
+        "content": "line one\n[REDACTED:openai-key]\t[REDACTED:google-api-key]"
+    }
     assert [kind for _, kind in findings] == ["openai-key", "google-api-key"]
 
 
@@ -178,8 +220,9 @@ def test_several_shapes_in_one_string_all_reported() -> None:
 
     new, findings = redact(text, {})
 
-    assert new == ("[REDACTED:aws-access-key-id] then [REDACTED:github-token] then "
-                   "[REDACTED:slack-token]")
+    assert new == (
+        "[REDACTED:aws-access-key-id] then [REDACTED:github-token] then [REDACTED:slack-token]"
+    )
     assert findings == [("$", "github-token"), ("$", "slack-token"), ("$", "aws-access-key-id")]
 
 
@@ -188,25 +231,28 @@ def test_several_shapes_in_one_string_all_reported() -> None:
 PNG_BASE64 = base64.b64encode(bytes(range(256)) * 40).decode()
 
 
-@pytest.mark.parametrize("text", [
-    "a risk-free trial, a task-management tool and a desk-sharing plan",
-    "sk-learn-gradient-boosting-tutorial-2024-notes",  # a slug: no long random run
-    "sk-abcdefghijklmnopqrstuvwxyz",                    # one case, no digits
-    "ask-" + RANDOM * 2,                                # `sk-` inside a word
-    "the Bearer of this letter, and bearer bonds",
-    "Bearer authentication-without-any-digits",
-    "cc62c6c03bc239b9 46401bb71681cdd2 4f40d272437b721b",  # our 16-hex key hashes
-    "sha256:" + "0123456789abcdef" * 4,
-    "max_tokens prompt_tokens completion_tokens api_key_header token",
-    "xoxo-gossip-girl-season-one",
-    "AKIA" + "IOSFODNN7EXAMPLE" + "X",                  # too long for an access key id
-    "XAKIA" + "IOSFODNN7EXAMPLE",                       # inside a longer word
-    "AIza" + RANDOM[:35] + "more",                      # longer than a Google key
-    "ghp_short",
-    "github_pat_too_short",
-    "[REDACTED:OPENAI_API_KEY] and [REDACTED:openai-key]",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a risk-free trial, a task-management tool and a desk-sharing plan",
+        "sk-learn-gradient-boosting-tutorial-2024-notes",  # a slug: no long random run
+        "sk-abcdefghijklmnopqrstuvwxyz",  # one case, no digits
+        "ask-" + RANDOM * 2,  # `sk-` inside a word
+        "the Bearer of this letter, and bearer bonds",
+        "Bearer authentication-without-any-digits",
+        "cc62c6c03bc239b9 46401bb71681cdd2 4f40d272437b721b",  # our 16-hex key hashes
+        "sha256:" + "0123456789abcdef" * 4,
+        "max_tokens prompt_tokens completion_tokens api_key_header token",
+        "xoxo-gossip-girl-season-one",
+        "AKIA" + "IOSFODNN7EXAMPLE" + "X",  # too long for an access key id
+        "XAKIA" + "IOSFODNN7EXAMPLE",  # inside a longer word
+        "AIza" + RANDOM[:35] + "more",  # longer than a Google key
+        "ghp_short",
+        "github_pat_too_short",
+        "[REDACTED:OPENAI_API_KEY] and [REDACTED:openai-key]",
+        "",
+    ],
+)
 def test_not_a_secret(text: str) -> None:
     assert redact({"s": text}, {}) == ({"s": text}, [])
 
@@ -215,8 +261,10 @@ def test_base64_image_data_holding_key_prefixes_is_not_a_secret() -> None:
     # Key prefixes in the middle of base64 data are preceded by a letter or digit.
     head = PNG_BASE64[:2000]
     assert head[-1].isalnum()
-    data = (f"data:image/png;base64,{head}AIza{RANDOM[:35]}/{head}AKIA"
-            f"IOSFODNN7EXAMPLE+{head}AIza{RANDOM[:35]}{head}")
+    data = (
+        f"data:image/png;base64,{head}AIza{RANDOM[:35]}/{head}AKIA"
+        f"IOSFODNN7EXAMPLE+{head}AIza{RANDOM[:35]}{head}"
+    )
 
     assert redact({"image": data}, {}) == ({"image": data}, [])
 
@@ -227,11 +275,17 @@ def test_the_demo_cassettes_hold_no_secret_shape() -> None:
 
 # Idempotence, purity, structure ------------------------------------------------------------------
 
+
 def leaky_doc() -> dict[str, Any]:
-    return {"trace": {"answer": f"k={OPENAI} t=env-secret-value-1",
-                      "tool_calls": [{"name": "search", "args": {"auth": f"Bearer {AWS}"}}],
-                      "retrieved": [{"id": 1, "score": 0.5, "ok": True, "none": None}]},
-            "key": {"case": "cc62c6c03bc239b9"}, GITHUB: "as a key"}
+    return {
+        "trace": {
+            "answer": f"k={OPENAI} t=env-secret-value-1",
+            "tool_calls": [{"name": "search", "args": {"auth": f"Bearer {AWS}"}}],
+            "retrieved": [{"id": 1, "score": 0.5, "ok": True, "none": None}],
+        },
+        "key": {"case": "cc62c6c03bc239b9"},
+        GITHUB: "as a key",
+    }
 
 
 def test_redacting_twice_equals_once_and_reports_nothing_new() -> None:
@@ -262,13 +316,17 @@ def test_non_string_values_kept_and_tuples_stay_tuples() -> None:
 
     new, _ = redact(doc, {})
 
-    assert new == {"n": 1, "f": 0.5, "b": False, "none": None,
-                   "t": ("x", "[REDACTED:github-token]")}
+    assert new == {
+        "n": 1,
+        "f": 0.5,
+        "b": False,
+        "none": None,
+        "t": ("x", "[REDACTED:github-token]"),
+    }
 
 
 def test_bytes_values_redacted_as_text() -> None:
-    new, findings = redact({"body": f"k={OPENAI}".encode(), "bin": b"\xff" + OPENAI.encode()},
-                           {})
+    new, findings = redact({"body": f"k={OPENAI}".encode(), "bin": b"\xff" + OPENAI.encode()}, {})
 
     assert new["body"] == b"k=[REDACTED:openai-key]"
     assert new["bin"] == b"\xff" + OPENAI.encode()  # not UTF-8: left alone
@@ -288,16 +346,20 @@ def test_json_paths_quote_names_that_are_not_identifiers() -> None:
     assert [path for path, _ in findings] == ['$.headers["x-api-key"][0]', '$["a b"]["0"]']
 
 
-@pytest.mark.parametrize(("secrets", "recordings", "line"), [
-    (2, 1, "redacted 2 secrets in 1 recording"),
-    (1, 1, "redacted 1 secret in 1 recording"),
-    (5, 3, "redacted 5 secrets in 3 recordings"),
-])
+@pytest.mark.parametrize(
+    ("secrets", "recordings", "line"),
+    [
+        (2, 1, "redacted 2 secrets in 1 recording"),
+        (1, 1, "redacted 1 secret in 1 recording"),
+        (5, 3, "redacted 5 secrets in 3 recordings"),
+    ],
+)
 def test_redaction_summary_wording(secrets: int, recordings: int, line: str) -> None:
     assert redaction_summary(secrets, recordings) == line
 
 
 # scan_files and the ini lookup -----------------------------------------------------------------
+
 
 def write(path: Path, content: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -322,12 +384,14 @@ def test_scan_files_walks_folders_and_reports_file_path_and_kind(tmp_path: Path)
     assert findings == [
         Finding(binary, None, "not JSON (not UTF-8 text)"),
         Finding(leaky, "$.interactions[0].request.headers.authorization[0]", "aws-access-key-id"),
-        Finding(broken, None, "not JSON (Expecting property name enclosed in double quotes at "
-                              "line 1)"),
+        Finding(
+            broken, None, "not JSON (Expecting property name enclosed in double quotes at line 1)"
+        ),
         Finding(named, "$.k", "X_SECRET"),
     ]
-    assert findings[1].line() == (f"{leaky}: $.interactions[0].request.headers.authorization[0]:"
-                                  " aws-access-key-id")
+    assert findings[1].line() == (
+        f"{leaky}: $.interactions[0].request.headers.authorization[0]: aws-access-key-id"
+    )
     assert findings[0].line() == f"{binary}: not JSON (not UTF-8 text)"
 
 
@@ -336,14 +400,17 @@ def test_scan_files_missing_path_is_an_error(tmp_path: Path) -> None:
         scan_files([tmp_path / "nope"])
 
 
-@pytest.mark.parametrize(("name", "text"), [
-    ("pytest.ini", "[pytest]\neval_cassettes = recs\n"),
-    ("pytest.toml", '[pytest]\neval_cassettes = "recs"\n'),
-    ("pyproject.toml", '[tool.pytest.ini_options]\neval_cassettes = "recs"\n'),
-    ("pyproject.toml", '[tool.pytest]\neval_cassettes = "recs"\n'),
-    ("tox.ini", "[pytest]\neval_cassettes = recs\n"),
-    ("setup.cfg", "[tool:pytest]\neval_cassettes = recs\n"),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pytest.ini", "[pytest]\neval_cassettes = recs\n"),
+        ("pytest.toml", '[pytest]\neval_cassettes = "recs"\n'),
+        ("pyproject.toml", '[tool.pytest.ini_options]\neval_cassettes = "recs"\n'),
+        ("pyproject.toml", '[tool.pytest]\neval_cassettes = "recs"\n'),
+        ("tox.ini", "[pytest]\neval_cassettes = recs\n"),
+        ("setup.cfg", "[tool:pytest]\neval_cassettes = recs\n"),
+    ],
+)
 def test_cassettes_folder_read_from_each_config_file(tmp_path: Path, name: str, text: str) -> None:
     write(tmp_path / name, text)
 
@@ -364,10 +431,10 @@ def test_cassettes_folder_follows_pytest_precedence(tmp_path: Path) -> None:
 
 
 def test_cassettes_folder_defaults_without_config(tmp_path: Path) -> None:
-    assert cassettes_folder_from_ini(tmp_path) == (tmp_path / "cassettes",
-                                                   "the default cassettes folder")
+    assert cassettes_folder_from_ini(tmp_path) == (
+        tmp_path / "cassettes",
+        "the default cassettes folder",
+    )
 
 
 # The scan command ------------------------------------------------------------------------------
-
-

@@ -63,7 +63,9 @@ def test_the_closing_line_sums_every_process_and_names_undelivered_spans() -> No
 def test_a_conversation_span_names_the_tools_of_every_turn() -> None:
     from pytest_evalcases.telemetry.attributes import trace_attributes
 
-    conversation = {"answer": "ok", "turns": [{"tool_calls": [{"name": "get_order"}]},
-                                              {"tool_calls": [{"name": "search_kb"}]}]}
+    conversation = {
+        "answer": "ok",
+        "turns": [{"tool_calls": [{"name": "get_order"}]}, {"tool_calls": [{"name": "search_kb"}]}],
+    }
     attrs = trace_attributes(conversation, None)
     assert attrs["evalcases.tool_calls"] == "get_order, search_kb"

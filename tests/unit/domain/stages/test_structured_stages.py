@@ -431,5 +431,3 @@ class TestRubric:
             case(rubric=[{"item": "x", "weight": 0}])
         with pytest.raises(ValidationError, match="empty string"):
             case(rubric=["  "])
-
-
