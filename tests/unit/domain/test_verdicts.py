@@ -19,8 +19,8 @@ import pytest
             {"judge"},
             "ini eval_judge",
             "suite",
-            'recorded with ini eval_judge = openai:m; pass --eval-judge openai:m, set "judge" in the '
-            "suite, or re-judge with --live-judges",
+            "recorded with ini eval_judge = openai:m; pass --eval-judge openai:m, "
+            'set "judge" in the suite, or re-judge with --live-judges',
         ),
         (
             {"judge"},
