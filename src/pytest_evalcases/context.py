@@ -126,6 +126,25 @@ def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[st
     return hashes
 
 
+def _judge_of(
+    state: EvalSession, suite_judge: str | None, nodeid: str
+) -> tuple[str | None, str | None]:
+    """The judge a suite's cases are judged with (--eval-judge, else the suite's, else the ini's)
+    and where it came from; CaseFileError for a suite judge of no known form."""
+    try:
+        own = canonical_judge(suite_judge) if suite_judge else None
+    except JudgeConfigError as exc:
+        raise CaseFileError(f'{nodeid}: "judge": {exc}') from None
+    settings = state.settings
+    if settings.judge_override:
+        return settings.judge_override, JUDGE_OPTION
+    if own:
+        return own, JUDGE_SUITE
+    if settings.default_judge:
+        return settings.default_judge, JUDGE_INI
+    return None, None
+
+
 def load_suite_context(state: EvalSession, path: Path) -> SuiteContext | CalibrationContext:
     """A case file's suite context outside collection, exactly as collection builds it (the run
     manifest describes every suite of the case folders, collected or not): a SuiteContext, or a
@@ -155,25 +174,13 @@ def calibration_context(
             f"{nodeid}: suite name {shown_name(suite.name)} cannot name a "
             f"folder: {reason}; rename the suite"
         )
-    try:
-        suite_judge = canonical_judge(suite.judge) if suite.judge else None
-    except JudgeConfigError as exc:
-        raise CaseFileError(f'{nodeid}: "judge": {exc}') from None
-    judge_from = (
-        JUDGE_OPTION
-        if state.settings.judge_override
-        else JUDGE_SUITE
-        if suite_judge
-        else JUDGE_INI
-        if state.settings.default_judge
-        else None
-    )
+    judge_spec, judge_from = _judge_of(state, suite.judge, nodeid)
     return CalibrationContext(
         path=path,
         suite=suite,
         cassette_dir=str(state.settings.cassette_root / suite.name),
         rootdir=state.settings.rootdir,
-        judge_spec=state.settings.judge_override or suite_judge or state.settings.default_judge,
+        judge_spec=judge_spec,
         judge_from=judge_from,
     )
 
@@ -244,19 +251,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         raise CaseFileError(f"{nodeid}: {exc}") from None
     report_only = [name for name in suite.report_only if name not in suite.stages]
 
-    try:
-        suite_judge = canonical_judge(suite.judge) if suite.judge else None
-    except JudgeConfigError as exc:
-        raise CaseFileError(f'{nodeid}: "judge": {exc}') from None
-    judge_from = (
-        JUDGE_OPTION
-        if state.settings.judge_override
-        else JUDGE_SUITE
-        if suite_judge
-        else JUDGE_INI
-        if state.settings.default_judge
-        else None
-    )
+    judge_spec, judge_from = _judge_of(state, suite.judge, nodeid)
 
     return SuiteContext(
         path=path,
@@ -271,7 +266,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         gating=list(suite.stages),
         report_only=report_only,
         judged=judged_stages(suite.stages + report_only),
-        judge_spec=state.settings.judge_override or suite_judge or state.settings.default_judge,
+        judge_spec=judge_spec,
         judge_from=judge_from,
         judge_options=judge_options(suite),
         timeout=state.settings.timeout_override or suite.timeout or state.settings.default_timeout,
