@@ -11,7 +11,10 @@ has a group.
 Updated with issue 12, deliberately: the per-group rows carry a Wilson interval and the mean of
 each gating stage (the ungrouped `-` row: counts only), and are titled `user` for suite users; the
 completeness/accuracy label columns of memory suites are not drawn by the random results here
-(no labelled stages), so the reference leaves them out."""
+(no labelled stages), so the reference leaves them out.
+
+Updated with issue 20 (point 5), deliberately: the per-stage totals and the category pass rates
+fit the width too (short column headers when the full ones do not fit)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,6 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_evalcases.core.names import aligned as _table
 from pytest_evalcases.core.outcomes import DECIDED, PASS_LIKE
 from pytest_evalcases.report.terminal import (
     GROUP_ROWS,
@@ -27,7 +29,7 @@ from pytest_evalcases.report.terminal import (
     first_failure_cell,
     stage_cell,
 )
-from pytest_evalcases.report.terminal_tables import case_table
+from pytest_evalcases.report.terminal_tables import case_table, fitted
 from pytest_evalcases.report.terminal_tables import rate_table as _rate_table
 
 
@@ -68,7 +70,9 @@ def case_rows(
     return lines
 
 
-def stage_totals(results: Sequence[dict[str, Any]], stages: list[str]) -> list[str]:
+def stage_totals(
+    results: Sequence[dict[str, Any]], stages: list[str], width: int | None = None
+) -> list[str]:
     rows = [["stage", "passed", "failed", "skipped", "judge errors", "mean score"]]
     for name in stages:
         passed = failed = skipped = errors = 0
@@ -92,7 +96,7 @@ def stage_totals(results: Sequence[dict[str, Any]], stages: list[str]) -> list[s
             name if any(r["stages"].get(name, {}).get("gating") for r in results) else f"{name}*"
         )
         rows.append([label, str(passed), str(failed), str(skipped), str(errors), mean])
-    return _table(rows)
+    return fitted(rows, width)
 
 
 def rate_rows(results: Sequence[dict[str, Any]], key: str) -> dict[str, list[int]]:
@@ -105,11 +109,11 @@ def rate_rows(results: Sequence[dict[str, Any]], key: str) -> dict[str, list[int
     return counts
 
 
-def category_rates(results: Sequence[dict[str, Any]]) -> list[str]:
+def category_rates(results: Sequence[dict[str, Any]], width: int | None = None) -> list[str]:
     """Pass rate per category, counted as in results.json: passes over the cases whose answer
     was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere)."""
     counts = rate_rows(results, "category")
-    return _rate_table("category", counts, sorted(counts))
+    return _rate_table("category", counts, sorted(counts), width=width)
 
 
 def group_scores(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -166,12 +170,12 @@ def render_summary(
     stages = stage_names(results)
     sections = [case_rows(results, stages, verbose, width) if results else ["no eval cases ran"]]
     if results and stages:
-        totals = stage_totals(results, stages)
+        totals = stage_totals(results, stages, width)
         if any(not any(r["stages"].get(n, {}).get("gating") for r in results) for n in stages):
             totals.append("* report only: never fails a case")
         sections.append(totals)
     if results:
-        sections.append(category_rates(results))
+        sections.append(category_rates(results, width))
     if any(r.get("group") not in (None, "") for r in results):
         sections.append(group_rates(results, verbose, stages, width))
     lines: list[str] = []

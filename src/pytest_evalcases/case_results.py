@@ -106,7 +106,11 @@ def case_result(
         "first_failure": first,
         "stages": result_stages(scores) if scores is not None else {},
         "recording": _recording_info(
-            recording, outcome, getattr(item, "live_error", None), getattr(item, "not_run", None)
+            recording,
+            outcome,
+            getattr(item, "live_error", None),
+            getattr(item, "not_run", None),
+            getattr(item, "kept_recording", True),
         ),
     }
     if case.user is not None:  # the group is a suite user: the reports title it so
@@ -147,7 +151,11 @@ def _relpath(item: Any) -> str:
 
 
 def _recording_info(
-    recording: Recording | None, outcome: str, live_error: str | None, not_run: str | None = None
+    recording: Recording | None,
+    outcome: str,
+    live_error: str | None,
+    not_run: str | None = None,
+    kept_recording: bool = True,
 ) -> dict[str, Any]:
     if recording is None:
         if not_run:
@@ -155,7 +163,8 @@ def _recording_info(
         if live_error:
             return {
                 "status": "not_rerecorded",
-                "note": f"{live_error}; the previous recording was kept",
+                "note": live_error
+                + ("; the previous recording was kept" if kept_recording else ""),
             }
         return {"status": outcome if outcome in ("stale", "missing") else None}
     trace = recording.trace

@@ -22,6 +22,7 @@ from .engine.http_replay import replay_http, run_recorded
 from .engine.limits import NotRun, StopRule, budget_text
 from .engine.recording import JudgeBinding, Recording
 from .engine.replay import replay
+from .store.cassette import cassette_path
 
 if TYPE_CHECKING:
     from .http.router import HttpLayer
@@ -84,6 +85,11 @@ class LiveSource:
             raise
         except Exception as exc:  # the summary says this case was not recorded, and why
             item.live_error = exception_summary(exc)  # with its request and its root cause
+            # A failed live run writes nothing: what is there now was there before.
+            ctx = item.ctx
+            item.kept_recording = cassette_path(
+                ctx.cassette_root, ctx.suite.name, item.case.id
+            ).exists()
             raise
 
 

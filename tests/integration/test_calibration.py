@@ -377,4 +377,5 @@ def test_a_judge_error_while_calibrating_keeps_the_old_recording_and_fails_the_r
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
     assert not project.cassette_path("cal", "wrong-number").exists()
     assert "judge error for answer_accuracy: " in text and "HTTP 401" in text
-    assert "the previous recording was kept" in text  # listed as not recorded
+    assert "not recorded: cal::wrong-number (judge error (" in text
+    assert "the previous recording was kept" not in text  # there was none (issue 20)

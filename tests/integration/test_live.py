@@ -191,6 +191,29 @@ def test_summary_says_the_failed_cases_were_not_re_recorded(failed_live: SimpleN
     assert "1 unchanged, 0 changed, 0 new; 2 not recorded" in section
 
 
+def test_a_first_live_run_that_fails_keeps_its_whole_reason_on_one_line(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20: `bad fields:` is followed by the fields on the same line, in the recording
+    changes and in the short summary; with no earlier recording, none is said to be kept."""
+    monkeypatch.setenv("COLUMNS", "300")
+    project.write_suite(suite_doc())
+    project.steer(malformed=["gamma"])
+
+    result = project.run("--live", "-p", "no:cacheprovider")
+
+    result.assert_outcomes(passed=2, errors=1)
+    fields = (
+        "bad fields: answer (a number, not a string), tool_calls[0].name (missing), "
+        "retrieved (a string, not a list)"
+    )
+    line = next(x for x in changes_section(result) if x.startswith("  not recorded: suite::gamma"))
+    assert line.endswith(f"{fields})"), line
+    assert "previous recording" not in line
+    short = next(x for x in result.outlines if x.startswith("ERROR") and "gamma" in x)
+    assert short.endswith(fields), short
+
+
 @pytest.mark.subprocess  # the system sends SIGINT to its own process
 def test_interrupted_live_run_leaves_every_cassette_whole(project: Project) -> None:
     project.write_suite(suite_doc())

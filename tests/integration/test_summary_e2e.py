@@ -280,7 +280,11 @@ def test_other_plugins_still_read_the_result_on_the_report(
 def case_table_lines(section: list[str]) -> list[str]:
     """The per-case table's lines (with its legend and the hidden-rows note): up to the
     per-stage totals."""
-    end = next(i for i, line in enumerate(section) if line.split()[:2] == ["stage", "passed"])
+    end = next(
+        i
+        for i, line in enumerate(section)
+        if line.split()[:2] in (["stage", "passed"], ["stage", "pass"])
+    )
     return section[:end]
 
 

@@ -1,5 +1,6 @@
-"""Messages for bad case files: a validation error as one line per field path, and the near-miss
-field names of a case (`expected_doc`: did you mean `expected_docs`?)."""
+"""Messages for bad case files and traces: a validation error as one line per field path, or all
+on one line (`retrieved (a string, not a list)`), and the near-miss field names of a case
+(`expected_doc`: did you mean `expected_docs`?)."""
 
 from __future__ import annotations
 
@@ -31,12 +32,60 @@ def misspelled_fields(extra: Mapping[str, Any] | None) -> list[str]:
     return problems
 
 
+def _field_path(loc: tuple[Any, ...], prefix: str = "") -> str:
+    path = prefix
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "<root>"
+
+
 def format_validation_error(error: ValidationError, prefix: str = "") -> str:
     """One line per problem, each naming the field path: `cases[3].input: Field required`."""
-    lines = []
+    return "\n".join(
+        f"{_field_path(item['loc'], prefix)}: {item['msg']}" for item in error.errors()
+    )
+
+
+# What a pydantic error type expected, and what a JSON value is, in words.
+_EXPECTED = {
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "string_type": "a string",
+    "int_type": "a number",
+    "int_parsing": "a number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "a boolean",
+    "bool_parsing": "a boolean",
+}
+_KINDS = (
+    (bool, "a boolean"),
+    (str, "a string"),
+    (int | float, "a number"),
+    (list | tuple, "a list"),
+    (dict, "a mapping"),
+    (type(None), "null"),
+)
+
+
+def _kind(value: Any) -> str:
+    return next((kind for types, kind in _KINDS if isinstance(value, types)), type(value).__name__)
+
+
+def one_line_validation_error(error: ValidationError, prefix: str = "") -> str:
+    """Every problem on one line, each naming its field and what is wrong in a few words:
+    `retrieved (a string, not a list), tool_calls[0].name (missing)`."""
+    parts = []
     for item in error.errors():
-        path = prefix
-        for part in item["loc"]:
-            path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-        lines.append(f"{path or '<root>'}: {item['msg']}")
-    return "\n".join(lines)
+        kind = item["type"]
+        if kind == "missing":
+            why = "missing"
+        elif kind in _EXPECTED:
+            why = f"{_kind(item.get('input'))}, not {_EXPECTED[kind]}"
+        else:
+            why = " ".join(str(item["msg"]).split())
+            why = why[:1].lower() + why[1:]
+        parts.append(f"{_field_path(item['loc'], prefix)} ({why})")
+    return ", ".join(parts)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ..core.errors import CaseFileError, TraceError, UserCodeExit
 from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case
 from ..core.trace import Trace
-from ..core.validation import format_validation_error
+from ..core.validation import one_line_validation_error
 
 
 class AttributeMapping(dict):
@@ -319,6 +319,6 @@ def normalize_trace(value: Any, where: str) -> dict[str, Any]:
         trace = Trace.model_validate(value)
     except ValidationError as exc:
         raise TraceError(
-            f"malformed trace for {where}; bad fields:\n{format_validation_error(exc)}"
+            f"malformed trace for {where}; bad fields: {one_line_validation_error(exc)}"
         ) from None
     return trace.model_dump(mode="json", exclude_none=True)

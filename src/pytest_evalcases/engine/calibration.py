@@ -198,7 +198,8 @@ async def record(
         ctx.suite.repeats,
     )
     if verdict.get("error"):
-        note = f"judge error ({verdict['error']}); the previous recording was kept"
+        kept = "; the previous recording was kept" if old is not None else ""
+        note = f"judge error ({verdict['error']}){kept}"
         return CalibrationRecording(verdict, "not_rerecorded", None, note)
     labels = {
         "key": {"kind": "calibration", "stage": target.case.stage},

@@ -14,11 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.names import aligned, clip
 from ..core.outcomes import ACCURACY_STAGE, COMPLETENESS_STAGE, DECIDED, PASS_LIKE
 from ..domain.calibration_scoring import calibration_section, terminal_lines
 from ..store.redaction import redaction_summary
-from .terminal_tables import LABEL_LEGENDS, case_table, rate_table
+from .terminal_tables import case_table, fit_failure, fitted, rate_table
 
 # Which cases get a row of the per-case table: those that did not pass (the default), every
 # case (-v, --eval-summary=all) or none (-q -q, --eval-summary=none).
@@ -55,7 +54,7 @@ def first_failure_cell(result: Mapping[str, Any]) -> str:
     )
     reason = failure.get("reason") or ""
     cell = f"{label}: {reason}" if label and reason else label or reason
-    return clip(cell, FAILURE_CELL_CHARS, one_line=False)
+    return fit_failure(" ".join(cell.split()), FAILURE_CELL_CHARS)
 
 
 @dataclass(slots=True)
@@ -237,12 +236,12 @@ class RunSummary:
         )
         sections = [self._case_rows(stages, width) if self.count else idle]
         if self.count and stages:
-            totals = self._stage_totals(stages)
+            totals = self._stage_totals(stages, width)
             if any(not self._stages[name].gating for name in stages):
                 totals.append("* report only: never fails a case")
             sections.append(totals)
         if self.count:
-            sections.append(self._category_rates())
+            sections.append(self._category_rates(width))
         if self._grouped:
             sections.append(self._group_rates(stages, width))
         lines: list[str] = []
@@ -284,7 +283,7 @@ class RunSummary:
             )
         return lines
 
-    def _stage_totals(self, stages: list[str]) -> list[str]:
+    def _stage_totals(self, stages: list[str], width: int | None) -> list[str]:
         repeated = any(self._stages[name].repeated for name in stages)
         header = ["stage", "passed", "failed", "skipped", "judge errors"]
         rows = [header + (["unstable"] if repeated else []) + ["mean score"]]
@@ -294,17 +293,22 @@ class RunSummary:
             counts = [tally.passed, tally.failed, tally.skipped, tally.judge_errors]
             counts += [tally.unstable] if repeated else []
             rows.append([label, *map(str, counts), tally.mean()])
-        return aligned(rows)
+        return fitted(rows, width)
 
-    def _category_rates(self) -> list[str]:
+    def _category_rates(self, width: int | None) -> list[str]:
         """Pass rate per category, counted as in results.json: passes over the cases whose answer
         was scored (stale, missing, erroring and skipped cases are shown as counts elsewhere);
         a memory suite's completeness and accuracy label counts beside it."""
         names = sorted(self._categories)
-        lines = rate_table("category", self._categories, names, self._labels["category"])
-        if self._grouped:  # the per-group table below explains the label columns once
-            lines = [line for line in lines if line not in LABEL_LEGENDS.values()]
-        return lines
+        # The per-group table below, when there is one, explains the label columns once.
+        return rate_table(
+            "category",
+            self._categories,
+            names,
+            self._labels["category"],
+            width=width,
+            label_legends=not self._grouped,
+        )
 
     def _group_rates(self, stages: list[str], width: int | None) -> list[str]:
         """Pass rate per group (a suite user, or a case's `group`) with its Wilson interval,

@@ -7,6 +7,8 @@ counted in `terminal`.
 from __future__ import annotations
 
 import math
+import re
+import textwrap
 from array import array
 from collections.abc import Mapping, Sequence
 
@@ -21,6 +23,19 @@ LABEL_LEGENDS = {
     "right/wrong": "right/wrong: cases whose answer was CORRECT / WRONG",
 }
 MIN_FAILURE_CHARS = 24  # a narrower first-failure column moves to a block of its own
+# Column headers of the totals and pass-rate tables, for a terminal too narrow for the full ones.
+SHORT_HEADERS = {
+    "passed": "pass",
+    "failed": "fail",
+    "skipped": "skip",
+    "judge errors": "judge err",
+    "unstable": "unst",
+    "mean score": "mean",
+    "pass rate": "rate",
+}
+# A part of a failure reason that is a score against its threshold (`recall@3 0.00 < 1.00`,
+# `0.33 < 0.50 (2 of 3 items met)`): the stage's column shows the score already.
+SCORE_PART = re.compile(r"^(?:[\w@.]+ )?-?\d+(?:\.\d+)? [<>]=? -?\d+(?:\.\d+)?(?: \(.*\))?$")
 
 # Short stage headers for a table that does not fit with the full names (with a legend).
 STAGE_ABBREVIATIONS = {
@@ -49,11 +64,14 @@ def rate_table(
     scores: Mapping[str, Mapping[str, array[float]]] | None = None,
     means: Sequence[str] = (),
     width: int | None = None,
+    label_legends: bool = True,
 ) -> list[str]:
     """`title passed scored pass rate`; with `scores`, the 95% Wilson interval and the mean of
     each stage in `means`; with `labels`, a memory suite's context completeness counts
     (COMPLETE/PARTIAL/INSUFFICIENT as `C/P/I`) and answer accuracy counts (CORRECT/WRONG as
-    `right/wrong`), explained under the table."""
+    `right/wrong`), explained under the table (unless `label_legends` is false). Wider than
+    `width`: the stage names of the means abbreviated (with a legend), then the other headers
+    shortened (SHORT_HEADERS)."""
     seen = {label for counts in (labels or {}).values() for label in counts}
     columns = [(header, known) for header, known in LABEL_COLUMNS if seen & set(known)]
     header = [title, "passed", "scored", "pass rate"]
@@ -76,15 +94,64 @@ def rate_table(
         row += [f"{math.fsum(own[m]) / len(own[m]):.3f}" if own.get(m) else "-" for m in means]
         rows.append(row)
     lines = aligned(rows)
+    shown = list(means)
     if width is not None and full != short and max(map(len, lines)) > width:
         rows[0] = header + short
-        lines = aligned(rows)
-        lines += _legend(
-            [f"{a} = {n}" for a, n in zip(stage_headers(means), means, strict=True) if a != n],
-            width,
-        )
-    lines += [LABEL_LEGENDS[name] for name, _ in columns]
+        lines = fitted(rows, width)
+        while shown and max(map(len, lines)) > width:  # the last means go, named below
+            shown.pop()
+            rows = [row[: len(row) - 1] for row in rows]
+            lines = fitted(rows, width)
+    else:
+        lines = fitted(rows, width)
+    pairs = zip(stage_headers(means), means, strict=True)
+    lines += _legend([f"{a} = {n}" for a, n in pairs if a != n and n in shown], width or 0)
+    if len(shown) < len(means):
+        hidden = ", ".join(means[len(shown) :])
+        lines += wrapped(f"(too narrow for the mean of {hidden}: report.md has it)", width)
+    if label_legends:
+        lines += [line for name, _ in columns for line in wrapped(LABEL_LEGENDS[name], width)]
     return lines
+
+
+def fitted(rows: Sequence[Sequence[str]], width: int | None) -> list[str]:
+    """`aligned(rows)`; wider than `width`, with the short headers of SHORT_HEADERS."""
+    lines = aligned(rows)
+    if width is None or max(map(len, lines)) <= width:
+        return lines
+    return aligned([[SHORT_HEADERS.get(cell, cell) for cell in rows[0]], *rows[1:]])
+
+
+def wrapped(text: str, width: int | None) -> list[str]:
+    """A note under a table, wrapped to `width` between words (continuation lines indented)."""
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(
+        text, max(width, 20), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+
+
+def fit_failure(cell: str, size: int) -> str:
+    """A first-failure cell (`stage: reason; reason`) within `size` characters, keeping the
+    names it holds: first the parts that compare a score with its threshold go (the stage's
+    column shows the score), then the stage name is abbreviated, then the last parts go (`; ...`
+    says so); only then is the text cut. `retrieval: recall@3 0.00 < 1.00; missing: encryption`
+    in 28 characters is `retr: missing: encryption`."""
+    if len(cell) <= size:
+        return cell
+    label, sep, reason = cell.partition(": ")
+    if not sep:
+        return clip(cell, size, one_line=False)
+    parts = reason.split("; ")
+    named = [part for part in parts if not SCORE_PART.match(part)] or parts
+    short = " ".join(STAGE_ABBREVIATIONS.get(word, word) for word in label.split(" "))
+    for shown in dict.fromkeys((label, short)):
+        for count in range(len(named), 0, -1):
+            more = "; ..." if count < len(named) else ""
+            text = f"{shown}: {'; '.join(named[:count])}{more}"
+            if len(text) <= size:
+                return text
+    return clip(f"{short}: {'; '.join(named)}", size, one_line=False)
 
 
 def stage_headers(stages: Sequence[str]) -> list[str]:
@@ -176,11 +243,17 @@ def _render_blocks(
     width: int,
 ) -> list[str]:
     lines: list[str] = []
+    last = len(headers) - 1  # the first failure: cut keeping its names (fit_failure)
     for number, block in enumerate(blocks):
         if number:
             lines.append("")
         for row in [headers, *rows]:
-            cells = [clip(row[column], size, one_line=False) for column, size in block]
+            cells = [
+                fit_failure(row[column], size)
+                if column == last and row is not headers
+                else clip(row[column], size, one_line=False)
+                for column, size in block
+            ]
             lines.append(
                 "  ".join(c.ljust(size) for c, (_, size) in zip(cells, block, strict=True)).rstrip()
             )
