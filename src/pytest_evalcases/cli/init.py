@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import init_frameworks as frameworks
 from . import init_templates as templates
 
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -73,13 +74,13 @@ def scaffold_files(framework: str, suite: str) -> dict[str, str]:
             suite=suite,
             framework=framework,
             model_note="" if framework == "plain" else ", in the framework's objects: `model.py`",
-            replace_hint=templates.REPLACE_HINTS[framework],
+            replace_hint=frameworks.REPLACE_HINTS[framework],
         ),
         f"{package}/__init__.py": templates.INIT_PY,
         f"{package}/tools.py": templates.TOOLS_PY,
         f"{package}/stand_in.py": templates.STAND_IN_PY,
     }
-    for name, text in templates.FRAMEWORK_FILES[framework].items():
+    for name, text in frameworks.FRAMEWORK_FILES[framework].items():
         files[f"{package}/{name}"] = text
     return files
 
