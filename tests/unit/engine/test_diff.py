@@ -104,7 +104,14 @@ def test_a_re_record_that_adds_labels_is_a_change_and_says_so() -> None:
     changes nothing else, so its stale messages can show names; equal labels stay unchanged."""
     from pytest_evalcases.engine.diff import describe_changes, same_recording
 
-    old = {"format": 2, "suite": "s", "case": "a", "key": {"case": "k"}, "trace": {}}
+    old = {
+        "format": 2,
+        "suite": "s",
+        "case": "a",
+        "key": {"case": "k"},
+        "trace": {},
+        "verdicts": {},
+    }
     labelled = {**old, "labels": {"key": {"case": '"q"'}}}
     assert not same_recording(old, labelled)
     assert same_recording(labelled, json.loads(json.dumps(labelled)))
