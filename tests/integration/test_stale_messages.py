@@ -117,3 +117,25 @@ def test_the_advice_offers_replay_http_only_when_it_can_succeed(agent: Project) 
     refused = agent.run("--replay-http")
     refused.assert_outcomes(errors=1)
     assert "fingerprint.prompt changed: " in stale_line(refused, "alpha")
+
+
+def test_a_live_run_adds_missing_labels_and_changes_nothing_else(agent: Project) -> None:
+    """A cassette recorded before labels gets them from a --live that changes nothing else: the
+    old recording (timings, recorded_at) is kept, so the diff holds the labels alone; a second
+    --live leaves it byte for byte."""
+    path = agent.cassette_path("agent", "alpha")
+    doc = json.loads(path.read_text())
+    labels = doc.pop("labels")
+    doc["recorded_at"] = "2020-01-01T00:00:00Z"
+    doc["trace"]["latency_ms"] = 12345.0  # not in integrity's trace hash: a timing
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+    relabelled = agent.run("--live")
+
+    relabelled.assert_outcomes(passed=1)
+    assert "labels added" in relabelled.stdout.str()
+    assert agent.cassette("agent", "alpha") == {**doc, "labels": labels}
+    before = path.read_bytes()
+    again = agent.run("--live")
+    again.assert_outcomes(passed=1)
+    assert "1 unchanged, 0 changed" in again.stdout.str() and path.read_bytes() == before
