@@ -123,8 +123,6 @@ def changed_fields(
             if labelled:
                 label_old = (recorded_labels or {}).get(name) if old is not None else None
                 label_new = (current_labels or {}).get(name) if new is not None else None
-                if (label_old or shown_old) != (label_new or shown_new):
-                    shown_old, shown_new = label_old or shown_old, label_new or shown_new
                 if name.startswith("fingerprint.") and (
                     is_long_label(label_old) or is_long_label(label_new)
                 ):
@@ -132,6 +130,11 @@ def changed_fields(
                     if words is not None:
                         changes.append(f"{name} changed: {words}")
                         continue
+                    # one side has no readable text: a long text is never shown whole
+                    label_old = None if is_long_label(label_old) else label_old
+                    label_new = None if is_long_label(label_new) else label_new
+                if (label_old or shown_old) != (label_new or shown_new):
+                    shown_old, shown_new = label_old or shown_old, label_new or shown_new
                 if name.startswith("user.") and label_old and label_new:
                     # a stale user: name the files that changed
                     files = changed_user_files(label_old, label_new)

@@ -92,6 +92,18 @@ def test_without_a_recorded_long_label_the_hashes_are_shown():
     assert change.startswith("fingerprint.prompt changed (" + old_key["fingerprint.prompt"][:6])
     (change,) = changed_fields(old_key, new_key, {"fingerprint.prompt": '"[REDACTED'}, new_labels)
     assert change.startswith("fingerprint.prompt changed (")  # an unreadable label: hashes
+    huge_key, huge_labels = _key_and_labels({"prompt": "x " * 5000})  # past the text limit
+    assert "fingerprint.prompt" not in huge_labels
+    (change,) = changed_fields(old_key, huge_key, {}, huge_labels)
+    assert change == (
+        f"fingerprint.prompt changed ({old_key['fingerprint.prompt'][:6]} -> "
+        f"{huge_key['fingerprint.prompt'][:6]})"
+    )
+    (change,) = changed_fields(huge_key, new_key, {}, new_labels)  # never the whole new text
+    assert change == (
+        f"fingerprint.prompt changed ({huge_key['fingerprint.prompt'][:6]} -> "
+        f"{new_key['fingerprint.prompt'][:6]})"
+    )
     short_key, short_labels = _key_and_labels({"model": "gpt-4o"})
     other_key, other_labels = _key_and_labels({"model": "gpt-4o-mini"})
     assert changed_fields(short_key, other_key, short_labels, other_labels) == [
