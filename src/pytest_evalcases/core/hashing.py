@@ -11,6 +11,9 @@ from typing import Any
 HASH_CHARS = 16  # stored; messages show the first 6
 SHOW_CHARS = 6
 LABEL_CHARS = 80  # a label longer than this would not help a message: the hash is shown instead
+# A fingerprint value longer than LABEL_CHARS keeps its text up to this many characters, so a
+# stale message can show the words that changed (never an input file's or code's text).
+TEXT_LABEL_CHARS = 8000
 
 
 def content_hash(value: Any) -> str:
@@ -32,6 +35,25 @@ def value_label(value: Any) -> str | None:
         text = json.dumps(value)
         return text if len(text) <= LABEL_CHARS else None
     return None
+
+
+def fingerprint_label(value: Any) -> str | None:
+    """A `fingerprint()` entry as a label: short values as `value_label`; a longer string, or a
+    dict or list (a tool's description and parameters), as its JSON up to TEXT_LABEL_CHARS, so
+    a change can be shown as the words that changed (`is_long_label`); else None."""
+    label = value_label(value)
+    if label is not None or not isinstance(value, str | dict | list):
+        return label
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return None
+    return text if len(text) <= TEXT_LABEL_CHARS else None
+
+
+def is_long_label(label: str | None) -> bool:
+    """A label holding a value's whole JSON text, shown as a word diff rather than in full."""
+    return label is not None and (len(label) > LABEL_CHARS or label[:1] in ("{", "["))
 
 
 def name_label(name: str) -> str | None:

@@ -23,8 +23,10 @@ from ..http.volatile import Volatility
 # a verdict (a verdict's `calls` counts its model requests, retries included).
 VOLATILE_KEYS = frozenset({"latency_ms", "usage"})
 VOLATILE_VERDICT_KEYS = VOLATILE_KEYS | {"calls"}
-# What a recording holds besides its trace and verdicts: these must be equal too.
-_COMPARED_FIELDS = ("format", "suite", "case", "key")
+# What a recording holds besides its trace and verdicts: these must be equal too. `labels`
+# count: a re-record that only adds missing labels (or their long form) rewrites the cassette,
+# so its stale messages can show names and words instead of hashes.
+_COMPARED_FIELDS = ("format", "suite", "case", "key", "labels")
 SHOWN_CHARS = 60
 # Differences of the HTTP exchanges shown for one case (the rest are counted).
 SHOWN_HTTP_DIFFERENCES = 6
@@ -59,10 +61,12 @@ def _stable_verdicts(verdicts: Any) -> Any:
     return {name: stable_verdict(v) for name, v in verdicts.items()}
 
 
-def same_recording(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Equal but for what no two runs share (the HTTP recording is compared on its own)."""
+def same_recording(old: Mapping[str, Any], new: Mapping[str, Any], labels: bool = True) -> bool:
+    """Equal but for what no two runs share (the HTTP recording is compared on its own); with
+    `labels` False, whatever their labels."""
+    fields = _COMPARED_FIELDS if labels else _COMPARED_FIELDS[:-1]
     return (
-        all(old.get(name) == new.get(name) for name in _COMPARED_FIELDS)
+        all(old.get(name) == new.get(name) for name in fields)
         and stable(old.get("trace")) == stable(new.get("trace"))
         and _stable_verdicts(old.get("verdicts") or {}) == _stable_verdicts(new.get("verdicts"))
         and _stable_runs(old.get("later_runs")) == _stable_runs(new.get("later_runs"))
@@ -206,6 +210,8 @@ def describe_changes(
     )
     if changed_key:
         found.append("key changed: " + ", ".join(changed_key))
+    elif old.get("labels") != new.get("labels"):  # labels follow the key: said when alone
+        found.append("labels added" if not old.get("labels") else "labels changed")
     old_trace, new_trace = stable(old.get("trace") or {}), stable(new.get("trace") or {})
     if old_trace.get("answer") != new_trace.get("answer"):
         found.append(

@@ -19,6 +19,7 @@ from ..domain.verdicts import judged_inputs, judged_part, judged_units
 from ..http.router import CaseHttp, UnservedRequest
 from ..store.cassette import http_path, shown_path
 from ..store.http import interactions_hash, load_http
+from ..store.keys import REPLAY_HTTP_RUNS
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import check_verdicts, checked_cassette
 from .save import save_recording
@@ -89,7 +90,7 @@ def run_recorded(
     The code fingerprint is no reason for staleness here (the code itself runs); a request the
     recording cannot serve is."""
 
-    doc, key, view = checked_cassette(ctx, case, ignore_prefix="code.")
+    doc, key, view = checked_cassette(ctx, case, ignore_prefix=REPLAY_HTTP_RUNS)
     where = case_where(ctx, case)
     exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))

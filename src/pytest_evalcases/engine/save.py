@@ -83,9 +83,17 @@ def save_recording(
     )
     if old is None:
         change: dict[str, Any] = {"kind": "new"}
-    elif http_changes is None and http_hash == old_http and same_recording(old, doc):
-        # The file stays byte for byte: what is returned is what it holds, bar the timings.
-        return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
+    elif http_changes is None and http_hash == old_http and same_recording(old, doc, False):
+        if same_recording(old, doc):
+            # The file stays byte for byte: what is returned is what it holds, bar the timings.
+            return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
+        # Only the labels differ (a cassette recorded before them, or before a label's long
+        # form): the old recording with today's labels, so the diff holds the labels alone.
+        details = describe_changes(old, doc, lambda _: {})
+        doc = {k: v for k, v in old.items() if k != "labels"}
+        if labels:
+            doc["labels"] = labels
+        change = {"kind": "changed", "details": details}
     else:
 
         def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:

@@ -12,7 +12,16 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.errors import CaseFileError, StaleRecording
-from ..core.hashing import LABEL_CHARS, SHOW_CHARS, content_hash, name_label, value_label
+from ..core.hashing import (
+    LABEL_CHARS,
+    SHOW_CHARS,
+    content_hash,
+    fingerprint_label,
+    is_long_label,
+    name_label,
+    value_label,
+)
+from ..core.word_diff import word_diff
 from ..domain.users import changed_user_files
 
 # Bump when the cassette layout or the meaning of a key field changes: every recording goes stale.
@@ -61,7 +70,7 @@ def suite_key_labels(
     """Labels of the key fields a suite shares (the `case` label is per case: `case_key_label`)."""
     found = {"system": name_label(system_spec)}
     found.update((name, name_label(name)) for name in inputs)
-    found.update((f"fingerprint.{name}", value_label(v)) for name, v in fingerprint.items())
+    found.update((f"fingerprint.{name}", fingerprint_label(v)) for name, v in fingerprint.items())
     found.update((name, name_label(path)) for name, path in code_paths.items())
     return {name: label for name, label in found.items() if label is not None}
 
@@ -98,7 +107,9 @@ def changed_fields(
     """`name changed (old -> new)` for every differing field, in a stable order. With the
     recorded cassette's labels, a side with a label shows it (`judge changed (lexical ->
     openai:gpt-4o-mini)`); without them (an older cassette), or when both labels read the
-    same (an input file's path), the short hashes."""
+    same (an input file's path), the short hashes. A `fingerprint.*` value too long to show
+    (a prompt) or made of fields (a tool) shows the words that changed: `fingerprint.prompt
+    changed: "…in one sentence, only…" -> "…in two short sentences, only…"`."""
     changes = []
     names = sorted(recorded.keys() | current.keys())
     labelled = recorded_labels is not None
@@ -112,6 +123,16 @@ def changed_fields(
             if labelled:
                 label_old = (recorded_labels or {}).get(name) if old is not None else None
                 label_new = (current_labels or {}).get(name) if new is not None else None
+                if name.startswith("fingerprint.") and (
+                    is_long_label(label_old) or is_long_label(label_new)
+                ):
+                    words = text_change(label_old, label_new)
+                    if words is not None:
+                        changes.append(f"{name} changed: {words}")
+                        continue
+                    # one side has no readable text: a long text is never shown whole
+                    label_old = None if is_long_label(label_old) else label_old
+                    label_new = None if is_long_label(label_new) else label_new
                 if (label_old or shown_old) != (label_new or shown_new):
                     shown_old, shown_new = label_old or shown_old, label_new or shown_new
                 if name.startswith("user.") and label_old and label_new:
@@ -124,12 +145,58 @@ def changed_fields(
     return changes
 
 
+def text_change(label_old: str | None, label_new: str | None) -> str | None:
+    """Two fingerprint labels (JSON texts) as the words that changed: two strings as a word
+    diff (`"…one sentence…" -> "…two short sentences…"`), two objects field by field
+    (`description "…knowledge base…" -> "…help center…"`); None when they cannot be read so."""
+    if label_old is None or label_new is None:
+        return None
+    try:
+        old, new = json.loads(label_old), json.loads(label_new)
+    except ValueError:  # a label redacted or cut: the hashes say it
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        parts = []
+        for field in sorted(old.keys() | new.keys()):
+            if old.get(field) != new.get(field):
+                if field not in old or field not in new:
+                    verb = "added" if field not in old else "removed"
+                    parts.append(f"{field} {verb}")
+                else:
+                    parts.append(f"{field} {_words(old[field], new[field])}")
+        return ", ".join(parts) or None
+    return _words(old, new)
+
+
+def _words(old: Any, new: Any) -> str:
+    """`"…old words…" -> "…new words…"`: strings as they read, other values as JSON."""
+    if isinstance(old, str) and isinstance(new, str):
+        shown_old, shown_new = word_diff(old, new)
+        return f'"{shown_old}" -> "{shown_new}"'
+    old, new = (json.dumps(v, sort_keys=True, ensure_ascii=False) for v in (old, new))
+    shown_old, shown_new = word_diff(old, new)
+    return f"{shown_old} -> {shown_new}"
+
+
 def _differs(name: str, recorded: Mapping[str, str], current: Mapping[str, str]) -> bool:
     return recorded.get(name) != current.get(name)
 
 
 def _short(value: str | None) -> str:
     return "-" if value is None else str(value)[:SHOW_CHARS]
+
+
+# The key fields --replay-http does not compare: it runs today's code, so a change there is
+# checked by running it (its HTTP served from the recording), not refused.
+REPLAY_HTTP_RUNS = "code."
+
+
+def replay_http_can_check(changed: Iterable[str]) -> bool:
+    """Whether `--replay-http` can check a recording whose key differs in `changed`: only when
+    every changed field is one it runs today (code); any other (a fingerprint, an input file,
+    the case, the judge) it refuses as stale too, so only a re-record helps."""
+    names = list(changed)
+    return bool(names) and all(name.startswith(REPLAY_HTTP_RUNS) for name in names)
 
 
 # The labels of both sides, asked for only once a key differs (never on the passing path).
@@ -165,7 +232,7 @@ def check_key(
     }
     closing = advice(names) if advice is not None else None
     if closing is None:
-        if rerecord == "--live" and any(name.startswith("code.") for name in names):
+        if rerecord == "--live" and replay_http_can_check(names):
             rerecord = "--live, or check it offline with --replay-http"
         closing = f"re-record with {rerecord}"
     raise StaleRecording(f"stale recording{what}: {'; '.join(changes)}; {closing}")

@@ -97,3 +97,28 @@ def test_the_changes_of_a_later_run_are_described() -> None:
     more = {**new, "later_runs": [run("good"), run("good")]}
     assert describe_changes(new, more, scores) == ["runs: 2 -> 3"]
     assert describe_changes({"key": {}, **run("good")}, new, scores) == ["runs: 1 -> 2"]
+
+
+def test_a_re_record_that_adds_labels_is_a_change_and_says_so() -> None:
+    """A cassette recorded without labels (or with older ones) is rewritten by a --live that
+    changes nothing else, so its stale messages can show names; equal labels stay unchanged."""
+    from pytest_evalcases.engine.diff import describe_changes, same_recording
+
+    old = {
+        "format": 2,
+        "suite": "s",
+        "case": "a",
+        "key": {"case": "k"},
+        "trace": {},
+        "verdicts": {},
+    }
+    labelled = {**old, "labels": {"key": {"case": '"q"'}}}
+    assert not same_recording(old, labelled)
+    assert same_recording(labelled, json.loads(json.dumps(labelled)))
+    relabelled = {**old, "labels": {"key": {"case": '"q2"'}}}
+    assert not same_recording(labelled, relabelled)
+    assert describe_changes(old, labelled, lambda _: {}) == ["labels added"]
+    assert describe_changes(labelled, relabelled, lambda _: {}) == ["labels changed"]
+    # when the key changed, the labels follow it: not said twice
+    moved = {**relabelled, "key": {"case": "k2"}}
+    assert describe_changes(labelled, moved, lambda _: {}) == ["key changed: case"]

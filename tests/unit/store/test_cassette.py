@@ -145,13 +145,15 @@ def test_value_and_suite_labels():
     labels = suite_key_labels(
         "demo.assistant:system",
         ["demo/docs.json"],
-        {"prompt": "p" * 200, "model": "m", "tools": ["a"]},
+        {"prompt": "p" * 200, "model": "m", "tools": ["a"], "huge": "h" * 9000},
         {"code.demo.assistant": "demo/assistant.py"},
     )
-    assert labels == {
+    assert labels == {  # a long prompt and a list keep their text, for a word diff; not "huge"
         "system": "demo.assistant:system",
         "demo/docs.json": "demo/docs.json",
         "fingerprint.model": '"m"',
+        "fingerprint.prompt": '"' + "p" * 200 + '"',
+        "fingerprint.tools": '["a"]',
         "code.demo.assistant": "demo/assistant.py",
     }
     doc = {"labels": {"key": {"system": "a:b", "bad": 3}, "verdicts": {"x": {"judge": "j"}}}}
