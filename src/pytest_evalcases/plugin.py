@@ -27,10 +27,9 @@ from .run_results import (
     ErrorStatus,
     ResultCollector,
     check_report_options,
-    finish_run,
     load_baseline,
     load_locked_manifest,
-    write_summary,
+    results_collector,
 )
 from .session import SESSION_KEY, EvalSession, get_session
 
@@ -119,7 +118,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
     if state.locked_manifest is not None:  # before any case runs (the controller's check)
         # start-up: the manifest check reads every suite; only --eval-manifest asks
-        from .run_results import check_locked_manifest
+        from .run_end import check_locked_manifest
 
         check_locked_manifest(session, state)
     if session.config.option.collectonly or not state.seen_case_files:
@@ -173,12 +172,23 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report files, apply the baseline gate."""
     state = get_session(session.config)
     state.close_otel()  # workers too: each sends its own cases' spans
+    collector = results_collector(session.config)
+    if collector is None or (collector.changes is None and not collector.results):
+        return  # an xdist worker, or no eval case to report on
+    # start-up: the end of a run loads the report floor, only in runs with eval cases
+    from .run_end import finish_run
+
     finish_run(session, state)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = get_session(config)
-    write_summary(terminalreporter, config, state)
+    collector = results_collector(config)
+    if collector is not None and collector.summary is not None:
+        # start-up: the summary's end loads the report floor, only in runs with eval cases
+        from .run_end import write_summary
+
+        write_summary(terminalreporter, config, state)
     noisy = noisy_plugins_line(config, state.settings)
     if noisy is not None and not state.settings.is_worker:
         terminalreporter.write_line(noisy)

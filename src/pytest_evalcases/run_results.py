@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import __version__
-from .session import EvalSession, utc_now
+from .session import EvalSession
 
 if TYPE_CHECKING:
     from .report.changes import RecordingChanges
@@ -46,23 +45,6 @@ def load_locked_manifest(config: pytest.Config) -> dict[str, Any] | None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def check_locked_manifest(session: pytest.Session, state: Any) -> None:
-    """--eval-manifest: refuse to run (a usage error listing each difference) when this run's
-    configuration differs from the locked one. Before any case runs, live ones included."""
-    locked = state.locked_manifest
-    if locked is None:
-        return
-    # start-up: as above; reading every suite loads collection (pydantic)
-    from .manifest import config_differences, refusal
-    from .project import project_config
-
-    differences = config_differences(locked["config"], project_config(state))
-    if differences:
-        raise pytest.UsageError(
-            refusal(session.config.getoption("eval_manifest"), locked, differences)
-        )
-
-
 def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
     """Read --eval-baseline up front, so a bad file stops the run before any case runs."""
     path = config.getoption("eval_baseline")
@@ -75,40 +57,6 @@ def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
         return load_results(Path(config.invocation_params.dir, path))
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
-
-
-def run_info(
-    config: pytest.Config,
-    mode: str,
-    judge: str | None,
-    started: str,
-    run_id: str | None = None,
-    run_config: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The results document's `run`; `run_config` is the run manifest's `config` (its git state
-    gives `git_commit`, read once)."""
-    # start-up: the report floor loads at the end of a run that writes a report
-    from .report.gitinfo import git_commit
-
-    option = config.option
-    commit = (run_config or {}).get("git", {}).get("commit") if run_config else None
-    info: dict[str, Any] = {"run_id": run_id} if run_id else {}
-    info.update(
-        plugin_version=__version__,
-        mode=mode,
-        judge=judge,
-        selection={
-            "args": list(config.args),
-            "keyword": option.keyword or None,
-            "markexpr": option.markexpr or None,
-        },
-        started=started,
-        finished=utc_now(),
-        git_commit=commit if run_config else git_commit(config.rootpath),
-    )
-    if run_config:
-        info["config"] = run_config
-    return info
 
 
 RESULTS_PLUGIN = "evalcases-results"
@@ -245,131 +193,6 @@ def summary_rows(config: pytest.Config) -> str:
     return ini or "failed"
 
 
-def _collector(config: pytest.Config) -> ResultCollector | None:
+def results_collector(config: pytest.Config) -> ResultCollector | None:
     """The controller's ResultCollector; None on an xdist worker."""
     return config.pluginmanager.get_plugin(RESULTS_PLUGIN)
-
-
-def _check_live_run_complete(
-    session: pytest.Session,
-    collector: ResultCollector,
-    changes: RecordingChanges,
-    state: EvalSession,
-) -> None:
-    """A live run that did not record every selected case fails: a green recording job must not
-    commit a red gate. Skipped and deselected cases were not asked for, so they do not count."""
-    unreported = collector.unreported(session)
-    if unreported:
-        stopped = state.stopped or session.shouldfail or session.shouldstop
-        if not stopped and session.config.option.maxfail:
-            stopped = f"the run stopped after --maxfail {session.config.option.maxfail}"
-        changes.add_unreported(unreported, str(stopped or "the run ended before it"))
-    changes.stopped = state.stopped
-    if not changes.incomplete:
-        return
-    ours = collector.budget_stop is not None  # xdist ends a stopped run as interrupted
-    if session.exitstatus == pytest.ExitCode.OK or (
-        ours and session.exitstatus == pytest.ExitCode.INTERRUPTED
-    ):
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def finish_run(session: pytest.Session, state: EvalSession) -> None:
-    """Controller only: the live run's completeness (its exit code), then aggregate, write the
-    report files, apply the baseline gate."""
-    collector = _collector(session.config)
-    if collector is None:
-        return
-    changes = collector.changes
-    if changes is not None and not session.config.option.collectonly:
-        _check_live_run_complete(session, collector, changes, state)
-    if not collector.results:  # no eval case, or no report asked for
-        return
-    # start-up: the report floor loads at the end of a run that writes a report
-    from .project import project_config
-    from .report.run import build_run_report, judges_used
-
-    judge = judges_used(
-        collector.results, state.settings.judge_override or state.settings.default_judge
-    )
-    report_dir = (
-        Path(session.config.invocation_params.dir, state.settings.report_dir)
-        if state.settings.report_dir
-        else None
-    )
-    run_config = project_config(state) if report_dir is not None else None
-    run = run_info(
-        session.config,
-        state.settings.mode,
-        judge,
-        state.started,
-        state.run_id if run_config else None,
-        run_config,
-    )
-    tolerance = session.config.getoption("eval_tolerance")
-    extra: dict[str, str] = {}
-    if run_config is not None:
-        # start-up: as above
-        from .manifest import MANIFEST_JSON, dumps_manifest, manifest_document
-
-        manifest = manifest_document(state.run_id, state.started, run_config)
-        extra[MANIFEST_JSON] = dumps_manifest(manifest)
-    if changes is not None:
-        # start-up: as above
-        from .report.changes import RECORDING_CHANGES_MD
-
-        extra[RECORDING_CHANGES_MD] = changes.markdown()
-    state.run_report = build_run_report(
-        collector.results, run, state.baseline, tolerance, report_dir, extra
-    )
-    if state.run_report.gate_failed and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSession) -> None:
-    collector = _collector(config)
-    if collector is None or collector.summary is None:
-        return
-    # start-up: the orphan scan reads the cassette folders, after a run with eval cases
-    from .housekeeping import orphan_report
-
-    orphans, note = orphan_report(state)
-    terminalreporter.write_sep("=", "per-stage summary")
-    width = terminalreporter._tw.fullwidth  # the same on the xdist controller as in serial
-    for line in collector.summary.lines(orphans=orphans, orphan_note=note, width=width):
-        terminalreporter.write_line(line)
-    calibration = collector.summary.calibration_lines(width)
-    if calibration:
-        terminalreporter.write_sep("=", "judge calibration")
-        for line in calibration:
-            terminalreporter.write_line(line)
-    if state.removed_temp_files:
-        count = state.removed_temp_files
-        terminalreporter.write_line(
-            f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings"
-        )
-    if collector.changes is not None:
-        title = "recording changes" + (" (dry run)" if state.settings.dry_run else "")
-        terminalreporter.write_sep("=", title)
-        for line in collector.changes.lines():
-            terminalreporter.write_line(line)
-    report = state.run_report
-    if report is not None and report.doc.get("baseline") is not None:
-        # start-up: as above
-        from .report.baseline import render_baseline_terminal
-
-        terminalreporter.write_sep("=", "regressions vs baseline")
-        for line in render_baseline_terminal(report.doc["baseline"]):
-            terminalreporter.write_line(line)
-    if report is not None and report.written:
-        terminalreporter.write_line("eval reports: " + ", ".join(str(p) for p in report.written))
-    if state.otel_deliveries:  # this process's, or each xdist worker's
-        # start-up: telemetry loads in runs that sent spans only
-        from .telemetry import delivery_line
-
-        terminalreporter.write_line(str(delivery_line(state.otel_deliveries)))
-    elif state.otel_requested and not state.settings.live:
-        terminalreporter.write_line(
-            "eval otel: a replay sends no spans (--eval-otel traces the "
-            "system runs and judge requests of live runs)"
-        )
