@@ -123,10 +123,17 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         check_locked_manifest(session, state)
     if session.config.option.collectonly or not state.seen_case_files:
         return (yield)
-    # start-up: the engine loads with the first case, not with the plugin
-    from .sources import record_selected, source_for
+    if state.settings.live or state.settings.replay_http:
+        # start-up: the live engine (asyncio, vcrpy's router) loads only in runs of the system
+        from .system_sources import record_selected, system_source
 
-    state.source = source_for(state)
+        state.source = system_source(state)
+    else:
+        # start-up: the replay engine loads with the first case, not with the plugin
+        from .sources import ReplaySource
+
+        state.source = ReplaySource(state.judge_binding)
+        return (yield)
     if not state.records_in_one_batch:
         return (yield)
     restore_maxfail = record_selected(session, state)

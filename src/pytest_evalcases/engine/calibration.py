@@ -33,7 +33,7 @@ from ..store.cassette import (
 )
 from ..store.keys import CASSETTE_FORMAT, check_key, stored_labels
 from .diff import same_recording
-from .live import judge_with_repeats
+from .judge_calls import judge_with_repeats
 
 if TYPE_CHECKING:
     from ..domain.context import CalibrationContext, CalibrationTarget

@@ -7,7 +7,7 @@ for --live-judges); and a recording equal to the old one but for timings and usa
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
@@ -22,7 +22,6 @@ from ..core.errors import (
 )
 from ..core.modes import LIVE, LIVE_JUDGES
 from ..core.names import clip
-from ..core.repeats import repeat_key, verdict_of_repeats
 from ..domain.context import case_where
 from ..domain.system import key_view, normalize_trace, system_view
 from ..domain.verdicts import (
@@ -33,10 +32,10 @@ from ..domain.verdicts import (
     verdict_key,
 )
 from ..http.router import CaseHttp
-from ..judges import JudgeError, JudgeInput
 from ..store.cassette import cassette_path, check_integrity, edited_verdicts, load_cassette
 from ..store.keys import changed_fields, check_key, recording_key
 from ..telemetry import NO_SPANS, CaseSpans
+from .judge_calls import judge_with_repeats
 from .limits import CaseSlots, recorded_cost_of
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import key_labels_of, recorded_runs
@@ -123,7 +122,6 @@ async def record(
     --live-stale and --live-judges judge only what the trace lacks: verdicts that are pending,
     missing, edited by hand, made under another key or on another answer or context.
     """
-    import asyncio  # live only: replay never pays for importing it
 
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     view = system_view(case)
@@ -311,36 +309,9 @@ async def _run_system(
     return trace, exchanges, recorded_cost_of(trace)
 
 
-async def judge_with_repeats(
-    judge: JudgeBinding,
-    stage: str,
-    case: Case,
-    trace: dict[str, Any],
-    options: dict[str, Any],
-    expected: dict[str, str],
-    repeats: int,
-    spans: CaseSpans = NO_SPANS,
-) -> dict[str, Any]:
-    """`repeats` verdicts of one stage, as one recorded verdict (each repeat under its key). A
-    repeat whose judge failed makes the whole verdict an error: it is recorded as pending."""
-    import asyncio
-
-    verdicts = await asyncio.gather(
-        *(_judge_one(judge, stage, case, trace, options, spans) for _ in range(repeats))
-    )
-    failed = next((v for v in verdicts if v.get("error")), None)
-    if failed is not None:
-        return {**failed, "key": expected}
-    for number, verdict in enumerate(verdicts, start=1):
-        verdict["key"] = repeat_key(expected, number)
-    return verdict_of_repeats(list(verdicts))
-
-
 async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
     """The system's run, bounded: past the timeout the case is an error and keeps its old
     cassette (a sync system's thread is left behind; it cannot be stopped from outside)."""
-    import asyncio
-
     if case.turns is None:
         running = ctx.system.arun(view)
     else:
@@ -352,41 +323,3 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
             f"run(case) of {case_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
             'the limit with --eval-timeout (or the suite\'s "timeout") if it is slow'
         ) from None
-
-
-async def _judge_one(
-    judge: JudgeBinding,
-    stage: str,
-    case: Case,
-    trace: dict[str, Any],
-    options: dict[str, Any],
-    spans: CaseSpans = NO_SPANS,
-) -> dict[str, Any]:
-    """One verdict; a judge that fails after its retries yields an error verdict, never a pass."""
-    with spans.judge_request(stage, judge.id) as judge_span:
-        verdict = await _verdict(judge, stage, case, trace, options)
-        judge_span.verdict(verdict)
-    return verdict
-
-
-async def _verdict(
-    judge: JudgeBinding, stage: str, case: Case, trace: dict[str, Any], options: dict[str, Any]
-) -> dict[str, Any]:
-
-    data = JudgeInput(
-        input=case.input,
-        answer=trace.get("answer", ""),
-        reference=case.reference,
-        context=list(trace.get("context") or []),
-        unanswerable=case.unanswerable,
-        rubric=case.rubric or (),
-    )
-    started = time.perf_counter()
-    try:
-        return dict(await judge.live.evaluate(stage, data, options))
-    except JudgeError as exc:
-        return {
-            "error": str(exc),
-            "judge": judge.id,
-            "latency_ms": round((time.perf_counter() - started) * 1000, 1),
-        }

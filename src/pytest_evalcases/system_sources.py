@@ -1,0 +1,133 @@
+"""The sources of a run that runs the system (`sources.py` has the replay's):
+
+- --replay-http (alone, or with --live-stale): today's code, its HTTP served from the recording;
+- live (--live, --live-stale, --live-judges, each also with --replay-http): the live batch's
+  result for the case, or a recording made now (xdist workers, --replay-http).
+
+Only such a run imports this module, and with it the live engine, vcrpy's router and asyncio."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .batch import LiveRecorder, LiveServices, Progress
+from .core.errors import MissingRecording, StaleRecording
+from .core.exception_chain import exception_summary
+from .core.modes import LIVE_STALE, REPLAY
+from .engine.http_replay import replay_http, run_recorded
+from .engine.limits import NotRun, StopRule, budget_text
+from .engine.recording import Recording
+from .sources import JudgeOf
+from .store.cassette import cassette_path
+
+if TYPE_CHECKING:
+    from .http.router import HttpLayer
+    from .items import CaseItem
+    from .session import EvalSession
+
+
+class HttpReplaySource:
+    """--replay-http (with --live-stale: a case that replays clean gets its key refreshed)."""
+
+    def __init__(
+        self, judge: JudgeOf, http: Callable[[], HttpLayer], refresh: bool, dry_run: bool
+    ) -> None:
+        self.judge, self.http, self.refresh, self.dry_run = judge, http, refresh, dry_run
+
+    def recording_for(self, item: CaseItem) -> Recording:
+        ctx = item.ctx
+        return replay_http(
+            ctx,
+            item.case,
+            self.judge(ctx.judge_spec, False),
+            self.http(),
+            refresh=self.refresh,
+            dry_run=self.dry_run,
+        )
+
+
+class LiveSource:
+    """Live modes: the batch recorded the case already (or records it now). With `offline`
+    (--replay-http --live-judges), what today's code answers offline is judged."""
+
+    def __init__(self, recorder: LiveRecorder, http: Callable[[], HttpLayer], offline: bool):
+        self.recorder, self.http, self.offline = recorder, http, offline
+
+    def recording_for(self, item: CaseItem) -> Recording:
+        try:
+            if self.offline:
+                doc, _, trace = run_recorded(item.ctx, item.case, self.http())
+                return self.recorder.recording_for(item, offline=(doc, trace))
+            return self.recorder.recording_for(item)
+        except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
+            item.not_run = str(exc)
+            # Shown at the case (as a skip marker is), not at this line of the plugin.
+            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+        except (StaleRecording, MissingRecording):
+            raise
+        except Exception as exc:  # the summary says this case was not recorded, and why
+            item.live_error = exception_summary(exc)  # with its request and its root cause
+            # A failed live run writes nothing: what is there now was there before.
+            ctx = item.ctx
+            item.kept_recording = cassette_path(
+                ctx.cassette_root, ctx.suite.name, item.case.id
+            ).exists()
+            raise
+
+
+def system_source(state: EvalSession) -> HttpReplaySource | LiveSource:
+    """The source of a --replay-http or live run, from its settings; services are handed over as
+    callables."""
+    settings = state.settings
+
+    def http() -> HttpLayer:
+        return state.http_layer
+
+    if settings.replay_http and settings.mode in (REPLAY, LIVE_STALE):
+        return HttpReplaySource(
+            state.judge_binding, http, refresh=settings.mode == LIVE_STALE, dry_run=settings.dry_run
+        )
+    services = LiveServices(
+        binding_for=state.binding_for,
+        judge_bindings=state.judge_bindings,
+        http_layer=http,
+        otel_export=lambda: state.otel_export,
+    )
+    recorder = LiveRecorder(services, settings.concurrency, settings.mode, settings.dry_run)
+    return LiveSource(recorder, http, offline=settings.replay_http)
+
+
+def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[], None]:
+    """A live run without xdist: record every selected case in one batch before the items
+    report. The batch applies -x / --maxfail itself, so pytest's count is switched off until the
+    returned function restores it: every case the batch ran reports (and is recorded), the ones
+    it did not start report as not run."""
+    source = state.source
+    assert isinstance(source, LiveSource)
+    # A case of a suite whose name two files declare errors in setup: never record it.
+    items = [
+        item
+        for item in session.items
+        if getattr(item, "is_eval_case", False)
+        and not item.case.skip
+        and item.suite_conflict(state) is None
+    ]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = reporter.write if reporter else (lambda text: None)
+    progress = Progress(len(items), write, bool(reporter and reporter.isatty))
+    option = session.config.option
+    rule = StopRule(option.maxfail or 0, state.settings.budget)
+    source.recorder.record_batch(items, progress, rule)
+    state.stopped = rule.reason
+    if rule.reason is not None and rule.budget is not None:
+        # the cases already running finished and were paid for: say what the run cost in all
+        state.stopped += f"; the run's recorded cost came to {budget_text(rule.spent)}"
+    option.maxfail = 0
+
+    def restore() -> None:
+        option.maxfail = rule.maxfail
+
+    return restore
