@@ -5,6 +5,7 @@ does not collect (two files declaring one suite are refused whatever the selecti
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,15 @@ def prune_orphans(config: pytest.Config) -> int:
     return int(pytest.ExitCode.OK)
 
 
+def case_files(case_dirs: list[Path], cassette_root: Path) -> Iterator[Path]:
+    """Every case file of the case folders (`*.json` outside the cassettes), folder by folder,
+    sorted: what collection takes, what orphan detection, the manifest and --markers read."""
+    for folder in case_dirs:
+        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+            if not path.is_relative_to(cassette_root):
+                yield path
+
+
 def scan_suites(
     case_dirs: list[Path],
     cassette_root: Path,
@@ -87,26 +97,25 @@ def scan_suites(
     (then no cassette can safely be called an orphan)."""
     suites: dict[Path, tuple[str, list[str]]] = {}
     unreadable: list[Path] = []
-    for folder in case_dirs:
-        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
-            if path.is_relative_to(cassette_root) or path in skip:
-                continue
-            if path in known:
-                suites[path] = known[path]
-                continue
-            try:
-                doc = json.loads(path.read_bytes())
-                ids = [
-                    c["id"]
-                    for c in doc["cases"]
-                    if isinstance(c, dict) and isinstance(c.get("id"), str)
-                ]
-                name = doc["name"]
-                if not isinstance(name, str):
-                    raise TypeError("the suite name is not a string")
-                suites[path] = (name, ids)
-            except Exception:  # anything a hostile file raises (RecursionError, a huge int...)
-                unreadable.append(path)
+    for path in case_files(case_dirs, cassette_root):
+        if path in skip:
+            continue
+        if path in known:
+            suites[path] = known[path]
+            continue
+        try:
+            doc = json.loads(path.read_bytes())
+            ids = [
+                c["id"]
+                for c in doc["cases"]
+                if isinstance(c, dict) and isinstance(c.get("id"), str)
+            ]
+            name = doc["name"]
+            if not isinstance(name, str):
+                raise TypeError("the suite name is not a string")
+            suites[path] = (name, ids)
+        except Exception:  # anything a hostile file raises (RecursionError, a huge int...)
+            unreadable.append(path)
     return suites, unreadable
 
 
@@ -114,17 +123,14 @@ def case_markers(case_dirs: list[Path], cassette_root: Path) -> set[str]:
     """Every category and mark the case files name (for `pytest --markers`, which collects
     nothing). A file that cannot be read names none: collection reports it."""
     found: set[str] = set()
-    for folder in case_dirs:
-        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
-            if path.is_relative_to(cassette_root):
-                continue
-            try:
-                cases = json.loads(path.read_bytes())["cases"]
-                for case in cases:
-                    names = [case.get("category"), *(case.get("marks") or [])]
-                    found.update(n for n in names if isinstance(n, str) and n.isidentifier())
-            except Exception:  # anything a hostile file raises
-                continue
+    for path in case_files(case_dirs, cassette_root):
+        try:
+            cases = json.loads(path.read_bytes())["cases"]
+            for case in cases:
+                names = [case.get("category"), *(case.get("marks") or [])]
+                found.update(n for n in names if isinstance(n, str) and n.isidentifier())
+        except Exception:  # anything a hostile file raises
+            continue
     return found
 
 

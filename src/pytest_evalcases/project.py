@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .context import hash_inputs, load_suite_context
 from .core.errors import CaseFileError
 from .core.hashing import file_hash
+from .housekeeping import case_files
 from .judges import judge_version
 from .manifest.config import calibration_config, package_versions, suite_config
 from .report.gitinfo import git_state
@@ -33,7 +34,9 @@ def _read_project(state: EvalSession) -> dict[str, Any]:
 
     suites: dict[str, dict[str, Any]] = {}
     unloadable: dict[str, str] = {}
-    for path in case_files(state):
+    settings = state.settings
+    # sorted once more: two case folders may overlap
+    for path in sorted(set(case_files(settings.case_dirs, settings.cassette_root))):
         file = (
             path.relative_to(state.settings.rootdir).as_posix()
             if path.is_relative_to(state.settings.rootdir)
@@ -54,15 +57,6 @@ def _read_project(state: EvalSession) -> dict[str, Any]:
         "versions": package_versions(),
         "git": git_state(state.settings.rootdir),
     }
-
-
-def case_files(state: EvalSession) -> list[Path]:
-    """Every case file of the case folders, as collection would take them, sorted."""
-    found: set[Path] = set()
-    for folder in state.settings.case_dirs:
-        if folder.is_dir():
-            found.update(p for p in folder.rglob("*.json") if state.is_case_file(p))
-    return sorted(found)
 
 
 def _suite_entry(state: EvalSession, path: Path, file: str) -> tuple[str, dict[str, Any]]:
