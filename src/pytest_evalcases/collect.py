@@ -147,3 +147,22 @@ class CaseFile(pytest.File):
             # raises=StageFailure: a stale, missing or crashing case stays an error under xfail.
             item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=StageFailure))
         return item
+
+
+def unreadable_case_files(folder: pytest.Directory) -> list[CaseFile]:
+    """The `*.json` entries of a case folder that pytest does not collect because they are not
+    regular files (a dangling symlink, a symlink loop, a folder, a FIFO, a device): each becomes
+    a CaseFile whose one item errors naming why, so that none is silently not run."""
+    found = []
+    with os.scandir(folder.path) as entries:
+        for entry in entries:
+            if entry.name.endswith(".json") and not _is_file(entry):
+                found.append(CaseFile.from_parent(folder, path=Path(entry.path)))
+    return sorted(found, key=lambda node: node.path.name)
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a symlink loop
+        return False

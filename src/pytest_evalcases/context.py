@@ -25,6 +25,7 @@ from .domain.users import SuiteUser, build_users
 from .domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from .judges import JudgeConfigError
 from .judges.spec import canonical_judge
+from .store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from .store.keys import suite_key_fields, suite_key_labels
 
 if TYPE_CHECKING:
@@ -186,12 +187,25 @@ def calibration_context(
 
 
 def read_suite_file(path: Path, nodeid: str) -> Any:
-    """A case file's JSON; CaseFileError (naming the file) when it cannot be read or parsed."""
+    """A case file's JSON; CaseFileError (naming the file) when it cannot be read or parsed, is
+    not a regular file (a FIFO would block the run) or is over the case files' size cap."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, CASE_FILE_CAP).decode("utf-8")
+    except RefusedFile as exc:
+        raise CaseFileError(f"{nodeid}: {refused_case_file(exc)}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseFileError(f"{nodeid}: cannot read the file as UTF-8 text ({exc})") from None
     return _parse_case_file(nodeid, text)
+
+
+def refused_case_file(refused: RefusedFile) -> str:
+    """Why a case file was not read, and the next step."""
+    if refused.too_big:
+        return f"{refused.reason}; split the suite into several case files"
+    return (
+        f"{refused.reason}, not a case file: nothing was read from it; make it a regular JSON "
+        "file, or remove it"
+    )
 
 
 def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> SuiteContext:

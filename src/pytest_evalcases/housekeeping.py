@@ -13,7 +13,8 @@ import pytest
 
 from .core.modes import LIVE
 from .core.names import shown_file
-from .store.cassette import find_orphans
+from .store.cassette import find_orphans, left_alone
+from .store.files import CASE_FILE_CAP, problem_of, read_bounded
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -27,14 +28,41 @@ def _ids_by_suite(per_file: dict[Path, tuple[str, list[str]]]) -> dict[str, list
 
 
 def remove_orphans(paths: list[Path]) -> None:
-    """Delete orphaned recordings, and the folder of a gone suite once it is empty."""
+    """Delete orphaned recordings, and the folder of a gone suite once it is empty. A path that
+    is (or has become) a symlink, or sits in a symlinked folder, is left alone."""
     for path in paths:
-        path.unlink(missing_ok=True)
+        if not (path.is_symlink() or path.parent.is_symlink()):
+            path.unlink(missing_ok=True)
     for folder in sorted({path.parent for path in paths}):
         try:
-            folder.rmdir()  # only when empty
+            if not folder.is_symlink():
+                folder.rmdir()  # only when empty
         except OSError:
             pass
+
+
+def outside_rootdir_note(rootdir: Path, cassette_root: Path) -> str | None:
+    """Why nothing under the cassette folder may be deleted (it resolves outside the rootdir:
+    not ours), or None."""
+    if cassette_root.is_relative_to(rootdir.resolve()):
+        return None
+    return (
+        f"the cassette folder resolves to {cassette_root}, outside the rootdir: "
+        "pytest-evalcases deletes nothing there"
+    )
+
+
+def left_alone_line(rootdir: Path, cassette_root: Path) -> str | None:
+    """One line naming what under the cassette folder was neither walked nor deleted (symlinks,
+    files that are not regular files), and why; None when there is nothing such."""
+    found = left_alone(cassette_root)
+    if not found:
+        return None
+    shown = ", ".join(f"{shown_file(path, rootdir)} ({why})" for path, why in found)
+    return (
+        f"left alone: {shown}: not walked for orphans and nothing behind it deleted (a symlink "
+        "or a file that is not a regular file under the cassette folder is not ours to touch)"
+    )
 
 
 def prune_orphans(config: pytest.Config) -> int:
@@ -58,9 +86,15 @@ def prune_orphans(config: pytest.Config) -> int:
     rootdir = Path(config.rootpath)
     case_dirs = [(rootdir / p).resolve() for p in config.getini("eval_cases")]
     cassette_root = (rootdir / config.getini("eval_cassettes")).resolve()
+    outside = outside_rootdir_note(rootdir, cassette_root)
+    if outside:
+        raise pytest.UsageError(f"--live-prune deleted nothing: {outside}")
     per_file, unreadable = scan_suites(case_dirs, cassette_root, {})
     if unreadable:
-        names = ", ".join(shown_file(p, rootdir) for p in unreadable)
+        names = ", ".join(
+            f"{shown_file(p, rootdir)} ({problem_of(p) or 'not a readable suite'})"
+            for p in unreadable
+        )
         raise pytest.UsageError(
             f"--live-prune deleted nothing: cannot read the case file(s) {names}, whose "
             "recordings would look orphaned; fix or remove them, then prune again"
@@ -74,6 +108,9 @@ def prune_orphans(config: pytest.Config) -> int:
     )
     for path in orphans:
         print(f"  {shown_file(path, rootdir)}")
+    left = left_alone_line(rootdir, cassette_root)
+    if left:
+        print(left)
     return int(pytest.ExitCode.OK)
 
 
@@ -104,7 +141,7 @@ def scan_suites(
             suites[path] = known[path]
             continue
         try:
-            doc = json.loads(path.read_bytes())
+            doc = json.loads(read_bounded(path, CASE_FILE_CAP))
             ids = [
                 c["id"]
                 for c in doc["cases"]
@@ -114,7 +151,7 @@ def scan_suites(
             if not isinstance(name, str):
                 raise TypeError("the suite name is not a string")
             suites[path] = (name, ids)
-        except Exception:  # anything a hostile file raises (RecursionError, a huge int...)
+        except Exception:  # anything a hostile file raises (RecursionError, a FIFO, 1 GB...)
             unreadable.append(path)
     return suites, unreadable
 
@@ -125,7 +162,7 @@ def case_markers(case_dirs: list[Path], cassette_root: Path) -> set[str]:
     found: set[str] = set()
     for path in case_files(case_dirs, cassette_root):
         try:
-            cases = json.loads(path.read_bytes())["cases"]
+            cases = json.loads(read_bounded(path, CASE_FILE_CAP))["cases"]
             for case in cases:
                 names = [case.get("category"), *(case.get("marks") or [])]
                 found.update(n for n in names if isinstance(n, str) and n.isidentifier())
@@ -163,8 +200,9 @@ def orphan_report(state: EvalSession) -> tuple[list[str], str]:
     orphans = find_orphans(state.settings.cassette_root, _ids_by_suite(per_file))
     if not orphans:
         return [], ""
+    outside = outside_rootdir_note(state.settings.rootdir, state.settings.cassette_root)
     live = (
-        state.settings.mode == LIVE and not state.settings.dry_run
+        state.settings.mode == LIVE and not state.settings.dry_run and not outside
     )  # a dry run writes and deletes nothing
     deletable = set(_deletable(state, orphans, per_file)) if live else set()
     remove_orphans(sorted(deletable))
@@ -173,6 +211,8 @@ def orphan_report(state: EvalSession) -> tuple[list[str], str]:
         for path in orphans
     ]
     kept = len(orphans) - len(deletable)
+    if outside:
+        return shown, f" (not deleted: {outside})"
     if not kept:
         return shown, " (deleted: this --live run selected every case of their suites)"
     if deletable:

@@ -70,7 +70,12 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{name}: eval case category or mark")
     if settings.live:
         dont_rewrite_deepeval()
-        if not settings.is_worker and not settings.dry_run:  # temp files of killed runs go first
+        # Temp files of killed runs go first (never in a cassette folder outside the rootdir).
+        if (
+            not settings.is_worker
+            and not settings.dry_run
+            and settings.cassette_root.is_relative_to(settings.rootdir.resolve())
+        ):
             # start-up: cassette files are touched by live runs only, here
             from .store.cassette import remove_dead_temp_files
 
@@ -93,6 +98,24 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
 
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """A case folder's `*.json` entries that pytest skips (not regular files) are collected as
+    case files too, each one error item naming why: none is silently not run."""
+    report = yield
+    if isinstance(collector, pytest.Directory) and report.passed:
+        settings = get_session(collector.config).settings
+        path = collector.path
+        if any(path.is_relative_to(d) for d in settings.case_dirs) and not path.is_relative_to(
+            settings.cassette_root
+        ):
+            # start-up: collection loads with the first case folder
+            from .collect import unreadable_case_files
+
+            report.result.extend(unreadable_case_files(collector))
+    return report
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import __version__
-from .housekeeping import orphan_report
+from .housekeeping import left_alone_line, orphan_report
 from .manifest import MANIFEST_JSON, config_differences, dumps_manifest, manifest_document, refusal
 from .project import project_config
 from .report.baseline import render_baseline_terminal
@@ -149,6 +149,9 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
         terminalreporter.write_sep("=", "judge calibration")
         for line in calibration:
             terminalreporter.write_line(line)
+    left = left_alone_line(state.settings.rootdir, state.settings.cassette_root)
+    if left:
+        terminalreporter.write_line(left)
     if state.removed_temp_files:
         count = state.removed_temp_files
         terminalreporter.write_line(

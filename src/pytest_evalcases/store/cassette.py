@@ -20,6 +20,7 @@ from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import HASH_CHARS, content_hash
 from ..core.repeats import has_repeats, later_repeats
+from .files import CASSETTE_CAP, RefusedFile, read_bounded
 from .keys import CASSETTE_FORMAT
 
 
@@ -39,11 +40,15 @@ def shown_path(path: Path | str, rootdir: Path) -> str:
 
 def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, Any] | None:
     """The cassette at `path`, None when there is none; CassetteError (naming the file relative
-    to `rootdir`) when it is unreadable. Replay calls this once per case: keep it lean."""
+    to `rootdir`) when it is unreadable, not a regular file or over the size cap. Replay calls
+    this once per case: keep it lean."""
     try:
-        raw = _read_bytes(path)
+        raw = read_bounded(path, CASSETTE_CAP)
     except FileNotFoundError:
         return None
+    except RefusedFile as exc:
+        shown = shown_path(path, rootdir) if rootdir else str(path)
+        raise CassetteError(refused_message("cassette", shown, exc)) from None
     except OSError as exc:
         shown = shown_path(path, rootdir) if rootdir else str(path)
         raise CassetteError(f"cannot read cassette {shown}: {exc}") from None
@@ -63,23 +68,18 @@ def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, An
     return doc
 
 
-_FIRST_READ = 1 << 16  # a cassette is a few KB: one read, and no file object, for most
-
-
-def _read_bytes(path: Path | str) -> bytes:
-    """A file's bytes through the os calls alone: half the cost of `open().read()` (~4 us of
-    ~8 us), which builds a buffered file object only to read it once."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-    try:
-        data = os.read(fd, _FIRST_READ)
-        if len(data) < _FIRST_READ:
-            return data
-        chunks = [data]
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+def refused_message(what: str, shown: str, refused: RefusedFile) -> str:
+    """The error of a recording file refused before reading (`what`: "cassette", "HTTP
+    recording"), with the next step."""
+    if refused.too_big:
+        return (
+            f"{what} {shown} {refused.reason}: pytest-evalcases never writes one this big; look "
+            "at what it holds, then delete it and record again with --live"
+        )
+    return (
+        f"{what} {shown} {refused.reason}, not a regular file: it was not read; remove it and "
+        "record again with --live"
+    )
 
 
 def _structure_problem(doc: Any) -> str | None:
@@ -271,7 +271,12 @@ def build_cassette(
 
 
 def save_cassette(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write atomically: a reader (or a crash) sees the old file or the new one, never half."""
+    """Write atomically: a reader (or a crash) sees the old file or the new one, never half.
+    CassetteError when the suite folder is a symlink (nothing is written through it)."""
+    problem = writable_folder_problem(path)
+    if problem:
+        folder = f"{path.parent.parent.name}/{path.parent.name}"  # as the ini names it
+        raise CassetteError(f"cannot record {path.name}: its cassette folder {folder} {problem}")
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
@@ -288,14 +293,20 @@ def save_cassette(path: Path, doc: Mapping[str, Any]) -> None:
 
 def remove_dead_temp_files(root: Path) -> int:
     """Remove the `<name>.tmp.<pid>` files that processes killed mid-write left in the suites'
-    folders (a live process's own are left alone); return how many were removed."""
+    folders (a live process's own are left alone); return how many were removed. A symlink
+    (a suite folder or a file) is never followed nor removed: what is behind it is not ours."""
     removed = 0
     if not root.is_dir():
         return 0
-    for folder in (entry for entry in os.scandir(root) if entry.is_dir()):
+    for folder in (entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)):
         for entry in os.scandir(folder.path):
             name, _, pid = entry.name.rpartition(".tmp.")
-            if name and pid.isdigit() and entry.is_file() and not _process_alive(int(pid)):
+            if (
+                name
+                and pid.isdigit()
+                and entry.is_file(follow_symlinks=False)
+                and not _process_alive(int(pid))
+            ):
                 try:
                     os.unlink(entry.path)
                     removed += 1
@@ -321,15 +332,61 @@ def _process_alive(pid: int) -> bool:
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
     """Cassettes (and HTTP recordings) whose case (or whole suite) no longer exists, among the
     suites' folders and any folder of a suite that is gone. Temp files of interrupted writes are
-    not cassettes."""
+    not cassettes; a symlink (a suite folder or a file) is never followed: see `left_alone`."""
     if not root.is_dir():
         return []
     orphans = []
-    for folder in sorted(entry.name for entry in os.scandir(root) if entry.is_dir()):
-        known = set(suites.get(folder, ()))
-        names = sorted(name for name in os.listdir(root / folder) if name.endswith(".json"))
-        orphans += [root / folder / name for name in names if _case_of(name) not in known]
+    for folder in _real_folders(root):
+        known = set(suites.get(folder.name, ()))
+        orphans += [
+            Path(entry.path)
+            for entry in _json_entries(folder.path)
+            if entry.is_file(follow_symlinks=False) and _case_of(entry.name) not in known
+        ]
     return orphans
+
+
+def left_alone(root: Path) -> list[tuple[Path, str]]:
+    """What under the cassette folder is not walked nor deleted, and why: a suite folder that is
+    a symlink (what it points to is not ours), and a `*.json` entry of a suite folder that is a
+    symlink or not a regular file."""
+    if not root.is_dir():
+        return []
+    found = []
+    for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
+        if entry.is_symlink():
+            found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
+    for folder in _real_folders(root):
+        for entry in _json_entries(folder.path):
+            if entry.is_symlink():
+                found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
+            elif not entry.is_file(follow_symlinks=False):
+                found.append((Path(entry.path), "not a regular file"))
+    return found
+
+
+def _real_folders(root: Path) -> list[os.DirEntry[str]]:
+    """The suite folders of the cassette folder, by name; symlinks to folders are not among them."""
+    folders = [entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)]
+    return sorted(folders, key=lambda entry: entry.name)
+
+
+def _json_entries(folder: str) -> list[os.DirEntry[str]]:
+    entries = [entry for entry in os.scandir(folder) if entry.name.endswith(".json")]
+    return sorted(entries, key=lambda entry: entry.name)
+
+
+def writable_folder_problem(path: Path) -> str | None:
+    """Why a recording may not be written at `path` (its suite folder is a symlink: writing
+    through it would change files that are not ours), or None."""
+    folder = path.parent
+    if folder.is_symlink():
+        return (
+            f"is a symlink (to {os.readlink(folder)}); pytest-evalcases does not write "
+            "through it: replace it with a real folder (move the recordings in), then record "
+            "again"
+        )
+    return None
 
 
 def _case_of(file_name: str) -> str:

@@ -15,7 +15,8 @@ from typing import Any
 
 from ..core.errors import CassetteError
 from ..core.hashing import content_hash
-from .cassette import save_cassette
+from .cassette import refused_message, save_cassette
+from .files import CASSETTE_CAP, RefusedFile, read_bounded
 
 HTTP_FORMAT = 1
 # Request headers are not matched on; only the content type is kept (the rest is SDK noise such
@@ -114,11 +115,14 @@ def save_http(path: Path, doc: Mapping[str, Any]) -> str:
 
 
 def load_http(path: Path, shown: str) -> list[dict[str, Any]] | None:
-    """The interactions of an HTTP recording; None when there is none."""
+    """The interactions of an HTTP recording; None when there is none. It is refused before
+    reading when it is not a regular file or is over the cassettes' size cap."""
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, CASSETTE_CAP)
     except FileNotFoundError:
         return None
+    except RefusedFile as exc:
+        raise CassetteError(refused_message("HTTP recording", shown, exc)) from None
     except OSError as exc:
         raise CassetteError(f"cannot read HTTP recording {shown}: {exc}") from None
     try:

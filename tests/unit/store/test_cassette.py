@@ -239,7 +239,7 @@ def test_a_newer_cassette_is_its_own_error(tmp_path):
 
 def test_a_folder_in_place_of_a_cassette_names_it(tmp_path):
     (tmp_path / "c.json").mkdir()
-    with pytest.raises(CassetteError, match="cannot read cassette .*c.json"):
+    with pytest.raises(CassetteError, match="cassette .*c.json is a directory, not a regular"):
         load_cassette(tmp_path / "c.json")
 
 
