@@ -5,6 +5,7 @@ does not collect (two files declaring one suite are refused whatever the selecti
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -118,9 +119,31 @@ def case_files(case_dirs: list[Path], cassette_root: Path) -> Iterator[Path]:
     """Every case file of the case folders (`*.json` outside the cassettes), folder by folder,
     sorted: what collection takes, what orphan detection, the manifest and --markers read."""
     for folder in case_dirs:
-        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+        for path in sorted(_json_entries_under(folder, frozenset())) if folder.is_dir() else []:
             if not path.is_relative_to(cassette_root):
                 yield path
+
+
+def _json_entries_under(folder: Path, ancestors: frozenset[str]) -> Iterator[Path]:
+    """The `*.json` entries (of any kind) under `folder`, walking symlinked folders as pytest's
+    collection does: a case file behind one is collected, so its recordings are not orphans.
+    A folder that is its own ancestor (a symlink loop) is not walked again."""
+    real = os.path.realpath(folder)
+    if real in ancestors:
+        return
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:  # unreadable folder: collection reports what it can
+        return
+    for entry in entries:
+        if entry.name.endswith(".json"):
+            yield Path(entry.path)
+        try:
+            is_folder = entry.is_dir()
+        except OSError:  # a symlink loop
+            continue
+        if is_folder:
+            yield from _json_entries_under(Path(entry.path), ancestors | {real})
 
 
 def scan_suites(

@@ -146,3 +146,22 @@ def test_live_prune_deletes_nothing_while_a_case_file_cannot_be_read(copied: Pro
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     assert "cannot read the case file(s) cases/broken.json" in output(result)
     assert existing(copied) == ALL_ORPHANS
+
+
+def test_a_suite_behind_a_symlinked_case_folder_is_not_orphaned(
+    project: Project, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """pytest collects the case files behind a symlinked folder under `cases/`: the orphan scan
+    reads them too, so a full `--live` does not delete the recordings it has just made."""
+    elsewhere = tmp_path_factory.mktemp("shared-cases")
+    Project(elsewhere).write_suite(suite_doc("linked"), "linked.json")
+    project.write_suite(suite_doc())
+    (project.root / "cases" / "shared").symlink_to(elsewhere, target_is_directory=True)
+
+    result = project.run("--live")
+
+    result.assert_outcomes(passed=6)
+    assert recordings_line(result).endswith(", 0 orphaned")
+    assert project.cassette_path("linked", "alpha").exists()
+    assert project.run("--live-prune").ret == 0
+    assert project.cassette_path("linked", "alpha").exists()
