@@ -176,11 +176,14 @@ def test_each_key_shape_redacted(key: str, shape: str, template: str) -> None:
 
 def test_shape_names_are_the_documented_ones() -> None:
     assert [shape.name for shape in KEY_SHAPES] == [
+        "private-key",
+        "jwt",
         "anthropic-key",
         "openai-key",
         "google-api-key",
         "github-token",
         "slack-token",
+        "aws-secret-key",
         "aws-access-key-id",
         "bearer-token",
     ]
@@ -188,9 +191,9 @@ def test_shape_names_are_the_documented_ones() -> None:
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
 def test_bearer_token_keeps_its_scheme(scheme: str) -> None:
-    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV"
+    opaque = "tok." + RANDOM  # no known shape: named as a bearer token (a JWT is named `jwt`)
 
-    new, findings = redact({"h": f"Authorization: {scheme} {jwt}"}, {})
+    new, findings = redact({"h": f"Authorization: {scheme} {opaque}"}, {})
 
     assert new == {"h": f"Authorization: {scheme} [REDACTED:bearer-token]"}
     assert findings == [("$.h", "bearer-token")]
