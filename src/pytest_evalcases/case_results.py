@@ -52,6 +52,7 @@ def error_summary(exc: BaseException | None, limit: int = 300) -> str:
     if exc is None:
         return ""
     text = str(exc) if isinstance(exc, EvalCaseError) else exception_summary(exc)
+    text = redact_for_output(text)  # before the cut: a key cut in two is no longer found
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     line = "; ".join(lines[:3])
     return line if len(line) <= limit else line[: limit - 3] + "..."

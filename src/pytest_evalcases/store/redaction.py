@@ -124,7 +124,7 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         ("eyJ",),
         # Header and payload are base64url JSON objects (`{"` -> `eyJ`); the signature may be
         # empty (`alg: none`).
-        re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+        re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.(?!\.)[A-Za-z0-9_-]*"),
         lambda token: True,
     ),
     KeyShape(
@@ -382,6 +382,8 @@ class _Redactor:
                     break
         if "AKIA" in text or "ASIA" in text or "aws-access-key-id]" in text:
             text = _redact_aws_secrets_beside_ids(text, kinds)
+        if "..." in text or "\u2026" in text:
+            text = _redact_cut_keys(text, kinds)
         return text
 
 
@@ -397,6 +399,33 @@ def _redact_shape(text: str, shape: KeyShape, kinds: list[str]) -> str:
         pieces.append(text[position:keep_until])
         pieces.append(f"{REDACTED_PREFIX}{shape.name}]")
         kinds.append(shape.name)
+        position = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+# What is left of a key cut short for display (`sk-proj-Zq8xK3...`): a known prefix, part of a
+# token, and the ellipsis a clip put there. Text clipped before it was redacted (a note made
+# from an exception message) keeps no part of a key.
+_CUT_KEY = re.compile(
+    r"(?:sk-|AIza|gh[pousr]_|github_pat_|xox[abeprs]-|AKIA|ASIA|eyJ)([A-Za-z0-9_.+/-]{6,}?)"
+    r"(?=\.\.\.|\u2026)"
+)
+
+
+def _redact_cut_keys(text: str, kinds: list[str]) -> str:
+    pieces = []
+    position = 0
+    for match in _CUT_KEY.finditer(text):
+        # A bare prefix (`sk-ant-api...`) or a slug (`sk-learn-docs...`) holds nothing secret.
+        cut = match.group(1)
+        if not _starts_token(text, match.start()) or _character_classes(cut) < 3:
+            continue
+        pieces.append(text[position : match.start()])
+        pieces.append(f"{REDACTED_PREFIX}cut-key]")
+        kinds.append("cut-key")
         position = match.end()
     if not pieces:
         return text

@@ -289,6 +289,19 @@ def test_pem_block_inside_a_json_body_string_and_cut_short() -> None:
     assert new["cut"] == "key: [REDACTED:private-key]"
 
 
+@pytest.mark.parametrize("ellipsis", ["...", "\u2026"])
+@pytest.mark.parametrize("key", [OPENAI, ANTHROPIC, GITHUB, JWT])
+def test_a_key_cut_short_for_display_keeps_no_part_of_it(key: str, ellipsis: str) -> None:
+    # A note clipped before it was redacted: what is left of the key is still one.
+    text = f"HTTP 401: {key[:24]}{ellipsis}"
+
+    new, findings = redact(text, {})
+
+    # Named as the key when what is left still has the key's shape (`sk-` and 20 characters).
+    assert new in (f"HTTP 401: [REDACTED:{kind}]{ellipsis}" for kind in ("cut-key", "openai-key"))
+    assert len(findings) == 1
+
+
 # False positives ---------------------------------------------------------------------------------
 
 PNG_BASE64 = base64.b64encode(bytes(range(256)) * 40).decode()
@@ -320,6 +333,7 @@ PNG_BASE64 = base64.b64encode(bytes(range(256)) * 40).decode()
         "[REDACTED:aws-access-key-id] " + "Antidisestablishmentarianism" + "Abcdefghijkl",
         "secret_key = too-short-to-be-a-key",
         "eyJ alone, and eyJhbGciOi without its other parts",
+        "a bare prefix sk-ant-api... and a slug sk-learn-docs... cut short",
         "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END PUBLIC KEY-----",
         "-----BEGIN CERTIFICATE-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END CERTIFICATE-----",
     ],
