@@ -11,6 +11,7 @@ from .core.exception_chain import exception_summary
 from .core.repeats import has_repeats, later_repeats
 from .domain.scoring import failure_details, result_stages
 from .domain.turns import all_turns, turn_results
+from .store.redaction import redact_for_output
 
 if TYPE_CHECKING:
     from .engine.recording import Recording
@@ -51,6 +52,7 @@ def error_summary(exc: BaseException | None, limit: int = 300) -> str:
     if exc is None:
         return ""
     text = str(exc) if isinstance(exc, EvalCaseError) else exception_summary(exc)
+    text = redact_for_output(text)  # before the cut: a key cut in two is no longer found
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     line = "; ".join(lines[:3])
     return line if len(line) <= limit else line[: limit - 3] + "..."
@@ -59,7 +61,21 @@ def error_summary(exc: BaseException | None, limit: int = 300) -> str:
 def case_result(
     item: Any, outcome: str, with_detail: bool, exc: BaseException | None = None
 ) -> dict[str, Any]:
-    """The per-case result dict: what the summary, results.json and the baseline gate read."""
+    """The per-case result dict: what the summary, results.json, report.md, the dashboard,
+    recording-changes.md and the baseline gate read, with every secret redacted (the one place
+    for all of them: an exception message or a judge's reason may hold a key). A case that
+    passed on plain replay, without report detail, carries only what its cassette held, which
+    recording redacted: it skips the search (the replay path pays nothing)."""
+    result = _case_result(item, outcome, with_detail, exc)
+    recording = getattr(item, "recording", None)
+    if outcome == "passed" and not with_detail and getattr(recording, "status", None) == "replayed":
+        return result
+    return redact_for_output(result)
+
+
+def _case_result(
+    item: Any, outcome: str, with_detail: bool, exc: BaseException | None = None
+) -> dict[str, Any]:
     own = getattr(item, "result_for", None)  # an item kind with results of its own (calibration)
     if own is not None:
         return own(outcome, with_detail, exc)

@@ -12,10 +12,12 @@ import pytest
 
 from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
 from .core.exception_chain import exception_lines
+from .core.safe_text import terminal_safe
 from .core.schema import Case
 from .domain.context import SuiteContext
 from .domain.scoring import failure_message, runs_failure_message, score_recording
 from .session import SESSION_KEY
+from .store.redaction import redact_for_output
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -42,6 +44,20 @@ _LIBRARY_FRAMES = tuple(
 _FULL_TRACEBACK_STYLES = ("long", "native")
 
 
+def failure_text(text: str) -> str:
+    """A failure as the terminal and the JUnit XML show it: secrets redacted (an exception
+    message, a judge's reason, an answer may hold one), control characters made visible (a
+    model-chosen tool name must not drive the terminal). Only failures pay for it."""
+    return terminal_safe(redact_for_output(text))
+
+
+def _safe_traceback(longrepr: Any) -> Any:
+    """pytest's traceback of a user-code failure, as text when its message needed cleaning."""
+    rendered = str(longrepr)
+    cleaned = failure_text(rendered)
+    return longrepr if cleaned == rendered else cleaned
+
+
 class EvalItem(pytest.Item):
     """What both item kinds share: how their failures are shown."""
 
@@ -54,10 +70,10 @@ class EvalItem(pytest.Item):
         # Our errors are their own message: building pytest's traceback for them is what made a
         # replay of 1,000 stale cases take 80 s instead of 0.5 s.
         if isinstance(excinfo.value, EvalCaseError):
-            return str(excinfo.value)
+            return failure_text(str(excinfo.value))
         if getattr(self, "live_error", None) and style not in _FULL_TRACEBACK_STYLES:
-            return self.system_error_text(excinfo.value)
-        return super()._repr_failure_py(excinfo, style)
+            return failure_text(self.system_error_text(excinfo.value))
+        return _safe_traceback(super()._repr_failure_py(excinfo, style))
 
     def system_error_text(self, exc: BaseException) -> str:
         """What the system raised during --live, in a few lines: the exception chain down to
@@ -169,7 +185,7 @@ class CaseItem(EvalItem):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, EvalCaseError):
-            return str(excinfo.value)
+            return failure_text(str(excinfo.value))
         return super().repr_failure(excinfo, style)  # through _traceback_filter: user frames
 
     def reportinfo(self) -> tuple[Path, int, str]:

@@ -173,7 +173,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         case_result, outcome_of = _result_builders()
         exc = call.excinfo.value if call.excinfo else None
         if call.when == "setup" and isinstance(exc, EvalCaseError):
-            report.longrepr = str(exc)  # the message says it all; pytest's traceback would not
+            # The message says it all (secrets redacted, controls shown); a traceback would not.
+            report.longrepr = item.repr_failure(call.excinfo)
         outcome = outcome_of(item, call.when, report, exc)
         if outcome is not None:
             if outcome == "error" and call.when == "call" and report.failed:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import __version__
+from .core.safe_text import terminal_safe
 from .housekeeping import left_alone_line, orphan_report
 from .manifest import MANIFEST_JSON, config_differences, dumps_manifest, manifest_document, refusal
 from .project import project_config
@@ -140,39 +141,40 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
     if collector is None or collector.summary is None:
         return
     orphans, note = orphan_report(state)
+    # Every line holds text from traces, labels, judges or file names: none may drive the
+    # terminal (one regex search a line; the lines are per run, not per passing case).
+    write_line = lambda line: terminalreporter.write_line(terminal_safe(str(line)))  # noqa: E731
     terminalreporter.write_sep("=", "per-stage summary")
     width = terminalreporter._tw.fullwidth  # the same on the xdist controller as in serial
     for line in collector.summary.lines(orphans=orphans, orphan_note=note, width=width):
-        terminalreporter.write_line(line)
+        write_line(line)
     calibration = collector.summary.calibration_lines(width)
     if calibration:
         terminalreporter.write_sep("=", "judge calibration")
         for line in calibration:
-            terminalreporter.write_line(line)
+            write_line(line)
     left = left_alone_line(state.settings.rootdir, state.settings.cassette_root)
     if left:
-        terminalreporter.write_line(left)
+        write_line(left)
     if state.removed_temp_files:
         count = state.removed_temp_files
-        terminalreporter.write_line(
-            f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings"
-        )
+        write_line(f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings")
     if collector.changes is not None:
         title = "recording changes" + (" (dry run)" if state.settings.dry_run else "")
         terminalreporter.write_sep("=", title)
         for line in collector.changes.lines():
-            terminalreporter.write_line(line)
+            write_line(line)
     report = state.run_report
     if report is not None and report.doc.get("baseline") is not None:
         terminalreporter.write_sep("=", "regressions vs baseline")
         for line in render_baseline_terminal(report.doc["baseline"]):
-            terminalreporter.write_line(line)
+            write_line(line)
     if report is not None and report.written:
-        terminalreporter.write_line("eval reports: " + ", ".join(str(p) for p in report.written))
+        write_line("eval reports: " + ", ".join(str(p) for p in report.written))
     if state.otel_deliveries:  # this process's, or each xdist worker's
-        terminalreporter.write_line(str(delivery_line(state.otel_deliveries)))
+        write_line(str(delivery_line(state.otel_deliveries)))
     elif state.otel_requested and not state.settings.live:
-        terminalreporter.write_line(
+        write_line(
             "eval otel: a replay sends no spans (--eval-otel traces the "
             "system runs and judge requests of live runs)"
         )

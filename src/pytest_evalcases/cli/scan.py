@@ -16,21 +16,24 @@ from ..store.redaction import secret_values_from_env
 from ..store.secret_scan import (
     ScanPathError,
     cassettes_folder_from_ini,
-    json_files,
     scan_files,
     scan_summary,
+    scanned_files,
 )
 
 
 def add_parser(sub: Any) -> None:
     scan = sub.add_parser(
         "scan",
-        help="check recordings for secrets (for pre-commit and CI)",
+        help="check recordings and reports for secrets (for pre-commit and CI)",
         description=(
-            "Check every *.json file under PATHS for secret-shaped values (sk-..., AIza..., "
-            "ghp_..., xoxb-..., AKIA..., Bearer ...) and for the values of the environment "
-            "variables named *_KEY, *_TOKEN, *_SECRET or *_PASSWORD. Lists `file: $.json.path: "
-            "kind` for each; exits 1 when any is found, 0 when clean."
+            "Check every *.json, *.md, *.html and *.xml file under PATHS (cassettes, HTTP "
+            "recordings, results.json, report.md, recording-changes.md, the dashboard, JUnit "
+            "XML) for secret-shaped values (sk-..., AIza..., ghp_..., xoxb-..., AKIA... and an "
+            "AWS secret access key, JWTs, PEM private keys, Bearer ...) and for the values of "
+            "the environment variables named *_KEY, *_TOKEN, *_SECRET or *_PASSWORD. Lists "
+            "`file: $.json.path: kind` (`file: line N: kind` in text files) for each; exits 1 "
+            "when any is found, 0 when clean."
         ),
     )
     scan.add_argument(
@@ -62,7 +65,7 @@ def _scan(args: argparse.Namespace) -> int:
                 f"{shown}: no such folder ({origin}); pass the files or folders to scan"
             )
         paths = [shown]
-    files = list(json_files(paths))
+    files = list(scanned_files(paths))
     findings = scan_files(files, secret_values_from_env(os.environ))
     for finding in findings:
         print(finding.line())

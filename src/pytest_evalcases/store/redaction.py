@@ -25,9 +25,11 @@ from ..core.names import counted
 
 __all__ = [
     "KEY_SHAPES",
+    "SHAPE_NAMES",
     "KeyShape",
     "is_redacted",
     "redact",
+    "redact_for_output",
     "redaction_summary",
     "secret_values_from_env",
 ]
@@ -75,11 +77,56 @@ class KeyShape:
     looks_like_key: Callable[[str], bool]
     fixed_length: bool = False
     gate: str | None = None
+    # What the match opens with and the marker keeps readable (`Bearer `, `secret_key=`):
+    # everything before the pattern's last group.
+    keeps_prefix: bool = False
+    # A shape with its own unmistakable frame (`-----BEGIN ... PRIVATE KEY-----`) is taken
+    # wherever it stands, even glued to a word.
+    starts_token: bool = True
+
+
+# The value of a field named like an AWS secret access key (`aws_secret_access_key`,
+# `SecretAccessKey`, `AWS_SECRET_ACCESS_KEY=`, `aws-secret-access-key:` ...).
+_AWS_SECRET_FIELD = r"(?i:(?:aws[_-]?)?secret[_-]?(?:access[_-]?)?key)"
+# An AWS secret access key: 40 characters of base64 (no `=`), a whole token.
+_AWS_SECRET = r"(?<![A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+# How far (in characters) a secret key may stand from the access key id it is taken beside.
+AWS_SECRET_REACH = 300
+_AWS_KEY_ID = re.compile(
+    r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])|\[REDACTED:aws-access-key-id\]"
+)
+_AWS_LONE_SECRET = re.compile(_AWS_SECRET)
+
+
+def _is_aws_secret_field(name: str) -> bool:
+    """A dict key such as `aws_secret_access_key` or `SecretAccessKey`."""
+    folded = name.lower().replace("_", "").replace("-", "")
+    return folded.endswith(("secretaccesskey", "awssecretkey"))
 
 
 # Most specific first: shapes are replaced in this order, so `sk-ant-` is named before `sk-`
 # is looked for, and a key after `Bearer` is named by its shape, not as a bearer token.
 KEY_SHAPES: tuple[KeyShape, ...] = (
+    KeyShape(
+        "private-key",
+        ("PRIVATE KEY",),
+        # To its END line; a block cut short: to the end of its base64 (`\n` escapes too).
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[A-Z0-9 ]* PRIVATE "
+            r"KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,.-]*)",
+            re.DOTALL,
+        ),
+        lambda token: True,
+        starts_token=False,
+    ),
+    KeyShape(
+        "jwt",
+        ("eyJ",),
+        # Header and payload are base64url JSON objects (`{"` -> `eyJ`); the signature may be
+        # empty (`alg: none`).
+        re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.(?!\.)[A-Za-z0-9_-]*"),
+        lambda token: True,
+    ),
     KeyShape(
         "anthropic-key",
         ("sk-ant-",),
@@ -109,6 +156,17 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         lambda token: any(c.isdigit() for c in token),
     ),
     KeyShape(
+        "aws-secret-key",
+        ("ecret", "ECRET"),
+        re.compile(
+            _AWS_SECRET_FIELD
+            + r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+        lambda token: _character_classes(token) >= 2,
+        keeps_prefix=True,
+        starts_token=False,  # the field name frames it (`x-aws-secret-access-key: ...`)
+    ),
+    KeyShape(
         "aws-access-key-id",
         ("AKIA", "ASIA"),
         re.compile(r"(?:AKIA|ASIA)([A-Z0-9]{16})"),
@@ -120,8 +178,12 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         ("earer", "EARER"),
         re.compile(r"(?:Bearer|bearer|BEARER)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"),
         lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token),
+        keeps_prefix=True,
     ),
 )
+# Every kind a finding can name besides an environment variable (aws-secret-key is also taken
+# beside an access key id, outside the shape table).
+SHAPE_NAMES = tuple(shape.name for shape in KEY_SHAPES)
 # The shortest shape candidate: `xoxb-` and 10 characters.
 _MIN_SHAPE_CHARS = 15
 
@@ -129,11 +191,13 @@ _MIN_SHAPE_CHARS = 15
 def secret_values_from_env(environ: Mapping[str, str]) -> dict[str, str]:
     """{variable name: value} of the variables whose name ends in _KEY, _TOKEN, _SECRET or
     _PASSWORD (any case) and whose value has 8+ characters."""
-    return {
-        name: value.strip()
-        for name, value in sorted(environ.items())
-        if name.upper().endswith(SECRET_ENV_SUFFIXES) and len(value.strip()) >= MIN_SECRET_CHARS
-    }
+    found = {}
+    for name in environ:  # names first: reading every value costs 3x more
+        if name.upper().endswith(SECRET_ENV_SUFFIXES):
+            value = environ[name].strip()
+            if len(value) >= MIN_SECRET_CHARS:
+                found[name] = value
+    return dict(sorted(found.items()))
 
 
 def is_redacted(text: str) -> bool:
@@ -156,6 +220,26 @@ def redact_secrets(doc: Any) -> tuple[Any, int]:
     recording: (the redacted document, how many secrets were replaced)."""
     redacted, findings = redact(doc, secret_values_from_env(os.environ))
     return redacted, len(findings)
+
+
+def redact_for_output(doc: Any) -> Any:
+    """`doc` as it may leave the process (a report, the terminal, JUnit): this process's
+    environment secrets and every key shape replaced, in exception messages and judge reasons
+    as in traces. The same object when it holds none."""
+    redacted, findings = _process_redactor().redact(doc)
+    return redacted if findings else doc
+
+
+_cached_redactor: tuple[dict[str, str], _Redactor] | None = None
+
+
+def _process_redactor() -> _Redactor:
+    """The redactor of this process's environment secrets, made again when they change."""
+    global _cached_redactor
+    secrets = secret_values_from_env(os.environ)
+    if _cached_redactor is None or _cached_redactor[0] != secrets:
+        _cached_redactor = (secrets, _Redactor(secrets))
+    return _cached_redactor[1]
 
 
 def redaction_summary(secret_count: int, recording_count: int) -> str:
@@ -196,7 +280,10 @@ class _Redactor:
                     if new_key in result:  # two redacted keys would collide: keep both
                         new_key = _unique_key(new_key, result)
                 path.append(new_key)
-                new_item = self._walk(item, path, findings)
+                if isinstance(key, str) and ("ecret" in key or "ECRET" in key):
+                    new_item = self._field(key, item, path, findings)
+                else:
+                    new_item = self._walk(item, path, findings)
                 path.pop()
                 result[new_key] = new_item
                 changed = changed or new_key is not key or new_item is not item
@@ -218,6 +305,37 @@ class _Redactor:
                 return value
             new_text = self._text(text, path, findings)
             return value if new_text is text else new_text.encode("utf-8")
+        return value
+
+    def _field(
+        self, key: str, value: Any, path: list[str | int], findings: list[tuple[str, str]]
+    ) -> Any:
+        """The value of a field named like a secret access key: a whole 40-character key is
+        one, whatever stands beside it (`{"SecretAccessKey": "..."}`; an HTTP header's list
+        of values too)."""
+        new_value = self._walk(value, path, findings)
+        if not _is_aws_secret_field(key):
+            return new_value
+        if isinstance(new_value, str):
+            return self._aws_secret_value(new_value, path, findings)
+        if isinstance(new_value, list):
+            values = []
+            for index, item in enumerate(new_value):
+                path.append(index)
+                values.append(
+                    self._aws_secret_value(item, path, findings) if isinstance(item, str) else item
+                )
+                path.pop()
+            unchanged = all(new is old for new, old in zip(values, new_value, strict=True))
+            return new_value if unchanged else values
+        return new_value
+
+    def _aws_secret_value(
+        self, value: str, path: list[str | int], findings: list[tuple[str, str]]
+    ) -> str:
+        if _AWS_LONE_SECRET.fullmatch(value.strip()) and _character_classes(value) >= 2:
+            findings.append((_json_path(path), "aws-secret-key"))
+            return f"{REDACTED_PREFIX}aws-secret-key]"
         return value
 
     def _text(
@@ -262,6 +380,10 @@ class _Redactor:
                 if hint in text:
                     text = _redact_shape(text, shape, kinds)
                     break
+        if "AKIA" in text or "ASIA" in text or "aws-access-key-id]" in text:
+            text = _redact_aws_secrets_beside_ids(text, kinds)
+        if "..." in text or "\u2026" in text:
+            text = _redact_cut_keys(text, kinds)
         return text
 
 
@@ -272,8 +394,8 @@ def _redact_shape(text: str, shape: KeyShape, kinds: list[str]) -> str:
         if not _is_key(text, match, shape):
             continue
         token_start = match.start(match.lastindex or 0)
-        # Keep the scheme of a bearer token readable: `Bearer [REDACTED:bearer-token]`.
-        keep_until = token_start if shape.name == "bearer-token" else match.start()
+        # Keep the scheme or field name readable: `Bearer [REDACTED:bearer-token]`.
+        keep_until = token_start if shape.keeps_prefix else match.start()
         pieces.append(text[position:keep_until])
         pieces.append(f"{REDACTED_PREFIX}{shape.name}]")
         kinds.append(shape.name)
@@ -284,8 +406,61 @@ def _redact_shape(text: str, shape: KeyShape, kinds: list[str]) -> str:
     return "".join(pieces)
 
 
+# What is left of a key cut short for display (`sk-proj-Zq8xK3...`): a known prefix, part of a
+# token, and the ellipsis a clip put there. Text clipped before it was redacted (a note made
+# from an exception message) keeps no part of a key.
+_CUT_KEY = re.compile(
+    r"(?:sk-|AIza|gh[pousr]_|github_pat_|xox[abeprs]-|AKIA|ASIA|eyJ)([A-Za-z0-9_.+/-]{6,}?)"
+    r"(?=\.\.\.|\u2026)"
+)
+
+
+def _redact_cut_keys(text: str, kinds: list[str]) -> str:
+    pieces = []
+    position = 0
+    for match in _CUT_KEY.finditer(text):
+        # A bare prefix (`sk-ant-api...`) or a slug (`sk-learn-docs...`) holds nothing secret.
+        cut = match.group(1)
+        if not _starts_token(text, match.start()) or _character_classes(cut) < 3:
+            continue
+        pieces.append(text[position : match.start()])
+        pieces.append(f"{REDACTED_PREFIX}cut-key]")
+        kinds.append("cut-key")
+        position = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _redact_aws_secrets_beside_ids(text: str, kinds: list[str]) -> str:
+    """A 40-character secret access key within AWS_SECRET_REACH characters of an access key
+    id (or of its marker): an id alone tells whose account; with the secret it is the key."""
+    ids = [(found.start(), found.end()) for found in _AWS_KEY_ID.finditer(text)]
+    if not ids:
+        return text
+    pieces = []
+    position = 0
+    for match in _AWS_LONE_SECRET.finditer(text):
+        start, end = match.span()
+        near = any(
+            start - AWS_SECRET_REACH <= id_end and id_start <= end + AWS_SECRET_REACH
+            for id_start, id_end in ids
+        )
+        if not near or _character_classes(match.group()) < 3:  # a git sha is not a secret
+            continue
+        pieces.append(text[position:start])
+        pieces.append(f"{REDACTED_PREFIX}aws-secret-key]")
+        kinds.append("aws-secret-key")
+        position = end
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
 def _is_key(text: str, match: re.Match[str], shape: KeyShape) -> bool:
-    if not _starts_token(text, match.start()):
+    if shape.starts_token and not _starts_token(text, match.start()):
         return False
     end = match.end()
     if shape.fixed_length and end < len(text) and text[end] in _TOKEN_CHARS:

@@ -1,9 +1,15 @@
 """`python -m pytest_evalcases scan`: recordings and reports checked for secrets, and the folder of
-cassettes a project's ini names (the redaction itself is `redaction.py`)."""
+cassettes a project's ini names (the redaction itself is `redaction.py`).
+
+Every kind of file the plugin writes is read: JSON (cassettes, `.http.json`, results.json) as a
+document, each finding named by its JSON path; Markdown, HTML and XML (report.md,
+recording-changes.md, the dashboard, JUnit XML) as text, line by line (HTML and XML with their
+character references decoded), each finding named by its line."""
 
 from __future__ import annotations
 
 import configparser
+import html
 import json
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
@@ -36,13 +42,24 @@ class Finding:
         return f"{self.file}: {self.json_path}: {self.kind}"
 
 
-def json_files(paths: Iterable[Path | str]) -> Iterator[Path]:
-    """Every `*.json` file under the given folders (sorted), and each file given by name
-    whatever its name ends in; ScanPathError for a path that does not exist."""
+# The kinds of file the plugin writes, by how the scan reads them.
+JSON_SUFFIXES = (".json",)
+TEXT_SUFFIXES = (".md",)
+MARKUP_SUFFIXES = (".html", ".htm", ".xml")
+SCANNED_SUFFIXES = JSON_SUFFIXES + TEXT_SUFFIXES + MARKUP_SUFFIXES
+
+
+def scanned_files(paths: Iterable[Path | str]) -> Iterator[Path]:
+    """Every JSON, Markdown, HTML and XML file under the given folders (sorted), and each file
+    given by name whatever its name ends in; ScanPathError for a path that does not exist."""
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            yield from sorted(child for child in path.rglob("*.json") if child.is_file())
+            yield from sorted(
+                child
+                for child in path.rglob("*")
+                if child.suffix.lower() in SCANNED_SUFFIXES and child.is_file()
+            )
         elif path.exists():
             yield path
         else:
@@ -52,12 +69,17 @@ def json_files(paths: Iterable[Path | str]) -> Iterator[Path]:
 def scan_files(
     paths: Iterable[Path | str], secrets: Mapping[str, str] | None = None
 ) -> list[Finding]:
-    """Findings over `json_files(paths)`: every secret-shaped value and every value of `secrets`
-    ({name: value}, e.g. from secret_values_from_env) found, with its file and JSON path, and
-    every file that is unreadable or not JSON. Raises ScanPathError for a missing path."""
+    """Findings over `scanned_files(paths)`: every secret-shaped value and every value of
+    `secrets` ({name: value}, e.g. from secret_values_from_env) found, with its file and JSON
+    path (or line), and every file that is unreadable or not what its name says. Raises
+    ScanPathError for a missing path."""
     secrets = {} if secrets is None else secrets
     findings: list[Finding] = []
-    for path in json_files(paths):
+    for path in scanned_files(paths):
+        suffix = path.suffix.lower()
+        if suffix in TEXT_SUFFIXES or suffix in MARKUP_SUFFIXES:
+            findings.extend(_scan_text_file(path, secrets, markup=suffix in MARKUP_SUFFIXES))
+            continue
         try:
             doc = json.loads(path.read_bytes().decode("utf-8-sig"))
         except OSError as exc:
@@ -71,6 +93,22 @@ def scan_files(
             continue
         _, found = redact(doc, secrets)
         findings.extend(Finding(path, where, kind) for where, kind in found)
+    return findings
+
+
+def _scan_text_file(path: Path, secrets: Mapping[str, str], markup: bool) -> list[Finding]:
+    """A Markdown, HTML or XML file, line by line (a PEM block is found by its BEGIN line)."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        return [Finding(path, None, f"cannot read ({exc.strerror or exc})")]
+    except UnicodeDecodeError:
+        return [Finding(path, None, "not text (not UTF-8)")]
+    findings = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        shown = html.unescape(line) if markup and "&" in line else line
+        _, found = redact(shown, secrets)
+        findings.extend(Finding(path, f"line {number}", kind) for _, kind in found)
     return findings
 
 

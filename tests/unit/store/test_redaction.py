@@ -17,17 +17,21 @@ import pytest
 from fake_secrets import (
     ANTHROPIC,
     AWS,
+    AWS_SECRET,
     AWS_TEMPORARY,
     GITHUB,
     GITHUB_APP,
     GITHUB_OAUTH,
     GITHUB_PAT,
     GOOGLE,
+    JWT,
     OPENAI,
     OPENAI_LEGACY,
+    PEM,
     RANDOM,
     SLACK_BOT,
     SLACK_USER,
+    fake_pem,
 )
 
 from pytest_evalcases.store.redaction import (
@@ -58,6 +62,11 @@ SHAPE_SAMPLES = [
     (SLACK_USER, "slack-token"),
     (AWS, "aws-access-key-id"),
     (AWS_TEMPORARY, "aws-access-key-id"),
+    (JWT, "jwt"),
+    (PEM, "private-key"),
+    (fake_pem("OPENSSH"), "private-key"),
+    (fake_pem("EC"), "private-key"),
+    (fake_pem(""), "private-key"),
 ]
 
 
@@ -176,11 +185,14 @@ def test_each_key_shape_redacted(key: str, shape: str, template: str) -> None:
 
 def test_shape_names_are_the_documented_ones() -> None:
     assert [shape.name for shape in KEY_SHAPES] == [
+        "private-key",
+        "jwt",
         "anthropic-key",
         "openai-key",
         "google-api-key",
         "github-token",
         "slack-token",
+        "aws-secret-key",
         "aws-access-key-id",
         "bearer-token",
     ]
@@ -188,9 +200,9 @@ def test_shape_names_are_the_documented_ones() -> None:
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
 def test_bearer_token_keeps_its_scheme(scheme: str) -> None:
-    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV"
+    opaque = "tok." + RANDOM  # no known shape: named as a bearer token (a JWT is named `jwt`)
 
-    new, findings = redact({"h": f"Authorization: {scheme} {jwt}"}, {})
+    new, findings = redact({"h": f"Authorization: {scheme} {opaque}"}, {})
 
     assert new == {"h": f"Authorization: {scheme} [REDACTED:bearer-token]"}
     assert findings == [("$.h", "bearer-token")]
@@ -226,6 +238,70 @@ def test_several_shapes_in_one_string_all_reported() -> None:
     assert findings == [("$", "github-token"), ("$", "slack-token"), ("$", "aws-access-key-id")]
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "aws_secret_access_key = {}",
+        "AWS_SECRET_ACCESS_KEY={}",
+        'export AWS_SECRET_ACCESS_KEY="{}"',
+        '{{"aws_secret_access_key": "{}"}}',
+        '{{\\"SecretAccessKey\\": \\"{}\\"}}',  # inside a JSON body string
+        "x-aws-secret-access-key: {}",
+    ],
+)
+def test_aws_secret_in_a_named_field_redacted_and_the_name_kept(template: str) -> None:
+    new, findings = redact({"s": template.format(AWS_SECRET)}, {})
+
+    assert new == {"s": template.format("[REDACTED:aws-secret-key]")}
+    assert findings == [("$.s", "aws-secret-key")]
+
+
+@pytest.mark.parametrize("key", ["aws_secret_access_key", "SecretAccessKey", "AWS-Secret-Key"])
+def test_aws_secret_under_a_named_dict_key_or_header_redacted(key: str) -> None:
+    doc = {"credentials": {key: AWS_SECRET}, "headers": {key: [AWS_SECRET]}}
+
+    new, findings = redact(doc, {})
+
+    assert new == {
+        "credentials": {key: "[REDACTED:aws-secret-key]"},
+        "headers": {key: ["[REDACTED:aws-secret-key]"]},
+    }
+    assert [kind for _, kind in findings] == ["aws-secret-key", "aws-secret-key"]
+
+
+@pytest.mark.parametrize(
+    "text", [f"id {AWS} secret {AWS_SECRET}", f"{AWS_SECRET}\n{AWS_TEMPORARY}"]
+)
+def test_aws_secret_beside_an_access_key_id_redacted(text: str) -> None:
+    new, findings = redact(text, {})
+
+    assert AWS_SECRET not in new
+    assert sorted(kind for _, kind in findings) == ["aws-access-key-id", "aws-secret-key"]
+
+
+def test_pem_block_inside_a_json_body_string_and_cut_short() -> None:
+    body = json.dumps({"key": PEM, "after": "kept"})
+    cut = PEM.split("-----END")[0]
+
+    new, _ = redact({"body": body, "cut": "key: " + cut}, {})
+
+    assert json.loads(new["body"]) == {"key": "[REDACTED:private-key]", "after": "kept"}
+    assert new["cut"] == "key: [REDACTED:private-key]"
+
+
+@pytest.mark.parametrize("ellipsis", ["...", "\u2026"])
+@pytest.mark.parametrize("key", [OPENAI, ANTHROPIC, GITHUB, JWT])
+def test_a_key_cut_short_for_display_keeps_no_part_of_it(key: str, ellipsis: str) -> None:
+    # A note clipped before it was redacted: what is left of the key is still one.
+    text = f"HTTP 401: {key[:24]}{ellipsis}"
+
+    new, findings = redact(text, {})
+
+    # Named as the key when what is left still has the key's shape (`sk-` and 20 characters).
+    assert new in (f"HTTP 401: [REDACTED:{kind}]{ellipsis}" for kind in ("cut-key", "openai-key"))
+    assert len(findings) == 1
+
+
 # False positives ---------------------------------------------------------------------------------
 
 PNG_BASE64 = base64.b64encode(bytes(range(256)) * 40).decode()
@@ -251,6 +327,15 @@ PNG_BASE64 = base64.b64encode(bytes(range(256)) * 40).decode()
         "github_pat_too_short",
         "[REDACTED:OPENAI_API_KEY] and [REDACTED:openai-key]",
         "",
+        # A git sha, a uuid, a hash and a 40-character word beside an access key id's marker.
+        "[REDACTED:aws-access-key-id] commit 0123456789abcdef0123456789abcdef01234567",
+        "[REDACTED:aws-access-key-id] run 123e4567-e89b-12d3-a456-426614174000",
+        "[REDACTED:aws-access-key-id] " + "Antidisestablishmentarianism" + "Abcdefghijkl",
+        "secret_key = too-short-to-be-a-key",
+        "eyJ alone, and eyJhbGciOi without its other parts",
+        "a bare prefix sk-ant-api... and a slug sk-learn-docs... cut short",
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END PUBLIC KEY-----",
+        "-----BEGIN CERTIFICATE-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A\n-----END CERTIFICATE-----",
     ],
 )
 def test_not_a_secret(text: str) -> None:
@@ -393,6 +478,23 @@ def test_scan_files_walks_folders_and_reports_file_path_and_kind(tmp_path: Path)
         f"{leaky}: $.interactions[0].request.headers.authorization[0]: aws-access-key-id"
     )
     assert findings[0].line() == f"{binary}: not JSON (not UTF-8 text)"
+
+
+def test_scan_files_reads_markdown_html_and_xml_line_by_line(tmp_path: Path) -> None:
+    (tmp_path / "report.md").write_text(f"# Report\n\nfine\n| a | {JWT} |\n")
+    (tmp_path / "dashboard.html").write_text(f"<p>\n{PEM}\n</p>\n")
+    (tmp_path / "junit.xml").write_text(
+        f'<failure message="aws_secret_access_key=&quot;{AWS_SECRET}&quot;"/>\n'
+    )
+    (tmp_path / "notes.txt").write_text(JWT)  # not a kind the plugin writes
+
+    found = [finding.line() for finding in scan_files([tmp_path], {})]
+
+    assert found == [
+        f"{tmp_path / 'dashboard.html'}: line 2: private-key",
+        f"{tmp_path / 'junit.xml'}: line 1: aws-secret-key",
+        f"{tmp_path / 'report.md'}: line 4: jwt",
+    ]
 
 
 def test_scan_files_missing_path_is_an_error(tmp_path: Path) -> None:
