@@ -212,8 +212,9 @@ class NetworkGuard:
             sys.addaudithook(_audit)
             _hooked = True
         # The openai SDK (and the SDKs generated alike) sends platform.platform() in its headers,
-        # whose first call on Linux runs `uname -p`: asked now, outside any case, it is cached.
-        platform.platform()
+        # whose first call on Linux runs `uname -p` for the processor: asked now, outside any
+        # case, it is cached (once per process, about 5 ms).
+        platform.processor()
         popen_init = subprocess.Popen.__init__
         self._originals = {"popen_init": popen_init}
         subprocess.Popen.__init__ = self._denying_proxies(popen_init)  # type: ignore[method-assign]
