@@ -250,9 +250,11 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
             "eval_system in the pytest ini"
         )
     input_hashes = hash_inputs(suite.inputs, state, f"{nodeid}: ")
+    timeout = state.settings.timeout_override or suite.timeout or state.settings.default_timeout
     try:
-        system = resolve_system(spec, state.settings.rootdir, state.systems)
-        fingerprint = system.fingerprint()
+        # bounded like a run: an import or fingerprint() that hangs errors this suite alone
+        system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
+        fingerprint = system.fingerprint(timeout)
         key_fields = suite_key_fields(spec, input_hashes, fingerprint)
         code_paths: dict[str, str] = {}
         if suite.code is not None:
@@ -283,7 +285,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         judge_spec=judge_spec,
         judge_from=judge_from,
         judge_options=judge_options(suite),
-        timeout=state.settings.timeout_override or suite.timeout or state.settings.default_timeout,
+        timeout=timeout,
         users=_suite_users(suite, state) if suite.users else None,
         judge_repeats=state.settings.judge_repeats_override
         or suite.judge_repeats

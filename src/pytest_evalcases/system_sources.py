@@ -20,6 +20,7 @@ from .core.modes import LIVE_STALE, REPLAY
 from .engine.http_replay import replay_http, run_recorded
 from .engine.limits import NotRun, StopRule, budget_text
 from .engine.recording import Recording
+from .http.router import subprocess_permission
 from .sources import JudgeOf
 from .store.cassette import cassette_path
 
@@ -39,14 +40,15 @@ class HttpReplaySource:
 
     def recording_for(self, item: CaseItem) -> Recording:
         ctx = item.ctx
-        return replay_http(
-            ctx,
-            item.case,
-            self.judge(ctx.judge_spec, False),
-            self.http(),
-            refresh=self.refresh,
-            dry_run=self.dry_run,
-        )
+        with subprocess_permission(ctx.suite.allow_subprocess):
+            return replay_http(
+                ctx,
+                item.case,
+                self.judge(ctx.judge_spec, False),
+                self.http(),
+                refresh=self.refresh,
+                dry_run=self.dry_run,
+            )
 
 
 class LiveSource:
@@ -59,7 +61,8 @@ class LiveSource:
     def recording_for(self, item: CaseItem) -> Recording:
         try:
             if self.offline:
-                doc, _, trace = run_recorded(item.ctx, item.case, self.http())
+                with subprocess_permission(item.ctx.suite.allow_subprocess):
+                    doc, _, trace = run_recorded(item.ctx, item.case, self.http())
                 return self.recorder.recording_for(item, offline=(doc, trace))
             return self.recorder.recording_for(item)
         except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)

@@ -374,6 +374,9 @@ class Suite(BaseModel):
     http_volatile: list[str] = []
     # Hosts the system may reach directly under --replay-http (loopback only when listed).
     allow_hosts: list[str] = []
+    # Whether the system may start a subprocess under --replay-http (its child gets a
+    # proxy-denying environment); refused by default, since a child is out of the guard's reach.
+    allow_subprocess: bool = False
     # Users whose data files key their cases (see User); a case names one with "user".
     users: list[User] = []
     # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import inspect
 import math
@@ -78,6 +79,7 @@ class System:
         )
         self._target = target
         self._fingerprint: dict[str, Any] | None = None
+        self._fingerprint_stuck: str | None = None  # why fingerprint() never returned
         self._set_up = False
         self._setup_error: BaseException | None = None
         self._setup_lock = threading.Lock()  # setup runs in worker threads, once
@@ -91,12 +93,22 @@ class System:
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self._run)
 
-    def fingerprint(self) -> dict[str, Any]:
-        """Computed once per session: it may read prompts or config files."""
+    def fingerprint(self, timeout: float | None = None) -> dict[str, Any]:
+        """Computed once per session: it may read prompts or config files. With `timeout`, a
+        fingerprint() that has not returned by then is an error (and stays one: the next suite
+        of this system does not wait again)."""
+        if self._fingerprint_stuck is not None:
+            raise CaseFileError(self._fingerprint_stuck)
         if self._fingerprint is None:
             method = getattr(self._target, "fingerprint", None)
             try:
-                value = method() if callable(method) else {}
+                value = call_within(method, timeout) if callable(method) else {}
+            except Unfinished:
+                self._fingerprint_stuck = (
+                    f"system {self.spec!r}: fingerprint() did not finish in {timeout:g} s "
+                    f"(--eval-timeout); {_SLOW_HINT}"
+                )
+                raise CaseFileError(self._fingerprint_stuck) from None
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # user code: report it on the suite, not as a crash
@@ -181,7 +193,6 @@ async def run_in_daemon_thread(function: Callable[[Any], Any], argument: Any) ->
     belongs to this case). Unlike a thread pool's worker, a thread that never returns does not
     hold up the end of the run: the interpreter does not wait for daemon threads."""
     import asyncio
-    import contextvars
 
     loop = asyncio.get_running_loop()
     future = loop.create_future()
@@ -206,6 +217,44 @@ async def run_in_daemon_thread(function: Callable[[Any], Any], argument: Any) ->
     return await future
 
 
+class Unfinished(Exception):  # noqa: N818 (not an error of ours: user code that did not return)
+    """`call_within`'s function had not returned when the time was up."""
+
+
+_SLOW_HINT = (
+    "collection waits this long for the system's import and fingerprint(); keep them quick "
+    "(build clients and read keys lazily, in setup(suite) or on the first run(case): see "
+    'docs/system.md), or raise the limit with --eval-timeout (or the suite\'s "timeout")'
+)
+
+
+def call_within(function: Callable[[], Any], timeout: float | None) -> Any:
+    """`function()`, given `timeout` seconds (None: all the time it takes): it runs in a daemon
+    thread, so one that never returns is left behind without holding up the end of the run.
+    Returns its value, raises what it raised, or Unfinished."""
+    if timeout is None:
+        return function()
+    outcome: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, function()))
+        except BaseException as exc:  # handed to the caller, which decides
+            outcome.append((False, exc))
+
+    runner = threading.Thread(
+        target=contextvars.copy_context().run, args=(target,), name="evalcases-collect", daemon=True
+    )
+    runner.start()
+    runner.join(timeout)
+    if not outcome:
+        raise Unfinished
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
 def split_spec(spec: str) -> tuple[str, str] | None:
     """(module, attribute path) of a `module:attribute` spec, or None for another form."""
     module_name, sep, attr_path = spec.partition(":")
@@ -224,18 +273,45 @@ def import_spec(module_name: str, attr_path: str, rootdir: Path) -> Any:
     return target
 
 
-def resolve_system(spec: str, rootdir: Path, cache: dict[str, System]) -> System:
-    """Import `module:attribute` with the rootdir on sys.path (once per spec per session)."""
-    if spec in cache:
-        return cache[spec]
+# The key of `resolve_system`'s cache under which the modules whose import never finished are
+# kept (no spec reads so: a spec has a colon).
+_STUCK_IMPORTS = "<imports that did not finish>"
+
+
+def resolve_system(
+    spec: str, rootdir: Path, cache: dict[str, Any], timeout: float | None = None
+) -> System:
+    """Import `module:attribute` with the rootdir on sys.path (once per spec per session). With
+    `timeout`, an import that has not finished by then is an error, kept as the spec's (and its
+    module's) answer: another suite neither imports it again nor waits again."""
+    known = cache.get(spec)
+    if isinstance(known, CaseFileError):
+        raise CaseFileError(str(known))
+    if known is not None:
+        return known
     parts = split_spec(spec)
     if parts is None:
         raise CaseFileError(
             f"system {spec!r} must read 'module:attribute', e.g. 'demo.assistant:system'"
         )
     module_name = parts[0]
+    stuck: dict[str, str] = cache.setdefault(_STUCK_IMPORTS, {})
+    for name, message in stuck.items():
+        if module_name == name or module_name.startswith(name + "."):
+            raise CaseFileError(message)  # its import holds the module's lock: never again
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", 0):
+        timeout = None  # imported already: no thread for a look-up
     try:
-        target = import_spec(*parts, rootdir)
+        target = call_within(lambda: import_spec(*parts, rootdir), timeout)
+    except Unfinished:
+        failure = CaseFileError(
+            f"importing the system {spec!r} did not finish in {timeout:g} s (--eval-timeout); "
+            f"{_SLOW_HINT}"
+        )
+        cache[spec] = failure
+        stuck[module_name] = str(failure)
+        raise CaseFileError(str(failure)) from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # any import-time failure of user code, SystemExit included

@@ -29,6 +29,20 @@ from .match import closest, describe, parse_json_path, request_view, summarise
 from .scrub import scrub_request, scrub_response
 
 _CURRENT: ContextVar[CaseHttp | None] = ContextVar("evalcases_case_http", default=None)
+# The suite's "allow_subprocess" for the cases replayed inside `subprocess_permission`: the
+# engine builds each case's CaseHttp, the source that calls it knows the suite.
+_ALLOW_SUBPROCESS: ContextVar[bool] = ContextVar("evalcases_allow_subprocess", default=False)
+
+
+@contextmanager
+def subprocess_permission(allowed: bool) -> Iterator[None]:
+    """The CaseHttp made inside let the system start subprocesses (under --replay-http) when
+    `allowed`."""
+    token = _ALLOW_SUBPROCESS.set(allowed)
+    try:
+        yield
+    finally:
+        _ALLOW_SUBPROCESS.reset(token)
 
 
 class UnservedRequest(BaseException):  # noqa: N818 (it stops the system; it is not an error of ours)
@@ -47,12 +61,16 @@ class CaseHttp:
         recorded: list[dict[str, Any]] | None = None,
         ignore: list[str] = (),  # type: ignore[assignment]
         allow_hosts: list[str] = (),  # type: ignore[assignment]
+        allow_subprocess: bool | None = None,  # None: as `subprocess_permission` says
     ) -> None:
         self.where = where
         self.replaying = recorded is not None
         self.recorded = recorded or []
         self.ignore = [parse_json_path(path) for path in ignore]
         self.allow_hosts = list(allow_hosts)
+        self.allow_subprocess = (
+            _ALLOW_SUBPROCESS.get() if allow_subprocess is None else allow_subprocess
+        )
         self.interactions: list[dict[str, Any]] = []  # recorded by this run
         self.problem: str | None = None  # the first request or connection replay could not serve
         self._views: list[tuple[Any, ...]] | None = None
