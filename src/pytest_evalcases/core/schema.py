@@ -117,6 +117,12 @@ class CaseModel(BaseModel):
     max_tool_calls: MaxToolCalls = None
     expected_docs: list[str] | None = None
     reference: str | None = None
+    # Other answers that count as the reference (a benchmark's aliases): the benchmark scorers
+    # (musique_f1, 2wikimultihopqa_f1, ...) take the best over the reference and these.
+    reference_aliases: list[str] | None = None
+    # Gold supporting facts, [title, sentence index] pairs (HotpotQA, 2WikiMultihopQA): the
+    # *_sp_f1 stages score the trace's `supporting_facts` against them.
+    expected_facts: list[tuple[str, int]] | None = None
     unanswerable: bool = False
     # Data files this case's system run reads, replacing the suite's `inputs` for this case
     # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
@@ -220,6 +226,8 @@ class Case:
     max_tool_calls: int | dict[str, int] | None = None
     expected_docs: list[str] | None = None
     reference: str | None = None
+    reference_aliases: list[str] | None = None
+    expected_facts: list[tuple[str, int]] | None = None
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
     user: str | None = None  # the suite user the case belongs to (its group)
@@ -271,6 +279,8 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "max_tool_calls",
         "expected_docs",
         "reference",
+        "reference_aliases",
+        "expected_facts",
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
         "metadata",

@@ -52,6 +52,8 @@ class Trace(BaseModel):
     # None rather than []: an unused field stays out of every recorded trace
     triples: list[Triple] | None = None
     citations: list[str | CitedSentence] | None = None
+    # The [title, sentence index] pairs the system says support its answer (HotpotQA's `sp`).
+    supporting_facts: list[tuple[str, int]] | None = None
 
 
 __all__ = ["CitedSentence", "ToolCall", "ToolOutput", "Trace", "Usage"]

@@ -24,14 +24,15 @@ def parse(path: Path, records: list[Any]) -> Parsed:
     return Parsed(
         [unit(RecordReader(path, index, record, "_id")) for index, record in enumerate(records)],
         stages=["retrieval", "context_completeness", "answer_accuracy"],
-        report_only=["exact_match", "token_f1"],
+        report_only=["hotpotqa_em", "hotpotqa_f1", "hotpotqa_sp_f1"],
     )
 
 
 def unit(reader: RecordReader, extra_metadata: dict[str, Any] | None = None) -> Unit:
     """A HotpotQA-shaped record as a case (2WikiMultihopQA shares this shape)."""
     paragraphs = paragraphs_of(reader, reader.get("context", list), "context")
-    docs = supporting_titles(reader, reader.get("supporting_facts", list), "supporting_facts")
+    facts = reader.get("supporting_facts", list)
+    docs = supporting_titles(reader, facts, "supporting_facts")
     case: dict[str, Any] = {"id": reader.id, "input": reader.text("question")}
     metadata: dict[str, Any] = {}
     kind = reader.text("type", required=False)
@@ -39,6 +40,7 @@ def unit(reader: RecordReader, extra_metadata: dict[str, Any] | None = None) -> 
         case["category"] = marker_name(kind)
         metadata["type"] = kind
     case["expected_docs"] = docs
+    case["expected_facts"] = [list(fact) for fact in dict.fromkeys(map(tuple, facts))]
     case["reference"] = reader.text("answer", numbers=True)
     level = reader.text("level", required=False)
     if level is not None:

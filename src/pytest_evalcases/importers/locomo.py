@@ -45,7 +45,7 @@ def parse(path: Path, records: list[Any]) -> Parsed:
     return Parsed(
         units,
         stages=["context_completeness", "answer_accuracy"],
-        report_only=["retrieval", "token_f1"],
+        report_only=["retrieval", "locomo_f1"],
         k=10,
         users=users,
     )

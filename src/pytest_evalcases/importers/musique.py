@@ -26,7 +26,7 @@ def parse(path: Path, records: list[Any]) -> Parsed:
     return Parsed(
         [_unit(RecordReader(path, index, record, "id")) for index, record in enumerate(records)],
         stages=["retrieval", "context_completeness", "answer_accuracy"],
-        report_only=["exact_match", "token_f1"],
+        report_only=["musique_em", "musique_f1", "musique_sp_f1"],
     )
 
 
@@ -51,6 +51,8 @@ def _unit(reader: RecordReader) -> Unit:
     answerable = reader.get("answerable", bool, required=False)
     answer = reader.text("answer", numbers=True)
     aliases = reader.get("answer_aliases", list, required=False) or []
+    if not all(isinstance(alias, str) for alias in aliases):
+        raise reader.error("answer_aliases", "must be a list of strings")
     case: dict[str, Any] = {
         "id": reader.id,
         "input": reader.text("question"),
@@ -72,4 +74,6 @@ def _unit(reader: RecordReader) -> Unit:
             )
         case["expected_docs"] = list(dict.fromkeys(supporting))
         case["reference"] = answer
+        if aliases:  # musique_em and musique_f1 take the best over the answer and these
+            case["reference_aliases"] = aliases
     return Unit(case, paragraphs)

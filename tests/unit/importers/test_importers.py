@@ -374,3 +374,27 @@ def test_an_unsafe_suite_name_is_refused(project: Path, capsys: pytest.CaptureFi
     assert run_import("hotpotqa", SAMPLES / "hotpotqa.json", "--name", "a::b") == 2
     assert "suite name 'a::b' cannot name the cassette folder" in capsys.readouterr().err
     assert written_files(project) == set()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "report_only"),
+    [
+        ("hotpotqa", ["hotpotqa_em", "hotpotqa_f1", "hotpotqa_sp_f1"]),
+        ("2wikimultihopqa", ["2wikimultihopqa_em", "2wikimultihopqa_f1", "2wikimultihopqa_sp_f1"]),
+        ("musique", ["musique_em", "musique_f1", "musique_sp_f1"]),
+        ("locomo", ["retrieval", "locomo_f1"]),
+    ],
+)
+def test_each_importer_reports_its_benchmarks_own_scores(
+    project: Path, fmt: str, report_only: list[str]
+) -> None:
+    assert imported(fmt)["report_only"] == report_only
+
+
+def test_gold_supporting_facts_and_aliases_reach_the_cases(project: Path) -> None:
+    hotpot = imported("hotpotqa")["cases"][0]
+    assert hotpot["expected_facts"] == [["Harbour Lantern Museum", 0], ["Ostmere", 1]]
+    musique = {case["id"]: case for case in imported("musique", "--force")["cases"]}
+    assert musique["2hop__1001_2002"]["reference_aliases"] == ["Grey Hills"]
+    assert "reference_aliases" not in musique["3hop1__3003_4004_5005"]  # it has none
+    assert "reference_aliases" not in musique["2hop__6006_7007"]  # unanswerable: not scored
