@@ -27,11 +27,16 @@ CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 
 ADVERSARIAL = 5
 UNANSWERABLE_REFERENCE = "The conversations do not say."
 _SESSION = re.compile(r"session_(\d+)")
+_EVIDENCE = re.compile(r"D(\d+):")
 
 
-def parse(path: Path, records: list[Any]) -> Parsed:
+def parse(path: Path, records: list[Any], max_sessions: int | None = None) -> Parsed:
+    """`max_sessions`: keep each conversation's first N sessions, and only the questions whose
+    evidence lies in them (a question without evidence is kept; one whose evidence names no
+    session is left out)."""
     units: list[Unit] = []
     users: dict[str, dict[str, Any]] = {}
+    left_out = 0
     for index, record in enumerate(records):
         reader = RecordReader(path, index, record, "sample_id")
         unsafe = unsafe_id_reason(reader.id)
@@ -39,16 +44,37 @@ def parse(path: Path, records: list[Any]) -> Parsed:
             raise reader.error("sample_id", f"cannot name a user and its cases: {unsafe}")
         if reader.id in users:
             raise reader.error("sample_id", "repeats an earlier conversation's id")
-        users[reader.id] = {"conversations": _conversation(reader)}
+        conversation = _conversation(reader)
+        if max_sessions is not None:
+            conversation["sessions"] = conversation["sessions"][:max_sessions]
+        kept_sessions = {session["session"] for session in conversation["sessions"]}
+        users[reader.id] = {"conversations": conversation}
         for number, qa in enumerate(reader.get("qa", list)):
-            units.append(_case(reader, number, qa))
+            unit = _case(reader, number, qa)
+            if max_sessions is None or _within(unit.case.get("expected_docs"), kept_sessions):
+                units.append(unit)
+            else:
+                left_out += 1
+    notes: dict[str, Any] = {}
+    if max_sessions is not None:
+        notes = {"max_sessions": max_sessions, "questions_beyond_sessions": left_out}
     return Parsed(
         units,
         stages=["context_completeness", "answer_accuracy"],
         report_only=["retrieval", "locomo_f1"],
         k=10,
         users=users,
+        source_notes=notes,
     )
+
+
+def _within(evidence: list[str] | None, sessions: set[int]) -> bool:
+    """Every session the evidence names is kept (`D3:5` is session 3; one entry may name more
+    than one, as a few of the release's do)."""
+    if not evidence:
+        return True
+    named = [int(number) for entry in evidence for number in _EVIDENCE.findall(entry)]
+    return bool(named) and all(number in sessions for number in named)
 
 
 def _conversation(reader: RecordReader) -> dict[str, Any]:
