@@ -83,6 +83,14 @@ RESERVED_MARKERS = frozenset(
 MaxToolCalls = Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
 
 
+class ContextId(BaseModel):
+    """A gold context item given by id (`{"id": "D1:3"}`): the retrieved ids must hold it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+
+
 class TurnModel(BaseModel):
     """One user message of a conversation case, with this turn's own expectations."""
 
@@ -123,6 +131,9 @@ class CaseModel(BaseModel):
     # Gold supporting facts, [title, sentence index] pairs (HotpotQA, 2WikiMultihopQA): the
     # *_sp_f1 stages score the trace's `supporting_facts` against them.
     expected_facts: list[tuple[str, int]] | None = None
+    # Gold context for the `context_coverage` stage: texts the retrieved context should contain,
+    # or {"id": ...} objects the retrieved ids should hold.
+    expected_context: list[str | ContextId] | None = None
     unanswerable: bool = False
     # Data files this case's system run reads, replacing the suite's `inputs` for this case
     # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
@@ -228,6 +239,7 @@ class Case:
     reference: str | None = None
     reference_aliases: list[str] | None = None
     expected_facts: list[tuple[str, int]] | None = None
+    expected_context: list[str | dict[str, str]] | None = None
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
     user: str | None = None  # the suite user the case belongs to (its group)
@@ -248,6 +260,10 @@ def validate_case(raw: Any) -> Case:
         fields["inputs"] = tuple(model.inputs)
     if model.user is not None:  # the user is the case's group
         fields["group"] = model.user
+    if model.expected_context is not None:
+        fields["expected_context"] = [
+            item if isinstance(item, str) else {"id": item.id} for item in model.expected_context
+        ]
     if model.rubric is not None:
         fields["rubric"] = tuple(
             (item, 1.0) if isinstance(item, str) else (item.item, item.weight)
@@ -281,6 +297,7 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "reference",
         "reference_aliases",
         "expected_facts",
+        "expected_context",
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
         "metadata",

@@ -45,12 +45,17 @@ def parse(path: Path, records: list[Any], max_sessions: int | None = None) -> Pa
         if reader.id in users:
             raise reader.error("sample_id", "repeats an earlier conversation's id")
         conversation = _conversation(reader)
+        turns = {
+            turn["dia_id"]: turn["text"]
+            for session in conversation["sessions"]
+            for turn in session["turns"]
+        }
         if max_sessions is not None:
             conversation["sessions"] = conversation["sessions"][:max_sessions]
         kept_sessions = {session["session"] for session in conversation["sessions"]}
         users[reader.id] = {"conversations": conversation}
         for number, qa in enumerate(reader.get("qa", list)):
-            unit = _case(reader, number, qa)
+            unit = _case(reader, number, qa, turns)
             if max_sessions is None or _within(unit.case.get("expected_docs"), kept_sessions):
                 units.append(unit)
             else:
@@ -61,7 +66,7 @@ def parse(path: Path, records: list[Any], max_sessions: int | None = None) -> Pa
     return Parsed(
         units,
         stages=["context_completeness", "answer_accuracy"],
-        report_only=["retrieval", "locomo_f1"],
+        report_only=["retrieval", "locomo_f1", "context_coverage"],
         k=10,
         users=users,
         source_notes=notes,
@@ -111,7 +116,7 @@ def _conversation(reader: RecordReader) -> dict[str, Any]:
     return {**speakers, "sessions": sessions}
 
 
-def _case(reader: RecordReader, number: int, qa: Any) -> Unit:
+def _case(reader: RecordReader, number: int, qa: Any, turns: dict[str, str]) -> Unit:
     where = f"qa[{number}]"
     if not isinstance(qa, dict):
         raise reader.error(where, "must be an object")
@@ -129,6 +134,9 @@ def _case(reader: RecordReader, number: int, qa: Any) -> Unit:
     }
     if evidence:
         case["expected_docs"] = evidence
+        said = [turns[dia_id] for dia_id in dict.fromkeys(evidence) if dia_id in turns]
+        if said:  # the evidence turns' words, for context_coverage
+            case["expected_context"] = said
     if category == ADVERSARIAL:
         trap = reader.text(
             "adversarial_answer", qa, f"{where}.adversarial_answer", required=False, numbers=True

@@ -177,7 +177,7 @@ def test_an_imported_locomo_suite_reports_locomo_f1_per_question(example: Path) 
     )
     assert imported.ret == 0, output(imported)
     suite = json.loads((example / "cases" / "locomo.json").read_text())
-    assert suite["report_only"] == ["retrieval", "locomo_f1"]
+    assert suite["report_only"] == ["retrieval", "locomo_f1", "context_coverage"]
     suite["judge"] = "lexical"
     (example / "cases" / "locomo.json").write_text(json.dumps(suite))
 

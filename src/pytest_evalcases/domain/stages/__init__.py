@@ -44,6 +44,13 @@ register(
         reads=judged.JUDGE_READS["rubric"],
     )
 )
+register(
+    Stage(
+        "context_coverage",
+        _on_first_use("context_coverage", "score_context_coverage"),
+        shows=_on_first_use("context_coverage", "show_context_coverage"),
+    )
+)
 # The benchmarks' own answer scores (imported suites report them): loaded on first use.
 register(
     Stage(
