@@ -115,6 +115,8 @@ def case_result(
     }
     if case.user is not None:  # the group is a suite user: the reports title it so
         result["user"] = case.user
+    if item.ctx.totals:  # which of its suite's named totals count this case
+        result["totals"] = {total.name: total.counts(case) for total in item.ctx.totals}
     if scores is not None and scores.turns is not None:
         result["turns"] = turn_results(case, scores, _shown_trace(item, recording))
     if getattr(item, "run_results", None) is not None:  # --eval-runs: passed_runs/K and more

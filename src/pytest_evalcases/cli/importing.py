@@ -60,6 +60,13 @@ def add_parser(sub: Any) -> None:
         "(or a JSON array)",
     )
     command.add_argument(
+        "--exclude-ids",
+        type=Path,
+        metavar="FILE",
+        help='declare a total "without gold exclusions" that leaves out the cases FILE names '
+        "(ids or indices, as --ids); they stay in the suite and are run",
+    )
+    command.add_argument(
         "--max-sessions",
         type=int,
         metavar="N",
@@ -95,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         stratify=args.stratify,
         ids=args.ids,
         max_sessions=args.max_sessions,
+        exclude_ids=args.exclude_ids,
         system=args.system,
         name=args.name,
         force=args.force,

@@ -361,6 +361,26 @@ class CitationOptions(BaseModel):
     every_sentence: bool = False  # with per-sentence citations: each sentence cites a document
 
 
+class TotalExclusion(BaseModel):
+    """Which cases a named total leaves out: by category, and/or by id (a list of ids, or the
+    path, relative to the rootdir, of a JSON array of ids)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    category: list[str] = []
+    ids: list[str] | str | None = None
+
+
+class Total(BaseModel):
+    """A published figure over part of the suite ("categories 1-4"): results.json reports its
+    pass rate and stage means beside the overall ones; the excluded cases still run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    exclude: TotalExclusion = TotalExclusion()
+
+
 class Suite(BaseModel):
     """A case file's suite-level settings (cases are validated separately, one by one)."""
 
@@ -405,6 +425,8 @@ class Suite(BaseModel):
     users: list[User] = []
     # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
     source: dict[str, Any] | None = None
+    # Named totals over part of the suite (a paper's headline leaves some cases out).
+    totals: list[Total] = []
     graph: GraphOptions | None = None
     citations: CitationOptions | None = None
     answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
@@ -414,6 +436,15 @@ class Suite(BaseModel):
         if stage in self.thresholds:
             return self.thresholds[stage]
         return self.threshold if default is None else default
+
+    @field_validator("totals")
+    @classmethod
+    def _distinct_totals(cls, totals: list[Total]) -> list[Total]:
+        names = [total.name for total in totals]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"total names must be distinct: {', '.join(map(repr, repeated))}")
+        return totals
 
     @field_validator("http_ignore")
     @classmethod

@@ -23,6 +23,8 @@ from . import hotpotqa, locomo, musique, twowiki
 from .base import BenchmarkFormatError, Parsed, Unit, read_records
 from .sampling import SAMPLING, STRATIFIED, chosen, sample, stratified_sample
 
+EXCLUSIONS_FILE = "exclusions.json"
+EXCLUSION_TOTAL = "without gold exclusions"
 FORMATS: dict[str, ModuleType] = {
     module.FORMAT: module for module in (hotpotqa, musique, twowiki, locomo)
 }
@@ -42,6 +44,8 @@ class ImportOptions:
     stratify: str | None = None  # a case field whose values keep their shares in the sample
     ids: Path | None = None  # a file naming exactly the cases to import (ids or 0-based indices)
     max_sessions: int | None = None  # LoCoMo: each conversation's first N sessions
+    # a file of gold exclusions (ids or indices): a total that leaves them out
+    exclude_ids: Path | None = None
     system: str | None = None
     name: str | None = None
     force: bool = False
@@ -65,14 +69,22 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
         picked = stratified_sample(parsed.units, options.limit, options.seed, options.stratify)
     else:
         picked = sample(parsed.units, options.limit, options.seed)
-    suite, files = build_suite(parsed, picked, options, hashlib.sha256(raw).hexdigest())
+    excluded = None
+    if options.exclude_ids is not None:
+        named = chosen(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
+        excluded = [unit.case["id"] for unit in named]
+    suite, files = build_suite(parsed, picked, options, hashlib.sha256(raw).hexdigest(), excluded)
     _check_suite(options.file, suite)
     written = _write_all({options.output: suite, **files}, options.force)
     return suite, written
 
 
 def build_suite(
-    parsed: Parsed, chosen: list[Unit], options: ImportOptions, file_sha256: str
+    parsed: Parsed,
+    chosen: list[Unit],
+    options: ImportOptions,
+    file_sha256: str,
+    excluded: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[Path, Any]]:
     """The suite document and its data files (path -> JSON content) for the sampled cases."""
     name = options.name or options.output.stem
@@ -99,6 +111,13 @@ def build_suite(
                 entry[field] = _relative(path, options.root)
             suite["users"].append(entry)
     suite.update(stages=parsed.stages, report_only=parsed.report_only, k=parsed.k)
+    totals = list(parsed.totals)
+    if excluded is not None:  # the excluded cases stay in the suite: only this total skips them
+        path = options.data_dir / EXCLUSIONS_FILE
+        files[path] = excluded
+        totals.append({"name": EXCLUSION_TOTAL, "exclude": {"ids": _relative(path, options.root)}})
+    if totals:
+        suite["totals"] = totals
     suite["source"] = {
         "format": options.format,
         "file": options.file.name,
@@ -110,6 +129,12 @@ def build_suite(
         "sampling": _sampling(options),
         **parsed.source_notes,
     }
+    if options.exclude_ids is not None:
+        suite["source"]["exclusions"] = {
+            "file": options.exclude_ids.name,
+            "sha256": hashlib.sha256(_read_bytes(options.exclude_ids)).hexdigest(),
+            "cases": len(excluded or ()),
+        }
     if options.ids is not None:
         suite["source"]["ids"] = {
             "file": options.ids.name,

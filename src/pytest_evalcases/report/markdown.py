@@ -30,6 +30,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     """Render the results document as markdown (headline, baseline, stages, ...)."""
     out: list[str] = []
     out += _headline(doc)
+    out += _totals(doc)
     if doc.get("baseline"):
         out += _baseline(doc["baseline"])
     out += _stages(doc)
@@ -232,6 +233,34 @@ def _stages(doc: Mapping[str, Any]) -> list[str]:
             lines += ["", f"{escape_cell(name)}: {rates}"]
     lines.append("")
     return lines
+
+
+def _totals(doc: Mapping[str, Any]) -> list[str]:
+    """The suites' named totals (a paper's headline over part of the cases) beside the overall
+    figures: one row each, with the stage means over the cases it counts."""
+    totals = doc.get("totals") or {}
+    if not totals:
+        return []
+    means = [
+        stage
+        for stage in doc.get("stage_order") or []
+        if any(stage in total["stage_means"] for total in totals.values())
+    ]
+    header = ["total", "cases", "left out", "pass rate", "95% CI (Wilson)"]
+    header += [f"mean {stage}" for stage in means]
+    rows = [
+        [
+            name,
+            total["cases"],
+            total["excluded"],
+            fmt_pct(total["pass_rate"]),
+            fmt_pct_ci(total["pass_rate_ci95"]),
+            *(fmt_score(total["stage_means"].get(stage)) for stage in means),
+        ]
+        for name, total in totals.items()
+    ]
+    align = ["l", "r", "r", "r", "l"] + ["r"] * len(means)
+    return ["### Totals", "", *markdown_table(header, rows, align), ""]
 
 
 def _categories(doc: Mapping[str, Any]) -> list[str]:

@@ -425,3 +425,20 @@ def test_gold_context_comes_from_supporting_sentences_paragraphs_and_evidence_tu
     ]
     locomo = {case["id"]: case for case in imported("locomo", "--force")["cases"]}
     assert len(locomo["conv-1-q003"]["expected_context"]) == 2  # two evidence turns
+
+
+def test_locomo_declares_the_papers_totals_and_exclude_ids_a_gold_exclusion_total(
+    project: Path,
+) -> None:
+    (project / "gold.txt").write_text("conv-1-q002\n5\n")
+    suite = imported("locomo", "--exclude-ids", "gold.txt")
+
+    assert suite["totals"] == [
+        {"name": "categories 1-4", "exclude": {"category": ["adversarial"]}},
+        {"name": "without open-domain", "exclude": {"category": ["open_domain", "adversarial"]}},
+        {"name": "without gold exclusions", "exclude": {"ids": "data/bench/exclusions.json"}},
+    ]
+    assert data("data/bench/exclusions.json") == ["conv-1-q002", "conv-2-q002"]
+    assert len(suite["cases"]) == 7  # the excluded cases stay in the suite and are run
+    assert suite["source"]["exclusions"]["cases"] == 2
+    assert "totals" not in imported("hotpotqa", "--force")  # HotpotQA papers report every case
