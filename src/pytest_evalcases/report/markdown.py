@@ -20,6 +20,8 @@ from .formatting import (
     uncommitted_changes,
 )
 from .markdown_table import CellLines, escape_cell, markdown_table
+from .stage_values import stage_score
+from .suite_lines import suite_lines
 
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
@@ -40,6 +42,8 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     out += _calibration(doc.get("calibration"))
     out += _runs(doc.get("runs"), doc["cases"])
     out += _failing(doc["cases"])
+    if (doc.get("run") or {}).get("report_cases") == "all":
+        out += _all_cases(doc)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -76,6 +80,10 @@ def _headline(doc: Mapping[str, Any]) -> list[str]:
     lines = [f"## pytest-evalcases: {escape_cell(suites)}", ""]
     lines.append(f"**{summary['cases']} cases**: {outcome_counts_text(summary)}")
     lines.append("")
+    for suite, line in suite_lines(doc["cases"], doc.get("stage_order") or []):
+        lines += [f"- **{escape_cell(suite)}**: {escape_cell(line)}"]
+    if summary.get("suites"):
+        lines.append("")
     if summary.get("pass_rate") is not None:
         lines.append(
             f"Pass rate **{fmt_pct(summary['pass_rate'])}** "
@@ -432,6 +440,24 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     lines += _more(len(failing), FAILING_ROWS_CAP)
     lines.append("")
     return lines
+
+
+def _all_cases(doc: Mapping[str, Any]) -> list[str]:
+    """`--eval-report-cases all`: every case, with each gating stage's score and the first
+    failure (the per-case table the per-stage evaluations publish)."""
+    gating = [name for name in doc.get("stage_order") or [] if doc["stages"][name]["gating"]]
+    rows = []
+    for case in doc["cases"]:
+        stages = case.get("stages") or {}
+        scores = [
+            fmt_score(stage_score(stages[name])) if name in stages else "–" for name in gating
+        ]
+        stage, reason = failure_of(case)
+        failure = f"{stage}: {reason}" if stage else (reason or "–")
+        rows.append((case_label(case), case.get("category") or "–", *scores, failure))
+    header = ["case", "category", *gating, "first failure"]
+    align = ["l", "l"] + ["r"] * len(gating) + ["l"]
+    return [f"### All cases ({len(rows)})", "", *markdown_table(header, rows, align), ""]
 
 
 def _happened(case: Mapping[str, Any]) -> CellLines:
