@@ -344,7 +344,11 @@ class GraphOptions(BaseModel):
     # alias -> canonical label, for entities and relations alike (normalised before use)
     aliases: dict[str, str] = {}
     similarity: str | None = None  # "module:function" scoring two labels in [0, 1]
-    min_similarity: float = Field(0.8, ge=0, le=1, allow_inf_nan=False)
+    # None: 0.95, the graph-scoring spec's tau (stages/graph.py)
+    min_similarity: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    # "maximum": as many pairs as can be; "max_weight": the greatest total similarity, with
+    # similarity-weighted (soft) precision and recall
+    matching: Literal["maximum", "max_weight"] = "maximum"
     soft: list[Literal["subject", "relation", "object"]] = Field(
         default=["subject", "relation", "object"], min_length=1
     )
