@@ -134,6 +134,8 @@ class CaseModel(BaseModel):
     # Gold context for the `context_coverage` stage: texts the retrieved context should contain,
     # or {"id": ...} objects the retrieved ids should hold.
     expected_context: list[str | ContextId] | None = None
+    # Items the answer must rank, in the right order (the `kendall_tau` stage).
+    expected_order: list[str] | None = None
     unanswerable: bool = False
     # Data files this case's system run reads, replacing the suite's `inputs` for this case
     # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
@@ -240,6 +242,7 @@ class Case:
     reference_aliases: list[str] | None = None
     expected_facts: list[tuple[str, int]] | None = None
     expected_context: list[str | dict[str, str]] | None = None
+    expected_order: list[str] | None = None
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
     user: str | None = None  # the suite user the case belongs to (its group)
@@ -298,6 +301,7 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "reference_aliases",
         "expected_facts",
         "expected_context",
+        "expected_order",
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
         "metadata",

@@ -51,6 +51,13 @@ register(
         shows=_on_first_use("context_coverage", "show_context_coverage"),
     )
 )
+register(
+    Stage(
+        "kendall_tau",
+        _on_first_use("kendall_tau", "score_kendall_tau"),
+        shows=_on_first_use("kendall_tau", "show_kendall_tau"),
+    )
+)
 # The benchmarks' own answer scores (imported suites report them): loaded on first use.
 register(
     Stage(
