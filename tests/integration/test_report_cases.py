@@ -38,3 +38,25 @@ def test_report_md_heads_with_each_suites_line_and_lists_every_case_when_asked(
     assert "### All cases" not in (project.root / "r1" / "report.md").read_text()
     doc = json.loads((project.root / "r2" / "results.json").read_text())
     assert doc["run"]["report_cases"] == "all"
+
+
+TIMED_SYSTEM = """\
+def run(case):
+    return {"answer": case["input"], "retrieved": case["input"].split(),
+            "latency_ms": 50.0, "timings": {"search_ms": 12.5, "generate_ms": 30.0}}
+"""
+
+
+def test_the_traces_step_timings_reach_results_json_and_report_md(project: Project) -> None:
+    project.write_text("timed.py", TIMED_SYSTEM)
+    doc = suite_doc("timed", [make_case("t1", "alpha beta")], system="timed:run")
+    doc["stages"] = ["retrieval"]
+    project.write_suite(doc, "cases/timed.json")
+    assert project.run("--live").ret == 0
+
+    assert project.run("--eval-report", "r").ret == 0
+
+    results = json.loads((project.root / "r" / "results.json").read_text())
+    assert results["timings"]["search_ms"] == {"cases": 1, "mean": 12.5, "p95": 12.5}
+    assert results["cases"][0]["recording"]["timings"] == {"search_ms": 12.5, "generate_ms": 30.0}
+    assert "### Timings" in (project.root / "r" / "report.md").read_text()

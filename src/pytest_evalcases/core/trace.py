@@ -49,6 +49,9 @@ class Trace(BaseModel):
     context: list[str] = []
     usage: Usage | None = None
     latency_ms: float | None = None
+    # The system's own steps, in ms ({"search_ms": 120, "generate_ms": 840}): results.json's
+    # `timings` gives each step's mean and p95.
+    timings: dict[str, float] | None = None
     # None rather than []: an unused field stays out of every recorded trace
     triples: list[Triple] | None = None
     citations: list[str | CitedSentence] | None = None

@@ -26,6 +26,7 @@ from ..domain.calibration_scoring import calibration_section
 from .cost import cost_section
 from .eval_runs import runs_section
 from .stage_values import stage_score, stage_status
+from .timings import timings_section
 from .totals import totals_section
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ def aggregate(
         "runs": runs_section(cases, order),
         "cost": cost_section(cases, run or {}),
         "totals": totals_section(cases, order),
+        "timings": timings_section(cases),
         "cases": cases,
         "baseline": None,
     }
@@ -243,6 +245,9 @@ def _stages(scan: _Scan, stage_order: list[str]) -> dict[str, dict[str, Any]]:
         for m in GRAPH_METRICS:
             if acc.metrics[m]:
                 entry[m] = mean(acc.metrics[m])
+        if name == COMPLETENESS_STAGE and acc.labels:  # beside the mean: Zep's complete_rate
+            complete = sum(1 for label in acc.labels.values() if label == "COMPLETE")
+            entry["complete_rate"] = complete / len(acc.labels)
         if any(acc.metrics[m] for m in RETRIEVAL_METRICS) or acc.ks:
             # k: the common k, or the sorted distinct ks when suites disagree.
             ks = sorted(acc.ks)
@@ -319,8 +324,15 @@ def _breakdown(
         }
         for field, per_bucket in label_counts.items():
             entry[field] = per_bucket[j]
+        if "completeness" in entry:  # Zep's complete_rate: the share judged COMPLETE
+            entry["complete_rate"] = complete_rate(entry["completeness"])
         out[name] = entry
     return out
+
+
+def complete_rate(labels: Mapping[str, int]) -> float | None:
+    judged = sum(labels.values())
+    return labels.get("COMPLETE", 0) / judged if judged else None
 
 
 def group_kind(cases: Iterable[Mapping[str, Any]]) -> str:

@@ -41,6 +41,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     out += _completeness(doc.get("completeness_vs_accuracy"))
     out += _calibration(doc.get("calibration"))
     out += _runs(doc.get("runs"), doc["cases"])
+    out += _timings(doc.get("timings"))
     out += _failing(doc["cases"])
     if (doc.get("run") or {}).get("report_cases") == "all":
         out += _all_cases(doc)
@@ -324,8 +325,10 @@ def _breakdown_table(
         for field in ("completeness", "accuracy")
         if any(field in r for r in rows.values())
     ]
+    complete = any("complete_rate" in r for r in rows.values())
     header = [title, "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"]
     header += [label for _, labels in labelled for label in labels]
+    header += ["complete rate"] if complete else []
     header += [f"mean {stage}" for stage in means]
     table = []
     for name in names:
@@ -341,6 +344,7 @@ def _breakdown_table(
         row += [
             (r.get(field) or {}).get(label, 0) for field, labels in labelled for label in labels
         ]
+        row += [fmt_pct(r.get("complete_rate"))] if complete else []
         row += [fmt_score((r.get("stage_means") or {}).get(stage)) for stage in means]
         table.append(row)
     align = ["l", "r", "r", "r", "r", "l"] + ["r"] * (len(header) - 6)
@@ -440,6 +444,19 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     lines += _more(len(failing), FAILING_ROWS_CAP)
     lines.append("")
     return lines
+
+
+def _timings(section: Mapping[str, Any] | None) -> list[str]:
+    """Each step's mean and p95, when a trace names its steps (`"timings"`) or a judge ran."""
+    steps = {name: s for name, s in (section or {}).items() if name != "system_ms"}
+    if not steps:
+        return []
+    rows = [
+        (name.removesuffix("_ms"), s["cases"], fmt_ms(s["mean"]), fmt_ms(s["p95"]))
+        for name, s in (section or {}).items()
+    ]
+    header = ["step", "cases", "mean", "p95"]
+    return ["### Timings", "", *markdown_table(header, rows, ["l", "r", "r", "r"]), ""]
 
 
 def _all_cases(doc: Mapping[str, Any]) -> list[str]:
