@@ -447,9 +447,9 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _timings(section: Mapping[str, Any] | None) -> list[str]:
-    """Each step's mean and p95, when a trace names its steps (`"timings"`) or a judge ran."""
-    steps = {name: s for name, s in (section or {}).items() if name != "system_ms"}
-    if not steps:
+    """Each step's mean and p95, when the traces name their steps (`"timings"`)."""
+    named = [name for name in section or {} if name != "system_ms" and not name.startswith("judge")]
+    if not named:  # shown when the traces name their steps; the judge's time goes beside them
         return []
     rows = [
         (name.removesuffix("_ms"), s["cases"], fmt_ms(s["mean"]), fmt_ms(s["p95"]))
