@@ -131,6 +131,8 @@ def _case_result(
     }
     if case.user is not None:  # the group is a suite user: the reports title it so
         result["user"] = case.user
+    if item.ctx.totals:  # which of its suite's named totals count this case
+        result["totals"] = {total.name: total.counts(case) for total in item.ctx.totals}
     if scores is not None and scores.turns is not None:
         result["turns"] = turn_results(case, scores, _shown_trace(item, recording))
     if getattr(item, "run_results", None) is not None:  # --eval-runs: passed_runs/K and more
@@ -197,6 +199,8 @@ def _recording_info(
     }
     if recording.verdicts:  # (a case with no judged stage skips this: replay does it per case)
         info.update(_judge_info(recording.verdicts))
+    if isinstance(trace.get("timings"), dict):  # the system's own steps (search, generate, ...)
+        info["timings"] = trace["timings"]
     if recording.status in ("recorded", "dry_run"):  # what a live run changed, for the reviewer
         info["change"] = getattr(recording, "change", None)
         info["pending"] = getattr(recording, "pending", None) or []
@@ -210,9 +214,17 @@ def _judge_info(recorded: dict[str, Any]) -> dict[str, Any]:
     if any(has_repeats(v) for v in verdicts):  # each repeat cost a judge call of its own
         verdicts = [part for v in verdicts for part in [v, *(later_repeats(v) or ())]]
     latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
+    by_stage: dict[str, float] = {}
+    for stage, verdict in recorded.items():
+        if isinstance(verdict, dict):
+            parts = [verdict, *(later_repeats(verdict) or ())]
+            spent = [p["latency_ms"] for p in parts if isinstance(p.get("latency_ms"), int | float)]
+            if spent:
+                by_stage[stage] = sum(spent)
     return {
         "judge_usage": _sum_usage(v.get("usage") for v in verdicts),
         "judge_latency_ms": sum(latencies) if latencies else None,
+        "judge_ms_by_stage": by_stage or None,
         "judges": sorted({str(v["judge"]) for v in verdicts if v.get("judge")}),
     }
 

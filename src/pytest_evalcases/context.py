@@ -21,6 +21,7 @@ from .domain.calibration_schema import CalibrationSuite
 from .domain.context import CalibrationContext, SuiteContext
 from .domain.stages.registry import STAGES, prepare_stages
 from .domain.system import resolve_system
+from .domain.totals import resolve_totals
 from .domain.users import SuiteUser, build_users
 from .domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from .judges import JudgeConfigError
@@ -235,6 +236,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         )
     try:
         prepare_stages(suite, suite.stages + suite.report_only, state.settings.rootdir)
+        totals = resolve_totals(suite, state.settings.rootdir)
     except CaseFileError as exc:
         raise CaseFileError(f"{nodeid}: {exc}") from None
     reason = unsafe_id_reason(suite.name)
@@ -291,6 +293,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         or suite.judge_repeats
         or state.settings.default_judge_repeats,
         runs=state.settings.runs_override or suite.runs,
+        totals=totals,
     )
 
 

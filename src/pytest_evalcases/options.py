@@ -236,6 +236,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="write results.json, report.md, dashboard.html and manifest.json to DIR",
     )
     group.addoption(
+        "--eval-report-cases",
+        dest="eval_report_cases",
+        choices=("failing", "all"),
+        default="failing",
+        help="cases report.md lists: the failing ones (default), or all of them, each with its "
+        "gating stages' scores and first failure",
+    )
+    group.addoption(
         "--eval-otel",
         action="store_true",
         dest="eval_otel",

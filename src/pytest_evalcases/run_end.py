@@ -67,6 +67,8 @@ def run_info(
     )
     if run_config:
         info["config"] = run_config
+    if config.getoption("eval_report_cases", "failing") == "all":  # report.md lists every case
+        info["report_cases"] = "all"
     return info
 
 

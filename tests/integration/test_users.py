@@ -264,9 +264,12 @@ def test_the_user_is_the_group_in_terminal_report_and_dashboard(memory: Project)
     assert doc["categories"]["pets"]["completeness"]["COMPLETE"] == 1
     report = (memory.root / "out" / "report.md").read_text()
     assert "### Users" in report
-    assert "| INSUFFICIENT | CORRECT | WRONG | mean context_completeness |" in report
     assert (
-        "| u-ana | 2 | 2 | 0 | 100.0% | 34.2–100.0% | 2 | 0 | 0 | 2 | 0 | 1.000 | 1.000 |" in report
+        "| INSUFFICIENT | CORRECT | WRONG | complete rate | mean context_completeness |" in report
+    )
+    assert (
+        "| u-ana | 2 | 2 | 0 | 100.0% | 34.2–100.0% | 2 | 0 | 0 | 2 | 0 | 100.0% | 1.000 | 1.000 |"
+        in report
     )
     dashboard = (memory.root / "out" / "dashboard.html").read_text()
     assert "<h2>Users</h2>" in dashboard and "<th>user</th>" in dashboard

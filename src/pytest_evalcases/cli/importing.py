@@ -13,6 +13,7 @@ from typing import Any
 from ..importers import FORMATS, BenchmarkFormatError, ImportOptions, import_suite
 
 FORMAT_NAMES = tuple(FORMATS)
+STRATA = ("category", "user")
 
 
 def add_parser(sub: Any) -> None:
@@ -47,6 +48,32 @@ def add_parser(sub: Any) -> None:
         "--seed", type=int, default=0, metavar="S", help="seed of the sample (default 0)"
     )
     command.add_argument(
+        "--stratify",
+        choices=STRATA,
+        help="with --limit: keep each category's (or user's) share of the file",
+    )
+    command.add_argument(
+        "--ids",
+        type=Path,
+        metavar="FILE",
+        help="import exactly the cases FILE names: ids or 0-based indices, one a line "
+        "(or a JSON array)",
+    )
+    command.add_argument(
+        "--exclude-ids",
+        type=Path,
+        metavar="FILE",
+        help='declare a total "without gold exclusions" that leaves out the cases FILE names '
+        "(ids or indices, as --ids); they stay in the suite and are run",
+    )
+    command.add_argument(
+        "--max-sessions",
+        type=int,
+        metavar="N",
+        help="locomo: keep each conversation's first N sessions, and the questions whose "
+        "evidence lies in them",
+    )
+    command.add_argument(
         "--system",
         metavar="MODULE:ATTR",
         help="the suite's system (default: none; set it or ini eval_system)",
@@ -72,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
         root=Path.cwd(),
         limit=args.limit,
         seed=args.seed,
+        stratify=args.stratify,
+        ids=args.ids,
+        max_sessions=args.max_sessions,
+        exclude_ids=args.exclude_ids,
         system=args.system,
         name=args.name,
         force=args.force,

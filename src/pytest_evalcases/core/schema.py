@@ -83,6 +83,14 @@ RESERVED_MARKERS = frozenset(
 MaxToolCalls = Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
 
 
+class ContextId(BaseModel):
+    """A gold context item given by id (`{"id": "D1:3"}`): the retrieved ids must hold it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+
+
 class TurnModel(BaseModel):
     """One user message of a conversation case, with this turn's own expectations."""
 
@@ -117,6 +125,17 @@ class CaseModel(BaseModel):
     max_tool_calls: MaxToolCalls = None
     expected_docs: list[str] | None = None
     reference: str | None = None
+    # Other answers that count as the reference (a benchmark's aliases): the benchmark scorers
+    # (musique_f1, 2wikimultihopqa_f1, ...) take the best over the reference and these.
+    reference_aliases: list[str] | None = None
+    # Gold supporting facts, [title, sentence index] pairs (HotpotQA, 2WikiMultihopQA): the
+    # *_sp_f1 stages score the trace's `supporting_facts` against them.
+    expected_facts: list[tuple[str, int]] | None = None
+    # Gold context for the `context_coverage` stage: texts the retrieved context should contain,
+    # or {"id": ...} objects the retrieved ids should hold.
+    expected_context: list[str | ContextId] | None = None
+    # Items the answer must rank, in the right order (the `kendall_tau` stage).
+    expected_order: list[str] | None = None
     unanswerable: bool = False
     # Data files this case's system run reads, replacing the suite's `inputs` for this case
     # (None: the suite's). Keyed per case, so an edit stales only the cases that read the file.
@@ -220,6 +239,10 @@ class Case:
     max_tool_calls: int | dict[str, int] | None = None
     expected_docs: list[str] | None = None
     reference: str | None = None
+    reference_aliases: list[str] | None = None
+    expected_facts: list[tuple[str, int]] | None = None
+    expected_context: list[str | dict[str, str]] | None = None
+    expected_order: list[str] | None = None
     unanswerable: bool = False
     inputs: tuple[str, ...] | None = None  # the case's own `inputs`, if it names them
     user: str | None = None  # the suite user the case belongs to (its group)
@@ -240,6 +263,10 @@ def validate_case(raw: Any) -> Case:
         fields["inputs"] = tuple(model.inputs)
     if model.user is not None:  # the user is the case's group
         fields["group"] = model.user
+    if model.expected_context is not None:
+        fields["expected_context"] = [
+            item if isinstance(item, str) else {"id": item.id} for item in model.expected_context
+        ]
     if model.rubric is not None:
         fields["rubric"] = tuple(
             (item, 1.0) if isinstance(item, str) else (item.item, item.weight)
@@ -271,6 +298,10 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "max_tool_calls",
         "expected_docs",
         "reference",
+        "reference_aliases",
+        "expected_facts",
+        "expected_context",
+        "expected_order",
         "unanswerable",
         "inputs",  # keyed by the files' contents, not by their names
         "metadata",
@@ -317,7 +348,11 @@ class GraphOptions(BaseModel):
     # alias -> canonical label, for entities and relations alike (normalised before use)
     aliases: dict[str, str] = {}
     similarity: str | None = None  # "module:function" scoring two labels in [0, 1]
-    min_similarity: float = Field(0.8, ge=0, le=1, allow_inf_nan=False)
+    # None: 0.95, the graph-scoring spec's tau (stages/graph.py)
+    min_similarity: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    # "maximum": as many pairs as can be; "max_weight": the greatest total similarity, with
+    # similarity-weighted (soft) precision and recall
+    matching: Literal["maximum", "max_weight"] = "maximum"
     soft: list[Literal["subject", "relation", "object"]] = Field(
         default=["subject", "relation", "object"], min_length=1
     )
@@ -332,6 +367,26 @@ class CitationOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     every_sentence: bool = False  # with per-sentence citations: each sentence cites a document
+
+
+class TotalExclusion(BaseModel):
+    """Which cases a named total leaves out: by category, and/or by id (a list of ids, or the
+    path, relative to the rootdir, of a JSON array of ids)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    category: list[str] = []
+    ids: list[str] | str | None = None
+
+
+class Total(BaseModel):
+    """A published figure over part of the suite ("categories 1-4"): results.json reports its
+    pass rate and stage means beside the overall ones; the excluded cases still run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    exclude: TotalExclusion = TotalExclusion()
 
 
 class Suite(BaseModel):
@@ -381,6 +436,8 @@ class Suite(BaseModel):
     users: list[User] = []
     # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
     source: dict[str, Any] | None = None
+    # Named totals over part of the suite (a paper's headline leaves some cases out).
+    totals: list[Total] = []
     graph: GraphOptions | None = None
     citations: CitationOptions | None = None
     answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
@@ -390,6 +447,15 @@ class Suite(BaseModel):
         if stage in self.thresholds:
             return self.thresholds[stage]
         return self.threshold if default is None else default
+
+    @field_validator("totals")
+    @classmethod
+    def _distinct_totals(cls, totals: list[Total]) -> list[Total]:
+        names = [total.name for total in totals]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"total names must be distinct: {', '.join(map(repr, repeated))}")
+        return totals
 
     @field_validator("http_ignore")
     @classmethod

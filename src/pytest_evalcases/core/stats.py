@@ -41,6 +41,18 @@ def median(values: Iterable[float]) -> float | None:
     return float(statistics.median(vals))
 
 
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """The q-th percentile (0-100), interpolated linearly between the closest ranks (numpy's
+    default); None for no values."""
+    vals = sorted(values)
+    if not vals:
+        return None
+    position = (len(vals) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(vals) - 1)
+    return float(vals[low] + (vals[high] - vals[low]) * (position - low))
+
+
 def bootstrap_ci(
     values: Sequence[float],
     resamples: int = DEFAULT_RESAMPLES,

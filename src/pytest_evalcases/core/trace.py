@@ -49,9 +49,14 @@ class Trace(BaseModel):
     context: list[str] = []
     usage: Usage | None = None
     latency_ms: float | None = None
+    # The system's own steps, in ms ({"search_ms": 120, "generate_ms": 840}): results.json's
+    # `timings` gives each step's mean and p95.
+    timings: dict[str, float] | None = None
     # None rather than []: an unused field stays out of every recorded trace
     triples: list[Triple] | None = None
     citations: list[str | CitedSentence] | None = None
+    # The [title, sentence index] pairs the system says support its answer (HotpotQA's `sp`).
+    supporting_facts: list[tuple[str, int]] | None = None
 
 
 __all__ = ["CitedSentence", "ToolCall", "ToolOutput", "Trace", "Usage"]

@@ -12,6 +12,7 @@ from ..core.schema import Case, Suite
 from .calibration_schema import CalibrationCase, CalibrationSuite
 from .stages import Stage
 from .system import System
+from .totals import TotalRule
 from .verdicts import judge_options
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class SuiteContext:
     judge_repeats: int | None = None
     # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).
     runs: int | None = None
+    totals: tuple[TotalRule, ...] = ()  # the suite's named totals, their id files read
 
 
 def case_where(ctx: SuiteContext, case: Case) -> str:

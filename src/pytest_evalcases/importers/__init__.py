@@ -21,8 +21,10 @@ from ..core.schema import Suite, ValidationError, validate_case
 from ..core.validation import format_validation_error
 from . import hotpotqa, locomo, musique, twowiki
 from .base import BenchmarkFormatError, Parsed, Unit, read_records
-from .sampling import SAMPLING, sample
+from .sampling import SAMPLING, STRATIFIED, chosen, sample, stratified_sample
 
+EXCLUSIONS_FILE = "exclusions.json"
+EXCLUSION_TOTAL = "without gold exclusions"
 FORMATS: dict[str, ModuleType] = {
     module.FORMAT: module for module in (hotpotqa, musique, twowiki, locomo)
 }
@@ -39,6 +41,11 @@ class ImportOptions:
     root: Path  # the project's rootdir: the suite names its files relative to it
     limit: int | None = None
     seed: int = 0
+    stratify: str | None = None  # a case field whose values keep their shares in the sample
+    ids: Path | None = None  # a file naming exactly the cases to import (ids or 0-based indices)
+    max_sessions: int | None = None  # LoCoMo: each conversation's first N sessions
+    # a file of gold exclusions (ids or indices): a total that leaves them out
+    exclude_ids: Path | None = None
     system: str | None = None
     name: str | None = None
     force: bool = False
@@ -50,17 +57,34 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     module = FORMATS[options.format]
     _check_paths(options)
     raw = _read_bytes(options.file)
-    parsed = module.parse(options.file, read_records(options.file))
+    records = read_records(options.file)
+    if options.max_sessions is not None:
+        parsed = module.parse(options.file, records, max_sessions=options.max_sessions)
+    else:
+        parsed = module.parse(options.file, records)
     _check_unique_ids(options.file, parsed.units)
-    chosen = sample(parsed.units, options.limit, options.seed)
-    suite, files = build_suite(parsed, chosen, options, hashlib.sha256(raw).hexdigest())
+    if options.ids is not None:
+        picked = chosen(parsed.units, _read_ids(options.ids), str(options.ids))
+    elif options.stratify is not None:
+        picked = stratified_sample(parsed.units, options.limit, options.seed, options.stratify)
+    else:
+        picked = sample(parsed.units, options.limit, options.seed)
+    excluded = None
+    if options.exclude_ids is not None:
+        named = chosen(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
+        excluded = [unit.case["id"] for unit in named]
+    suite, files = build_suite(parsed, picked, options, hashlib.sha256(raw).hexdigest(), excluded)
     _check_suite(options.file, suite)
     written = _write_all({options.output: suite, **files}, options.force)
     return suite, written
 
 
 def build_suite(
-    parsed: Parsed, chosen: list[Unit], options: ImportOptions, file_sha256: str
+    parsed: Parsed,
+    chosen: list[Unit],
+    options: ImportOptions,
+    file_sha256: str,
+    excluded: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[Path, Any]]:
     """The suite document and its data files (path -> JSON content) for the sampled cases."""
     name = options.name or options.output.stem
@@ -87,6 +111,13 @@ def build_suite(
                 entry[field] = _relative(path, options.root)
             suite["users"].append(entry)
     suite.update(stages=parsed.stages, report_only=parsed.report_only, k=parsed.k)
+    totals = list(parsed.totals)
+    if excluded is not None:  # the excluded cases stay in the suite: only this total skips them
+        path = options.data_dir / EXCLUSIONS_FILE
+        files[path] = excluded
+        totals.append({"name": EXCLUSION_TOTAL, "exclude": {"ids": _relative(path, options.root)}})
+    if totals:
+        suite["totals"] = totals
     suite["source"] = {
         "format": options.format,
         "file": options.file.name,
@@ -95,10 +126,55 @@ def build_suite(
         "cases": len(chosen),
         "limit": options.limit,
         "seed": options.seed,
-        "sampling": SAMPLING if options.limit is not None else "all cases, in file order",
+        "sampling": _sampling(options),
+        **parsed.source_notes,
     }
+    if options.exclude_ids is not None:
+        suite["source"]["exclusions"] = {
+            "file": options.exclude_ids.name,
+            "sha256": hashlib.sha256(_read_bytes(options.exclude_ids)).hexdigest(),
+            "cases": len(excluded or ()),
+        }
+    if options.ids is not None:
+        suite["source"]["ids"] = {
+            "file": options.ids.name,
+            "sha256": hashlib.sha256(_read_bytes(options.ids)).hexdigest(),
+        }
     suite["cases"] = [unit.case for unit in chosen]
     return suite, files
+
+
+def _sampling(options: ImportOptions) -> str:
+    if options.ids is not None:
+        return "exactly the cases the ids file names, in file order"
+    if options.limit is None:
+        return "all cases, in file order"
+    if options.stratify is not None:
+        return STRATIFIED.format(field=options.stratify)
+    return SAMPLING
+
+
+def _read_ids(path: Path) -> list[str | int]:
+    """A JSON array of ids (strings) and 0-based indices (integers), or a text file of one id or
+    index a line (blank lines and `#` comments skipped)."""
+    text = _read_bytes(path).decode("utf-8-sig", errors="replace")
+    if not text.lstrip().startswith("["):
+        return [s for line in text.splitlines() if (s := line.split("#", 1)[0].strip())]
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BenchmarkFormatError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    if not isinstance(doc, list) or not all(
+        isinstance(entry, str) or (isinstance(entry, int) and not isinstance(entry, bool))
+        for entry in doc
+    ):
+        raise BenchmarkFormatError(
+            f"{path}: a JSON ids file is an array of case ids (strings) and 0-based indices "
+            "(integers)"
+        )
+    return doc
 
 
 def _check_paths(options: ImportOptions) -> None:
@@ -108,6 +184,17 @@ def _check_paths(options: ImportOptions) -> None:
         )
     if options.limit is not None and options.limit < 1:
         raise BenchmarkFormatError(f"--limit {options.limit}: give at least 1 case")
+    if options.ids is not None and (options.limit is not None or options.stratify is not None):
+        raise BenchmarkFormatError(
+            "--ids imports exactly the cases it names: leave out --limit and --stratify"
+        )
+    if options.stratify is not None and options.limit is None:
+        raise BenchmarkFormatError(f"--stratify {options.stratify}: give --limit N as well")
+    if options.max_sessions is not None:
+        if options.format != "locomo":
+            raise BenchmarkFormatError("--max-sessions applies to locomo files only")
+        if options.max_sessions < 1:
+            raise BenchmarkFormatError(f"--max-sessions {options.max_sessions}: keep at least 1")
     if options.output.suffix != ".json":
         raise BenchmarkFormatError(f"{options.output}: a suite file ends in .json")
     if not options.force and options.output.exists():

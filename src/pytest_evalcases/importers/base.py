@@ -33,6 +33,10 @@ class Parsed:
     report_only: list[str]
     k: int = 5
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the named totals papers report for this benchmark (a suite's "totals")
+    totals: list[dict[str, Any]] = field(default_factory=list)
+    # what the format's own limits left out (LoCoMo's --max-sessions): source field -> value
+    source_notes: dict[str, Any] = field(default_factory=dict)
 
 
 def read_records(path: Path) -> list[Any]:

@@ -26,12 +26,23 @@ DESCRIPTION = "LoCoMo: questions over long multi-session conversations, one user
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
 ADVERSARIAL = 5
 UNANSWERABLE_REFERENCE = "The conversations do not say."
+# The totals papers report: categories 1-4 (Mem0, Zep: adversarial questions have no gold
+# answer), and without open-domain as well (Cognee).
+PUBLISHED_TOTALS = [
+    {"name": "categories 1-4", "exclude": {"category": ["adversarial"]}},
+    {"name": "without open-domain", "exclude": {"category": ["open_domain", "adversarial"]}},
+]
 _SESSION = re.compile(r"session_(\d+)")
+_EVIDENCE = re.compile(r"D(\d+):")
 
 
-def parse(path: Path, records: list[Any]) -> Parsed:
+def parse(path: Path, records: list[Any], max_sessions: int | None = None) -> Parsed:
+    """`max_sessions`: keep each conversation's first N sessions, and only the questions whose
+    evidence lies in them (a question without evidence is kept; one whose evidence names no
+    session is left out)."""
     units: list[Unit] = []
     users: dict[str, dict[str, Any]] = {}
+    left_out = 0
     for index, record in enumerate(records):
         reader = RecordReader(path, index, record, "sample_id")
         unsafe = unsafe_id_reason(reader.id)
@@ -39,16 +50,43 @@ def parse(path: Path, records: list[Any]) -> Parsed:
             raise reader.error("sample_id", f"cannot name a user and its cases: {unsafe}")
         if reader.id in users:
             raise reader.error("sample_id", "repeats an earlier conversation's id")
-        users[reader.id] = {"conversations": _conversation(reader)}
+        conversation = _conversation(reader)
+        turns = {
+            turn["dia_id"]: turn["text"]
+            for session in conversation["sessions"]
+            for turn in session["turns"]
+        }
+        if max_sessions is not None:
+            conversation["sessions"] = conversation["sessions"][:max_sessions]
+        kept_sessions = {session["session"] for session in conversation["sessions"]}
+        users[reader.id] = {"conversations": conversation}
         for number, qa in enumerate(reader.get("qa", list)):
-            units.append(_case(reader, number, qa))
+            unit = _case(reader, number, qa, turns)
+            if max_sessions is None or _within(unit.case.get("expected_docs"), kept_sessions):
+                units.append(unit)
+            else:
+                left_out += 1
+    notes: dict[str, Any] = {}
+    if max_sessions is not None:
+        notes = {"max_sessions": max_sessions, "questions_beyond_sessions": left_out}
     return Parsed(
         units,
         stages=["context_completeness", "answer_accuracy"],
-        report_only=["retrieval", "token_f1"],
+        report_only=["retrieval", "locomo_f1", "context_coverage"],
         k=10,
         users=users,
+        totals=PUBLISHED_TOTALS,
+        source_notes=notes,
     )
+
+
+def _within(evidence: list[str] | None, sessions: set[int]) -> bool:
+    """Every session the evidence names is kept (`D3:5` is session 3; one entry may name more
+    than one, as a few of the release's do)."""
+    if not evidence:
+        return True
+    named = [int(number) for entry in evidence for number in _EVIDENCE.findall(entry)]
+    return bool(named) and all(number in sessions for number in named)
 
 
 def _conversation(reader: RecordReader) -> dict[str, Any]:
@@ -85,7 +123,7 @@ def _conversation(reader: RecordReader) -> dict[str, Any]:
     return {**speakers, "sessions": sessions}
 
 
-def _case(reader: RecordReader, number: int, qa: Any) -> Unit:
+def _case(reader: RecordReader, number: int, qa: Any, turns: dict[str, str]) -> Unit:
     where = f"qa[{number}]"
     if not isinstance(qa, dict):
         raise reader.error(where, "must be an object")
@@ -103,6 +141,9 @@ def _case(reader: RecordReader, number: int, qa: Any) -> Unit:
     }
     if evidence:
         case["expected_docs"] = evidence
+        said = [turns[dia_id] for dia_id in dict.fromkeys(evidence) if dia_id in turns]
+        if said:  # the evidence turns' words, for context_coverage
+            case["expected_context"] = said
     if category == ADVERSARIAL:
         trap = reader.text(
             "adversarial_answer", qa, f"{where}.adversarial_answer", required=False, numbers=True

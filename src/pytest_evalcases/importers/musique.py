@@ -26,12 +26,12 @@ def parse(path: Path, records: list[Any]) -> Parsed:
     return Parsed(
         [_unit(RecordReader(path, index, record, "id")) for index, record in enumerate(records)],
         stages=["retrieval", "context_completeness", "answer_accuracy"],
-        report_only=["exact_match", "token_f1"],
+        report_only=["musique_em", "musique_f1", "musique_sp_f1", "context_coverage"],
     )
 
 
 def _unit(reader: RecordReader) -> Unit:
-    paragraphs, supporting = [], []
+    paragraphs, supporting, supporting_texts = [], [], []
     for number, entry in enumerate(reader.get("paragraphs", list)):
         where = f"paragraphs[{number}]"
         if not isinstance(entry, dict):
@@ -40,6 +40,7 @@ def _unit(reader: RecordReader) -> Unit:
         text = reader.text("paragraph_text", entry, f"{where}.paragraph_text")
         if reader.get("is_supporting", bool, entry, f"{where}.is_supporting", required=False):
             supporting.append(title)
+            supporting_texts.append(text)
         paragraphs.append({"title": title, "text": text})
     steps = reader.get("question_decomposition", list)
     if not steps:
@@ -51,6 +52,8 @@ def _unit(reader: RecordReader) -> Unit:
     answerable = reader.get("answerable", bool, required=False)
     answer = reader.text("answer", numbers=True)
     aliases = reader.get("answer_aliases", list, required=False) or []
+    if not all(isinstance(alias, str) for alias in aliases):
+        raise reader.error("answer_aliases", "must be a list of strings")
     case: dict[str, Any] = {
         "id": reader.id,
         "input": reader.text("question"),
@@ -71,5 +74,8 @@ def _unit(reader: RecordReader) -> Unit:
                 "has no paragraph with is_supporting true, though the question is answerable",
             )
         case["expected_docs"] = list(dict.fromkeys(supporting))
+        case["expected_context"] = list(dict.fromkeys(supporting_texts))
         case["reference"] = answer
+        if aliases:  # musique_em and musique_f1 take the best over the answer and these
+            case["reference_aliases"] = aliases
     return Unit(case, paragraphs)

@@ -40,5 +40,10 @@ def parse(path: Path, records: list[Any]) -> Parsed:
     return Parsed(
         units,
         stages=["retrieval", "context_completeness", "answer_accuracy"],
-        report_only=["exact_match", "token_f1"],
+        report_only=[
+            "2wikimultihopqa_em",
+            "2wikimultihopqa_f1",
+            "2wikimultihopqa_sp_f1",
+            "context_coverage",
+        ],
     )

@@ -25,6 +25,9 @@ from ..core.stats import bootstrap_ci, mean, wilson_interval
 from ..domain.calibration_scoring import calibration_section
 from .cost import cost_section
 from .eval_runs import runs_section
+from .stage_values import stage_score, stage_status
+from .timings import timings_section
+from .totals import totals_section
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,6 +54,7 @@ _LABELLED_STAGES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 Result = dict[str, Any]
+__all__ = ["RESULTS_FORMAT", "RESULTS_VERSION", "aggregate", "stage_score", "stage_status"]
 
 
 def aggregate(
@@ -82,6 +86,8 @@ def aggregate(
         "calibration": _calibration(cases),
         "runs": runs_section(cases, order),
         "cost": cost_section(cases, run or {}),
+        "totals": totals_section(cases, order),
+        "timings": timings_section(cases),
         "cases": cases,
         "baseline": None,
     }
@@ -107,28 +113,6 @@ def sort_cases(results: Iterable[Mapping[str, Any]]) -> list[Result]:
 def _case_key(case: Mapping[str, Any]) -> tuple[str, int, str]:
     index = case.get("index")
     return (str(case.get("file") or ""), index if isinstance(index, int) else -1, case["nodeid"])
-
-
-def stage_score(stage: Mapping[str, Any]) -> float | None:
-    """The score that counts for means: None when skipped, judge-errored or not finite."""
-    if stage.get("judge_error"):
-        return None
-    score = stage.get("score")
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        return None
-    return float(score) if math.isfinite(score) else None
-
-
-def stage_status(stage: Mapping[str, Any]) -> str:
-    """passed / failed / skipped / judge_error. A judge error is never a pass."""
-    if stage.get("judge_error"):
-        return "judge_error"
-    passed = stage.get("passed")
-    if passed is True:
-        return "passed"
-    if passed is False:
-        return "failed"
-    return "skipped"
 
 
 def _stage_order(seen: Mapping[str, bool], preferred: Sequence[str]) -> list[str]:
@@ -261,6 +245,9 @@ def _stages(scan: _Scan, stage_order: list[str]) -> dict[str, dict[str, Any]]:
         for m in GRAPH_METRICS:
             if acc.metrics[m]:
                 entry[m] = mean(acc.metrics[m])
+        if name == COMPLETENESS_STAGE and acc.labels:  # beside the mean: Zep's complete_rate
+            complete = sum(1 for label in acc.labels.values() if label == "COMPLETE")
+            entry["complete_rate"] = complete / len(acc.labels)
         if any(acc.metrics[m] for m in RETRIEVAL_METRICS) or acc.ks:
             # k: the common k, or the sorted distinct ks when suites disagree.
             ks = sorted(acc.ks)
@@ -337,8 +324,15 @@ def _breakdown(
         }
         for field, per_bucket in label_counts.items():
             entry[field] = per_bucket[j]
+        if "completeness" in entry:  # Zep's complete_rate: the share judged COMPLETE
+            entry["complete_rate"] = complete_rate(entry["completeness"])
         out[name] = entry
     return out
+
+
+def complete_rate(labels: Mapping[str, int]) -> float | None:
+    judged = sum(labels.values())
+    return labels.get("COMPLETE", 0) / judged if judged else None
 
 
 def group_kind(cases: Iterable[Mapping[str, Any]]) -> str:

@@ -240,6 +240,20 @@ def _breakdown_rows(section: Mapping[str, Any], stage_order: Sequence[str]) -> l
     return rows
 
 
+def _total_rows(totals: Mapping[str, Any], stage_order: Sequence[str]) -> list[dict]:
+    return [
+        {
+            "name": name,
+            "cases": total["cases"],
+            "excluded": total["excluded"],
+            "rate": fmt_pct(total["pass_rate"]),
+            "ci": fmt_pct_ci(total["pass_rate_ci95"]),
+            "means": [fmt_score(total["stage_means"].get(s)) for s in stage_order],
+        }
+        for name, total in totals.items()
+    ]
+
+
 def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template needs, as plain (still unescaped) values."""
     summary = doc["summary"]
@@ -335,6 +349,7 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "stage_chart": stage_chart,
         "category_chart": category_chart,
         "categories": _breakdown_rows(cats, stage_order),
+        "totals": _total_rows(doc.get("totals") or {}, stage_order),
         "groups": _breakdown_rows(doc.get("groups") or {}, stage_order),
         "category_labels": [label for _, label in breakdown_labels(cats)],
         "group_labels": [label for _, label in breakdown_labels(doc.get("groups") or {})],

@@ -20,6 +20,8 @@ from .formatting import (
     uncommitted_changes,
 )
 from .markdown_table import CellLines, escape_cell, markdown_table
+from .stage_values import stage_score
+from .suite_lines import suite_lines
 
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
@@ -30,6 +32,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     """Render the results document as markdown (headline, baseline, stages, ...)."""
     out: list[str] = []
     out += _headline(doc)
+    out += _totals(doc)
     if doc.get("baseline"):
         out += _baseline(doc["baseline"])
     out += _stages(doc)
@@ -38,7 +41,10 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     out += _completeness(doc.get("completeness_vs_accuracy"))
     out += _calibration(doc.get("calibration"))
     out += _runs(doc.get("runs"), doc["cases"])
+    out += _timings(doc.get("timings"))
     out += _failing(doc["cases"])
+    if (doc.get("run") or {}).get("report_cases") == "all":
+        out += _all_cases(doc)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -75,6 +81,10 @@ def _headline(doc: Mapping[str, Any]) -> list[str]:
     lines = [f"## pytest-evalcases: {escape_cell(suites)}", ""]
     lines.append(f"**{summary['cases']} cases**: {outcome_counts_text(summary)}")
     lines.append("")
+    for suite, line in suite_lines(doc["cases"], doc.get("stage_order") or []):
+        lines += [f"- **{escape_cell(suite)}**: {escape_cell(line)}"]
+    if summary.get("suites"):
+        lines.append("")
     if summary.get("pass_rate") is not None:
         lines.append(
             f"Pass rate **{fmt_pct(summary['pass_rate'])}** "
@@ -234,6 +244,34 @@ def _stages(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _totals(doc: Mapping[str, Any]) -> list[str]:
+    """The suites' named totals (a paper's headline over part of the cases) beside the overall
+    figures: one row each, with the stage means over the cases it counts."""
+    totals = doc.get("totals") or {}
+    if not totals:
+        return []
+    means = [
+        stage
+        for stage in doc.get("stage_order") or []
+        if any(stage in total["stage_means"] for total in totals.values())
+    ]
+    header = ["total", "cases", "left out", "pass rate", "95% CI (Wilson)"]
+    header += [f"mean {stage}" for stage in means]
+    rows = [
+        [
+            name,
+            total["cases"],
+            total["excluded"],
+            fmt_pct(total["pass_rate"]),
+            fmt_pct_ci(total["pass_rate_ci95"]),
+            *(fmt_score(total["stage_means"].get(stage)) for stage in means),
+        ]
+        for name, total in totals.items()
+    ]
+    align = ["l", "r", "r", "r", "l"] + ["r"] * len(means)
+    return ["### Totals", "", *markdown_table(header, rows, align), ""]
+
+
 def _categories(doc: Mapping[str, Any]) -> list[str]:
     cats = doc.get("categories") or {}
     if not cats:
@@ -287,8 +325,10 @@ def _breakdown_table(
         for field in ("completeness", "accuracy")
         if any(field in r for r in rows.values())
     ]
+    complete = any("complete_rate" in r for r in rows.values())
     header = [title, "cases", "passed", "failed", "pass rate", "95% CI (Wilson)"]
     header += [label for _, labels in labelled for label in labels]
+    header += ["complete rate"] if complete else []
     header += [f"mean {stage}" for stage in means]
     table = []
     for name in names:
@@ -304,6 +344,7 @@ def _breakdown_table(
         row += [
             (r.get(field) or {}).get(label, 0) for field, labels in labelled for label in labels
         ]
+        row += [fmt_pct(r.get("complete_rate"))] if complete else []
         row += [fmt_score((r.get("stage_means") or {}).get(stage)) for stage in means]
         table.append(row)
     align = ["l", "r", "r", "r", "r", "l"] + ["r"] * (len(header) - 6)
@@ -403,6 +444,37 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     lines += _more(len(failing), FAILING_ROWS_CAP)
     lines.append("")
     return lines
+
+
+def _timings(section: Mapping[str, Any] | None) -> list[str]:
+    """Each step's mean and p95, when the traces name their steps (`"timings"`)."""
+    named = [name for name in section or {} if name != "system_ms" and not name.startswith("judge")]
+    if not named:  # shown when the traces name their steps; the judge's time goes beside them
+        return []
+    rows = [
+        (name.removesuffix("_ms"), s["cases"], fmt_ms(s["mean"]), fmt_ms(s["p95"]))
+        for name, s in (section or {}).items()
+    ]
+    header = ["step", "cases", "mean", "p95"]
+    return ["### Timings", "", *markdown_table(header, rows, ["l", "r", "r", "r"]), ""]
+
+
+def _all_cases(doc: Mapping[str, Any]) -> list[str]:
+    """`--eval-report-cases all`: every case, with each gating stage's score and the first
+    failure (the per-case table the per-stage evaluations publish)."""
+    gating = [name for name in doc.get("stage_order") or [] if doc["stages"][name]["gating"]]
+    rows = []
+    for case in doc["cases"]:
+        stages = case.get("stages") or {}
+        scores = [
+            fmt_score(stage_score(stages[name])) if name in stages else "–" for name in gating
+        ]
+        stage, reason = failure_of(case)
+        failure = f"{stage}: {reason}" if stage else (reason or "–")
+        rows.append((case_label(case), case.get("category") or "–", *scores, failure))
+    header = ["case", "category", *gating, "first failure"]
+    align = ["l", "l"] + ["r"] * len(gating) + ["l"]
+    return [f"### All cases ({len(rows)})", "", *markdown_table(header, rows, align), ""]
 
 
 def _happened(case: Mapping[str, Any]) -> CellLines:

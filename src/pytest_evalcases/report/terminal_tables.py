@@ -53,6 +53,16 @@ STAGE_ABBREVIATIONS = {
     "citations": "cite",
     "schema": "schema",  # as short as its cells: no need to cut it to "schem"
     "rubric": "rubric",
+    "locomo_f1": "lc_f1",
+    "hotpotqa_em": "hq_em",
+    "hotpotqa_f1": "hq_f1",
+    "hotpotqa_sp_f1": "hq_sp",
+    "2wikimultihopqa_em": "2w_em",
+    "2wikimultihopqa_f1": "2w_f1",
+    "2wikimultihopqa_sp_f1": "2w_sp",
+    "musique_em": "mq_em",
+    "musique_f1": "mq_f1",
+    "musique_sp_f1": "mq_sp",
 }
 
 

@@ -163,3 +163,35 @@ def test_a_locomo_file_imports_and_records_with_the_same_agent(example: Path) ->
         "first failing stage: answer_accuracy (WRONG: the case is unanswerable but the "
         "answer does not abstain)" in error_block(replay, "conv-1-q004")
     )
+
+
+def test_an_imported_locomo_suite_reports_locomo_f1_per_question(example: Path) -> None:
+    """The importer declares LoCoMo's own score as a report-only stage: every question gets it
+    in results.json, by its category's rule, without gating the case."""
+    shutil.copy(LOCOMO_SAMPLE, example / "locomo.json")
+    imported = run_in(
+        example,
+        *("import", "locomo", "locomo.json", "-o", "cases/locomo.json"),
+        *("--system", "memory_agent.agent:system"),
+        module="pytest_evalcases",
+    )
+    assert imported.ret == 0, output(imported)
+    suite = json.loads((example / "cases" / "locomo.json").read_text())
+    assert suite["report_only"] == ["retrieval", "locomo_f1", "context_coverage"]
+    suite["judge"] = "lexical"
+    (example / "cases" / "locomo.json").write_text(json.dumps(suite))
+
+    live = run_in(example, "cases/locomo.json", "--live", "--eval-report", "report")
+
+    live.assert_outcomes(passed=4, failed=3)  # as without the stage: it does not gate
+    results = json.loads((example / "report" / "results.json").read_text())
+    scores = {case["id"]: case["stages"]["locomo_f1"] for case in results["cases"]}
+    assert len(scores) == 7
+    assert all(stage["gating"] is False for stage in scores.values())
+    assert all(0.0 <= stage["score"] <= 1.0 for stage in scores.values())
+    # conv-1-q004 is adversarial: 1 only if the answer uses LoCoMo's abstention phrases
+    cassette = json.loads((example / "cassettes" / "locomo" / "conv-1-q004.json").read_text())
+    said = cassette["trace"]["answer"].lower()
+    abstains = "no information available" in said or "not mentioned" in said
+    assert scores["conv-1-q004"]["score"] == float(abstains)
+    assert scores["conv-1-q004"]["reason"].endswith("(adversarial)")

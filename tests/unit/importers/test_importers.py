@@ -157,6 +157,7 @@ def test_locomo_makes_one_user_per_conversation_and_adversarial_unanswerable(
         "user": "conv-1",
         "category": "single_hop",
         "expected_docs": ["D1:1"],
+        "expected_context": ["I adopted a grey cat called Pebble yesterday."],
         "reference": "Pebble",
     }
     adversarial = cases["conv-1-q004"]
@@ -374,3 +375,70 @@ def test_an_unsafe_suite_name_is_refused(project: Path, capsys: pytest.CaptureFi
     assert run_import("hotpotqa", SAMPLES / "hotpotqa.json", "--name", "a::b") == 2
     assert "suite name 'a::b' cannot name the cassette folder" in capsys.readouterr().err
     assert written_files(project) == set()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "report_only"),
+    [
+        ("hotpotqa", ["hotpotqa_em", "hotpotqa_f1", "hotpotqa_sp_f1", "context_coverage"]),
+        (
+            "2wikimultihopqa",
+            [
+                "2wikimultihopqa_em",
+                "2wikimultihopqa_f1",
+                "2wikimultihopqa_sp_f1",
+                "context_coverage",
+            ],
+        ),
+        ("musique", ["musique_em", "musique_f1", "musique_sp_f1", "context_coverage"]),
+        ("locomo", ["retrieval", "locomo_f1", "context_coverage"]),
+    ],
+)
+def test_each_importer_reports_its_benchmarks_own_scores(
+    project: Path, fmt: str, report_only: list[str]
+) -> None:
+    assert imported(fmt)["report_only"] == report_only
+
+
+def test_gold_supporting_facts_and_aliases_reach_the_cases(project: Path) -> None:
+    hotpot = imported("hotpotqa")["cases"][0]
+    assert hotpot["expected_facts"] == [["Harbour Lantern Museum", 0], ["Ostmere", 1]]
+    musique = {case["id"]: case for case in imported("musique", "--force")["cases"]}
+    assert musique["2hop__1001_2002"]["reference_aliases"] == ["Grey Hills"]
+    assert "reference_aliases" not in musique["3hop1__3003_4004_5005"]  # it has none
+    assert "reference_aliases" not in musique["2hop__6006_7007"]  # unanswerable: not scored
+
+
+def test_gold_context_comes_from_supporting_sentences_paragraphs_and_evidence_turns(
+    project: Path,
+) -> None:
+    hotpot = imported("hotpotqa")["cases"][0]
+    records = json.loads((SAMPLES / "hotpotqa.json").read_text())
+    sentences = dict((title, lines) for title, lines in records[0]["context"])
+    assert hotpot["expected_context"] == [
+        sentences[title][index].strip() for title, index in records[0]["supporting_facts"]
+    ]
+    musique = {case["id"]: case for case in imported("musique", "--force")["cases"]}
+    assert musique["2hop__1001_2002"]["expected_context"] == [
+        "Ostmere is a port town on the river Vell.",
+        "The Vell rises in the Grey Hills.",
+    ]
+    locomo = {case["id"]: case for case in imported("locomo", "--force")["cases"]}
+    assert len(locomo["conv-1-q003"]["expected_context"]) == 2  # two evidence turns
+
+
+def test_locomo_declares_the_papers_totals_and_exclude_ids_a_gold_exclusion_total(
+    project: Path,
+) -> None:
+    (project / "gold.txt").write_text("conv-1-q002\n5\n")
+    suite = imported("locomo", "--exclude-ids", "gold.txt")
+
+    assert suite["totals"] == [
+        {"name": "categories 1-4", "exclude": {"category": ["adversarial"]}},
+        {"name": "without open-domain", "exclude": {"category": ["open_domain", "adversarial"]}},
+        {"name": "without gold exclusions", "exclude": {"ids": "data/bench/exclusions.json"}},
+    ]
+    assert data("data/bench/exclusions.json") == ["conv-1-q002", "conv-2-q002"]
+    assert len(suite["cases"]) == 7  # the excluded cases stay in the suite and are run
+    assert suite["source"]["exclusions"]["cases"] == 2
+    assert "totals" not in imported("hotpotqa", "--force")  # HotpotQA papers report every case

@@ -9,6 +9,7 @@ from typing import Any
 
 from .base import Stage, StageResult, skipped
 from .registry import STAGES, prepare_stages, register
+from .shown import answer_and_reference
 
 
 def _on_first_use(module: str, function: str) -> Callable[..., Any]:
@@ -43,5 +44,41 @@ register(
         reads=judged.JUDGE_READS["rubric"],
     )
 )
+register(
+    Stage(
+        "context_coverage",
+        _on_first_use("context_coverage", "score_context_coverage"),
+        shows=_on_first_use("context_coverage", "show_context_coverage"),
+    )
+)
+register(
+    Stage(
+        "kendall_tau",
+        _on_first_use("kendall_tau", "score_kendall_tau"),
+        shows=_on_first_use("kendall_tau", "show_kendall_tau"),
+    )
+)
+# The benchmarks' own answer scores (imported suites report them): loaded on first use.
+register(
+    Stage(
+        "locomo_f1",
+        _on_first_use("locomo", "score_locomo_f1"),
+        prepare=_on_first_use("locomo", "prepare_locomo"),
+        shows=answer_and_reference,
+    )
+)
+for _name in (
+    "hotpotqa_em",
+    "hotpotqa_f1",
+    "hotpotqa_sp_f1",
+    "2wikimultihopqa_em",
+    "2wikimultihopqa_f1",
+    "2wikimultihopqa_sp_f1",
+    "musique_em",
+    "musique_f1",
+    "musique_sp_f1",
+):
+    _shows = None if _name.endswith("sp_f1") else answer_and_reference
+    register(Stage(_name, _on_first_use("multihop_qa", f"score_{_name}"), shows=_shows))
 
 __all__ = ["STAGES", "Stage", "StageResult", "prepare_stages", "register", "skipped"]

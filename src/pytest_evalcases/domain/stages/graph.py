@@ -22,6 +22,7 @@ from typing import Any
 from ...core.errors import CaseFileError
 from ...core.schema import Case, GraphOptions, Suite
 from ..system import import_spec, split_spec
+from .assignment import max_weight_matching
 from .base import Stage, StageResult, skipped
 from .registry import register
 
@@ -30,6 +31,7 @@ Similarity = Callable[[str, str], float]
 
 PARTS = ("subject", "relation", "object")
 MAX_LISTED = 20  # unmatched edges kept in the metrics (all are counted)
+DEFAULT_MIN_SIMILARITY = 0.95  # the graph-scoring spec's tau, whenever a similarity is given
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _PUNCTUATION = str.maketrans(string.punctuation, " " * len(string.punctuation))
@@ -64,45 +66,24 @@ def match_edges(
     similarity: Similarity | None = None,
     min_similarity: float = 1.0,
     soft: Sequence[str] = PARTS,
-) -> list[tuple[int, int]]:
-    """A maximum matching of gold to predicted edges, as (gold index, predicted index) pairs.
+    matching: str = "maximum",
+) -> list[tuple[int, int, float]]:
+    """A matching of gold to predicted edges, as (gold index, predicted index, weight) triples;
+    an edge pair's weight is the mean similarity of its three labels (1.0 for equal edges).
 
     Without `similarity` only equal edges pair. With it, two edges pair when their labels are
-    equal or, for the parts in `soft`, similar enough; each gold edge tries its candidates from
-    the most similar down (Kuhn's augmenting paths: few edges per case, so O(V*E) is fine).
+    equal or, for the parts in `soft`, similar enough. `maximum` pairs as many edges as can be,
+    each gold edge trying its candidates from the most similar down (Kuhn's augmenting paths:
+    few edges per case, so O(V*E) is fine); `max_weight` pairs for the greatest total weight
+    (the Hungarian method).
     """
-    soft_parts = [PARTS.index(part) for part in soft]
-    cache: dict[tuple[str, str], float] = {}
-
-    def label_similarity(a: str, b: str) -> float:
-        if a == b:
-            return 1.0
-        if similarity is None:
-            return 0.0
-        pair = (a, b)
-        if pair not in cache:
-            cache[pair] = similarity(a, b)
-        return cache[pair]
-
-    candidates: list[list[int]] = []
-    for g in gold:
-        scored = []
-        for index, p in enumerate(predicted):
-            total = 0.0
-            for part in range(3):
-                if part in soft_parts:
-                    value = label_similarity(g[part], p[part])
-                    if value < min_similarity:
-                        break
-                elif g[part] != p[part]:
-                    break
-                else:
-                    value = 1.0
-                total += value
-            else:
-                scored.append((-total, index))
-        candidates.append([index for _, index in sorted(scored)])
-
+    weights = edge_weights(gold, predicted, similarity, min_similarity, soft)
+    if matching == "max_weight":
+        return [(g, p, weights[g][p]) for g, p in max_weight_matching(weights)]  # type: ignore[misc]
+    candidates = [
+        [p for _, p in sorted((-w, p) for p, w in enumerate(row) if w is not None)]
+        for row in weights
+    ]
     owner: dict[int, int] = {}  # predicted index -> gold index
 
     def augment(g: int, visited: set[int]) -> bool:
@@ -117,18 +98,68 @@ def match_edges(
 
     for g in range(len(gold)):
         augment(g, set())
-    return sorted((g, p) for p, g in owner.items())
+    return sorted((g, p, weights[g][p]) for p, g in owner.items())  # type: ignore[misc]
+
+
+def edge_weights(
+    gold: list[Edge],
+    predicted: list[Edge],
+    similarity: Similarity | None,
+    min_similarity: float,
+    soft: Sequence[str],
+) -> list[list[float | None]]:
+    """Each gold/predicted pair's weight, or None where they may not pair."""
+    soft_parts = [PARTS.index(part) for part in soft]
+    cache: dict[tuple[str, str], float] = {}
+
+    def label_similarity(a: str, b: str) -> float:
+        if a == b:
+            return 1.0
+        if similarity is None:
+            return 0.0
+        pair = (a, b)
+        if pair not in cache:
+            cache[pair] = similarity(a, b)
+        return cache[pair]
+
+    weights: list[list[float | None]] = []
+    for g in gold:
+        row: list[float | None] = []
+        for p in predicted:
+            total = 0.0
+            for part in range(3):
+                if part in soft_parts:
+                    value = label_similarity(g[part], p[part])
+                    if value < min_similarity:
+                        row.append(None)
+                        break
+                elif g[part] != p[part]:
+                    row.append(None)
+                    break
+                else:
+                    value = 1.0
+                total += value
+            else:
+                row.append(total / 3)
+        weights.append(row)
+    return weights
 
 
 def graph_metrics(
-    gold: list[Edge], predicted: list[Edge], pairs: list[tuple[int, int]]
+    gold: list[Edge],
+    predicted: list[Edge],
+    pairs: list[tuple[int, int, float]],
+    weighted: bool = False,
 ) -> dict[str, Any]:
+    """Precision and recall count the matched pairs, or (`weighted`, with max_weight matching)
+    sum their similarity weights: soft precision and recall."""
     matched = len(pairs)
-    precision = matched / len(predicted) if predicted else float(not gold)
-    recall = matched / len(gold) if gold else float(not predicted)
+    found = sum(weight for _, _, weight in pairs) if weighted else matched
+    precision = found / len(predicted) if predicted else float(not gold)
+    recall = found / len(gold) if gold else float(not predicted)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    paired_gold = {g for g, _ in pairs}
-    paired_predicted = {p for _, p in pairs}
+    paired_gold = {g for g, _, _ in pairs}
+    paired_predicted = {p for _, p, _ in pairs}
     hallucinated = [edge_name(e) for i, e in enumerate(predicted) if i not in paired_predicted]
     omitted = [edge_name(e) for i, e in enumerate(gold) if i not in paired_gold]
     return {
@@ -143,6 +174,11 @@ def graph_metrics(
         "hallucinated": hallucinated[:MAX_LISTED],
         "omitted": omitted[:MAX_LISTED],
     }
+
+
+def min_similarity_of(options: GraphOptions) -> float:
+    """The suite's `min_similarity`, else the graph-scoring spec's tau = 0.95."""
+    return DEFAULT_MIN_SIMILARITY if options.min_similarity is None else options.min_similarity
 
 
 def _checked_similarity(options: GraphOptions, case: Case) -> Similarity | None:
@@ -184,9 +220,14 @@ def score_graph(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -
     predicted = normalize_edges(trace.get("triples") or [], aliases)
     similarity = _checked_similarity(options, case)
     pairs = match_edges(
-        gold, predicted, similarity, options.min_similarity if similarity else 1.0, options.soft
+        gold,
+        predicted,
+        similarity,
+        min_similarity_of(options) if similarity else 1.0,
+        options.soft,
+        options.matching,
     )
-    metrics = graph_metrics(gold, predicted, pairs)
+    metrics = graph_metrics(gold, predicted, pairs, weighted=options.matching == "max_weight")
     f1 = metrics["f1"]
     threshold = suite.threshold_for("graph", default=1.0)
     passed = f1 >= threshold

@@ -52,6 +52,7 @@ def compare_runs(a: Doc, b: Doc, names: Sequence[str] = ("A", "B")) -> dict[str,
         "stages": {name: _stage(name, pairs) for name in order},
         "pass_rate": {"a": _rate(shared_a), "b": _rate(shared_b)},
         "categories": _categories(pairs),
+        "totals": _totals(pairs),
         "flipped": _flipped(pairs),
         "cost": {
             "a": cost_section(shared_a, a.get("run") or {}),
@@ -138,6 +139,22 @@ def _categories(pairs: list[tuple[Doc, Doc]]) -> dict[str, dict[str, Any]]:
         for side, case in (("a", case_a), ("b", case_b)):
             name = str(case.get("category") or UNCATEGORISED)
             by_side[side].setdefault(name, []).append(case)
+    names = sorted(by_side["a"].keys() | by_side["b"].keys())
+    return {
+        name: {side: _rate(by_side[side].get(name, [])) for side in ("a", "b")} for name in names
+    }
+
+
+def _totals(pairs: list[tuple[Doc, Doc]]) -> dict[str, dict[str, Any]]:
+    """Pass rates per named total over the shared cases, each side by its own case's
+    membership (a total a suite declares in one run only has an empty side)."""
+    by_side: dict[str, dict[str, list[Doc]]] = {"a": {}, "b": {}}
+    for case_a, case_b in pairs:
+        for side, case in (("a", case_a), ("b", case_b)):
+            for name, counts in (case.get("totals") or {}).items():
+                counted = by_side[side].setdefault(name, [])
+                if counts:
+                    counted.append(case)
     names = sorted(by_side["a"].keys() | by_side["b"].keys())
     return {
         name: {side: _rate(by_side[side].get(name, [])) for side in ("a", "b")} for name in names

@@ -18,6 +18,7 @@ def render_compare_markdown(cmp: Comparison) -> str:
     lines = [f"## pytest-evalcases: {escape_cell(a['name'])} vs {escape_cell(b['name'])}", ""]
     lines += _runs(cmp)
     lines += _stages(cmp)
+    lines += _totals(cmp)
     lines += _categories(cmp)
     lines += _flipped(cmp)
     lines += _cost(cmp)
@@ -136,6 +137,14 @@ def _categories(cmp: Comparison) -> list[str]:
         "B − A",
     ]
     return ["### Pass rate by category (shared cases)", "", *markdown_table(header, rows), ""]
+
+
+def _totals(cmp: Comparison) -> list[str]:
+    if not cmp.get("totals"):
+        return []
+    rows = [category_cells(name, sides)[0] for name, sides in cmp["totals"].items()]
+    header = ["total", "A passed", "A rate", "A 95% CI", "B passed", "B rate", "B 95% CI", "B − A"]
+    return ["### Pass rate by named total (shared cases)", "", *markdown_table(header, rows), ""]
 
 
 def flip_text(side: Mapping[str, Any]) -> str:

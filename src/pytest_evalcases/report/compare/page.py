@@ -32,6 +32,7 @@ def render_compare_html(cmp: Comparison) -> str:
         "forest": forest_chart(cmp),
         "stages": [_stage_row(name, cmp["stages"][name]) for name in cmp["stage_order"]],
         "categories": [_category_row(name, sides) for name, sides in cmp["categories"].items()],
+        "totals": [_category_row(name, sides) for name, sides in (cmp.get("totals") or {}).items()],
         "flipped": [
             {
                 "title": title,

@@ -187,7 +187,44 @@ class TestGraph:
         # the 4 predicted edges with an x-object each pair with a distinct gold edge
         assert seen[0]["matched"] == 4
         assert seen[0]["hallucinated"] == ["(ae, rex, y1)", "(af, rex, y1)"]
-        assert match_edges([("a", "r", "b")], [("a", "r", "b")]) == [(0, 0)]
+        assert match_edges([("a", "r", "b")], [("a", "r", "b")]) == [(0, 0, 1.0)]
+
+    def test_a_similarity_pairs_labels_at_095_unless_the_suite_says(self, tmp_path: Path):
+        """The graph-scoring spec's tau = 0.95 is the default whenever a similarity is given."""
+        spec = similarity_module(tmp_path, "def sim(a, b):\n    return 0.9\n")
+        gold, predicted = [["a", "r1", "b"]], [["a", "q1", "b"]]
+
+        def f1(**options):
+            graph = {"similarity": spec, "soft": ["relation"], **options}
+            trace = {"triples": predicted}
+            return (
+                STAGES["graph"]
+                .score(case(expected_triples=gold), trace, suite(tmp_path, graph=graph), None)
+                .score
+            )
+
+        assert f1() == 0.0
+        assert f1(min_similarity=0.85) == 1.0
+
+    def test_max_weight_matching_scores_soft_precision_and_recall(self, tmp_path: Path):
+        spec = similarity_module(
+            tmp_path,
+            "TABLE = {('r1', 'q1'): 0.96, ('r2', 'q1'): 0.99}\n"
+            "def sim(a, b):\n    return TABLE.get((a, b), 0.0)\n",
+        )
+        graph = {"similarity": spec, "soft": ["relation"], "matching": "max_weight"}
+        result = STAGES["graph"].score(
+            case(expected_triples=[["a", "r1", "b"], ["a", "r2", "b"]]),
+            {"triples": [["a", "q1", "b"]]},
+            suite(tmp_path, graph=graph),
+            None,
+        )
+        # the heavier pair wins: r2-q1, weight (1 + 0.99 + 1) / 3; precision w / 1, recall w / 2
+        weight = 2.99 / 3
+        assert result.metrics["precision"] == pytest.approx(weight)
+        assert result.metrics["recall"] == pytest.approx(weight / 2)
+        assert result.score == pytest.approx(weight / 1.5)
+        assert result.metrics["omitted"] == ["(a, r1, b)"]
 
     def test_a_bad_similarity_value_names_the_function(self, tmp_path: Path):
         spec = similarity_module(tmp_path, "def sim(a, b):\n    return 1.5\n")

@@ -1,0 +1,55 @@
+"""A suite's named totals, resolved once per suite: which of its cases each total counts.
+
+A total leaves cases out by category and/or by id; ids may be given inline or as a JSON array in
+a file named relative to the rootdir (read here, at collection, so a bad file errors the suite
+before any case runs). Each case's result then says, per total of its suite, whether it counts
+(`"totals": {"categories 1-4": true}`), and the report sums them (report/totals.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import CaseFileError
+from ..core.schema import Case, Suite
+
+
+@dataclass(frozen=True, slots=True)
+class TotalRule:
+    name: str
+    categories: frozenset[str]
+    ids: frozenset[str]
+
+    def counts(self, case: Case) -> bool:
+        return case.category not in self.categories and case.id not in self.ids
+
+
+def resolve_totals(suite: Suite, rootdir: Path) -> tuple[TotalRule, ...]:
+    """The suite's totals with their id files read. Raises CaseFileError naming the total."""
+    rules = []
+    for total in suite.totals:
+        ids = total.exclude.ids
+        if isinstance(ids, str):
+            ids = _read_ids(rootdir, ids, total.name)
+        rules.append(TotalRule(total.name, frozenset(total.exclude.category), frozenset(ids or ())))
+    return tuple(rules)
+
+
+def _read_ids(rootdir: Path, name: str, total: str) -> list[str]:
+    path = (rootdir / name).resolve()
+    where = f'total {total!r}: "exclude": {{"ids": {name!r}}}'
+    if not path.is_relative_to(rootdir.resolve()):
+        raise CaseFileError(
+            f"{where} resolves outside the rootdir {rootdir}; keep it in the project"
+        )
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CaseFileError(f"{where}: cannot read {name} ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CaseFileError(f"{where}: {name} is not a JSON array of case ids ({exc})") from None
+    if not isinstance(doc, list) or not all(isinstance(item, str) for item in doc):
+        raise CaseFileError(f"{where}: {name} must be a JSON array of case ids (strings)")
+    return doc
