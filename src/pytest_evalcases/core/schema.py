@@ -425,6 +425,9 @@ class Suite(BaseModel):
     graph: GraphOptions | None = None
     citations: CitationOptions | None = None
     answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
+    # Case fields for the system whose names are near a case field's (`references`): without
+    # this, such a field is taken for a typo of the case field and errors its case.
+    system_fields: list[str] = []
     cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:
@@ -454,6 +457,18 @@ class Suite(BaseModel):
                     "starting so)"
                 )
         return entries
+
+    @field_validator("system_fields")
+    @classmethod
+    def _not_case_fields(cls, names: list[str]) -> list[str]:
+        taken = [name for name in names if name in CaseModel.model_fields]
+        if taken:
+            raise ValueError(
+                f"{', '.join(map(repr, taken))}: case fields with a meaning of their own, never "
+                "given to the system; list only the other fields of your cases whose names are "
+                "near a case field's"
+            )
+        return names
 
     @field_validator("users")
     @classmethod

@@ -4,7 +4,8 @@ on one line (`retrieved (a string, not a list)`), and the near-miss field names 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,10 +13,14 @@ from pydantic import ValidationError
 from .schema import CaseModel
 
 
-def misspelled_fields(extra: Mapping[str, Any] | None) -> list[str]:
+def misspelled_fields(
+    extra: Mapping[str, Any] | None, system_fields: Collection[str] = ()
+) -> list[str]:
     """`<field>: ... did you mean '<known>'?` for each extra field of a case that is a near miss
-    of a case field (`expected_doc`): a typo would reach the system as an input and the stage it
-    meant would silently not run. Fields far from every known one stay inputs."""
+    of a case field (`expected_doc`, `refrence`): a typo would reach the system as an input and
+    the stage it meant would silently not run, so the case passes. Fields far from every known
+    one stay inputs, and so do those the suite lists in `system_fields` (an input whose name
+    happens to be near a case field's, e.g. `references`)."""
     if not extra:
         return []
     import difflib  # only for a case with extra fields: not on every replay's path
@@ -23,11 +28,13 @@ def misspelled_fields(extra: Mapping[str, Any] | None) -> list[str]:
     known = list(CaseModel.model_fields)
     problems = []
     for name in extra:
+        if name in system_fields:
+            continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
         if close:
             problems.append(
-                f"{name}: not a case field; did you mean {close[0]!r}? (other fields reach the "
-                "system as inputs)"
+                f"{name}: not a case field; did you mean {close[0]!r}? (if it is an input for "
+                f'your system, list it in the suite\'s "system_fields": [{json.dumps(name)}])'
             )
     return problems
 
