@@ -63,6 +63,27 @@ def test_a_trace_nested_100000_deep_under_live_is_one_error_naming_case_and_fiel
     assert not project.cassette_path("suite", "deep").exists()
 
 
+def test_a_trace_nested_100000_deep_in_a_cassette_is_one_error_naming_the_file(
+    project: Project,
+) -> None:
+    """Break: a 100,000-deep trace in a cassette gives a RecursionError traceback at replay.
+    (The cassette reader already refused it, naming the file: this test keeps it so.)"""
+    project.write_suite(
+        suite_doc(cases=[make_case("deep", "alpha beta"), make_case("fine", "gamma delta")])
+    )
+    assert project.run("--live", "-q").ret == 0
+    path = project.cassette_path("suite", "deep")
+    text = path.read_text()
+    deep = "[" * 100_000 + "]" * 100_000
+    path.write_text(text.replace('"trace": {', f'"trace": {{"steps": {deep}, ', 1))
+    result = project.run("-q")
+    block = error_block(result, "deep")
+    assert "cassette cassettes/suite/deep.json is not valid JSON" in block, output(result)
+    assert "record again with --live" in block, output(result)
+    _no_raw_traceback(block)
+    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+
+
 def test_a_lone_surrogate_in_the_answer_under_live_is_one_error_naming_the_field(
     project: Project,
 ) -> None:
