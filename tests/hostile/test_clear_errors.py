@@ -15,6 +15,13 @@ from evalhelpers import Project, error_block, make_case, output, suite_doc
 from pytest_evalcases.__main__ import main
 from pytest_evalcases.store.cassette import integrity_of
 
+
+def _outcomes(result: pytest.RunResult) -> dict[str, int]:
+    """Passed, failed and error counts (a warning an in-process run may add is no outcome)."""
+    counts = result.parseoutcomes()
+    return {name: counts[name] for name in ("passed", "failed", "errors") if name in counts}
+
+
 # A system whose trace for a case is steered by the case id: 100,000 nested lists, a lone
 # surrogate in the answer, or a plain good trace.
 HOSTILE_SYSTEM = """\
@@ -59,7 +66,7 @@ def test_a_trace_nested_100000_deep_under_live_is_one_error_naming_case_and_fiel
     assert "malformed trace for suite::deep: " in block, output(result)
     assert "$.steps[0][0]" in block and "nests deeper than 100 levels" in block, output(result)
     _no_raw_traceback(block)
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+    assert _outcomes(result) == {"passed": 1, "errors": 1}, output(result)
     assert not project.cassette_path("suite", "deep").exists()
 
 
@@ -81,7 +88,7 @@ def test_a_trace_nested_100000_deep_in_a_cassette_is_one_error_naming_the_file(
     assert "cassette cassettes/suite/deep.json is not valid JSON" in block, output(result)
     assert "record again with --live" in block, output(result)
     _no_raw_traceback(block)
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+    assert _outcomes(result) == {"passed": 1, "errors": 1}, output(result)
 
 
 def test_a_lone_surrogate_in_the_answer_under_live_is_one_error_naming_the_field(
@@ -97,7 +104,7 @@ def test_a_lone_surrogate_in_the_answer_under_live_is_one_error_naming_the_field
     assert "malformed trace for suite::surrogate: " in block, output(result)
     assert "$.answer holds a lone surrogate" in block, output(result)
     _no_raw_traceback(block)
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+    assert _outcomes(result) == {"passed": 1, "errors": 1}, output(result)
     assert not project.cassette_path("suite", "surrogate").exists()
 
 
@@ -159,7 +166,7 @@ def test_a_wrong_shaped_trace_field_in_a_cassette_is_one_error_naming_it(
     _no_raw_traceback(block)
     for raw in ("AttributeError", "TypeError"):
         assert raw not in block, output(result)
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+    assert _outcomes(result) == {"passed": 1, "errors": 1}, output(result)
 
 
 def _verdict_as_a_list(doc: dict[str, Any]) -> None:
@@ -197,7 +204,7 @@ def test_a_verdict_that_is_a_list_in_a_cassette_is_one_error_naming_it(
     assert "cassettes/suite/c1.json" in block and named in block, output(result)
     _no_raw_traceback(block)
     assert "Error:" not in block, output(result)
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+    assert _outcomes(result) == {"passed": 1, "errors": 1}, output(result)
 
 
 MUSIQUE_UNANSWERABLE = {

@@ -12,6 +12,12 @@ import pytest
 from evalhelpers import Project, error_block, make_case, output, suite_doc
 
 
+def _outcomes(result: pytest.RunResult) -> dict[str, int]:
+    """Passed, failed and error counts (a warning an in-process run may add is no outcome)."""
+    counts = result.parseoutcomes()
+    return {name: counts[name] for name in ("passed", "failed", "errors") if name in counts}
+
+
 def _case_without(case_id: str, text: str, field: str, **typo: Any) -> dict[str, Any]:
     case = make_case(case_id, text, **typo)
     del case[field]
@@ -34,8 +40,25 @@ def test_an_expectation_field_typo_is_an_error_with_a_suggestion_and_a_way_out(
     block = error_block(result, "c1")
     assert f"cases[1].{typo}: not a case field; did you mean {meant!r}?" in block, output(result)
     assert f'list it in the suite\'s "system_fields": ["{typo}"]' in block, output(result)
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+    assert _outcomes(result) == {"passed": 1, "errors": 1}, output(result)
     assert not project.cassette_path("suite", "c1").exists()
+
+
+def test_a_typo_in_a_conversation_turns_expectation_names_the_field_it_meant(
+    project: Project,
+) -> None:
+    """Break: an expectation-field typo (`refrence`) in a conversation turn errors without the
+    suggestion a case's typo gets."""
+    turns = [{"input": "alpha beta", "refrence": "alpha beta"}, "gamma"]
+    project.write_suite(
+        suite_doc(cases=[make_case("c0", "gamma delta"), {"id": "c1", "turns": turns}])
+    )
+    result = project.run("-q")
+    block = error_block(result, "c1")
+    assert (
+        "cases[1].turns[0].TurnModel.refrence: Extra inputs are not permitted (did you mean "
+        "'reference'?)"
+    ) in block, output(result)
 
 
 def test_a_genuine_input_near_a_case_field_runs_when_the_suite_lists_it(project: Project) -> None:
@@ -76,7 +99,7 @@ def test_an_id_with_an_invisible_or_control_character_is_refused(
     assert "(cases[1]) cannot name a cassette file:" in block, output(result)
     code = next(ch for ch in unsafe if not ch.isascii())
     assert f"(U+{ord(code):04X}" in block and "are not allowed" in block, output(result)
-    assert result.parseoutcomes() == {"passed": 1, "errors": 1}, output(result)
+    assert _outcomes(result) == {"passed": 1, "errors": 1}, output(result)
     recorded = {p.name for p in (project.root / "cassettes" / "suite").iterdir()}
     assert {name.split(".")[0] for name in recorded} == {"fine"}, recorded
 

@@ -10,7 +10,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .schema import CaseModel
+from .schema import (
+    CaseModel,
+    CitationOptions,
+    GraphOptions,
+    RubricItem,
+    Suite,
+    ToolExpectation,
+    TurnModel,
+)
 
 
 def misspelled_fields(
@@ -46,10 +54,38 @@ def _field_path(loc: tuple[Any, ...], prefix: str = "") -> str:
     return path or "<root>"
 
 
+# Models whose unknown fields are errors, by the name pydantic gives them in an error's location
+# (a union member: `turns[0].TurnModel.refrence`) or title, and suite fields holding one.
+_STRICT_MODELS = {
+    model.__name__: model
+    for model in (Suite, TurnModel, ToolExpectation, RubricItem, GraphOptions, CitationOptions)
+}
+_STRICT_SUITE_FIELDS = {"graph": GraphOptions, "citations": CitationOptions}
+
+
+def _did_you_mean(item: Any, title: str) -> str:
+    """` (did you mean 'reference'?)` for an unknown field near a known one of its model: the
+    same suggestion a case's extra fields get (misspelled_fields), for the models that forbid
+    unknown fields (a suite, a conversation turn, a tool expectation, ...)."""
+    loc = item["loc"]
+    if item["type"] != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
+        return ""
+    parent = loc[-2] if len(loc) > 1 else title
+    model = _STRICT_MODELS.get(parent) or _STRICT_SUITE_FIELDS.get(parent)
+    if model is None:
+        return ""
+    import difflib  # only for an error: not on every run's path
+
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def format_validation_error(error: ValidationError, prefix: str = "") -> str:
-    """One line per problem, each naming the field path: `cases[3].input: Field required`."""
+    """One line per problem, each naming the field path: `cases[3].input: Field required`; an
+    unknown field near a known one names it (`stage: … (did you mean 'stages'?)`)."""
     return "\n".join(
-        f"{_field_path(item['loc'], prefix)}: {item['msg']}" for item in error.errors()
+        f"{_field_path(item['loc'], prefix)}: {item['msg']}{_did_you_mean(item, error.title)}"
+        for item in error.errors()
     )
 
 
