@@ -140,6 +140,7 @@ WRONG_SHAPES = {
     "tool_outputs": "text",
     "answer": ["a", "list"],
     "usage": 3,
+    "latency_ms": "slow",
     "tool_calls[0].args": [{"name": "search", "args": "q"}],
 }
 

@@ -100,6 +100,7 @@ def _optional_list(value: Any) -> bool:
 
 _EMPTY: dict[str, Any] = {}  # defaults of the shape checks: never changed
 _NONE: list[Any] = []
+_NUMBERS = (int, float)
 
 # What each field of a recorded trace must be, as the stages read it (see Trace), in words.
 _SHAPES = (
@@ -129,6 +130,7 @@ def trace_shape_problem(trace: dict[str, Any]) -> str | None:
         and type(get("retrieved", _NONE)) is list
         and type(get("context", _NONE)) is list
         and type(get("usage") or _EMPTY) is dict
+        and ((latency := get("latency_ms")) is None or type(latency) in _NUMBERS)
         and type(get("triples") or _NONE) is list
         and type(get("citations") or _NONE) is list
         and all(
