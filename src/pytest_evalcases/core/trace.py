@@ -120,7 +120,7 @@ def trace_shape_problem(trace: dict[str, Any]) -> str | None:
     """`trace.retrieved is a number, not a list of strings` for the first field of a recorded
     trace (a cassette's) that the stages cannot read, or None. Replay runs this for every case
     and a trace we recorded was validated (normalize_trace) when it was: so a few type checks of
-    the top-level fields and the tool calls (~0.3 us), not a model per case; the field is named
+    the top-level fields and the tool calls (~0.5 us), not a model per case; the field is named
     only when one fails."""
     get = trace.get
     if (
