@@ -114,7 +114,7 @@ class CaseFile(pytest.File):
                 label,
                 f"invalid case {label}\n" + format_validation_error(exc, prefix=f"cases[{index}]"),
             )
-        misspelled = misspelled_fields(case.extra)
+        misspelled = misspelled_fields(case.extra, ctx.suite.system_fields)
         if misspelled:
             prefix = f"cases[{index}]."
             return error(

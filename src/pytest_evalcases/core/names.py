@@ -4,6 +4,7 @@ to show what a trace held."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,12 @@ def case_ids(raw_cases: list[Any]) -> list[str]:
     return [c["id"] for c in raw_cases if isinstance(c, dict) and isinstance(c.get("id"), str)]
 
 
+# Characters an id may not hold beyond ASCII's controls: C1 controls (U+0085 included), bidi
+# controls (U+202E turns `evil` into what prints as another id), line and paragraph separators
+# and zero-width characters: each makes an id print like another, or break a line of output.
+_INVISIBLE = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]")
+
+
 def unsafe_id_reason(case_id: str) -> str | None:
     """Why an id cannot name a cassette file (and a node id), or None."""
     if len(case_id) > MAX_NAME_BYTES or not case_id.isascii():  # isascii() is O(1): cheap
@@ -27,6 +34,9 @@ def unsafe_id_reason(case_id: str) -> str | None:
             return "lone surrogates (invalid Unicode) are not allowed"
         if size > MAX_NAME_BYTES:
             return f"it is {size} bytes long in UTF-8, over the limit of {MAX_NAME_BYTES}"
+        invisible = _INVISIBLE.search(case_id)
+        if invisible:
+            return _invisible_reason(invisible.group())
     if case_id in {".", ".."} or "/" in case_id or "\\" in case_id:
         return "path separators and '.'/'..' are not allowed"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in case_id):
@@ -38,6 +48,23 @@ def unsafe_id_reason(case_id: str) -> str | None:
     if case_id.endswith(".http"):
         return "'.http' at the end is not allowed (<id>.http.json is the case's HTTP recording)"
     return None
+
+
+def _invisible_reason(char: str) -> str:
+    import unicodedata  # only for a refused id: not on every run's path
+
+    code = ord(char)
+    if code <= 0x9F:
+        kind = "control characters"
+    elif char in "\u2028\u2029":
+        kind = "line and paragraph separators"
+    elif char in "\u061c\u200e\u200f" or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
+        kind = "bidirectional controls"
+    else:
+        kind = "zero-width characters"
+    name = unicodedata.name(char, "")
+    shown = f"U+{code:04X}{' ' + name if name else ''}"
+    return f"{kind} ({shown}) are not allowed: the id would print like another, or break a line"
 
 
 def shown_name(name: str) -> str:

@@ -6,9 +6,11 @@ slotted `Case` objects; traces are validated when they are recorded and replayed
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -37,6 +39,46 @@ __all__ = [
 
 # A response header name as `http_volatile` lists it (RFC 9110 token), `*` at the end: a prefix.
 _HEADER_NAME = re.compile(r"[!#$%&'+.^_`|~0-9A-Za-z-]+\*?")
+
+
+def json_schema_problem(schema: Any) -> str | None:
+    """Why `schema` (an `answer_schema`) is not a valid JSON Schema, or None. Checked when the
+    case file is read, so a broken schema is named at once rather than never (a non-JSON answer
+    fails the stage before the schema is looked at). Without the optional jsonschema package
+    nothing is checked here: the schema stage names the package when it runs."""
+    if isinstance(schema, bool):
+        return None
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON: pydantic's own check of the field names it
+        return None
+    return _schema_text_problem(text)
+
+
+@lru_cache(maxsize=64)
+def _schema_text_problem(text: str) -> str | None:
+    """json_schema_problem once per distinct schema: the cases of a suite usually share one."""
+    try:
+        import jsonschema  # optional and heavy: only for a file with an answer_schema
+    except ImportError:
+        return None
+    schema = json.loads(text)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        where = "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
+        )
+        return f"not a valid JSON Schema: {error.message} (at ${where} of the schema)"
+    return None
+
+
+def _checked_answer_schema(value: Any) -> Any:
+    problem = None if value is None else json_schema_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class ToolExpectation(BaseModel):
@@ -167,6 +209,8 @@ class CaseModel(BaseModel):
             if isinstance(first_input, str):
                 raw = {**raw, "input": first_input}
         return raw
+
+    _answer_schema = field_validator("answer_schema")(_checked_answer_schema)
 
     @field_validator("rubric")
     @classmethod
@@ -441,6 +485,9 @@ class Suite(BaseModel):
     graph: GraphOptions | None = None
     citations: CitationOptions | None = None
     answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
+    # Case fields for the system whose names are near a case field's (`references`): without
+    # this, such a field is taken for a typo of the case field and errors its case.
+    system_fields: list[str] = []
     cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:
@@ -456,6 +503,8 @@ class Suite(BaseModel):
         if repeated:
             raise ValueError(f"total names must be distinct: {', '.join(map(repr, repeated))}")
         return totals
+
+    _answer_schema = field_validator("answer_schema")(_checked_answer_schema)
 
     @field_validator("http_ignore")
     @classmethod
@@ -477,6 +526,18 @@ class Suite(BaseModel):
                     "starting so)"
                 )
         return entries
+
+    @field_validator("system_fields")
+    @classmethod
+    def _not_case_fields(cls, names: list[str]) -> list[str]:
+        taken = [name for name in names if name in CaseModel.model_fields]
+        if taken:
+            raise ValueError(
+                f"{', '.join(map(repr, taken))}: case fields with a meaning of their own, never "
+                "given to the system; list only the other fields of your cases whose names are "
+                "near a case field's"
+            )
+        return names
 
     @field_validator("users")
     @classmethod

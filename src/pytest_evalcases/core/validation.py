@@ -4,18 +4,31 @@ on one line (`retrieved (a string, not a list)`), and the near-miss field names 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-from .schema import CaseModel
+from .schema import (
+    CaseModel,
+    CitationOptions,
+    GraphOptions,
+    RubricItem,
+    Suite,
+    ToolExpectation,
+    TurnModel,
+)
 
 
-def misspelled_fields(extra: Mapping[str, Any] | None) -> list[str]:
+def misspelled_fields(
+    extra: Mapping[str, Any] | None, system_fields: Collection[str] = ()
+) -> list[str]:
     """`<field>: ... did you mean '<known>'?` for each extra field of a case that is a near miss
-    of a case field (`expected_doc`): a typo would reach the system as an input and the stage it
-    meant would silently not run. Fields far from every known one stay inputs."""
+    of a case field (`expected_doc`, `refrence`): a typo would reach the system as an input and
+    the stage it meant would silently not run, so the case passes. Fields far from every known
+    one stay inputs, and so do those the suite lists in `system_fields` (an input whose name
+    happens to be near a case field's, e.g. `references`)."""
     if not extra:
         return []
     import difflib  # only for a case with extra fields: not on every replay's path
@@ -23,11 +36,13 @@ def misspelled_fields(extra: Mapping[str, Any] | None) -> list[str]:
     known = list(CaseModel.model_fields)
     problems = []
     for name in extra:
+        if name in system_fields:
+            continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
         if close:
             problems.append(
-                f"{name}: not a case field; did you mean {close[0]!r}? (other fields reach the "
-                "system as inputs)"
+                f"{name}: not a case field; did you mean {close[0]!r}? (if it is an input for "
+                f'your system, list it in the suite\'s "system_fields": [{json.dumps(name)}])'
             )
     return problems
 
@@ -39,10 +54,38 @@ def _field_path(loc: tuple[Any, ...], prefix: str = "") -> str:
     return path or "<root>"
 
 
+# Models whose unknown fields are errors, by the name pydantic gives them in an error's location
+# (a union member: `turns[0].TurnModel.refrence`) or title, and suite fields holding one.
+_STRICT_MODELS = {
+    model.__name__: model
+    for model in (Suite, TurnModel, ToolExpectation, RubricItem, GraphOptions, CitationOptions)
+}
+_STRICT_SUITE_FIELDS = {"graph": GraphOptions, "citations": CitationOptions}
+
+
+def _did_you_mean(item: Any, title: str) -> str:
+    """` (did you mean 'reference'?)` for an unknown field near a known one of its model: the
+    same suggestion a case's extra fields get (misspelled_fields), for the models that forbid
+    unknown fields (a suite, a conversation turn, a tool expectation, ...)."""
+    loc = item["loc"]
+    if item["type"] != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
+        return ""
+    parent = loc[-2] if len(loc) > 1 else title
+    model = _STRICT_MODELS.get(parent) or _STRICT_SUITE_FIELDS.get(parent)
+    if model is None:
+        return ""
+    import difflib  # only for an error: not on every run's path
+
+    close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def format_validation_error(error: ValidationError, prefix: str = "") -> str:
-    """One line per problem, each naming the field path: `cases[3].input: Field required`."""
+    """One line per problem, each naming the field path: `cases[3].input: Field required`; an
+    unknown field near a known one names it (`stage: … (did you mean 'stages'?)`)."""
     return "\n".join(
-        f"{_field_path(item['loc'], prefix)}: {item['msg']}" for item in error.errors()
+        f"{_field_path(item['loc'], prefix)}: {item['msg']}{_did_you_mean(item, error.title)}"
+        for item in error.errors()
     )
 
 

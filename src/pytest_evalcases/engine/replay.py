@@ -11,12 +11,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import (
+    CassetteError,
     MissingRecording,
     PendingVerdict,
     StaleRecording,
 )
 from ..core.names import clip
 from ..core.repeats import has_repeats
+from ..core.trace import trace_shape_problem
 from ..domain.context import case_where
 from ..domain.system import CaseInput, key_view, system_view
 from ..domain.verdicts import (
@@ -87,7 +89,7 @@ def checked_cassette(
     """The case's cassette, its key checked against today's (less the fields starting with
     `ignore_prefix`) and its content against its hashes; with today's key and the system's view
     of the case. Replay calls this once per case: keep it lean."""
-    path = f"{ctx.cassette_dir}{os.sep}{case.id}.json"  # a str: pathlib is slow per case
+    path = _cassette_of(ctx, case)
     doc = load_cassette(path, ctx.rootdir)
     if doc is None:
         raise MissingRecording(
@@ -105,7 +107,32 @@ def checked_cassette(
         labels=key_labels_of(doc, ctx, case),
     )
     check_integrity(doc, path, ctx.rootdir)
+    _check_trace_shapes(doc, path, ctx, case)
     return doc, key, view
+
+
+def _check_trace_shapes(doc: dict[str, Any], path: str, ctx: SuiteContext, case: Case) -> None:
+    """CassetteError naming the file, the case and the field when a recorded trace holds a field
+    the stages cannot read (`"retrieved": 5`): a cassette written by a tool, or edited and its
+    hashes recomputed, would otherwise end in a raw AttributeError or TypeError in a stage."""
+    problem = trace_shape_problem(doc["trace"])
+    where = ""
+    if problem is None and "later_runs" in doc:
+        for number, run in enumerate(doc["later_runs"], start=2):
+            problem = trace_shape_problem(run["trace"])
+            if problem:
+                where = f" (run {number})"
+                break
+    if problem:
+        raise CassetteError(
+            f"cassette {shown_path(path, ctx.rootdir)} of {case_where(ctx, case)}{where}: "
+            f"{problem}; the stages cannot read it: fix the field, or delete the file and record "
+            "again with --live"
+        )
+
+
+def _cassette_of(ctx: SuiteContext, case: Case) -> str:
+    return f"{ctx.cassette_dir}{os.sep}{case.id}.json"  # a str: pathlib is slow per case
 
 
 def check_verdicts(
@@ -133,7 +160,14 @@ def check_verdicts(
                 f"{clip(str(recorded.get('error') or 'no reason recorded'))})"
             )
         expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
-        old = dict(recorded.get("key") or {})
+        recorded_key = recorded.get("key") or {}
+        if not isinstance(recorded_key, dict):
+            raise CassetteError(
+                f"cassette {shown_path(_cassette_of(ctx, case), ctx.rootdir)} of "
+                f"{case_where(ctx, case)}: verdicts.{name}.key is {type(recorded_key).__name__}, "
+                "not an object; re-judge with --live-judges"
+            )
+        old = dict(recorded_key)
         if judge.id is None:  # no judge configured: accept whichever judge recorded it
             old.pop("judge", None), old.pop("judge_version", None)
         if old != expected:  # labels are read only for the message of a stale verdict

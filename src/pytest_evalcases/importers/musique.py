@@ -7,7 +7,8 @@
 Each record is a case: category = hop count (`hop2`, `hop3`, `hop4`, from the decomposition),
 `expected_docs` = the titles of the supporting paragraphs, `reference` = answer. A record with
 `"answerable": false` is `unanswerable` (the right answer is to abstain): its reference states
-the absence, and the dataset's answer is kept in `metadata`. Paragraphs go to the corpus file.
+the absence, and the dataset's answer (which may be empty) is kept in `metadata`. Paragraphs go
+to the corpus file.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def _unit(reader: RecordReader) -> Unit:
             raise reader.error(f"question_decomposition[{number}]", "must be an object")
         reader.text("question", step, f"question_decomposition[{number}].question")
     answerable = reader.get("answerable", bool, required=False)
-    answer = reader.text("answer", numbers=True)
+    # An unanswerable record may have an empty answer (the benchmark's own unanswerable
+    # questions often do): the case's reference states the absence, not the dataset's answer.
+    answer = reader.text("answer", numbers=True, required=answerable is not False) or ""
     aliases = reader.get("answer_aliases", list, required=False) or []
     if not all(isinstance(alias, str) for alias in aliases):
         raise reader.error("answer_aliases", "must be a list of strings")

@@ -91,7 +91,13 @@ def _structure_problem(doc: Any) -> str | None:
             "record again with --live"
         )
     fmt = doc.get("format")
-    if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > CASSETTE_FORMAT:
+    if type(fmt) is not int and fmt is not None:  # not a bool either
+        shown = repr(fmt) if len(repr(fmt)) <= 40 else repr(fmt)[:37] + "..."
+        return (  # "99" or 99.0 would otherwise replay as this version's format
+            f'has "format": {shown}, not a whole number (this version writes format '
+            f"{CASSETTE_FORMAT}); delete it and record again with --live"
+        )
+    if fmt is not None and fmt > CASSETTE_FORMAT:
         return (
             f"was recorded by a newer pytest-evalcases (cassette format {fmt}; this version "
             f"reads format {CASSETTE_FORMAT}); upgrade pytest-evalcases"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_evalcases.core.errors import CaseFileError
-from pytest_evalcases.core.schema import Suite, ValidationError, validate_case
+from pytest_evalcases.core.schema import Case, Suite, ValidationError, validate_case
 from pytest_evalcases.domain.stages.graph import match_edges, normalize_label
 from pytest_evalcases.domain.stages.registry import STAGES, prepare_stages
 from pytest_evalcases.domain.verdicts import verdict_key, verdict_labels
@@ -382,13 +382,18 @@ class TestSchema:
             case(answer_schema=draft7), {"answer": "[1]"}, suite(), None
         )
         assert result.metrics["errors"] == ["$[0]: 1 is not of type 'string'"]
+        # refused when the case file is read (issue 21), and by the stage should one get by
+        with pytest.raises(ValidationError, match=r"not a valid JSON Schema: .*at \$\.type"):
+            case(answer_schema={"type": 12})
+        with pytest.raises(ValidationError, match=r"not a valid JSON Schema"):
+            suite(answer_schema={"type": 12})
         with pytest.raises(
             CaseFileError,
             match=r"case 'c': answer_schema is not a valid JSON "
             r"Schema: .*fix it in the case file",
         ):
             STAGES["schema"].score(
-                case(answer_schema={"type": 12}), {"answer": "{}"}, suite(), None
+                Case(id="c", input="q", answer_schema={"type": 12}), {"answer": "{}"}, suite(), None
             )
 
     def test_missing_jsonschema_says_what_to_install(self, monkeypatch: pytest.MonkeyPatch):
