@@ -1,6 +1,7 @@
 """Replay benchmark: N recorded eval cases against N trivial parametrised tests.
 
     python benchmarks/replay.py [N] [-r R] [--startup-repeats S] [--keep] [--profile FILE]
+                                [--imported]
 
 A script, not a test: it prints figures and exits 0 whether or not the targets are met.
 
@@ -24,6 +25,10 @@ Each command's wall time is shown as min / median / max over the R rounds. The r
 plain and replay / plain-bare are taken per round (the two runs of a round are minutes apart at
 most, so both see about the same machine) and shown as the median with the interquartile range
 and the min-max of the R paired ratios; the CPU-time ratio likewise.
+
+`--imported` makes the suite look as the LoCoMo importer writes one: LoCoMo categories, a
+reference, gold context and the report-only `retrieval`, `locomo_f1` and `context_coverage`
+stages (issue 22: "replay of imported suites stays within P1"; needs nltk, the benchmarks extra).
 
 Targets (issue 2, at N = 10,000): replay wall <= 1.0x plain on the median of the paired rounds
 (issue 19: one machine gave 0.84x-1.11x within an hour, wider than the margin), peak memory <=
@@ -157,7 +162,36 @@ def clean_env(pycache: Path | None) -> dict[str, str]:
     return env
 
 
-def write_project(root: Path, n: int) -> None:
+LOCOMO_CATEGORIES = ("multi_hop", "temporal", "open_domain", "single_hop", "adversarial")
+
+
+def imported_suite(n: int) -> dict[str, Any]:
+    """A suite shaped as the LoCoMo importer writes one (the answer is the input)."""
+    cases = [
+        {
+            "id": f"conv-{i // 200:02d}-q{i % 200:03d}",
+            "input": f"When did Mira adopt cat number {i}, and where?",
+            "group": f"conv-{i // 200:02d}",
+            "category": LOCOMO_CATEGORIES[i % 5],
+            "expected_tools": ["search"],
+            "expected_docs": ["d1"],
+            "expected_context": [f"Mira adopted cat number {i} in Ostmere on 2 March 2023."],
+            "reference": f"cat number {i}, 2 March 2023, Ostmere",
+        }
+        for i in range(n)
+    ]
+    return {
+        "name": "bench",
+        "version": 1,
+        "system": "benchsys:run",
+        "stages": ["tools"],
+        "report_only": ["retrieval", "locomo_f1", "context_coverage"],
+        "k": 10,
+        "cases": cases,
+    }
+
+
+def write_project(root: Path, n: int, imported: bool = False) -> None:
     (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (root / "benchsys.py").write_text(SYSTEM, encoding="utf-8")
@@ -185,6 +219,8 @@ def write_project(root: Path, n: int) -> None:
         "k": 3,
         "cases": cases,
     }
+    if imported:
+        suite = imported_suite(n)
     (root / "cases" / "bench.json").write_text(json.dumps(suite, indent=1), encoding="utf-8")
 
 
@@ -353,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary project")
     parser.add_argument(
+        "--imported",
+        action="store_true",
+        help="a suite as the LoCoMo importer writes one (report-only locomo_f1, context_coverage)",
+    )
+    parser.add_argument(
         "--no-bytecode-cache",
         action="store_true",
         help="inherit the environment's bytecode setting (by default, bytecode "
@@ -371,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="evalcases-bench-"))
     env = clean_env(None if args.no_bytecode_cache else root / "pycache")
     try:
-        write_project(root, n)
+        write_project(root, n, args.imported)
         started = time.perf_counter()
         record_cmd = pytest_cmd("--live", "--eval-concurrency", "32", "cases/")
         recorded = run_measured(record_cmd, root, env)

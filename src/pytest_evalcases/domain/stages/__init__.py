@@ -59,14 +59,7 @@ register(
     )
 )
 # The benchmarks' own answer scores (imported suites report them): loaded on first use.
-register(
-    Stage(
-        "locomo_f1",
-        _on_first_use("locomo", "score_locomo_f1"),
-        prepare=_on_first_use("locomo", "prepare_locomo"),
-        shows=answer_and_reference,
-    )
-)
+register(Stage("locomo_f1", _on_first_use("locomo", "score_locomo_f1"), shows=answer_and_reference))
 for _name in (
     "hotpotqa_em",
     "hotpotqa_f1",

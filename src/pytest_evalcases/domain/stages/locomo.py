@@ -2,15 +2,14 @@
 LoCoMo release) computes it, so figures can be put beside Mem0's, Zep's and Cognee's:
 
 - normalisation: lower case, punctuation (commas included) removed, the words a/an/the/and
-  removed, each token Porter-stemmed (nltk's `PorterStemmer()`, as the benchmark uses it);
+  removed, each token Porter-stemmed as nltk's `PorterStemmer()` stems it (porter.py: the same
+  stems, without importing nltk);
 - token-multiset F1, 0 when nothing is shared (two empty texts score 0 too);
 - by category (from the case's `category`, as the importer names them): `multi_hop` splits the
   answer and the gold on commas and averages, over the gold parts, each part's best match;
   `open_domain` scores against the gold's first `;` part; `temporal` and `single_hop` score the
   whole; `adversarial` scores 1 when the answer says "no information available" or "not
   mentioned" (any case), else 0.
-
-nltk is imported on the first case scored (`pip install "pytest-evalcases[benchmarks]"`).
 """
 
 from __future__ import annotations
@@ -19,13 +18,11 @@ import functools
 import re
 import string
 from collections import Counter
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from ...core.errors import CaseFileError
 from ...core.schema import Case, Suite
 from .base import Stage, StageResult, skipped
+from .porter import porter_stem
 from .registry import register
 from .shown import answer_and_reference
 
@@ -34,28 +31,13 @@ ABSTENTIONS = ("no information available", "not mentioned")
 _PUNCTUATION = re.compile("[" + re.escape(string.punctuation) + "]")
 _STOP_WORDS = re.compile(r"\b(a|an|the|and)\b")
 
-_stem: Callable[[str], str] | None = None
-
-
-def _stemmer() -> Callable[[str], str]:
-    global _stem
-    if _stem is None:
-        try:  # nltk: only suites that run this stage need it
-            from nltk.stem.porter import PorterStemmer
-        except ImportError:
-            raise CaseFileError(
-                "the locomo_f1 stage stems words with nltk, which is not installed: pip install "
-                '"pytest-evalcases[benchmarks]"'
-            ) from None
-        # Answers repeat their words: a cached stem is ~50x cheaper than nltk's (~5 us a word).
-        _stem = functools.lru_cache(maxsize=1 << 16)(PorterStemmer().stem)
-    return _stem
+# Answers repeat their words: a cached stem costs a dict look-up (a stem is ~5-10 us).
+_stem = functools.lru_cache(maxsize=1 << 16)(porter_stem)
 
 
 def locomo_tokens(text: str) -> list[str]:
-    stem = _stemmer()
     plain = _STOP_WORDS.sub(" ", _PUNCTUATION.sub("", text.replace(",", "").lower()))
-    return [stem(word) for word in plain.split()]
+    return [_stem(word) for word in plain.split()]
 
 
 def locomo_token_f1(answer: str, gold: str) -> float:
@@ -96,9 +78,4 @@ def score_locomo_f1(case: Case, trace: dict[str, Any], suite: Suite, verdict: An
     return StageResult(score, score >= threshold, reason, threshold)
 
 
-def prepare_locomo(suite: Suite, rootdir: Path) -> None:
-    """At collection: a suite that runs the stage without nltk errors before any case runs."""
-    _stemmer()
-
-
-register(Stage("locomo_f1", score_locomo_f1, prepare=prepare_locomo, shows=answer_and_reference))
+register(Stage("locomo_f1", score_locomo_f1, shows=answer_and_reference))
