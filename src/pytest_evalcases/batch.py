@@ -168,7 +168,7 @@ class LiveRecorder:
 def _failed(item: CaseItem, recording: Recording) -> bool:
     """Whether a recorded case counts against -x / --maxfail as pytest will count it: a judge
     error, or a gating stage failure of a case not marked xfail."""
-    if getattr(recording, "pending", None):
+    if getattr(recording, "pending", None) or getattr(recording, "not_rejudged", None):
         return True
     if item.case.xfail or recording.status == "replayed":
         return False
