@@ -23,7 +23,7 @@ import pytest
 
 from .core.modes import LIVE_STALE
 from .domain.scoring import score_recording
-from .engine.limits import CaseSlots, NotRun, StopRule
+from .engine.limits import CaseSlots, Interrupted, NotRun, StopRule
 from .engine.live import record
 from .engine.recording import JudgeBinding, Recording
 from .telemetry import NO_SPANS
@@ -142,6 +142,10 @@ class LiveRecorder:
                     self.rule.count(_failed(item, recording))
             except NotRun as exc:
                 self._prepared[item.nodeid] = exc
+                not_run += 1
+            except Interrupted as exc:  # KeyboardInterrupt in user code: no further case starts
+                self.rule.interrupt(str(exc))
+                self._prepared[item.nodeid] = self.rule.not_run()
                 not_run += 1
             except Exception as exc:  # shown by that item; the others go on
                 self._prepared[item.nodeid] = exc

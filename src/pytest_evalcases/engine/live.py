@@ -44,7 +44,7 @@ from ..store.http import interactions_hash, load_http
 from ..store.keys import changed_fields, check_key, recording_key
 from ..telemetry import NO_SPANS, CaseSpans
 from .judge_calls import judge_with_repeats
-from .limits import CaseSlots, recorded_cost_of
+from .limits import CaseSlots, Interrupted, recorded_cost_of
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import key_labels_of, recorded_runs
 from .save import save_recording
@@ -391,9 +391,12 @@ async def _run_system(
     --live-stale finds every recording current)."""
     exchanges = None
     async with slots.system(starts_case) if slots is not None else nullcontext():
-        await ctx.system.asetup(ctx.suite)
-        if ctx.user is not None:  # the user's data ingested once, before its first case
-            await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
+        try:
+            await ctx.system.asetup(ctx.suite)
+            if ctx.user is not None:  # the user's data ingested once, before its first case
+                await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
+        except KeyboardInterrupt:
+            raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span:
             if http is None:
                 result = await _run_with_timeout(ctx, case, view)
@@ -416,9 +419,19 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
     else:
         running = run_conversation(ctx.system, view, case_where(ctx, case))
     try:
-        return await asyncio.wait_for(running, ctx.timeout)
+        return await asyncio.wait_for(_interruptible(running, case_where(ctx, case)), ctx.timeout)
     except TimeoutError:
         raise SystemTimeout(
             f"run(case) of {case_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
             'the limit with --eval-timeout (or the suite\'s "timeout") if it is slow'
         ) from None
+
+
+async def _interruptible(running: Any, where: str) -> Any:
+    """The system's run, its KeyboardInterrupt turned into Interrupted in the task that ran it
+    (asyncio lets a KeyboardInterrupt out of a task through the event loop itself, leaving
+    every other task destroyed while pending)."""
+    try:
+        return await running
+    except KeyboardInterrupt:
+        raise Interrupted(f"run(case) of {where}") from None
