@@ -23,7 +23,7 @@ import pytest
 
 from .core.modes import LIVE_STALE
 from .domain.scoring import score_recording
-from .engine.limits import CaseSlots, NotRun, StopRule
+from .engine.limits import CaseSlots, Interrupted, NotRun, StopRule
 from .engine.live import record
 from .engine.recording import JudgeBinding, Recording
 from .telemetry import NO_SPANS
@@ -143,6 +143,10 @@ class LiveRecorder:
             except NotRun as exc:
                 self._prepared[item.nodeid] = exc
                 not_run += 1
+            except Interrupted as exc:  # KeyboardInterrupt in user code: no further case starts
+                self.rule.interrupt(str(exc))
+                self._prepared[item.nodeid] = self.rule.not_run()
+                not_run += 1
             except Exception as exc:  # shown by that item; the others go on
                 self._prepared[item.nodeid] = exc
                 # Counted before the next case can take the slot: the exception reached here
@@ -168,7 +172,7 @@ class LiveRecorder:
 def _failed(item: CaseItem, recording: Recording) -> bool:
     """Whether a recorded case counts against -x / --maxfail as pytest will count it: a judge
     error, or a gating stage failure of a case not marked xfail."""
-    if getattr(recording, "pending", None):
+    if getattr(recording, "pending", None) or getattr(recording, "not_rejudged", None):
         return True
     if item.case.xfail or recording.status == "replayed":
         return False

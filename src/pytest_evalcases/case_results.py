@@ -204,6 +204,7 @@ def _recording_info(
     if recording.status in ("recorded", "dry_run"):  # what a live run changed, for the reviewer
         info["change"] = getattr(recording, "change", None)
         info["pending"] = getattr(recording, "pending", None) or []
+        info["not_rejudged"] = getattr(recording, "not_rejudged", None) or []
         info["spent_usd"] = getattr(recording, "spent_usd", 0.0)
     return info
 

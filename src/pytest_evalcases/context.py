@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .core.errors import CaseFileError
+from .core.errors import CaseFileError, UserInterrupt
 from .core.hashing import LABEL_CHARS, file_hash
 from .core.names import shown_file, shown_name, unsafe_id_reason
 from .core.schema import Suite
@@ -266,6 +266,8 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
     except CaseFileError as exc:
+        if isinstance(exc, UserInterrupt):  # the run stops once collected (plugin.py)
+            state.interrupted = state.interrupted or exc.what
         raise CaseFileError(f"{nodeid}: {exc}") from None
     report_only = [name for name in suite.report_only if name not in suite.stages]
 

@@ -32,6 +32,7 @@ from .run_results import (
     results_collector,
 )
 from .session import SESSION_KEY, EvalSession, get_session
+from .store.run_marker import end_live_run, previous_live_run, start_live_run
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,6 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
         for name in sorted(case_markers(settings.case_dirs, settings.cassette_root)):
             config.addinivalue_line("markers", f"{name}: eval case category or mark")
+    if not settings.is_worker:  # a live run that never ended (os._exit, a kill) is reported
+        state.previous_live_run = previous_live_run(settings.cassette_root)
     if settings.live:
         dont_rewrite_deepeval()
         # Temp files of killed runs go first (never in a cassette folder outside the rootdir).
@@ -80,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
             from .store.cassette import remove_dead_temp_files
 
             state.removed_temp_files = remove_dead_temp_files(settings.cassette_root)
+            state.live_marker = start_live_run(settings.cassette_root)
     config.stash[SESSION_KEY] = state
 
 
@@ -146,6 +150,12 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         check_locked_manifest(session, state)
     if session.config.option.collectonly or not state.seen_case_files:
         return (yield)
+    if state.interrupted is not None:  # user code raised KeyboardInterrupt while suites loaded
+        # start-up: only a run interrupted while it collected reports its cases this way
+        from .system_sources import InterruptedSource
+
+        state.source = InterruptedSource(state.interrupted)
+        return (yield)
     if state.settings.live or state.settings.replay_http:
         # start-up: the live engine (asyncio, vcrpy's router) loads only in runs of the system
         from .system_sources import record_selected, system_source
@@ -203,13 +213,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report files, apply the baseline gate."""
     state = get_session(session.config)
     state.close_otel()  # workers too: each sends its own cases' spans
-    collector = results_collector(session.config)
-    if collector is None or (collector.changes is None and not collector.results):
-        return  # an xdist worker, or no eval case to report on
-    # start-up: the end of a run loads the report floor, only in runs with eval cases
-    from .run_end import finish_run
+    try:
+        collector = results_collector(session.config)
+        if collector is None or (collector.changes is None and not collector.results):
+            return  # an xdist worker, or no eval case to report on
+        # start-up: the end of a run loads the report floor, only in runs with eval cases
+        from .run_end import finish_run
 
-    finish_run(session, state)
+        finish_run(session, state)
+    finally:
+        if state.interrupted is not None:  # ended cleanly, with its summary, as at a Ctrl-C
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -220,6 +234,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         from .run_end import write_summary
 
         write_summary(terminalreporter, config, state)
+    if state.interrupted is not None and not state.settings.is_worker:
+        terminalreporter.write_line(f"run interrupted: {state.interrupted}")
+    if state.previous_live_run is not None:
+        terminalreporter.write_line(state.previous_live_run)
     noisy = noisy_plugins_line(config, state.settings)
     if noisy is not None and not state.settings.is_worker:
         terminalreporter.write_line(noisy)
@@ -229,3 +247,5 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.close_http()
+        if state.live_marker is not None:  # the run reached its end: no report next time
+            end_live_run(state.live_marker)

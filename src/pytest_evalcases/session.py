@@ -64,6 +64,11 @@ class EvalSession:
         self.source: Any = None
         self.removed_temp_files = 0  # left by killed live runs, removed when this one starts
         self.stopped: str | None = None  # why a live run stopped starting cases, if it did
+        # User code raised KeyboardInterrupt while a suite loaded: the run stops, exit code 2
+        self.interrupted: str | None = None
+        # What the marker of a live run that never ended says (store/run_marker.py), if any
+        self.previous_live_run: str | None = None
+        self.live_marker: Path | None = None  # this live run's marker, removed at its end
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         self.locked_manifest: dict[str, Any] | None = None  # --eval-manifest, read at configure

@@ -18,7 +18,7 @@ from .core.errors import MissingRecording, StaleRecording
 from .core.exception_chain import exception_summary
 from .core.modes import LIVE_STALE, REPLAY
 from .engine.http_replay import replay_http, run_recorded
-from .engine.limits import NotRun, StopRule, budget_text
+from .engine.limits import Interrupted, NotRun, StopRule, budget_text, interrupted_reason
 from .engine.recording import Recording
 from .http.router import subprocess_permission
 from .sources import JudgeOf
@@ -65,6 +65,11 @@ class LiveSource:
                     doc, _, trace = run_recorded(item.ctx, item.case, self.http())
                 return self.recorder.recording_for(item, offline=(doc, trace))
             return self.recorder.recording_for(item)
+        except Interrupted as exc:  # KeyboardInterrupt in user code: the run stops after this case
+            reason = interrupted_reason(str(exc))
+            item.session.shouldstop = reason
+            item.not_run = f"not run: {reason}; its recording is as it was"
+            raise pytest.skip.Exception(item.not_run, _use_item_location=True) from None
         except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
             item.not_run = str(exc)
             # Shown at the case (as a skip marker is), not at this line of the plugin.
@@ -125,6 +130,7 @@ def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[],
     rule = StopRule(option.maxfail or 0, state.settings.budget)
     source.recorder.record_batch(items, progress, rule)
     state.stopped = rule.reason
+    state.interrupted = rule.interrupted
     if rule.reason is not None and rule.budget is not None:
         # the cases already running finished and were paid for: say what the run cost in all
         state.stopped += f"; the run's recorded cost came to {budget_text(rule.spent)}"
@@ -134,3 +140,15 @@ def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[],
         option.maxfail = rule.maxfail
 
     return restore
+
+
+class InterruptedSource:
+    """A run whose user code raised KeyboardInterrupt while its suites loaded: no case runs,
+    each reports as not run (interrupted), and the run ends with the summary, exit code 2."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def recording_for(self, item: CaseItem) -> Recording:
+        item.not_run = f"not run: interrupted ({self.reason}); its recording is as it was"
+        raise pytest.skip.Exception(item.not_run, _use_item_location=True)

@@ -52,3 +52,13 @@ class UserCodeExit(Exception):
 
 class SystemTimeout(EvalCaseError):
     """The system did not answer a case within its timeout."""
+
+
+class UserInterrupt(CaseFileError):
+    """User code raised KeyboardInterrupt while a suite was loaded (the import of its system,
+    its fingerprint()): that suite errors and the run stops as after a Ctrl-C, summary
+    printed, exit code 2. `what`: what was interrupted."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what}; the run stops here, as at a Ctrl-C")
+        self.what = what

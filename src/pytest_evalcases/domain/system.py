@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..core.errors import CaseFileError, TraceError, UserCodeExit
+from ..core.errors import CaseFileError, TraceError, UserCodeExit, UserInterrupt
 from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case
 from ..core.trace import Trace
 from ..core.validation import one_line_validation_error
@@ -110,7 +110,9 @@ class System:
                 )
                 raise CaseFileError(self._fingerprint_stuck) from None
             except KeyboardInterrupt:
-                raise
+                raise UserInterrupt(
+                    f"KeyboardInterrupt in fingerprint() of the system {self.spec!r}"
+                ) from None
             except BaseException as exc:  # user code: report it on the suite, not as a crash
                 raise CaseFileError(
                     f"system {self.spec!r}: fingerprint() raised {type(exc).__name__}: {exc}"
@@ -313,7 +315,7 @@ def resolve_system(
         stuck[module_name] = str(failure)
         raise CaseFileError(str(failure)) from None
     except KeyboardInterrupt:
-        raise
+        raise UserInterrupt(f"KeyboardInterrupt at import of the system {spec!r}") from None
     except BaseException as exc:  # any import-time failure of user code, SystemExit included
         if isinstance(exc, ImportError | AttributeError):
             hint = f"check the module path (imported with {rootdir} on sys.path)"

@@ -24,6 +24,19 @@ class NotRun(Exception):  # noqa: N818 (a reason, not a fault: the case is repor
     """A case the live run did not start because it had stopped starting cases."""
 
 
+class Interrupted(Exception):  # noqa: N818 (a reason: the run stops as after a Ctrl-C)
+    """User code (a system's run or setup) raised KeyboardInterrupt: an exception of our own
+    from there, so it ends its event loop's tasks cleanly instead of tearing the loop down."""
+
+
+# How a case the run did not start or finish because user code was interrupted is reported.
+INTERRUPTED = "interrupted"
+
+
+def interrupted_reason(where: str) -> str:
+    return f"{INTERRUPTED} (KeyboardInterrupt in {where})"
+
+
 def recorded_cost(trace: Mapping[str, Any] | None, verdicts: Any) -> float:
     """What the system run and the verdicts of one case cost, from their usage blocks."""
     total = []
@@ -51,6 +64,7 @@ class StopRule:
         self.failures = 0  # gating stage failures of recorded cases, system and judge errors
         self.spent = 0.0
         self.reason: str | None = None
+        self.interrupted: str | None = None  # the user code that raised KeyboardInterrupt
 
     @property
     def active(self) -> bool:
@@ -79,6 +93,12 @@ class StopRule:
                 f"--eval-budget {budget_text(self.budget)} reached (recorded cost "
                 f"{budget_text(self.spent)})"
             )
+
+    def interrupt(self, where: str) -> None:
+        """User code raised KeyboardInterrupt: no further case starts, whatever else holds."""
+        if self.interrupted is None:
+            self.interrupted = f"KeyboardInterrupt in {where}"
+            self.reason = interrupted_reason(where)
 
     def not_run(self) -> NotRun:
         return NotRun(

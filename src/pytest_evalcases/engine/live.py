@@ -32,11 +32,19 @@ from ..domain.verdicts import (
     verdict_key,
 )
 from ..http.router import CaseHttp
-from ..store.cassette import cassette_path, check_integrity, edited_verdicts, load_cassette
+from ..store.cassette import (
+    cassette_path,
+    check_integrity,
+    edited_verdicts,
+    http_path,
+    load_cassette,
+    shown_path,
+)
+from ..store.http import interactions_hash, load_http
 from ..store.keys import changed_fields, check_key, recording_key
 from ..telemetry import NO_SPANS, CaseSpans
 from .judge_calls import judge_with_repeats
-from .limits import CaseSlots, recorded_cost_of
+from .limits import CaseSlots, Interrupted, recorded_cost_of
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import key_labels_of, recorded_runs
 from .save import save_recording
@@ -49,11 +57,13 @@ if TYPE_CHECKING:
 
 
 def _existing(
-    ctx: SuiteContext, path: Path, mode: str
+    ctx: SuiteContext, case: Case, path: Path, mode: str
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the cassette there is, as a new recording is compared with it; the cassette a
     --live-stale / --live-judges run may build on, None: record from scratch). A cassette of a
-    newer format is never overwritten, whatever the mode."""
+    newer format is never overwritten, whatever the mode; one whose HTTP file is not the one it
+    names (a run killed between the two writes) is not built on: recorded again (--live-stale),
+    or refused (--live-judges runs no system)."""
     try:
         doc = load_cassette(path, ctx.rootdir)
     except NewerCassette:
@@ -70,10 +80,51 @@ def _existing(
         if mode == LIVE_JUDGES:
             raise
         return doc, None
+    problem = _pair_problem(ctx, case, doc)
+    if problem is not None:
+        if mode == LIVE_JUDGES:
+            raise CassetteError(
+                f"{problem}; re-record it with --live (--live-judges does not run the system)"
+            )
+        return doc, None
     usable = {**doc, "verdicts": dict(doc.get("verdicts") or {})}
     for name in edited_verdicts(doc):  # judged again: a hand-edited verdict is worth nothing
         usable["verdicts"].pop(name, None)
     return doc, usable
+
+
+def _pair_problem(ctx: SuiteContext, case: Case, doc: dict[str, Any]) -> str | None:
+    """Why a cassette and its HTTP file do not make a pair (the file's hash is not the one the
+    cassette names), or None. Read by live modes only, before a recording is built on."""
+    recorded = (doc.get("integrity") or {}).get("http")
+    if recorded is None:
+        return None
+    path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
+    shown = shown_path(path, ctx.rootdir)
+    try:
+        exchanges = load_http(path, shown)
+    except CassetteError as exc:
+        return str(exc).split("; ")[0]
+    if exchanges is not None and interactions_hash(exchanges) == recorded:
+        return None
+    what = "is missing" if exchanges is None else "is not the one its cassette names"
+    return f"mismatched recording: {shown} {what} (a run killed between the two writes?)"
+
+
+def _holds_for(stage: Any, old: Any, judged: dict[str, Any], trace: dict[str, Any]) -> bool:
+    """A recorded verdict still says something true of `trace`: a finished verdict (not pending,
+    no error) made on the answer and context its stage reads now (`judged`: the trace it was
+    made on), whatever judge or key made it."""
+    return (
+        isinstance(old, dict)
+        and not old.get("pending")
+        and not old.get("error")
+        and all(
+            trace.get(name) == judged.get(name)
+            for name in ("answer", "context")
+            if name in stage.reads
+        )
+    )
 
 
 def _still_valid(
@@ -84,19 +135,32 @@ def _still_valid(
     trace: dict[str, Any],
     repeats: int | None = None,
 ) -> bool:
-    """A recorded verdict holds for `trace`: made under today's key (and repeats), not pending,
-    and what its judge read is what it would read now (`judged` is the trace it was made on)."""
+    """A recorded verdict holds for `trace` (see `_holds_for`), made under today's key (and
+    repeats): it needs no judge call."""
     return (
-        isinstance(old, dict)
-        and not old.get("pending")
+        _holds_for(stage, old, judged, trace)
         and old.get("key") == expected
         and repeats_problem(old, expected, repeats) is None
-        and all(
-            trace.get(name) == judged.get(name)
-            for name in ("answer", "context")
-            if name in stage.reads
-        )
     )
+
+
+def _verdicts_before(
+    ctx: SuiteContext, path: Path, old_doc: dict[str, Any] | None
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Per run, (the verdicts a cassette holds that were not edited by hand, the trace they
+    were made on): what a verdict falls back on when its judge fails. None of a cassette whose
+    trace was edited."""
+    if old_doc is None:
+        return []
+    try:
+        check_integrity(old_doc, path, ctx.rootdir, verdicts=False)
+    except CassetteError:
+        return []
+    edited = set(edited_verdicts(old_doc))
+    verdicts = {k: v for k, v in (old_doc.get("verdicts") or {}).items() if k not in edited}
+    return [(verdicts, old_doc["trace"])] + [
+        (run.get("verdicts") or {}, run["trace"]) for run in old_doc.get("later_runs") or ()
+    ]
 
 
 async def record(
@@ -133,7 +197,7 @@ async def record(
         trace_ok = True
         wanted = recorded_runs(old_doc)
     else:
-        old_doc, existing = _existing(ctx, path, mode)
+        old_doc, existing = _existing(ctx, case, path, mode)
         judged_on = existing["trace"] if existing is not None else {}
         trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
         # --eval-runs K, else what the cassette holds (--live: 1); another count re-runs all
@@ -178,12 +242,20 @@ async def record(
             runs.append((trace, {}, {}))
 
     run_verdicts: list[dict[str, Any]] = []
-    # (run index, verdict name, stage, the case and trace it judges, key): a conversation's
-    # verdicts are per turn (`turn2.faithfulness`)
+    # (run index, verdict name, stage, the case and trace it judges, key, the verdict kept if
+    # the judge fails): a conversation's verdicts are per turn (`turn2.faithfulness`)
     due = []
+    # A judge that fails keeps the verdict recorded before, where it holds for today's trace.
+    before = (
+        [(run[1], run[2]) for run in runs]
+        if trace_ok or offline is not None
+        else _verdicts_before(ctx, path, old_doc)
+    )
     for index, (trace, old_verdicts, judged) in enumerate(runs):
         verdicts: dict[str, Any] = {}
         inputs_judged = judged_inputs(ctx.judged, case, judged) if judged is not trace else {}
+        kept_verdicts, kept_on = before[index] if index < len(before) else ({}, {})
+        inputs_kept = None
         for name, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
             expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
             old = old_verdicts.get(name)
@@ -198,8 +270,16 @@ async def record(
                 )
             ):
                 verdicts[name] = old
-            else:
-                due.append((index, name, stage, judged_case, judged_trace, expected))
+                continue
+            fallback = kept_verdicts.get(name)
+            if "input" in stage.reads and fallback is not None:
+                if inputs_kept is None:
+                    inputs_kept = judged_inputs(ctx.judged, case, kept_on)
+                if inputs_kept.get(name, judged_case.input) != judged_case.input:
+                    fallback = None
+            if not _holds_for(stage, fallback, judged_part(kept_on, name), judged_trace):
+                fallback = None
+            due.append((index, name, stage, judged_case, judged_trace, expected, fallback))
         run_verdicts.append(verdicts)
     trace, verdicts = runs[0][0], run_verdicts[0]
     later_runs = [
@@ -213,7 +293,9 @@ async def record(
             trace, verdicts, "replayed", existing.get("recorded_at"), later_runs=later_runs
         )
 
-    failed: list[str] = []
+    failed: list[str] = []  # verdicts saved as pending
+    not_rejudged: list[str] = []  # verdicts whose judge failed, kept as recorded before
+    kept: set[str] = set()
     if due:
         async with slots.judging() if slots is not None and trace_ok else nullcontext():
             outcomes = await asyncio.gather(
@@ -228,19 +310,27 @@ async def record(
                         ctx.judge_repeats or 1,
                         spans,
                     )
-                    for _, _, stage, judged_case, judged_trace, expected in due
+                    for _, _, stage, judged_case, judged_trace, expected, _ in due
                 )
             )
-        for (index, name, *_), verdict in zip(due, outcomes, strict=True):
+        for (index, name, *_, fallback), verdict in zip(due, outcomes, strict=True):
+            cost = recorded_cost_of(verdict)
+            spent += cost
+            if slots is not None:
+                slots.spend(cost)
+            where = f" (run {index + 1})" if len(runs) > 1 else ""
+            if verdict.get("error") and fallback is not None:
+                # A verdict that held is never traded for a pending one: kept, with the key of
+                # the judge that made it, and the case listed as not re-judged.
+                not_rejudged.append(f"{name}{where}: {verdict['error']}")
+                kept.add(name)
+                run_verdicts[index][name] = fallback
+                continue
             if verdict.get("error"):  # saved as pending: the trace and the other verdicts stay
                 verdict["pending"] = True
                 verdict.setdefault("score", None)
-                where = f" (run {index + 1})" if len(runs) > 1 else ""
                 failed.append(f"{name}{where}: {verdict['error']}")
             run_verdicts[index][name] = verdict
-            spent += recorded_cost_of(verdict)
-            if slots is not None:
-                slots.spend(recorded_cost_of(verdict))
     http_hash = ((existing or {}).get("integrity") or {}).get("http") if trace_ok else None
     # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
     doc, redacted, change = await asyncio.to_thread(
@@ -255,15 +345,23 @@ async def record(
         old_doc,
         dry_run,
         later_runs,
+        kept,
     )
-    note = ""
+    notes = []
     if failed:
-        note = (
+        notes.append(
             "judge error (" + "; ".join(clip(f, 160) for f in failed) + "); the new trace "
             "was saved with the verdict pending: complete it with --live-judges"
         )
         if dry_run:
-            note = "judge error (" + "; ".join(clip(f, 160) for f in failed) + ")"
+            notes[-1] = "judge error (" + "; ".join(clip(f, 160) for f in failed) + ")"
+    if not_rejudged:
+        notes.append(
+            "not re-judged: "
+            + "; ".join(clip(f, 160) for f in not_rejudged)
+            + "; the verdict recorded before was kept"
+        )
+    note = "; ".join(notes)
     return LiveRecording(
         doc["trace"],
         doc["verdicts"],
@@ -274,6 +372,7 @@ async def record(
         later_runs=doc.get("later_runs"),
         change=change,
         pending=[entry.split(":", 1)[0].split(" (run ")[0] for entry in failed],
+        not_rejudged=[entry.split(":", 1)[0].split(" (run ")[0] for entry in not_rejudged],
         spent_usd=spent,
     )
 
@@ -292,9 +391,12 @@ async def _run_system(
     --live-stale finds every recording current)."""
     exchanges = None
     async with slots.system(starts_case) if slots is not None else nullcontext():
-        await ctx.system.asetup(ctx.suite)
-        if ctx.user is not None:  # the user's data ingested once, before its first case
-            await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
+        try:
+            await ctx.system.asetup(ctx.suite)
+            if ctx.user is not None:  # the user's data ingested once, before its first case
+                await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
+        except KeyboardInterrupt:
+            raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span:
             if http is None:
                 result = await _run_with_timeout(ctx, case, view)
@@ -317,9 +419,19 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
     else:
         running = run_conversation(ctx.system, view, case_where(ctx, case))
     try:
-        return await asyncio.wait_for(running, ctx.timeout)
+        return await asyncio.wait_for(_interruptible(running, case_where(ctx, case)), ctx.timeout)
     except TimeoutError:
         raise SystemTimeout(
             f"run(case) of {case_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
             'the limit with --eval-timeout (or the suite\'s "timeout") if it is slow'
         ) from None
+
+
+async def _interruptible(running: Any, where: str) -> Any:
+    """The system's run, its KeyboardInterrupt turned into Interrupted in the task that ran it
+    (asyncio lets a KeyboardInterrupt out of a task through the event loop itself, leaving
+    every other task destroyed while pending)."""
+    try:
+        return await running
+    except KeyboardInterrupt:
+        raise Interrupted(f"run(case) of {where}") from None

@@ -25,6 +25,8 @@ class LiveRecording(Recording):
 
     change: dict[str, Any] | None = None  # {"kind": unchanged | changed | new, "details": [...]}
     pending: list[str] | None = None  # stages whose judge failed: saved as pending verdicts
+    # Stages whose judge failed where the verdict recorded before still held: kept as it was
+    not_rejudged: list[str] | None = None
     spent_usd: float = 0.0  # recorded cost of what this run did for the case (system + judge)
 
 

@@ -4,6 +4,7 @@ the values a provider makes fresh on every call."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CassetteError
@@ -39,22 +40,29 @@ def save_recording(
     old: dict[str, Any] | None = None,
     dry_run: bool = False,
     later_runs: list[dict[str, Any]] | None = None,
+    kept: Collection[str] = (),
 ) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
-    holds the HTTP file's hash: a crash between the two leaves a pair replay refuses, never a
-    pair that lies. Secrets are redacted from both first. The values a provider makes fresh on
-    every call (ids, times, request ids: http/volatile.py) take their old form again, in the
-    exchanges and the trace. Nothing is written when the recording equals `old` (the cassette
-    there was) but for those, timings and usage, nor in a dry run. Returns the cassette, the
-    count of secrets redacted and what changed."""
+    holds the hash of the HTTP file as written: a kill between the two leaves a pair replay
+    refuses, never one that lies, and the next live run compares the cassette with the file
+    on disk (never with what the old cassette says of it) and repairs it. Secrets are redacted
+    from both first. The values a provider makes fresh on every call (ids, times, request ids:
+    http/volatile.py) take their old form again, in the exchanges and the trace. Nothing is
+    written when the recording equals `old` (the cassette there was) but for those, timings
+    and usage, nor in a dry run. Returns the cassette, the count of secrets redacted and what
+    changed. `kept`: the verdicts kept from `old` because their judge failed this time; they
+    keep their labels too."""
 
     labels = recording_labels(ctx, case, verdicts, trace)
+    if kept and old is not None:
+        labels = _with_kept_labels(labels, old, kept)
     (trace, verdicts, exchanges, labels, later_runs), redacted = redact_secrets(
         [trace, verdicts, exchanges, labels, later_runs]
     )
     old_http = ((old or {}).get("integrity") or {}).get("http") if old else None
     http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
     http_changes: list[str] | None = None  # what changed, when the exchanges did
+    on_disk = old_http  # the hash of the HTTP file there is (checked when new exchanges come)
     if exchanges is not None:
         volatility, ignore = Volatility(ctx.suite.http_volatile), _ignored_paths(ctx)
         before = None
@@ -63,21 +71,31 @@ def save_recording(
                 before = load_http(http_file, shown_path(http_file, ctx.rootdir))
             except CassetteError:
                 before = None
+            # A kill between the two writes leaves a cassette naming another file's hash:
+            # compared with the file itself, never with what the old cassette says of it.
+            on_disk = None if before is None else interactions_hash(before)
         rerecorded = None
-        if before is not None and old_http is not None:
+        if before is not None:
             # Fresh ids, times and request ids take their old form again: in the exchanges
             # and in the trace, which may hold the tool-call ids.
             rerecorded = keep_old_volatile(before, exchanges, volatility, ignore)
             exchanges, trace = rerecorded.exchanges, with_old_ids(trace, rerecorded.fresh_ids)
         http_hash = interactions_hash(exchanges)
-        if old is not None and http_hash != old_http:
+        if old is not None and http_hash != on_disk:
             if rerecorded is not None and rerecorded.unchanged:
-                http_hash = old_http  # the same requests and answers: keep the file there is
+                http_hash = on_disk  # the same requests and answers: keep the file there is
             else:
                 before_count = None if before is None else len(before)
                 http_changes = describe_http_changes(
                     before_count, rerecorded, len(exchanges), volatility, ignore
                 )
+    repaired = old_http is not None and on_disk != old_http
+    if repaired:
+        http_changes = [
+            f"repaired a mismatched pair: {shown_path(http_file, ctx.rootdir)} did not hold the "
+            "HTTP recording its cassette names (a run killed between the two writes?)",
+            *(http_changes or ()),
+        ]
     doc = build_cassette(
         ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels, later_runs
     )
@@ -101,11 +119,42 @@ def save_recording(
 
         details = describe_changes(old, doc, scores, http_changes or ())
         change = {"kind": "changed", "details": details}
+    if repaired:
+        change["repaired"] = True
     if not dry_run:
-        if exchanges is not None and http_hash != old_http:
-            save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))
+        if exchanges is not None and http_hash != on_disk:
+            # The HTTP file first, then the cassette naming the hash of what reached the disk:
+            # a kill between the two leaves a pair the next live run finds and repairs.
+            written = save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))
+            if written != http_hash:
+                doc["integrity"]["http"] = http_hash = written
         save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
     return doc, redacted, change
+
+
+def _with_kept_labels(
+    labels: dict[str, Any], old: dict[str, Any], kept: Collection[str]
+) -> dict[str, Any]:
+    """Today's labels, but those of the kept verdicts as `old` had them (the judge that made
+    them, not the one that failed to re-judge them)."""
+    old_labels = old.get("labels") if isinstance(old.get("labels"), dict) else {}
+    before = old_labels.get("verdicts") if isinstance(old_labels.get("verdicts"), dict) else {}
+    per_stage = dict(labels.get("verdicts") or {})
+    for name in kept:
+        if name in before:
+            per_stage[name] = before[name]
+        else:
+            per_stage.pop(name, None)
+    labels = (
+        {**labels, "verdicts": per_stage}
+        if per_stage
+        else {k: v for k, v in labels.items() if k != "verdicts"}
+    )
+    if set(per_stage) <= set(kept):  # no verdict of today's judge: where the old one came from
+        labels.pop("judge_from", None)
+        if "judge_from" in old_labels:
+            labels["judge_from"] = old_labels["judge_from"]
+    return labels
 
 
 def _ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:

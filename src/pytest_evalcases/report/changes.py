@@ -37,7 +37,7 @@ def not_recorded_reason(result: Mapping[str, Any]) -> str | None:
     status, outcome = recording.get("status"), result.get("outcome")
     if status in ("not_run", "not_rerecorded"):
         return str(recording.get("note") or status)
-    if recording.get("pending"):
+    if recording.get("pending") or recording.get("not_rejudged"):
         return str(recording.get("note") or "judge verdict pending")
     if status in ("recorded", "dry_run", "replayed", "replayed_http") or outcome == "skipped":
         return None
@@ -55,6 +55,7 @@ class RecordingChanges:
         self.verbose = verbose
         self.counts = {"unchanged": 0, "changed": 0, "new": 0}
         self.current = 0  # --live-stale / --live-judges: already current, nothing to do
+        self.repaired = 0  # pairs a kill left mismatched (cassette vs .http.json), recorded again
         self.changed: list[_Entry] = []
         self.not_recorded: list[_Entry] = []
         self.stopped: str | None = None  # why the run stopped starting cases, if it did
@@ -74,6 +75,7 @@ class RecordingChanges:
         if isinstance(change, Mapping) and change.get("kind") in self.counts:
             kind = str(change["kind"])
             self.counts[kind] += 1
+            self.repaired += bool(change.get("repaired"))
             if kind != "unchanged":
                 self.changed.append(_Entry(order, label, kind, list(change.get("details") or [])))
         elif recording.get("status") in ("replayed", "replayed_http"):
@@ -99,6 +101,8 @@ class RecordingChanges:
         text = f"{counts['unchanged']} unchanged, {counts['changed']} changed, {counts['new']} new"
         if self.current:
             text += f", {self.current} already current"
+        if self.repaired:
+            text += f"; repaired {self.repaired} mismatched recording{'s' * (self.repaired != 1)}"
         if self.not_recorded:
             text += f"; {len(self.not_recorded)} not recorded"
         return text + (" (dry run: nothing was written)" if self.dry_run else "")

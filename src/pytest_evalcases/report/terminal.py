@@ -128,6 +128,7 @@ class RunSummary:
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
         self._dry_run = 0  # run and judged by --live-dry-run, not written
+        self._interrupted = 0  # not run: user code raised KeyboardInterrupt
         self._calibration: list[Mapping[str, Any]] = []  # scored calibration cases (a few)
 
     def add(self, result: Mapping[str, Any]) -> None:
@@ -185,6 +186,7 @@ class RunSummary:
         self._dry_run += status == "dry_run"
         self._replayed += status in ("replayed", "replayed_http")
         self._replayed_http += status == "replayed_http"
+        self._interrupted += status == "not_run" and "interrupted (" in str(recording.get("note"))
         secrets = recording.get("redacted") or 0
         self._secrets += secrets
         self._redacted_recordings += bool(secrets)
@@ -257,7 +259,8 @@ class RunSummary:
             "",
             f"recordings: {self._recorded} recorded{dry}, {self._replayed} replayed{offline}, "
             f"{self._stale} stale, {self._missing} missing, "
-            f"{len(orphans)} orphaned{orphan_note}",
+            f"{len(orphans)} orphaned{orphan_note}"
+            + (f", {self._interrupted} interrupted" if self._interrupted else ""),
         ]
         if self._secrets:
             lines.append(redaction_summary(self._secrets, self._redacted_recordings))

@@ -110,8 +110,11 @@ def interactions_hash(interactions: list[dict[str, Any]]) -> str:
 
 
 def save_http(path: Path, doc: Mapping[str, Any]) -> str:
+    """Write the HTTP file atomically; return the hash of its interactions as a reader will
+    load them (JSON turns a tuple into a list, an int key into a string): the hash the cassette
+    written after it must name."""
     save_cassette(path, doc)
-    return interactions_hash(doc["interactions"])
+    return interactions_hash(json.loads(json.dumps(doc["interactions"], ensure_ascii=False)))
 
 
 def load_http(path: Path, shown: str) -> list[dict[str, Any]] | None:
