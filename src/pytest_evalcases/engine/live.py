@@ -41,6 +41,7 @@ from ..store.cassette import (
     shown_path,
 )
 from ..store.http import interactions_hash, load_http
+from ..store.redaction import redact_for_output
 from ..store.keys import changed_fields, check_key, recording_key
 from ..telemetry import NO_SPANS, CaseSpans
 from .judge_calls import judge_with_repeats
@@ -348,6 +349,8 @@ async def record(
         kept,
     )
     notes = []
+    # Redacted before it is cut short: a clip could leave half a key that no rule knows.
+    failed, not_rejudged = redact_for_output(failed), redact_for_output(not_rejudged)
     if failed:
         notes.append(
             "judge error (" + "; ".join(clip(f, 160) for f in failed) + "); the new trace "
