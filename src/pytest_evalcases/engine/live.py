@@ -41,8 +41,8 @@ from ..store.cassette import (
     shown_path,
 )
 from ..store.http import interactions_hash, load_http
-from ..store.redaction import redact_for_output
 from ..store.keys import changed_fields, check_key, recording_key
+from ..store.redaction import redact_for_output
 from ..telemetry import NO_SPANS, CaseSpans
 from .judge_calls import judge_with_repeats
 from .limits import CaseSlots, Interrupted, recorded_cost_of
