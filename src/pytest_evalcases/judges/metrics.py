@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.names import clip
+from ..domain.verdicts import clipped_text
 from .base import JudgeInput, StageOptions
 from .errors import JudgeError
 from .lexical import is_abstention
@@ -177,8 +177,9 @@ def metric_score(judge_id: str, stage: str, metric: Any) -> float:
 
 
 def detail_text(value: Any) -> str:
-    """A reason, claim or step as recorded: its text (None: empty), clipped, new lines kept."""
-    return clip("" if value is None else str(value), _MAX_CHARS, one_line=False)
+    """A reason, claim or step as recorded: its text (None: empty), clipped with a note, new
+    lines kept."""
+    return clipped_text("" if value is None else str(value), _MAX_CHARS)
 
 
 def detail_texts(items: Any) -> list[str]:

@@ -1,0 +1,80 @@
+"""Bounded: judges and rate limits (issue 21, "What to build" 8): a judge's text is capped where
+the verdict is made, so every file that copies it is bounded too; a judge that keeps answering
+429 gives up within EVALCASES_JUDGE_RATE_LIMIT_WAIT; after a 429 the client paces the start of
+its next requests instead of sending them into the same limit.
+
+Against the loopback judge server (tests/judge_server.py). No network beyond 127.0.0.1, no key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from evalhelpers import Project, assert_not_aborted, run_live_openai
+from judge_server import (
+    Fault,
+    JudgeServer,
+    judge_maker_fixture,
+    judge_server_fixture,
+    use_judge_server,
+)
+
+from pytest_evalcases.domain.verdicts import REASON_LIMIT
+
+judge_server = judge_server_fixture()
+judges = judge_maker_fixture()
+
+EVERY_PROMPT = ""  # a rule phrase found in every prompt
+SYSTEM = """\
+def run(case):
+    return {"answer": case["say"], "context": ["Paris is the capital of France."]}
+"""
+
+
+@pytest.fixture
+def server(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> JudgeServer:
+    return use_judge_server(monkeypatch, judge_server)
+
+
+def test_a_huge_judge_reason_is_clipped_in_the_verdict_and_every_report(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
+    """Break: a 10 MB judge `reason` made 477 MB of cassettes and a 500 MB results.json and
+    dashboard (each verdict kept the judge's text whole, and every report copied it)."""
+    huge = 3 * REASON_LIMIT  # three times the cap: 3 MB a reason
+    judge_server.rules = [
+        ({"accuracy", "geval_score"}, EVERY_PROMPT, Fault("long", size=huge)),
+        ({"geval_steps"}, EVERY_PROMPT, Fault("long", size=5_000)),
+    ]
+    project = Project(tmp_path).write_base()
+    project.write_text("saying.py", SYSTEM)
+    project.write_suite(
+        {
+            "name": "judged",
+            "system": "saying:run",
+            "stages": ["answer_accuracy", "correctness"],
+            "cases": [{"id": "c0", "input": "Which city?", "say": "Paris.", "reference": "Paris."}],
+        }
+    )
+    out = tmp_path / "out"
+
+    result = run_live_openai(project, judge_server.base_url, "--eval-report", str(out))
+
+    assert_not_aborted(result)
+    result.assert_outcomes(passed=1)
+    note = f"… [clipped: {huge:,} characters, limit {REASON_LIMIT:,}]"
+    verdicts = project.cassette("judged", "c0")["verdicts"]
+    for stage in ("answer_accuracy", "correctness"):
+        reason = verdicts[stage]["reason"]
+        assert reason.endswith(note) and len(reason) == REASON_LIMIT + len(note), stage
+    steps = verdicts["correctness"]["details"]["evaluation_steps"]
+    assert steps and all("… [clipped: 5,000 characters, limit 300]" in s for s in steps), steps
+    # Two reasons at the cap, each copied a bounded number of times: nowhere near 2 x 3 MB.
+    bounded = 3 * (2 * REASON_LIMIT)
+    files = [project.cassette_path("judged", "c0"), out / "results.json", out / "dashboard.html"]
+    for path in files:
+        assert path.stat().st_size < bounded, (path.name, path.stat().st_size)
+        assert note in path.read_text(encoding="utf-8"), path.name
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))
