@@ -8,8 +8,12 @@ Against the loopback judge server (tests/judge_server.py). No network beyond 127
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from evalhelpers import Project, assert_not_aborted, run_live_openai
@@ -22,11 +26,14 @@ from judge_server import (
 )
 
 from pytest_evalcases.domain.verdicts import REASON_LIMIT
+from pytest_evalcases.judges import JudgeError, JudgeInput, RetryPolicy
 
 judge_server = judge_server_fixture()
 judges = judge_maker_fixture()
 
 EVERY_PROMPT = ""  # a rule phrase found in every prompt
+KINDS = ("accuracy", "faithfulness_truths", "faithfulness_claims", "faithfulness_verdicts")
+ACCURATE = JudgeInput("What is the capital of France?", "Paris.", "Paris", [])
 SYSTEM = """\
 def run(case):
     return {"answer": case["say"], "context": ["Paris is the capital of France."]}
@@ -78,3 +85,32 @@ def test_a_huge_judge_reason_is_clipped_in_the_verdict_and_every_report(
         assert path.stat().st_size < bounded, (path.name, path.stat().st_size)
         assert note in path.read_text(encoding="utf-8"), path.name
     assert json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.asyncio
+async def test_a_429_without_retry_after_respects_the_rate_limit_wait_budget(
+    server: JudgeServer, judges: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Break: with EVALCASES_JUDGE_RATE_LIMIT_WAIT=8 a judge that keeps answering 429 without
+    Retry-After ran past 600 s (each request started a budget of its own at its first 429, after
+    waiting in the endpoint's queue and pause, so the waits added up request after request)."""
+    server.rules = [(set(KINDS), EVERY_PROMPT, Fault("429"))]  # no Retry-After, ever
+    monkeypatch.setenv("EVALCASES_JUDGE_RATE_LIMIT_WAIT", "0.3")  # tiny: the test stays fast
+    monkeypatch.setenv("EVALCASES_JUDGE_BACKOFF", "0.05")
+    judge = judges(retry=RetryPolicy.from_env(os.environ))
+
+    outcomes = await asyncio.gather(
+        *(judge.evaluate("answer_accuracy", ACCURATE, {}) for _ in range(6)),
+        return_exceptions=True,
+    )
+
+    budget = "would pass the 0.3 s budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT sets it)"
+    assert all(isinstance(o, JudgeError) and budget in str(o) for o in outcomes), outcomes
+    assert all("HTTP 429" in str(o) for o in outcomes), outcomes
+    # The budget is spent for the endpoint, not per request: a verdict asked for now waits for
+    # nothing and sends nothing (before: it waited out the pause, was refused, and only then
+    # started a budget of its own).
+    sent = len(server.requests)
+    with pytest.raises(JudgeError, match=re.escape(budget)):
+        await judge.evaluate("answer_accuracy", ACCURATE, {})
+    assert len(server.requests) == sent

@@ -280,6 +280,7 @@ class DeepEvalJudge(Judge):
             max_pause=self._retry.max_delay,
             limits=self._rate_limits,
             breaker_after=self._breaker_after,
+            rate_limit_wait=self._retry.rate_limit_wait,
             sleep=self._retry.sleep,
         )
 

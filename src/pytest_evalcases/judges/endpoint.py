@@ -13,7 +13,11 @@ and outlives event loops (each waiter's future belongs to its own loop):
   A request's tokens are estimated from its prompt's length before it goes out, and corrected
   from the reply's usage;
 - a breaker: after N connection failures or timeouts in a row (no HTTP reply at all), every
-  later request of the run fails at once with a JudgeError naming the endpoint.
+  later request of the run fails at once with a JudgeError naming the endpoint;
+- a rate-limit budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT): once the endpoint has refused requests
+  with no successful reply in between for that long (or the next pause would pass it), every
+  request fails at once with a JudgeError naming the budget. One budget for the endpoint, not
+  one per request: requests that waited in the queue or the pause start no clock of their own.
 
 Why a cap and not only buckets: without announced limits, the cap is what backs off; with them,
 the buckets pace the requests so that the provider rarely has to refuse any.
@@ -35,6 +39,7 @@ from .failures import Failure, classify
 from .usage import JudgeStats
 
 BREAKER_ENV = "EVALCASES_JUDGE_BREAKER"
+RATE_LIMIT_WAIT_ENV = "EVALCASES_JUDGE_RATE_LIMIT_WAIT"
 DEFAULT_BREAKER_AFTER = 5  # connection failures or timeouts in a row
 # A bucket holds this many seconds of its rate: requests go out at the limit's average pace,
 # never in a burst a provider's shorter window (often a second) would refuse.
@@ -128,6 +133,7 @@ class Endpoint:
         max_pause: float,
         limits: RateLimits | None = None,
         breaker_after: int = DEFAULT_BREAKER_AFTER,
+        rate_limit_wait: float = math.inf,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -146,6 +152,10 @@ class Endpoint:
         self._sent = 0  # requests admitted so far
         self._limited_rounds = 0  # decreases since the last success: the backoff's exponent
         self._paused_until = 0.0
+        # the rate-limit budget: since when every reply has been a refusal (None: not limited)
+        self.rate_limit_wait = rate_limit_wait
+        self.limited_since: float | None = None
+        self._last_refusal = ""
         stats.concurrency_start = stats.concurrency = max_concurrency or 0
         # client-side limits: the user's, the provider's (per minute), and their buckets
         self._limits = limits or RateLimits()
@@ -222,11 +232,13 @@ class Endpoint:
             wait = max(wait, self._tokens.reserve(ticket.reserved_tokens, now))
         if wait <= 0:
             return
+        self.check_rate_limit_budget(self._paused_until - now)
         self._hold(1)
         try:
             while wait > 0:
                 await self._sleep(wait)
                 wait = self._paused_until - self._clock()  # a pause set meanwhile holds it too
+                self.check_rate_limit_budget(wait)
         finally:
             self._hold(-1)
 
@@ -236,6 +248,22 @@ class Endpoint:
         self._holding += change
         if self._holding == 0:
             self.stats.rate_limit_wait += self._clock() - self._held_since
+
+    def check_rate_limit_budget(self, wait: float) -> None:
+        """JudgeError when waiting `wait` more seconds for this rate-limited endpoint would pass
+        the budget, counted from its first refusal since the last successful reply."""
+        if self.limited_since is None:
+            return
+        waited = self._clock() - self.limited_since
+        if waited + max(0.0, wait) > self.rate_limit_wait:
+            limits = self.describe_limits()
+            raise JudgeError(
+                f"judge endpoint {self.name}: still rate-limited after {waited:.1f} s with no "
+                f"successful reply, and the next wait would pass the {self.rate_limit_wait:g} s "
+                f"budget ({RATE_LIMIT_WAIT_ENV} sets it); its remaining requests fail at once"
+                + (f"; limits in force: {limits}" if limits else "")
+                + (f"; last reply: {self._last_refusal}" if self._last_refusal else "")
+            )
 
     def pause_left(self) -> float:
         """Seconds until the endpoint's current pause ends (0: not paused)."""
@@ -259,6 +287,7 @@ class Endpoint:
     def _succeeded(self, ticket: Ticket) -> None:
         self._failures_in_row = 0
         self._limited_rounds = 0
+        self.limited_since = None  # a reply got through: the budget starts afresh
         if self._cap < self._ceiling:  # additive increase: +1 per round of successes
             self._cap = min(self._ceiling, self._cap + 1.0 / self._cap)
             self.stats.concurrency = int(self._cap)
@@ -293,6 +322,9 @@ class Endpoint:
 
     def _rate_limited(self, ticket: Ticket, failure: Failure) -> None:
         self.stats.rate_limited += 1
+        if self.limited_since is None:
+            self.limited_since = self._clock()
+        self._last_refusal = failure.message
         if ticket.epoch == self._epoch:  # the first of its round: halve what was in flight
             self._epoch += 1
             self._limited_rounds += 1
