@@ -19,8 +19,16 @@ and outlives event loops (each waiter's future belongs to its own loop):
   request fails at once with a JudgeError naming the budget. One budget for the endpoint, not
   one per request: requests that waited in the queue or the pause start no clock of their own.
 
+- a learnt pace: a rate-limited reply sets a requests bucket at the rate the endpoint was
+  really served at (successful replies over the last seconds), less a tenth; it then grows by
+  2% of itself a second, until it reaches a limit in force (then it is dropped) or the next
+  refusal cuts it again. New requests start at that pace once the pause ends, instead of all
+  together into a limit that has just refused one.
+
 Why a cap and not only buckets: without announced limits, the cap is what backs off; with them,
-the buckets pace the requests so that the provider rarely has to refuse any.
+the buckets pace the requests so that the provider rarely has to refuse any. The learnt pace
+is the bucket a provider that announces nothing (or whose window is shorter than a minute)
+never gave us.
 """
 
 from __future__ import annotations
@@ -44,6 +52,12 @@ DEFAULT_BREAKER_AFTER = 5  # connection failures or timeouts in a row
 # A bucket holds this many seconds of its rate: requests go out at the limit's average pace,
 # never in a burst a provider's shorter window (often a second) would refuse.
 BURST_SECONDS = 1.0
+# The learnt pace: the served rate measured over this many seconds of successful replies, cut by
+# this factor on a refusal, then grown by this share of itself a second (a cut of a tenth is
+# won back in about five seconds: a limit that holds is probed again that often, not faster).
+SERVED_WINDOW = 3.0
+LEARNT_CUT = 0.9
+LEARNT_GROWTH = 0.02
 _ANNOUNCED = {"requests": "x-ratelimit-limit-requests", "tokens": "x-ratelimit-limit-tokens"}
 
 
@@ -161,6 +175,9 @@ class Endpoint:
         self._limits = limits or RateLimits()
         self._announced: dict[str, float] = {}
         self._announced_raw: dict[str, str] = {}
+        self.learnt_rpm: float | None = None  # the pace learnt from refusals (see above)
+        self._learnt_from = (0.0, 0.0)  # (the pace set at the last refusal, when)
+        self._served: deque[float] = deque()  # when recent requests were answered 2xx
         self._buckets: dict[str, TokenBucket] = {}
         self._requests: TokenBucket | None = None
         self._tokens: TokenBucket | None = None
@@ -288,6 +305,7 @@ class Endpoint:
         self._failures_in_row = 0
         self._limited_rounds = 0
         self.limited_since = None  # a reply got through: the budget starts afresh
+        self._note_served()
         if self._cap < self._ceiling:  # additive increase: +1 per round of successes
             self._cap = min(self._ceiling, self._cap + 1.0 / self._cap)
             self.stats.concurrency = int(self._cap)
@@ -320,11 +338,42 @@ class Endpoint:
         elif failure.status is not None or failure.kind == "reply":
             self._failures_in_row = 0  # the endpoint answered
 
+    def _note_served(self) -> None:
+        """A success: remembered for the served rate; the learnt pace grows with time."""
+        now = self._clock()
+        self._served.append(now)
+        while self._served[0] < now - SERVED_WINDOW:
+            self._served.popleft()
+        if self.learnt_rpm is None:
+            return
+        base, since = self._learnt_from
+        self.learnt_rpm = base * (1.0 + LEARNT_GROWTH * (now - since))
+        others = [v for v in (self._limits.rpm, self._announced.get("requests")) if v]
+        if others and self.learnt_rpm >= min(others) / max(1, self._limits.shares):
+            self.learnt_rpm = None  # the limit in force paces on its own again
+        self._retune()
+
+    def _learn_pace(self) -> None:
+        """A refusal: pace new requests at the rate the endpoint was served at, less a tenth
+        (and never faster than the pace that was just refused)."""
+        now = self._clock()
+        served = [t for t in self._served if t >= now - SERVED_WINDOW]
+        if len(served) < 2:
+            return  # nothing measured yet: the pause and the cap back off alone
+        rate = len(served) / max(BURST_SECONDS, now - served[0]) * 60.0
+        if self.learnt_rpm is not None:
+            rate = min(rate, self.learnt_rpm)
+        self.learnt_rpm = max(1.0, rate * LEARNT_CUT)
+        self._learnt_from = (self.learnt_rpm, now)
+        self._served.clear()  # measured afresh at the new pace
+        self._retune()
+
     def _rate_limited(self, ticket: Ticket, failure: Failure) -> None:
         self.stats.rate_limited += 1
         if self.limited_since is None:
             self.limited_since = self._clock()
         self._last_refusal = failure.message
+        self._learn_pace()
         if ticket.epoch == self._epoch:  # the first of its round: halve what was in flight
             self._epoch += 1
             self._limited_rounds += 1
@@ -360,7 +409,11 @@ class Endpoint:
 
     def _per_minute(self, kind: str) -> float | None:
         given = self._limits.rpm if kind == "requests" else self._limits.tpm
+        learnt = self.learnt_rpm if kind == "requests" else None
         candidates = [v for v in (given, self._announced.get(kind)) if v]
+        if learnt is not None:  # measured on this worker's own traffic: not shared out again
+            shares = max(1, self._limits.shares)
+            return min([learnt, *(v / shares for v in candidates)])
         return min(candidates) / max(1, self._limits.shares) if candidates else None
 
     def _retune(self, headers: Mapping[str, str] | None = None, sent_since: int = 0) -> None:
@@ -395,6 +448,8 @@ class Endpoint:
                 parts.append(f"{flag} {given:g}")
             if kind in self._announced:
                 parts.append(f"{self._announced[kind]:g} {kind}/min ({_ANNOUNCED[kind]})")
+            if kind == "requests" and self.learnt_rpm is not None:
+                parts.append(f"{self.learnt_rpm:.0f} requests/min (learnt from 429s)")
         if self._limits.shares > 1 and parts:
             parts.append(f"shared by {self._limits.shares} xdist workers")
         return ", ".join(parts)
