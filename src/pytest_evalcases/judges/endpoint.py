@@ -247,9 +247,10 @@ class Endpoint:
         if self._tokens is not None:
             ticket.reserved_tokens = self.estimate_tokens(ticket.prompt_chars)
             wait = max(wait, self._tokens.reserve(ticket.reserved_tokens, now))
+        # a spent budget fails the request even once the last pause is over
+        self.check_rate_limit_budget(self._paused_until - now)
         if wait <= 0:
             return
-        self.check_rate_limit_budget(self._paused_until - now)
         self._hold(1)
         try:
             while wait > 0:

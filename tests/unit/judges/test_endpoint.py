@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.judges import (
+    JudgeError,
     RateLimits,
     make_judge,
 )
@@ -262,3 +263,27 @@ async def test_the_learnt_pace_grows_back_and_gives_way_to_a_limit_in_force() ->
     await request.__aenter__()
     await settle(request)
     assert point.learnt_rpm is None
+
+
+@pytest.mark.asyncio
+async def test_a_spent_rate_limit_budget_fails_requests_even_after_the_pause_is_over() -> None:
+    clock = FakeClock()
+    point = endpoint(clock, rate_limit_wait=5.0)
+    request = point.request()
+    await request.__aenter__()
+    await settle(request, HTTPStatusError(429, retry_after="2"))
+    clock.now += 6.0  # the pause is long over, no reply got through, the budget is spent
+    with pytest.raises(JudgeError, match=r"would pass the 5 s budget"):
+        await point.request().__aenter__()
+    point2 = endpoint(clock, rate_limit_wait=5.0)  # a success starts the budget afresh
+    first = point2.request()
+    await first.__aenter__()
+    await settle(first, HTTPStatusError(429, retry_after="1"))
+    clock.now += 1.0
+    second = point2.request()
+    await second.__aenter__()
+    await settle(second)
+    clock.now += 10.0
+    third = point2.request()
+    await third.__aenter__()
+    await settle(third)
