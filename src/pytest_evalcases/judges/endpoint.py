@@ -17,8 +17,7 @@ and outlives event loops (each waiter's future belongs to its own loop):
 - a rate-limit budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT): once the endpoint has refused requests
   with no successful reply in between for that long (or the next pause would pass it), every
   request fails at once with a JudgeError naming the budget. One budget for the endpoint, not
-  one per request: requests that waited in the queue or the pause start no clock of their own.
-
+  one per request: requests that waited in the queue or the pause start no clock of their own;
 - a learnt pace: a rate-limited reply sets a requests bucket at the rate the endpoint was
   really served at (successful replies over the last seconds), less a tenth; it then grows by
   2% of itself a second, until it reaches a limit in force (then it is dropped) or the next
