@@ -95,7 +95,9 @@ def record(folder: Path, server: JudgeServer, args: argparse.Namespace, env: dic
     received = min((request.received for request in server.requests), default=spawned)
     return Run(
         wall=wall,
-        recorded=len(list((folder / "cassettes").rglob("*.json"))),
+        recorded=sum(  # a case's cassette, not its HTTP recording beside it
+            not path.name.endswith(".http.json") for path in (folder / "cassettes").rglob("*.json")
+        ),
         served=statuses.count(200),
         refused=statuses.count(429),
         total=len(statuses),

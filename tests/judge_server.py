@@ -53,6 +53,9 @@ FaultKind = Literal[
     "reject_json_mode",
     "reject_temperature",
     "empty",
+    "blank",
+    "short",
+    "long",
     "out_of_scale",
 ]
 
@@ -62,6 +65,10 @@ class Fault:
     """One scripted misbehaviour, used for the next request that arrives.
 
     "empty": the canned reply with every list emptied (claims, truths, statements, verdicts);
+    "blank": the canned reply with every text field emptied (reasons), lists kept;
+    "short": the canned reply with the last item of every list dropped (one verdict too few);
+    "long": every text of the canned reply (reasons, steps, claims...) padded to `size`
+    characters;
     "out_of_scale": GEval's score request answered with score 1000.
     """
 
@@ -69,6 +76,7 @@ class Fault:
     retry_after: str | None = None  # Retry-After header value for 429 / 503
     seconds: float = 5.0  # how long "hang" holds the request
     headers: tuple[tuple[str, str], ...] = ()  # more reply headers (429 / 503)
+    size: int = 0  # characters of every text of a "long" reply
 
 
 @dataclass
@@ -285,6 +293,33 @@ def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
 def emptied(reply: dict[str, Any]) -> dict[str, Any]:
     """A canned reply with every list emptied: schema-valid, and says nothing."""
     return {key: [] if isinstance(value, list) else value for key, value in reply.items()}
+
+
+def blanked(reply: dict[str, Any]) -> dict[str, Any]:
+    """A canned reply with every text field emptied: the lists and labels are kept."""
+    return {
+        key: "" if isinstance(value, str) and key != "label" else value
+        for key, value in reply.items()
+    }
+
+
+def shortened(reply: dict[str, Any]) -> dict[str, Any]:
+    """A canned reply with the last item of every list dropped."""
+    return {key: value[:-1] if isinstance(value, list) else value for key, value in reply.items()}
+
+
+def lengthened(reply: Any, size: int) -> Any:
+    """A canned reply with every text (a label aside) padded to `size` characters."""
+    if isinstance(reply, dict):
+        return {
+            key: value if key in ("label", "verdict") else lengthened(value, size)
+            for key, value in reply.items()
+        }
+    if isinstance(reply, list):
+        return [lengthened(item, size) for item in reply]
+    if isinstance(reply, str):
+        return (reply + " " + "x" * size)[:size] if size > len(reply) else reply
+    return reply
 
 
 # ---- the server -------------------------------------------------------------------------------
@@ -566,6 +601,12 @@ def _make_handler(server: JudgeServer) -> type[BaseHTTPRequestHandler]:
             canned = canned_reply(record.kind, server._poisoned_prompt(record.prompt))
             if fault is not None and fault.kind == "empty":
                 canned = emptied(canned)
+            if fault is not None and fault.kind == "blank":
+                canned = blanked(canned)
+            if fault is not None and fault.kind == "short":
+                canned = shortened(canned)
+            if fault is not None and fault.kind == "long":
+                canned = lengthened(canned, fault.size)
             if fault is not None and fault.kind == "out_of_scale" and "score" in canned:
                 canned["score"] = 1000
             reply = json.dumps(canned)
@@ -651,9 +692,12 @@ __all__ = [
     "JudgeServer",
     "RateLimit",
     "RecordedRequest",
+    "blanked",
     "canned_reply",
     "clear_judge_settings",
     "emptied",
+    "lengthened",
+    "shortened",
     "judge_maker_fixture",
     "judge_server_fixture",
     "recognise",

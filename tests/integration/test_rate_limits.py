@@ -118,6 +118,7 @@ async def test_nothing_is_lost_and_back_pressure_is_honoured_under_a_server_limi
     # the server's own clock also counts requests that were on their way)
     sent: list[float] = []
     pauses: list[tuple[float, float]] = []
+    caps: list[int] = []  # the cap right after each refusal
     admit, limited = Endpoint._admit, Endpoint._rate_limited
 
     async def admit_noted(self: Endpoint, prompt_chars: int) -> Any:
@@ -128,6 +129,7 @@ async def test_nothing_is_lost_and_back_pressure_is_honoured_under_a_server_limi
     def limited_noted(self: Endpoint, ticket: Any, failure: Any) -> None:
         limited(self, ticket, failure)
         pauses.append((time.monotonic(), self._paused_until))
+        caps.append(self.stats.concurrency)
 
     monkeypatch.setattr(Endpoint, "_admit", admit_noted)
     monkeypatch.setattr(Endpoint, "_rate_limited", limited_noted)
@@ -138,7 +140,9 @@ async def test_nothing_is_lost_and_back_pressure_is_honoured_under_a_server_limi
     assert all(v["score"] == 1.0 for v in verdicts)  # every verdict, none lost
     refused = [r for r in server.requests if r.status == 429]
     assert refused and judge.stats.rate_limited == len(refused) == len(pauses)
-    assert judge.stats.concurrency < 8  # halved on the refusals (and not all the way back)
+    # halved on the refusals (the learnt pace then keeps refusals so rare that the cap may
+    # climb all the way back by the end)
+    assert caps and min(caps) <= 4, caps
     assert all(until - at >= 0.29 for at, until in pauses)  # each paused for its Retry-After
     into_a_pause = [t for t in sent if any(at < t < until for at, until in pauses)]
     assert not into_a_pause, (pauses, sent)

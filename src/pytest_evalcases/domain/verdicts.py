@@ -20,6 +20,17 @@ DEFAULT_CORRECTNESS_CRITERIA = (
     "The answer conveys the same key facts as the reference and nothing contradicting it."
 )
 
+# Characters of a judge's reason a verdict keeps: every report copies the verdict's reason, so
+# the cap here bounds the cassette, results.json, the dashboard and report.md alike.
+REASON_LIMIT = 1_048_576
+
+
+def clipped_text(text: str, limit: int) -> str:
+    """`text` whole, or its first `limit` characters and a note that says what was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [clipped: {len(text):,} characters, limit {limit:,}]"
+
 
 def judge_options(suite: Suite) -> dict[str, Any]:
     """The suite settings judges receive."""

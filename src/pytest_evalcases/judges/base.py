@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from ..domain.stages.judged import JUDGE_READS
-from ..domain.verdicts import DEFAULT_CORRECTNESS_CRITERIA
+from ..domain.verdicts import DEFAULT_CORRECTNESS_CRITERIA, REASON_LIMIT, clipped_text
 from .errors import JudgeError, JudgeInputError
 from .usage import JudgeStats, metering
 
@@ -136,7 +136,7 @@ class Judge(ABC):
         return {
             "score": round(score, 6),  # stable in JSON diffs
             "label": grade.label,
-            "reason": grade.reason or "",
+            "reason": clipped_text(grade.reason or "", REASON_LIMIT),  # a judge's text: capped
             "details": grade.details,
             "judge": self.id,
             "params": params,

@@ -31,6 +31,7 @@ import sys
 import threading
 from typing import Any
 
+from ..core.names import clip
 from .base import (
     ACCURACY_SCORES,
     COMPLETENESS_SCORES,
@@ -58,6 +59,7 @@ from .prompts import (
     ContextCompletenessGrade,
     RubricItemGrade,
     answer_accuracy_prompt,
+    check_grader_reply,
     context_completeness_prompt,
     rubric_item_prompt,
     unanswerable_accuracy_prompt,
@@ -278,6 +280,7 @@ class DeepEvalJudge(Judge):
             max_pause=self._retry.max_delay,
             limits=self._rate_limits,
             breaker_after=self._breaker_after,
+            rate_limit_wait=self._retry.rate_limit_wait,
             sleep=self._retry.sleep,
         )
 
@@ -357,6 +360,7 @@ class DeepEvalJudge(Judge):
         if stage == "context_completeness":
             prompt = context_completeness_prompt(data.input, data.reference or "", data.context)
             completeness = await self._ask(prompt, ContextCompletenessGrade)
+            check_grader_reply(self.id, stage, completeness)
             return Grade(
                 COMPLETENESS_SCORES[completeness.label],
                 completeness.reason,
@@ -370,6 +374,7 @@ class DeepEvalJudge(Judge):
             build = unanswerable_accuracy_prompt if data.unanswerable else answer_accuracy_prompt
             prompt = build(data.input, data.answer, data.reference)
             accuracy = await self._ask(prompt, AnswerAccuracyGrade)
+            check_grader_reply(self.id, stage, accuracy)
             return Grade(
                 ACCURACY_SCORES[accuracy.label],
                 accuracy.reason,
@@ -383,6 +388,8 @@ class DeepEvalJudge(Judge):
                     for text, _ in data.rubric
                 )
             )
+            for grade in graded:
+                check_grader_reply(self.id, stage, grade)
             return rubric_grade(
                 [
                     (text, weight, grade.met, detail_text(grade.reason))
@@ -419,8 +426,9 @@ class DeepEvalJudge(Judge):
         except JudgeError:
             raise
         except Exception as exc:  # deepeval's own errors (bad test case, unexpected reply shape)
-            raise JudgeError(
-                f"{self.id}: deepeval failed for {stage!r}: {type(exc).__name__}: {exc}"
+            raise JudgeError(  # deepeval's message may quote the reply: clipped
+                f"{self.id}: deepeval failed for {stage!r}: {type(exc).__name__}: "
+                + clip(str(exc), 1000, one_line=False)
             ) from exc
         check_extractions(self.id, stage, metric, data)
         score = metric_score(self.id, stage, metric)

@@ -13,10 +13,21 @@ and outlives event loops (each waiter's future belongs to its own loop):
   A request's tokens are estimated from its prompt's length before it goes out, and corrected
   from the reply's usage;
 - a breaker: after N connection failures or timeouts in a row (no HTTP reply at all), every
-  later request of the run fails at once with a JudgeError naming the endpoint.
+  later request of the run fails at once with a JudgeError naming the endpoint;
+- a rate-limit budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT): once the endpoint has refused requests
+  with no successful reply in between for that long (or the next pause would pass it), every
+  request fails at once with a JudgeError naming the budget. One budget for the endpoint, not
+  one per request: requests that waited in the queue or the pause start no clock of their own;
+- a learnt pace: a rate-limited reply sets a requests bucket at the rate the endpoint was
+  really served at (successful replies over the last seconds), less a tenth; it then grows by
+  2% of itself a second, until it reaches a limit in force (then it is dropped) or the next
+  refusal cuts it again. New requests start at that pace once the pause ends, instead of all
+  together into a limit that has just refused one.
 
 Why a cap and not only buckets: without announced limits, the cap is what backs off; with them,
-the buckets pace the requests so that the provider rarely has to refuse any.
+the buckets pace the requests so that the provider rarely has to refuse any. The learnt pace
+is the bucket a provider that announces nothing (or whose window is shorter than a minute)
+never gave us.
 """
 
 from __future__ import annotations
@@ -35,10 +46,17 @@ from .failures import Failure, classify
 from .usage import JudgeStats
 
 BREAKER_ENV = "EVALCASES_JUDGE_BREAKER"
+RATE_LIMIT_WAIT_ENV = "EVALCASES_JUDGE_RATE_LIMIT_WAIT"
 DEFAULT_BREAKER_AFTER = 5  # connection failures or timeouts in a row
 # A bucket holds this many seconds of its rate: requests go out at the limit's average pace,
 # never in a burst a provider's shorter window (often a second) would refuse.
 BURST_SECONDS = 1.0
+# The learnt pace: the served rate measured over this many seconds of successful replies, cut by
+# this factor on a refusal, then grown by this share of itself a second (a cut of a tenth is
+# won back in about five seconds: a limit that holds is probed again that often, not faster).
+SERVED_WINDOW = 3.0
+LEARNT_CUT = 0.9
+LEARNT_GROWTH = 0.02
 _ANNOUNCED = {"requests": "x-ratelimit-limit-requests", "tokens": "x-ratelimit-limit-tokens"}
 
 
@@ -128,6 +146,7 @@ class Endpoint:
         max_pause: float,
         limits: RateLimits | None = None,
         breaker_after: int = DEFAULT_BREAKER_AFTER,
+        rate_limit_wait: float = math.inf,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -146,11 +165,18 @@ class Endpoint:
         self._sent = 0  # requests admitted so far
         self._limited_rounds = 0  # decreases since the last success: the backoff's exponent
         self._paused_until = 0.0
+        # the rate-limit budget: since when every reply has been a refusal (None: not limited)
+        self.rate_limit_wait = rate_limit_wait
+        self.limited_since: float | None = None
+        self._last_refusal = ""
         stats.concurrency_start = stats.concurrency = max_concurrency or 0
         # client-side limits: the user's, the provider's (per minute), and their buckets
         self._limits = limits or RateLimits()
         self._announced: dict[str, float] = {}
         self._announced_raw: dict[str, str] = {}
+        self.learnt_rpm: float | None = None  # the pace learnt from refusals (see above)
+        self._learnt_from = (0.0, 0.0)  # (the pace set at the last refusal, when)
+        self._served: deque[float] = deque()  # when recent requests were answered 2xx
         self._buckets: dict[str, TokenBucket] = {}
         self._requests: TokenBucket | None = None
         self._tokens: TokenBucket | None = None
@@ -220,6 +246,8 @@ class Endpoint:
         if self._tokens is not None:
             ticket.reserved_tokens = self.estimate_tokens(ticket.prompt_chars)
             wait = max(wait, self._tokens.reserve(ticket.reserved_tokens, now))
+        # a spent budget fails the request even once the last pause is over
+        self.check_rate_limit_budget(self._paused_until - now)
         if wait <= 0:
             return
         self._hold(1)
@@ -227,6 +255,7 @@ class Endpoint:
             while wait > 0:
                 await self._sleep(wait)
                 wait = self._paused_until - self._clock()  # a pause set meanwhile holds it too
+                self.check_rate_limit_budget(wait)
         finally:
             self._hold(-1)
 
@@ -236,6 +265,22 @@ class Endpoint:
         self._holding += change
         if self._holding == 0:
             self.stats.rate_limit_wait += self._clock() - self._held_since
+
+    def check_rate_limit_budget(self, wait: float) -> None:
+        """JudgeError when waiting `wait` more seconds for this rate-limited endpoint would pass
+        the budget, counted from its first refusal since the last successful reply."""
+        if self.limited_since is None:
+            return
+        waited = self._clock() - self.limited_since
+        if waited + max(0.0, wait) > self.rate_limit_wait:
+            limits = self.describe_limits()
+            raise JudgeError(
+                f"judge endpoint {self.name}: still rate-limited after {waited:.1f} s with no "
+                f"successful reply, and the next wait would pass the {self.rate_limit_wait:g} s "
+                f"budget ({RATE_LIMIT_WAIT_ENV} sets it); its remaining requests fail at once"
+                + (f"; limits in force: {limits}" if limits else "")
+                + (f"; last reply: {self._last_refusal}" if self._last_refusal else "")
+            )
 
     def pause_left(self) -> float:
         """Seconds until the endpoint's current pause ends (0: not paused)."""
@@ -259,6 +304,8 @@ class Endpoint:
     def _succeeded(self, ticket: Ticket) -> None:
         self._failures_in_row = 0
         self._limited_rounds = 0
+        self.limited_since = None  # a reply got through: the budget starts afresh
+        self._note_served()
         if self._cap < self._ceiling:  # additive increase: +1 per round of successes
             self._cap = min(self._ceiling, self._cap + 1.0 / self._cap)
             self.stats.concurrency = int(self._cap)
@@ -291,8 +338,42 @@ class Endpoint:
         elif failure.status is not None or failure.kind == "reply":
             self._failures_in_row = 0  # the endpoint answered
 
+    def _note_served(self) -> None:
+        """A success: remembered for the served rate; the learnt pace grows with time."""
+        now = self._clock()
+        self._served.append(now)
+        while self._served[0] < now - SERVED_WINDOW:
+            self._served.popleft()
+        if self.learnt_rpm is None:
+            return
+        base, since = self._learnt_from
+        self.learnt_rpm = base * (1.0 + LEARNT_GROWTH * (now - since))
+        others = [v for v in (self._limits.rpm, self._announced.get("requests")) if v]
+        if others and self.learnt_rpm >= min(others) / max(1, self._limits.shares):
+            self.learnt_rpm = None  # the limit in force paces on its own again
+        self._retune()
+
+    def _learn_pace(self) -> None:
+        """A refusal: pace new requests at the rate the endpoint was served at, less a tenth
+        (and never faster than the pace that was just refused)."""
+        now = self._clock()
+        served = [t for t in self._served if t >= now - SERVED_WINDOW]
+        if len(served) < 2:
+            return  # nothing measured yet: the pause and the cap back off alone
+        rate = len(served) / max(BURST_SECONDS, now - served[0]) * 60.0
+        if self.learnt_rpm is not None:
+            rate = min(rate, self.learnt_rpm)
+        self.learnt_rpm = max(1.0, rate * LEARNT_CUT)
+        self._learnt_from = (self.learnt_rpm, now)
+        self._served.clear()  # measured afresh at the new pace
+        self._retune()
+
     def _rate_limited(self, ticket: Ticket, failure: Failure) -> None:
         self.stats.rate_limited += 1
+        if self.limited_since is None:
+            self.limited_since = self._clock()
+        self._last_refusal = failure.message
+        self._learn_pace()
         if ticket.epoch == self._epoch:  # the first of its round: halve what was in flight
             self._epoch += 1
             self._limited_rounds += 1
@@ -328,7 +409,11 @@ class Endpoint:
 
     def _per_minute(self, kind: str) -> float | None:
         given = self._limits.rpm if kind == "requests" else self._limits.tpm
+        learnt = self.learnt_rpm if kind == "requests" else None
         candidates = [v for v in (given, self._announced.get(kind)) if v]
+        if learnt is not None:  # measured on this worker's own traffic: not shared out again
+            shares = max(1, self._limits.shares)
+            return min([learnt, *(v / shares for v in candidates)])
         return min(candidates) / max(1, self._limits.shares) if candidates else None
 
     def _retune(self, headers: Mapping[str, str] | None = None, sent_since: int = 0) -> None:
@@ -363,6 +448,8 @@ class Endpoint:
                 parts.append(f"{flag} {given:g}")
             if kind in self._announced:
                 parts.append(f"{self._announced[kind]:g} {kind}/min ({_ANNOUNCED[kind]})")
+            if kind == "requests" and self.learnt_rpm is not None:
+                parts.append(f"{self.learnt_rpm:.0f} requests/min (learnt from 429s)")
         if self._limits.shares > 1 and parts:
             parts.append(f"shared by {self._limits.shares} xdist workers")
         return ", ".join(parts)

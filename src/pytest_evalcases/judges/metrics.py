@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.names import clip
+from ..domain.verdicts import clipped_text
 from .base import JudgeInput, StageOptions
 from .errors import JudgeError
 from .lexical import is_abstention
@@ -79,17 +79,27 @@ def build_metric(
     raise JudgeError(f"stage {stage!r} is not a deepeval metric")
 
 
-def _filled(text: str | None) -> bool:
-    return bool(text and text.strip())
+def _filled(text: Any) -> bool:
+    return bool(text and str(text).strip())
+
+
+def _filled_items(items: Any) -> list[Any]:
+    """The items of a list that say something: a blank claim or step is no claim or step."""
+    return [item for item in list(items or []) if _filled(item)]
 
 
 def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) -> None:
-    """JudgeError when the judge extracted nothing from text that holds something: deepeval
-    scores an empty list of claims or statements as 1.0 (and empty verdicts as 1.0 or 0.0), so
-    a schema-valid but empty reply would otherwise be recorded as a verdict.
+    """JudgeError when the judge's reply is empty where the metric needs content: deepeval
+    scores an empty list of claims or statements as 1.0 (and empty verdicts as 1.0 or 0.0),
+    GEval scores without any evaluation step, and a verdict list shorter (or longer) than the
+    items it judges scores only the items it kept, so a schema-valid but empty reply would
+    otherwise be recorded as a verdict, often a pass.
 
-    One exception: an answer that abstains ("the documents do not say") may hold no claim, and
-    is then faithful."""
+    Refused: no truths for a non-empty context, no claims or statements for a non-empty answer,
+    no verdicts (or a count of verdicts other than the claims, statements or passages judged),
+    no evaluation steps (correctness), no reason (every metric is asked for one). One
+    exception: an answer that abstains ("the documents do not say") may hold no claim, and is
+    then faithful (see docs/judges.md, "Empty replies")."""
 
     def empty(what: str, source: str) -> JudgeError:
         return JudgeError(
@@ -98,20 +108,27 @@ def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) 
         )
 
     def verdicts_for(items: list[Any], name: str) -> None:
-        if items and not getattr(metric, "verdicts", None):
+        verdicts = list(getattr(metric, "verdicts", None) or [])
+        if items and not verdicts:
             raise empty("verdicts", f"list of {len(items)} {name}")
+        if items and len(verdicts) != len(items):
+            raise JudgeError(
+                f"{judge_id}: the judge returned {len(verdicts)} verdicts for {len(items)} "
+                f"{name} ({stage}); a verdict list that does not match what it judges is a "
+                "judge error, never a score"
+            )
 
     context = any(_filled(passage) for passage in data.context)
     if stage == "faithfulness":
         claims = list(getattr(metric, "claims", None) or [])
-        if context and not getattr(metric, "truths", None):
+        if context and not _filled_items(getattr(metric, "truths", None)):
             raise empty("truths", "context")
-        if not claims and _filled(data.answer) and not is_abstention(data.answer):
+        if not _filled_items(claims) and _filled(data.answer) and not is_abstention(data.answer):
             raise empty("claims", "answer")
         verdicts_for(claims, "claims")
     elif stage == "answer_relevancy":
         statements = list(getattr(metric, "statements", None) or [])
-        if not statements and _filled(data.answer):
+        if not _filled_items(statements) and _filled(data.answer):
             raise empty("statements", "answer")
         verdicts_for(statements, "statements")
     elif stage == "contextual_recall":
@@ -120,12 +137,25 @@ def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) 
     elif stage == "contextual_precision":
         if context and not getattr(metric, "verdicts", None):
             raise empty("verdicts", "context")
+        if context:  # deepeval judges every passage, in rank order: one verdict each
+            verdicts_for(list(data.context), "passages")
     elif stage == "contextual_relevancy":
         groups = list(getattr(metric, "verdicts_list", None) or [])
         for number, passage in enumerate(data.context, start=1):
             group = groups[number - 1] if number <= len(groups) else None
             if _filled(passage) and not getattr(group, "verdicts", None):
                 raise empty("verdicts", f"passage ({number} of {len(data.context)})")
+    elif stage == "correctness" and not _filled_items(getattr(metric, "evaluation_steps", None)):
+        raise JudgeError(
+            f"{judge_id}: the judge returned no evaluation steps for the correctness criteria; "
+            "GEval scored without steps would judge nothing, so this is a judge error, never a "
+            "score"
+        )
+    if not _filled(getattr(metric, "reason", None)):
+        raise JudgeError(
+            f"{judge_id}: the judge returned an empty reason ({stage}); every verdict is asked "
+            "for one, and a reply without it is a judge error, never a score"
+        )
 
 
 def metric_score(judge_id: str, stage: str, metric: Any) -> float:
@@ -147,8 +177,9 @@ def metric_score(judge_id: str, stage: str, metric: Any) -> float:
 
 
 def detail_text(value: Any) -> str:
-    """A reason, claim or step as recorded: its text (None: empty), clipped, new lines kept."""
-    return clip("" if value is None else str(value), _MAX_CHARS, one_line=False)
+    """A reason, claim or step as recorded: its text (None: empty), clipped with a note, new
+    lines kept."""
+    return clipped_text("" if value is None else str(value), _MAX_CHARS)
 
 
 def detail_texts(items: Any) -> list[str]:

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from .errors import JudgeError
+
 PROMPTS_REVISION = 1
 
 
@@ -40,6 +42,32 @@ class AnswerAccuracyGrade(BaseModel):
 class RubricItemGrade(BaseModel):
     reason: str = ""
     met: bool
+
+
+def check_grader_reply(judge_id: str, stage: str, reply: BaseModel) -> None:
+    """JudgeError when one of our graders' replies is empty where its label needs content: a
+    reason (every prompt asks for one), and for context completeness the elements a label
+    claims (COMPLETE and PARTIAL name what is present; PARTIAL also what is missing).
+    INSUFFICIENT may list nothing: it fails the stage either way."""
+
+    def filled(text: object) -> bool:
+        return bool(text and str(text).strip())
+
+    def refused(what: str) -> JudgeError:
+        return JudgeError(
+            f"{judge_id}: the judge returned {what} ({stage}); an empty judgement is a judge "
+            "error, never a score"
+        )
+
+    if not filled(getattr(reply, "reason", None)):
+        raise refused("an empty reason")
+    if isinstance(reply, ContextCompletenessGrade):
+        present = [e for e in reply.present_elements if filled(e)]
+        missing = [e for e in reply.missing_elements if filled(e)]
+        if reply.label in ("COMPLETE", "PARTIAL") and not present:
+            raise refused(f"{reply.label} with no present element")
+        if reply.label == "PARTIAL" and not missing:
+            raise refused("PARTIAL with no missing element")
 
 
 def _passages(context: list[str]) -> str:

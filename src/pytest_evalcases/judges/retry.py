@@ -9,7 +9,9 @@ What each kind of failure (failures.classify) gets:
 
 - rate-limited: the request waits (the judge's Endpoint pauses every request to that endpoint)
   and tries again without using up an attempt, until `rate_limit_wait` seconds have passed since
-  its first rate-limited reply; then a JudgeError that names the limit.
+  the endpoint's first rate-limited reply after its last successful one (without an endpoint:
+  this request's first); then a JudgeError that names the budget. The endpoint holds the same
+  budget for requests not yet sent, so the budget bounds the whole wait, not each request's.
 - transient: retried with exponential backoff and jitter; a Retry-After sets the delay instead.
 - auth: fails at once with JudgeAuthError naming the key variable.
 - fatal: fails at once.
@@ -25,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .endpoint import Endpoint
+from .endpoint import RATE_LIMIT_WAIT_ENV, Endpoint
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError
 from .failures import Failure, classify
 
@@ -34,7 +36,6 @@ T = TypeVar("T")
 # Environment settings of the policy (documented in docs/judges.md).
 RETRIES_ENV = "EVALCASES_JUDGE_RETRIES"
 BACKOFF_ENV = "EVALCASES_JUDGE_BACKOFF"
-RATE_LIMIT_WAIT_ENV = "EVALCASES_JUDGE_RATE_LIMIT_WAIT"
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class RetryPolicy:
     max_delay: float = 60.0  # cap on any single wait, Retry-After included
     jitter: float = 0.1  # each wait is stretched by up to this fraction, at random
     reply_attempts: int = 3  # attempts when the reply is unparseable (same prompt, same model)
-    rate_limit_wait: float = 600.0  # seconds a request keeps trying after its first rate limit
+    rate_limit_wait: float = 600.0  # seconds an endpoint may refuse every request (see above)
     sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep, compare=False)
     rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
 
@@ -111,17 +112,20 @@ class RetryPolicy:
                 if failure.kind == "fatal":
                     raise JudgeError(f"{what}: {failure.message}; not retried") from exc
                 if failure.kind == "rate_limited":
-                    now = time.monotonic()
-                    limited_since = now if limited_since is None else limited_since
-                    wait = (
-                        endpoint.pause_left()
-                        if endpoint is not None
-                        else self.delay_for(failure, 1)
-                    )
-                    if now + wait - limited_since > self.rate_limit_wait:
-                        raise JudgeError(
-                            self._rate_limit_message(what, now - limited_since, failure, endpoint)
-                        ) from exc
+                    if endpoint is not None:  # one budget for the endpoint, on its clock
+                        wait = endpoint.pause_left()
+                        try:
+                            endpoint.check_rate_limit_budget(wait)
+                        except JudgeError as spent:
+                            raise JudgeError(f"{what}: {spent}") from exc
+                    else:
+                        now = time.monotonic()
+                        limited_since = now if limited_since is None else limited_since
+                        wait = self.delay_for(failure, 1)
+                        if now + wait - limited_since > self.rate_limit_wait:
+                            raise JudgeError(
+                                self._rate_limit_message(what, now - limited_since, failure)
+                            ) from exc
                     if on_retry is not None:
                         on_retry(failure, wait)
                     if endpoint is None:
@@ -148,15 +152,11 @@ class RetryPolicy:
                     on_retry(failure, delay)
                 await self.sleep(delay)
 
-    def _rate_limit_message(
-        self, what: str, waited: float, failure: Failure, endpoint: Endpoint | None
-    ) -> str:
-        limits = endpoint.describe_limits() if endpoint is not None else ""
+    def _rate_limit_message(self, what: str, waited: float, failure: Failure) -> str:
         return (
             f"{what}: still rate-limited after {waited:.1f} s, and the next wait would pass the "
-            f"{self.rate_limit_wait:g} s budget ({RATE_LIMIT_WAIT_ENV} sets it)"
-            + (f"; limits in force: {limits}" if limits else "")
-            + f"; last reply: {failure.message}"
+            f"{self.rate_limit_wait:g} s budget ({RATE_LIMIT_WAIT_ENV} sets it); last reply: "
+            f"{failure.message}"
         )
 
 

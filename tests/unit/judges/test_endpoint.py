@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.judges import (
+    JudgeError,
     RateLimits,
     make_judge,
 )
@@ -208,3 +209,81 @@ def test_xdist_workers_share_the_client_side_limits() -> None:
     point = judge._chat_client().endpoint
     assert point._requests is not None and point._requests.per_minute == 100
     assert point.describe_limits() == "--eval-rpm 400, shared by 4 xdist workers"
+
+
+@pytest.mark.asyncio
+async def test_a_429_sets_a_pace_from_the_served_rate_and_new_requests_keep_to_it() -> None:
+    clock = FakeClock()
+    point = endpoint(clock)
+    for _ in range(20):  # served 10 a second, no limit announced
+        request = point.request()
+        await request.__aenter__()
+        clock.now += 0.1
+        await settle(request)
+    refused = point.request()
+    await refused.__aenter__()
+    await settle(refused, HTTPStatusError(429, retry_after="1"))
+    served = 20 / (clock.now - 100.1) * 60  # per minute, over the window of successes
+    assert point.learnt_rpm == pytest.approx(0.9 * served)
+    assert "requests/min (learnt from 429s)" in point.describe_limits()
+
+    learnt, starts = point.learnt_rpm, []
+    for _ in range(4):  # one in flight at a time (the 429 halved the cap to 1)
+        request = point.request()
+        await request.__aenter__()
+        starts.append(clock.now)
+        await settle(request)
+    gaps = [later - earlier for earlier, later in zip(starts, starts[1:], strict=False)]
+    assert starts[0] >= 100.1 + 2.0 + 1.0  # after the pause
+    # one at a time, at the pace (grown by 2% a second since the refusal, a second ago)
+    assert gaps == pytest.approx([60 / learnt / 1.02] * 3, rel=0.01)
+
+
+@pytest.mark.asyncio
+async def test_the_learnt_pace_grows_back_and_gives_way_to_a_limit_in_force() -> None:
+    clock = FakeClock()
+    point = endpoint(clock, limits=RateLimits(rpm=600))
+    for _ in range(10):
+        request = point.request()
+        await request.__aenter__()
+        clock.now += 0.2
+        await settle(request)
+    refused = point.request()
+    await refused.__aenter__()
+    await settle(refused, HTTPStatusError(429, retry_after="0"))
+    learnt = point.learnt_rpm
+    assert learnt is not None and learnt < 600
+    clock.now += 2.0
+    request = point.request()
+    await request.__aenter__()
+    await settle(request)
+    assert point.learnt_rpm == pytest.approx(learnt * (1 + 0.02 * 2.0), rel=0.01)
+    clock.now += 60.0  # long enough to pass --eval-rpm 600: that limit paces alone again
+    request = point.request()
+    await request.__aenter__()
+    await settle(request)
+    assert point.learnt_rpm is None
+
+
+@pytest.mark.asyncio
+async def test_a_spent_rate_limit_budget_fails_requests_even_after_the_pause_is_over() -> None:
+    clock = FakeClock()
+    point = endpoint(clock, rate_limit_wait=5.0)
+    request = point.request()
+    await request.__aenter__()
+    await settle(request, HTTPStatusError(429, retry_after="2"))
+    clock.now += 6.0  # the pause is long over, no reply got through, the budget is spent
+    with pytest.raises(JudgeError, match=r"would pass the 5 s budget"):
+        await point.request().__aenter__()
+    point2 = endpoint(clock, rate_limit_wait=5.0)  # a success starts the budget afresh
+    first = point2.request()
+    await first.__aenter__()
+    await settle(first, HTTPStatusError(429, retry_after="1"))
+    clock.now += 1.0
+    second = point2.request()
+    await second.__aenter__()
+    await settle(second)
+    clock.now += 10.0
+    third = point2.request()
+    await third.__aenter__()
+    await settle(third)
