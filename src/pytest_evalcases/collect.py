@@ -66,6 +66,9 @@ class CaseFile(pytest.File):
         variants = ContextVariants(state)
         seen: dict[str, int] = {}
         for index, raw in enumerate(raw_cases):
+            # Each raw case let go once its item holds the validated one: the peak memory of a
+            # large suite is not both at once (its freed dicts hold the next items).
+            raw_cases[index] = None
             yield self._case_item(ctx, state, variants, index, raw, seen)
 
     def _case_item(

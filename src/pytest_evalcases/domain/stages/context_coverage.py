@@ -10,6 +10,7 @@ it, else 0. The score is the mean over the gold items; it passes at `thresholds.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from ...core.schema import Case, Suite
@@ -29,7 +30,7 @@ def containment(gold: str, available: Counter[str]) -> float:
     return sum(min(count, available[token]) for token, count in wanted.items()) / total
 
 
-def item_coverage(items: list[Any], context: list[str], retrieved: list[str]) -> list[float]:
+def item_coverage(items: Sequence[Any], context: list[str], retrieved: list[str]) -> list[float]:
     available = Counter(token for passage in context for token in normalized_tokens(passage))
     ids = set(retrieved)
     return [

@@ -209,6 +209,8 @@ def step5b(word: str) -> str:
 
 def porter_stem(word: str) -> str:
     """The stem nltk's `PorterStemmer().stem(word)` gives (lower-cased)."""
+    if word.isdigit():  # no rule applies to a number: the commonest token of an answer, kept
+        return word
     stem = word.lower()
     if stem in IRREGULAR:
         return IRREGULAR[stem]
