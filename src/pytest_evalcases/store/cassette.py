@@ -19,6 +19,7 @@ import pydantic_core
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import HASH_CHARS, content_hash
+from ..core.processes import process_alive
 from ..core.repeats import has_repeats, later_repeats
 from .files import CASSETTE_CAP, RefusedFile, read_bounded
 from .keys import CASSETTE_FORMAT
@@ -311,7 +312,7 @@ def remove_dead_temp_files(root: Path) -> int:
                 name
                 and pid.isdigit()
                 and entry.is_file(follow_symlinks=False)
-                and not _process_alive(int(pid))
+                and not process_alive(int(pid))
             ):
                 try:
                     os.unlink(entry.path)
@@ -319,20 +320,6 @@ def remove_dead_temp_files(root: Path) -> int:
                 except OSError:  # gone already, or not ours to remove: leave it
                     pass
     return removed
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, and someone else's
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:

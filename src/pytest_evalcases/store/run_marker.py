@@ -16,6 +16,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..core.processes import process_alive
+
 MARKER_NAME = ".live-run-in-progress.json"
 
 
@@ -36,7 +38,7 @@ def previous_live_run(root: Path) -> str | None:
         pid, started, host = int(doc["pid"]), float(doc["started"]), str(doc["host"])
     except (ValueError, KeyError, TypeError):
         pid, started, host = 0, 0.0, ""
-    if pid and host == socket.gethostname() and _process_alive(pid):
+    if pid and host == socket.gethostname() and process_alive(pid):
         return None  # another live run on these cassettes, still going
     count = _recordings_since(root, started)
     when = datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M:%SZ") if started else "?"
@@ -96,17 +98,3 @@ def _recordings_since(root: Path, started: float) -> int:
             except OSError:
                 continue
     return count
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, and someone else's
-        return True
-    except OSError:
-        return False
-    return True
