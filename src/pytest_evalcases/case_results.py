@@ -131,6 +131,9 @@ def _case_result(
     }
     if case.user is not None:  # the group is a suite user: the reports title it so
         result["user"] = case.user
+        user = item.ctx.user
+        if user is not None and user.ready_wait is not None:  # polled ready() in this run
+            result["recording"]["ready_wait_s"] = round(user.ready_wait, 3)
     if item.ctx.totals:  # which of its suite's named totals count this case
         result["totals"] = {total.name: total.counts(case) for total in item.ctx.totals}
     if scores is not None and scores.turns is not None:

@@ -27,7 +27,7 @@ from .domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options
 from .judges import JudgeConfigError
 from .judges.spec import canonical_judge
 from .store.files import CASE_FILE_CAP, RefusedFile, read_bounded
-from .store.keys import suite_key_fields, suite_key_labels
+from .store.keys import ingestion_key, suite_key_fields, suite_key_labels
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -265,6 +265,10 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
             code_fields = state.code_fingerprints.default_key_fields(spec, code_paths)
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
+        if suite.ingestion is not None:  # what setup_user ingests with keys every case
+            ingestion_fields, ingestion_labels = ingestion_key(suite.ingestion)
+            key_fields.update(ingestion_fields)
+            key_labels.update(ingestion_labels)
     except CaseFileError as exc:
         if isinstance(exc, UserInterrupt):  # the run stops once collected (plugin.py)
             state.interrupted = state.interrupted or exc.what
@@ -304,7 +308,13 @@ def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | Case
     def hash_file(path: str, where: str) -> str:
         return hash_inputs([path], state, where)[path]
 
-    return build_users(suite.users, state.settings.rootdir, hash_file)
+    return build_users(
+        suite.users,
+        state.settings.rootdir,
+        hash_file,
+        suite.ingestion,
+        state.settings.ingest_timeout,
+    )
 
 
 class ContextVariants:

@@ -187,6 +187,15 @@ def add_options(parser: pytest.Parser) -> None:
         "past it the case is an error and keeps its old recording",
     )
     group.addoption(
+        "--eval-ingest-timeout",
+        dest="eval_ingest_timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="longest wait for the system's ready(user, result) after setup_user (default 600); "
+        "past it that user's cases are errors",
+    )
+    group.addoption(
         "--eval-judge-repeats",
         dest="eval_judge_repeats",
         type=int,
@@ -311,6 +320,7 @@ class Settings:
     concurrency: int
     timeout_override: float | None
     default_timeout: float
+    ingest_timeout: float | None  # seconds ready(user, result) may stay false (None: 600)
     judge_repeats_override: int | None
     default_judge_repeats: int | None
     runs_override: int | None
@@ -352,6 +362,7 @@ def read_settings(config: pytest.Config) -> Settings:
         concurrency=concurrency,
         timeout_override=_positive(config.getoption("eval_timeout"), "--eval-timeout"),
         default_timeout=_positive(config.getini("eval_timeout"), "ini eval_timeout"),
+        ingest_timeout=_positive(config.getoption("eval_ingest_timeout"), "--eval-ingest-timeout"),
         judge_repeats_override=_count_setting(
             config.getoption("eval_judge_repeats"), "--eval-judge-repeats"
         ),

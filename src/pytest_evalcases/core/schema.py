@@ -490,6 +490,9 @@ class Suite(BaseModel):
     allow_subprocess: bool = False
     # Users whose data files key their cases (see User); a case names one with "user".
     users: list[User] = []
+    # How the system ingests a user's data (ontology, instructions, chunk size, ...): free-form
+    # JSON handed to setup_user as `user.ingestion`, and in every case's key.
+    ingestion: dict[str, Any] | None = None
     # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
     source: dict[str, Any] | None = None
     # Named totals over part of the suite (a paper's headline leaves some cases out).

@@ -9,6 +9,7 @@ once per user per run, at collection: a suite without users never reaches this m
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,14 +19,26 @@ from ..core.hashing import LABEL_CHARS, SHOW_CHARS, content_hash
 from .system import AttributeMapping
 
 USER_FIELD_PREFIX = "user."
+DEFAULT_READY_TIMEOUT = 600.0  # seconds (--eval-ingest-timeout): a user's graph may take minutes
+FIRST_POLL = 0.05  # seconds before the second look at ready(); doubled each time, up to LAST_POLL
+LAST_POLL = 5.0
 
 
 class UserData(AttributeMapping):
     """What `setup_user(user)` receives: `id` and each named file field as absolute paths (a
     `Path`, or a list of them where the suite lists several), with attribute access
-    (`user.id`, `user["conversations"]`)."""
+    (`user.id`, `user["conversations"]`); and, as an attribute only (the mapping holds the
+    files), the suite's `ingestion` settings (None when it declares none)."""
 
-    __slots__ = ()
+    __slots__ = ("_ingestion",)
+
+    def __init__(self, *args: Any, ingestion: dict[str, Any] | None = None, **fields: Any):
+        super().__init__(*args, **fields)
+        self._ingestion = ingestion
+
+    @property
+    def ingestion(self) -> dict[str, Any] | None:
+        return self._ingestion
 
 
 class SuiteUser:
@@ -33,13 +46,22 @@ class SuiteUser:
     has been set up for it in this run (`setup_user` runs once per user, in worker threads)."""
 
     def __init__(
-        self, user_id: str, key_field: str, key_hash: str, label: str | None, data: UserData
+        self,
+        user_id: str,
+        key_field: str,
+        key_hash: str,
+        label: str | None,
+        data: UserData,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT,
     ) -> None:
         self.id = user_id
         self.key_field = key_field
         self.key_hash = key_hash
         self.label = label
         self.data = data
+        self.ready_timeout = ready_timeout
+        self.result: Any = None  # what setup_user returned (a memory id, counts, usage, ...)
+        self.ready_wait: float | None = None  # seconds `ready` was polled, when the system has it
         self._lock = threading.Lock()
         self._done = False
         self._error: BaseException | None = None
@@ -51,9 +73,20 @@ class SuiteUser:
                 method = getattr(system_target, "setup_user", None)
                 if callable(method):
                     try:
-                        method(self.data)
+                        self.result = method(self.data)
+                        ready = getattr(system_target, "ready", None)
+                        if callable(ready):
+                            self.ready_wait = wait_until_ready(
+                                ready, self.data, self.result, self.ready_timeout
+                            )
                     except KeyboardInterrupt:
                         raise
+                    except IngestTimeout as exc:
+                        self._error = UserSetupError(
+                            f"ready({self.id!r}) of suite {suite_name!r} {exc}; none of user "
+                            f"{self.id!r}'s cases is recorded (raise --eval-ingest-timeout if "
+                            "the system's processing is this slow)"
+                        )
                     except BaseException as exc:  # user code: fail this user's cases only
                         self._error = _setup_error(self.id, suite_name, exc)
                 self._done = True
@@ -73,6 +106,32 @@ class SuiteUser:
 
 class UserSetupError(CaseFileError):
     """`setup_user` raised: every case of that user errors with this, the others run."""
+
+
+class IngestTimeout(Exception):
+    """`ready(user, result)` stayed false for the whole --eval-ingest-timeout."""
+
+
+def wait_until_ready(
+    ready: Callable[[Any, Any], Any],
+    user: UserData,
+    result: Any,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Poll the system's `ready(user, result)` with back-off until it is true (as Zep's harness
+    waits for a user's graph to be processed): the seconds waited. Raises IngestTimeout when it
+    is still false after `timeout` seconds."""
+    started = clock()
+    pause = FIRST_POLL
+    while not ready(user, result):
+        waited = clock() - started
+        if waited >= timeout:
+            raise IngestTimeout(f"was still false after {waited:.1f} s (--eval-ingest-timeout)")
+        sleep(min(pause, max(timeout - waited, 0.0)))
+        pause = min(pause * 2, LAST_POLL)
+    return clock() - started
 
 
 def _setup_error(user_id: str, suite_name: str, exc: BaseException) -> BaseException:
@@ -129,10 +188,13 @@ def build_users(
     users: list[Any],
     rootdir: Path,
     hash_file: Callable[[str, str], str],
+    ingestion: dict[str, Any] | None = None,
+    ready_timeout: float | None = None,
 ) -> dict[str, SuiteUser | CaseFileError]:
     """Each declared user (schema.User) as a SuiteUser, or the error its cases get (a missing or
     outside file errors only that user's cases). `hash_file(path, where)` hashes one path
-    relative to the rootdir, raising CaseFileError starting with `where`."""
+    relative to the rootdir, raising CaseFileError starting with `where`. `ingestion`: the
+    suite's ingestion settings, handed to `setup_user` as `user.ingestion`."""
     built: dict[str, SuiteUser | CaseFileError] = {}
     for user in users:
         try:
@@ -143,7 +205,7 @@ def build_users(
         except CaseFileError as exc:
             built[user.id] = exc
             continue
-        data = UserData(id=user.id)
+        data = UserData(id=user.id, ingestion=ingestion)
         for field, paths in user.files().items():
             absolute = [(rootdir / path).resolve() for path in paths]
             listed = isinstance((user.model_extra or {})[field], list)
@@ -154,5 +216,6 @@ def build_users(
             content_hash({field: entries for field, entries in hashed.items()}),
             user_label(hashed),
             data,
+            DEFAULT_READY_TIMEOUT if ready_timeout is None else ready_timeout,
         )
     return built

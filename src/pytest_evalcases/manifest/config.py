@@ -108,6 +108,7 @@ def suite_config(
         },
         "settings": dict(sorted(settings.items())),
         **_users(ctx),
+        **({"ingestion": suite.ingestion} if suite.ingestion is not None else {}),
     }
 
 

@@ -127,6 +127,7 @@ class RunSummary:
         self._recorded = self._replayed = self._stale = self._missing = 0
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
+        self._ready_waits: dict[str, float] = {}  # user -> seconds its ready() was polled
         self._dry_run = 0  # run and judged by --live-dry-run, not written
         self._interrupted = 0  # not run: user code raised KeyboardInterrupt
         self._calibration: list[Mapping[str, Any]] = []  # scored calibration cases (a few)
@@ -187,6 +188,9 @@ class RunSummary:
         self._replayed += status in ("replayed", "replayed_http")
         self._replayed_http += status == "replayed_http"
         self._interrupted += status == "not_run" and "interrupted (" in str(recording.get("note"))
+        if recording.get("ready_wait_s") is not None:  # the user's ready() was waited for
+            user = str(result.get("user") or result.get("group"))
+            self._ready_waits[user] = recording["ready_wait_s"]
         secrets = recording.get("redacted") or 0
         self._secrets += secrets
         self._redacted_recordings += bool(secrets)
@@ -262,6 +266,12 @@ class RunSummary:
             f"{len(orphans)} orphaned{orphan_note}"
             + (f", {self._interrupted} interrupted" if self._interrupted else ""),
         ]
+        if self._ready_waits:
+            longest = sorted(self._ready_waits.items(), key=lambda kv: (-kv[1], kv[0]))
+            shown = ", ".join(f"{user} {seconds:.1f} s" for user, seconds in longest[:5])
+            more = f" (+{len(longest) - 5} more)" if len(longest) > 5 else ""
+            count = f"{len(longest)} user{'s' * (len(longest) != 1)}"
+            lines.append(f"ingestion: waited for ready() of {count}: {shown}{more}")
         if self._secrets:
             lines.append(redaction_summary(self._secrets, self._redacted_recordings))
         lines += [f"  orphan: {path}" for path in orphans]

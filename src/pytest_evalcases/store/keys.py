@@ -52,6 +52,15 @@ def suite_key_fields(
     return key
 
 
+def ingestion_key(settings: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """A suite's `"ingestion"` settings (ontology, instructions, chunk size, ...) as key fields
+    `ingestion.<name>` and their labels: a changed setting stales every case of the suite and
+    the message names it, as it names a changed fingerprint entry."""
+    fields = {f"ingestion.{name}": content_hash(value) for name, value in settings.items()}
+    labels = {f"ingestion.{name}": fingerprint_label(value) for name, value in settings.items()}
+    return fields, {name: label for name, label in labels.items() if label is not None}
+
+
 def recording_key(
     suite_fields: Mapping[str, str], system_view: Mapping[str, Any]
 ) -> dict[str, str]:
