@@ -38,6 +38,7 @@ def judge_options(suite: Suite) -> dict[str, Any]:
         "strict": suite.strict,
         "correctness_criteria": suite.correctness_criteria or DEFAULT_CORRECTNESS_CRITERIA,
         "accept_partial": suite.accept_partial,
+        "rubric_scale": suite.rubric_scale,
     }
 
 
@@ -47,16 +48,24 @@ def stage_params(stage: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"strict": bool(options["strict"])}
     if stage == "correctness":
         return {"criteria_sha": content_hash(options["correctness_criteria"])}
+    if stage == "rubric" and options.get("rubric_scale", "binary") != "binary":
+        # the binary scale adds nothing: verdicts recorded before the half scale stay valid
+        return {"scale": options["rubric_scale"]}
     return {}
 
 
 @functools.lru_cache(maxsize=256)
 def _suite_part(
-    stage: str, strict: bool, criteria: str, judge_id: str | None, judge_version: str | None
+    stage: str,
+    strict: bool,
+    criteria: str,
+    rubric_scale: str,
+    judge_id: str | None,
+    judge_version: str | None,
 ) -> tuple[tuple[str, str], ...]:
     """The fields of a verdict key that every case of a suite shares, hashed once per run (a
     replay checks every verdict of every case against them)."""
-    options = {"strict": strict, "correctness_criteria": criteria}
+    options = {"strict": strict, "correctness_criteria": criteria, "rubric_scale": rubric_scale}
     key = [("params", content_hash(stage_params(stage, options)))]
     if judge_id is not None:
         key += [("judge", content_hash(judge_id)), ("judge_version", content_hash(judge_version))]
@@ -88,6 +97,7 @@ def verdict_key(
             stage.name,
             bool(options["strict"]),
             options["correctness_criteria"],
+            options.get("rubric_scale", "binary"),
             judge_id,
             judge_version,
         )
@@ -111,6 +121,8 @@ def verdict_labels(
         found["params"] = f"strict={'true' if options['strict'] else 'false'}"
     elif stage.name == "correctness":
         found["params"] = value_label(options["correctness_criteria"])
+    elif stage.name == "rubric":
+        found["params"] = f"scale={options.get('rubric_scale', 'binary')}"
     if judge_id is not None:
         found["judge"] = name_label(judge_id)
         found["judge_version"] = name_label(judge_version or "")
