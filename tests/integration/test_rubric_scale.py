@@ -126,7 +126,7 @@ def test_binary_verdict_stale_on_the_half_scale_then_half_grade_replayed(
 
     project.edit_suite("cases/geo.json", lambda doc: doc.update(rubric={"scale": "half"}))
     stale = project.run("-p", "no:cacheprovider")
-    assert "params changed (scale=binary -> scale=half)" in output(stale)
+    assert "rubric.scale added (- -> half)" in output(stale)
     assert "stale" in error_block(stale, "paris").lower()
 
     assert_not_aborted(project.run("--live-judges", "-p", "no:cacheprovider"))
@@ -145,4 +145,4 @@ def test_binary_verdict_stale_on_the_half_scale_then_half_grade_replayed(
 
     project.edit_suite("cases/geo.json", lambda doc: doc.pop("rubric"))
     back = project.run("-p", "no:cacheprovider")
-    assert "params changed (scale=half -> scale=binary)" in output(back)
+    assert "rubric.scale removed (half -> -)" in output(back)

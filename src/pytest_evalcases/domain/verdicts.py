@@ -48,10 +48,18 @@ def stage_params(stage: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"strict": bool(options["strict"])}
     if stage == "correctness":
         return {"criteria_sha": content_hash(options["correctness_criteria"])}
-    if stage == "rubric" and options.get("rubric_scale", "binary") != "binary":
-        # the binary scale adds nothing: verdicts recorded before the half scale stay valid
-        return {"scale": options["rubric_scale"]}
     return {}
+
+
+# The verdict key field of the rubric stage's scale (the suite's `"rubric": {"scale": ...}`),
+# present only off the binary default: verdicts and labels recorded before the half scale stay
+# as they are, and a change reads `rubric.scale added (- -> half)`.
+RUBRIC_SCALE_FIELD = "rubric.scale"
+
+
+def _rubric_scale(stage: str, options: dict[str, Any]) -> str | None:
+    scale = options.get("rubric_scale", "binary")
+    return scale if stage == "rubric" and scale != "binary" else None
 
 
 @functools.lru_cache(maxsize=256)
@@ -67,6 +75,9 @@ def _suite_part(
     replay checks every verdict of every case against them)."""
     options = {"strict": strict, "correctness_criteria": criteria, "rubric_scale": rubric_scale}
     key = [("params", content_hash(stage_params(stage, options)))]
+    scale = _rubric_scale(stage, options)
+    if scale is not None:
+        key.append((RUBRIC_SCALE_FIELD, content_hash(scale)))
     if judge_id is not None:
         key += [("judge", content_hash(judge_id)), ("judge_version", content_hash(judge_version))]
     return tuple(key)
@@ -121,8 +132,7 @@ def verdict_labels(
         found["params"] = f"strict={'true' if options['strict'] else 'false'}"
     elif stage.name == "correctness":
         found["params"] = value_label(options["correctness_criteria"])
-    elif stage.name == "rubric":
-        found["params"] = f"scale={options.get('rubric_scale', 'binary')}"
+    found[RUBRIC_SCALE_FIELD] = _rubric_scale(stage.name, options)
     if judge_id is not None:
         found["judge"] = name_label(judge_id)
         found["judge_version"] = name_label(judge_version or "")

@@ -110,11 +110,17 @@ class TestVerdictKey:
             stage, judged, before, "lexical", "lexical-1"
         )
 
-    def test_the_half_scale_changes_the_params_field_only(self):
+    def test_the_half_scale_adds_the_rubric_scale_field_only(self):
         stage, judged = STAGES["rubric"], case()
         binary, half = judge_options(suite()), judge_options(suite(**HALF))
         old = verdict_key(stage, judged, binary, "lexical", "lexical-1")
         new = verdict_key(stage, judged, half, "lexical", "lexical-1")
-        assert {field for field in old if old[field] != new[field]} == {"params"}
-        assert verdict_labels(stage, judged, half, "lexical", "x")["params"] == "scale=half"
-        assert verdict_labels(stage, judged, binary, "lexical", "x")["params"] == "scale=binary"
+        assert set(new) - set(old) == {"rubric.scale"}
+        assert all(new[field] == old[field] for field in old)
+        assert verdict_labels(stage, judged, half, "lexical", "x")["rubric.scale"] == "half"
+        assert "rubric.scale" not in verdict_labels(stage, judged, binary, "lexical", "x")
+
+    def test_other_stages_never_get_the_field(self):
+        half = judge_options(suite(**HALF))
+        judged = validate_case({"id": "c", "input": "q", "reference": "r"})
+        assert "rubric.scale" not in verdict_key(STAGES["correctness"], judged, half, None, None)
