@@ -8,9 +8,10 @@ for, built from the items in the prompt itself (one verdict per claim, per sente
 
 Verdicts are steered by markers in the test data: an item containing POISON ("zzz") is judged
 bad (contradicted claim, unsupported sentence, irrelevant node, WRONG answer, INSUFFICIENT
-context, GEval score 2/10, rubric item not met); an item containing BORDERLINE ("yyy") gets
-"borderline" where the vocabulary allows it (PARTIAL context, GEval 5/10); everything else is good
-(GEval 9/10).
+context, GEval score 2/10, rubric item not met or graded 0); an item containing BORDERLINE
+("yyy") gets "borderline" where the vocabulary allows it (PARTIAL context, GEval 5/10, a half-scale
+rubric item graded 0.5); a half-scale rubric item containing OFF_SCALE ("xxx") is graded 0.7;
+everything else is good (GEval 9/10, rubric item met or graded 1).
 
 Faults are scripted per request (`fail_next`), latency is configurable, and every request is
 recorded together with the client's port (one port = one reused connection) and the highest
@@ -40,6 +41,7 @@ import pytest_asyncio
 
 POISON = "zzz"
 BORDERLINE = "yyy"
+OFF_SCALE = "xxx"  # a half-scale rubric item holding it is graded 0.7: off the 0 / 0.5 / 1 scale
 
 FaultKind = Literal[
     "429",
@@ -147,6 +149,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("completeness", "Task: grade context completeness."),
     ("accuracy_unanswerable", "Task: grade answer accuracy for an unanswerable question."),
     ("accuracy", "Task: grade answer accuracy."),
+    ("rubric_item_half", "Task: grade one rubric item on a three-point scale."),
     ("rubric_item", "Task: grade one rubric item."),
     ("faithfulness_truths", 'with the "truths" key'),
     ("faithfulness_claims", 'with the "claims" key'),
@@ -287,6 +290,11 @@ def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
         item = _after(prompt, "<rubric_item>\n", "\n</rubric_item>")
         met = POISON not in item
         return {"reason": f"canned: {'met' if met else 'not met'}", "met": met}
+    if kind == "rubric_item_half":  # POISON: 0, BORDERLINE: 0.5, OFF_SCALE: 0.7, else 1
+        item = _after(prompt, "<rubric_item>\n", "\n</rubric_item>")
+        grade = 0 if POISON in item else 0.5 if BORDERLINE in item else 1
+        grade = 0.7 if OFF_SCALE in item else grade
+        return {"reason": f"canned: graded {grade}", "grade": grade}
     raise ValueError(f"no canned reply for {kind!r}")
 
 

@@ -417,6 +417,19 @@ class GraphOptions(BaseModel):
     _aliases: dict[str, str] | None = PrivateAttr(default=None)
 
 
+# How a rubric item is graded: "binary" met (1) or not (0); "half" 0, 0.5 (partly met) or 1, as
+# BEAM grades each criterion. One scale per suite: every case's grades then mean the same.
+RubricScale = Literal["binary", "half"]
+
+
+class RubricOptions(BaseModel):
+    """The `rubric` stage's suite settings (see stages/rubric.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scale: RubricScale = "binary"
+
+
 class CitationOptions(BaseModel):
     """The `citations` stage's suite settings."""
 
@@ -499,11 +512,16 @@ class Suite(BaseModel):
     totals: list[Total] = []
     graph: GraphOptions | None = None
     citations: CitationOptions | None = None
+    rubric: RubricOptions | None = None
     answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
     # Case fields for the system whose names are near a case field's (`references`): without
     # this, such a field is taken for a typo of the case field and errors its case.
     system_fields: list[str] = []
     cases: list[Any]  # validated one by one, so one bad case errors only itself
+
+    @property
+    def rubric_scale(self) -> str:
+        return self.rubric.scale if self.rubric is not None else "binary"
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:
         if stage in self.thresholds:

@@ -15,6 +15,7 @@ from .schema import (
     CitationOptions,
     GraphOptions,
     RubricItem,
+    RubricOptions,
     Suite,
     ToolExpectation,
     TurnModel,
@@ -58,9 +59,21 @@ def _field_path(loc: tuple[Any, ...], prefix: str = "") -> str:
 # (a union member: `turns[0].TurnModel.refrence`) or title, and suite fields holding one.
 _STRICT_MODELS = {
     model.__name__: model
-    for model in (Suite, TurnModel, ToolExpectation, RubricItem, GraphOptions, CitationOptions)
+    for model in (
+        Suite,
+        TurnModel,
+        ToolExpectation,
+        RubricItem,
+        GraphOptions,
+        CitationOptions,
+        RubricOptions,
+    )
 }
-_STRICT_SUITE_FIELDS = {"graph": GraphOptions, "citations": CitationOptions}
+_STRICT_SUITE_FIELDS = {
+    "graph": GraphOptions,
+    "citations": CitationOptions,
+    "rubric": RubricOptions,
+}
 
 
 def _did_you_mean(item: Any, title: str) -> str:

@@ -38,6 +38,7 @@ def judge_options(suite: Suite) -> dict[str, Any]:
         "strict": suite.strict,
         "correctness_criteria": suite.correctness_criteria or DEFAULT_CORRECTNESS_CRITERIA,
         "accept_partial": suite.accept_partial,
+        "rubric_scale": suite.rubric_scale,
     }
 
 
@@ -50,14 +51,33 @@ def stage_params(stage: str, options: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+# The verdict key field of the rubric stage's scale (the suite's `"rubric": {"scale": ...}`),
+# present only off the binary default: verdicts and labels recorded before the half scale stay
+# as they are, and a change reads `rubric.scale added (- -> half)`.
+RUBRIC_SCALE_FIELD = "rubric.scale"
+
+
+def _rubric_scale(stage: str, options: dict[str, Any]) -> str | None:
+    scale = options.get("rubric_scale", "binary")
+    return scale if stage == "rubric" and scale != "binary" else None
+
+
 @functools.lru_cache(maxsize=256)
 def _suite_part(
-    stage: str, strict: bool, criteria: str, judge_id: str | None, judge_version: str | None
+    stage: str,
+    strict: bool,
+    criteria: str,
+    rubric_scale: str,
+    judge_id: str | None,
+    judge_version: str | None,
 ) -> tuple[tuple[str, str], ...]:
     """The fields of a verdict key that every case of a suite shares, hashed once per run (a
     replay checks every verdict of every case against them)."""
-    options = {"strict": strict, "correctness_criteria": criteria}
+    options = {"strict": strict, "correctness_criteria": criteria, "rubric_scale": rubric_scale}
     key = [("params", content_hash(stage_params(stage, options)))]
+    scale = _rubric_scale(stage, options)
+    if scale is not None:
+        key.append((RUBRIC_SCALE_FIELD, content_hash(scale)))
     if judge_id is not None:
         key += [("judge", content_hash(judge_id)), ("judge_version", content_hash(judge_version))]
     return tuple(key)
@@ -88,6 +108,7 @@ def verdict_key(
             stage.name,
             bool(options["strict"]),
             options["correctness_criteria"],
+            options.get("rubric_scale", "binary"),
             judge_id,
             judge_version,
         )
@@ -111,6 +132,7 @@ def verdict_labels(
         found["params"] = f"strict={'true' if options['strict'] else 'false'}"
     elif stage.name == "correctness":
         found["params"] = value_label(options["correctness_criteria"])
+    found[RUBRIC_SCALE_FIELD] = _rubric_scale(stage.name, options)
     if judge_id is not None:
         found["judge"] = name_label(judge_id)
         found["judge_version"] = name_label(judge_version or "")

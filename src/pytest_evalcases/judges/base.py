@@ -25,6 +25,8 @@ JUDGED_STAGES: tuple[str, ...] = tuple(JUDGE_READS)
 
 COMPLETENESS_SCORES: dict[str, float] = {"COMPLETE": 1.0, "PARTIAL": 0.5, "INSUFFICIENT": 0.0}
 ACCURACY_SCORES: dict[str, float] = {"CORRECT": 1.0, "WRONG": 0.0}
+# The grades a rubric item may get on each scale (the suite's `"rubric": {"scale": ...}`).
+RUBRIC_SCALES: dict[str, tuple[float, ...]] = {"binary": (0.0, 1.0), "half": (0.0, 0.5, 1.0)}
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,22 @@ class StageOptions:
 
     strict: bool = False
     correctness_criteria: str = DEFAULT_CORRECTNESS_CRITERIA
+    rubric_scale: str = "binary"  # "half": each rubric item graded 0, 0.5 or 1
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any] | None) -> StageOptions:
         options = options or {}
         criteria = options.get("correctness_criteria") or DEFAULT_CORRECTNESS_CRITERIA
-        return cls(strict=bool(options.get("strict", False)), correctness_criteria=str(criteria))
+        scale = str(options.get("rubric_scale") or "binary")
+        if scale not in RUBRIC_SCALES:
+            raise JudgeInputError(
+                f"unknown rubric scale {scale!r}; the scales are: {', '.join(RUBRIC_SCALES)}"
+            )
+        return cls(
+            strict=bool(options.get("strict", False)),
+            correctness_criteria=str(criteria),
+            rubric_scale=scale,
+        )
 
 
 @dataclass
@@ -102,6 +114,8 @@ class Judge(ABC):
             return {"strict": opts.strict}
         if stage == "correctness":
             return {"criteria_sha": criteria_sha(opts.correctness_criteria)}
+        if stage == "rubric" and opts.rubric_scale != "binary":
+            return {"scale": opts.rubric_scale}
         return {}
 
     def reads(self, stage: str) -> tuple[str, ...]:
@@ -121,7 +135,7 @@ class Judge(ABC):
             try:
                 if "answer" in STAGE_READS[stage] and not data.answer.strip():
                     # deepeval refuses an empty answer; an empty answer is a real outcome, score 0.
-                    grade = _empty_answer_grade(stage, data)
+                    grade = _empty_answer_grade(stage, data, opts)
                 else:
                     grade = await self._grade(stage, data, opts)
                 score = float(grade.score)
@@ -181,21 +195,47 @@ def _check_input(stage: str, data: JudgeInput) -> None:
         )
 
 
-def _empty_answer_grade(stage: str, data: JudgeInput) -> Grade:
+def _empty_answer_grade(stage: str, data: JudgeInput, options: StageOptions) -> Grade:
     if stage == "rubric":
         return rubric_grade(
-            [(text, weight, False, "the answer is empty") for text, weight in data.rubric]
+            [(text, weight, 0.0, "the answer is empty") for text, weight in data.rubric],
+            options.rubric_scale,
         )
     return Grade(0.0, "the answer is empty", "WRONG" if stage == "answer_accuracy" else None)
 
 
-def rubric_grade(graded: list[tuple[str, float, bool, str]]) -> Grade:
-    """A rubric verdict from (item, weight, met, why) per item: score = weighted share met."""
+def grade_word(grade: float) -> str:
+    """How a half-scale grade reads in a reason: `1 met`, `0.5 partly`, `0 unmet`."""
+    return "1 met" if grade == 1.0 else "0.5 partly" if grade == 0.5 else "0 unmet"
+
+
+def rubric_grade(graded: list[tuple[str, float, float, str]], scale: str = "binary") -> Grade:
+    """A rubric verdict from (item, weight, grade, why) per item: score = the weighted mean of
+    the grades. On the binary scale a grade is 0 or 1 and an item records `met`; on the half
+    scale 0, 0.5 or 1, recorded as `grade`. A grade off the scale is a JudgeError."""
+    allowed = RUBRIC_SCALES[scale]
+    for text, _, grade, _ in graded:
+        if grade not in allowed:
+            raise JudgeError(
+                f"rubric item {text!r} graded {grade:g}, not one of "
+                f"{', '.join(f'{g:g}' for g in allowed)} ({scale} scale); a grade off the scale "
+                "is a judge error, never a score"
+            )
     total = sum(weight for _, weight, _, _ in graded)
-    score = sum(weight for _, weight, met, _ in graded if met) / total
-    unmet = [text for text, _, met, _ in graded if not met]
-    reason = f"{len(graded) - len(unmet)} of {len(graded)} rubric items met" + (
-        "; unmet: " + "; ".join(unmet) if unmet else ""
+    score = sum(weight * grade for _, weight, grade, _ in graded) / total
+    if scale == "binary":
+        unmet = [text for text, _, grade, _ in graded if not grade]
+        reason = f"{len(graded) - len(unmet)} of {len(graded)} rubric items met" + (
+            "; unmet: " + "; ".join(unmet) if unmet else ""
+        )
+        items = [
+            {"item": text, "met": bool(grade), "reason": why} for text, _, grade, why in graded
+        ]
+        return Grade(score, reason, details={"items": items})
+    short = [f"{grade_word(grade)}: {text}" for text, _, grade, _ in graded if grade < 1.0]
+    credit = sum(grade for _, _, grade, _ in graded)
+    reason = f"{credit:g} of {len(graded)} rubric items' credit" + (
+        "; " + "; ".join(short) if short else ""
     )
-    items = [{"item": text, "met": met, "reason": why} for text, _, met, why in graded]
-    return Grade(score, reason, details={"items": items})
+    items = [{"item": text, "grade": grade, "reason": why} for text, _, grade, why in graded]
+    return Grade(score, reason, details={"items": items, "scale": scale})

@@ -58,9 +58,11 @@ from .prompts import (
     AnswerAccuracyGrade,
     ContextCompletenessGrade,
     RubricItemGrade,
+    RubricItemHalfGrade,
     answer_accuracy_prompt,
     check_grader_reply,
     context_completeness_prompt,
+    rubric_item_half_prompt,
     rubric_item_prompt,
     unanswerable_accuracy_prompt,
 )
@@ -382,9 +384,15 @@ class DeepEvalJudge(Judge):
                 {"unanswerable": data.unanswerable},
             )
         if stage == "rubric":  # item by item, the requests in flight together
+            half = options.rubric_scale == "half"
+            prompt, schema = (
+                (rubric_item_half_prompt, RubricItemHalfGrade)
+                if half
+                else (rubric_item_prompt, RubricItemGrade)
+            )
             graded = await asyncio.gather(
                 *(
-                    self._ask(rubric_item_prompt(data.input, data.answer, text), RubricItemGrade)
+                    self._ask(prompt(data.input, data.answer, text), schema)
                     for text, _ in data.rubric
                 )
             )
@@ -392,9 +400,15 @@ class DeepEvalJudge(Judge):
                 check_grader_reply(self.id, stage, grade)
             return rubric_grade(
                 [
-                    (text, weight, grade.met, detail_text(grade.reason))
+                    (
+                        text,
+                        weight,
+                        grade.grade if half else float(grade.met),
+                        detail_text(grade.reason),
+                    )
                     for (text, weight), grade in zip(data.rubric, graded, strict=True)
-                ]
+                ],
+                options.rubric_scale,
             )
         model = await self.model()
         criteria = options.correctness_criteria

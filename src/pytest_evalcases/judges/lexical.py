@@ -36,6 +36,8 @@ Stages (scores in [0, 1])
   include, give, provide, answer, response...); score = weighted share of met items. An item
   left without content words is unmet. Negation is ignored here too: "does not promise a
   refund" is met by an answer that promises one.
+  On the half scale (the suite's `"rubric": {"scale": "half"}`) an item holding all its content
+  words grades 1, at least half of them 0.5 (partly met), fewer 0; score = weighted mean grade.
 - answer_accuracy: CORRECT (1.0) when the answer is not an abstention and holds at least 80% of
   the reference's distinct content words, else WRONG (0.0). For `unanswerable` cases: CORRECT
   exactly when the answer is an abstention.
@@ -68,6 +70,7 @@ COMPLETE_RATIO = 0.9
 PARTIAL_RATIO = 0.4
 ACCURACY_RATIO = 0.8
 RUBRIC_RATIO = 0.6
+RUBRIC_HALF_RATIO = 0.5  # half scale: this share of an item's content words grades 0.5
 
 STOP_WORDS = frozenset(
     """
@@ -193,6 +196,13 @@ RUBRIC_META_WORDS = frozenset(
     for word in """mention state say explain include give provide answer response reply note
     tell describe refer list cite clearly correctly""".split()
 )
+
+
+def _rubric_item_grade(share: float, scale: str) -> float:
+    """An item's grade from the share of its content words the answer holds."""
+    if scale == "half":
+        return 1.0 if share == 1.0 else 0.5 if share >= RUBRIC_HALF_RATIO else 0.0
+    return 1.0 if share >= RUBRIC_RATIO else 0.0
 
 
 class LexicalJudge(Judge):
@@ -346,15 +356,15 @@ class LexicalJudge(Judge):
                 key: word for key, word in terms(text).items() if key not in RUBRIC_META_WORDS
             }
             if not wanted:
-                graded.append((text, weight, False, "the item has no content words to look for"))
+                graded.append((text, weight, 0.0, "the item has no content words to look for"))
                 continue
             missing = [word for key, word in wanted.items() if key not in said]
             share = 1 - len(missing) / len(wanted)
             why = f"the answer holds {share:.0%} of the item's content words" + (
                 f" (missing: {', '.join(missing[:_MAX_ITEMS])})" if missing else ""
             )
-            graded.append((text, weight, share >= RUBRIC_RATIO, why))
-        return rubric_grade(graded)
+            graded.append((text, weight, _rubric_item_grade(share, options.rubric_scale), why))
+        return rubric_grade(graded, options.rubric_scale)
 
     def _answer_accuracy(self, data: JudgeInput, options: StageOptions) -> Grade:
         abstains = is_abstention(data.answer)

@@ -14,6 +14,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from .errors import JudgeError
 
+# A prompt added for a new option (the half rubric scale) leaves this as it is: no verdict was
+# recorded under it, and the others' prompts did not change.
 PROMPTS_REVISION = 1
 
 
@@ -42,6 +44,29 @@ class AnswerAccuracyGrade(BaseModel):
 class RubricItemGrade(BaseModel):
     reason: str = ""
     met: bool
+
+
+class RubricItemHalfGrade(BaseModel):
+    """A rubric item on the half scale: 0, 0.5 or 1, nothing else (0.7 does not fit, so the
+    request is retried and, if the judge insists, fails: never rounded into a grade)."""
+
+    reason: str = ""
+    grade: float
+
+    @field_validator("grade", mode="before")
+    @classmethod
+    def _on_the_scale(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip()
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"grade must be 0, 0.5 or 1, not {value!r}")
+        if value not in (0, 0.5, 1):
+            raise ValueError(f"grade must be 0, 0.5 or 1, not {value!r}")
+        return float(value)
 
 
 def check_grader_reply(judge_id: str, stage: str, reply: BaseModel) -> None:
@@ -187,4 +212,31 @@ not met. Other qualities of the answer do not matter here.
 
 Respond with a JSON object only, no other text, in exactly this form:
 {{"reason": "one sentence", "met": true or false}}
+"""
+
+
+def rubric_item_half_prompt(question: str, answer: str, item: str) -> str:
+    return f"""Task: grade one rubric item on a three-point scale.
+
+You are checking how far an ANSWER to a QUESTION meets one RUBRIC ITEM. Judge this item only,
+on what the answer says: paraphrases count. Other qualities of the answer do not matter here.
+Grade it:
+  1: the answer fully meets the item.
+  0.5: the answer partly meets the item (some of what it asks, or only vaguely).
+  0: the answer does not meet the item, only hints at it, or contradicts it.
+
+<question>
+{question.strip()}
+</question>
+
+<answer>
+{answer.strip()}
+</answer>
+
+<rubric_item>
+{item.strip()}
+</rubric_item>
+
+Respond with a JSON object only, no other text, in exactly this form:
+{{"reason": "one sentence", "grade": 0 or 0.5 or 1}}
 """

@@ -10,7 +10,12 @@ from .base import Stage
 STAGES: dict[str, Stage] = {}
 
 # Suite fields that configure one stage: giving one without running the stage is a mistake.
-STAGE_OPTIONS = {"graph": "graph", "citations": "citations", "answer_schema": "schema"}
+STAGE_OPTIONS = {
+    "graph": "graph",
+    "citations": "citations",
+    "answer_schema": "schema",
+    "rubric": "rubric",
+}
 
 
 def register(stage: Stage) -> Stage:
