@@ -51,6 +51,16 @@ def skipped(reason: str) -> StageResult:
     return StageResult(score=None, passed=None, reason=reason)
 
 
+def against_threshold(
+    what: str, score: float, threshold: float, note: str = "", metrics: dict | None = None
+) -> StageResult:
+    """A score that passes at its threshold, with the reason every such stage gives:
+    `<what> 0.67 >= 0.50<note>`."""
+    passed = score >= threshold
+    reason = f"{what} {score:.2f} {'>=' if passed else '<'} {threshold:.2f}{note}"
+    return StageResult(score, passed, reason, threshold, metrics=metrics)
+
+
 ScoreFn = Callable[[Case, dict[str, Any], Suite, dict[str, Any] | None], StageResult]
 # What a failure of the stage shows beside its reason: (label, text) lines from the case, the
 # trace and the suite, each value cut short unless `whole` (-vv) is set. See stages/shown.py.

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.schema import Case, Suite
-from .base import Stage, StageResult, skipped
+from .base import Stage, StageResult, against_threshold, skipped
 from .registry import register
 from .shown import context_shown
 from .text import normalized_tokens
@@ -46,16 +46,13 @@ def score_context_coverage(
         return skipped("no expected_context")
     context = [str(passage) for passage in trace.get("context") or []]
     covered = item_coverage(case.expected_context, context, trace.get("retrieved") or [])
-    score = sum(covered) / len(covered)
-    threshold = suite.threshold_for("context_coverage")
     whole = sum(1 for share in covered if share == 1.0)
-    op = ">=" if score >= threshold else "<"
-    reason = (
-        f"context coverage {score:.2f} {op} {threshold:.2f} ({whole} of {len(covered)} gold "
-        f"item{'' if len(covered) == 1 else 's'} fully covered)"
-    )
+    note = f" ({whole} of {len(covered)} gold item{'' if len(covered) == 1 else 's'} fully covered)"
     metrics = {"items": len(covered), "fully_covered": whole, "item_coverage": covered}
-    return StageResult(score, score >= threshold, reason, threshold, metrics=metrics)
+    threshold = suite.threshold_for("context_coverage")
+    return against_threshold(
+        "context coverage", sum(covered) / len(covered), threshold, note, metrics
+    )
 
 
 def show_context_coverage(

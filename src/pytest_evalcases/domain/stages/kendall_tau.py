@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.schema import Case, Suite
-from .base import Stage, StageResult, skipped
+from .base import Stage, StageResult, against_threshold, skipped
 from .registry import register
 from .shown import answer_shown
 from .text import normalized_tokens
@@ -25,9 +25,9 @@ def first_position(item: Sequence[str], answer: Sequence[str]) -> int | None:
     """Where the token run `item` first starts in `answer`, or None."""
     if not item:
         return None
-    width = len(item)
+    wanted, width = list(item), len(item)
     for start in range(len(answer) - width + 1):
-        if answer[start : start + width] == list(item):
+        if answer[start : start + width] == wanted:
             return start
     return None
 
@@ -82,11 +82,8 @@ def score_kendall_tau(case: Case, trace: dict[str, Any], suite: Suite, verdict: 
         return StageResult(
             0.0, False, "the answer ranks none of the items", threshold, metrics=metrics
         )
-    op = ">=" if tau >= threshold else "<"
-    reason = f"Kendall tau-b {tau:.2f} {op} {threshold:.2f}"
-    if unnamed:
-        reason += f"; not named (ranked last): {', '.join(unnamed)}"
-    return StageResult(tau, tau >= threshold, reason, threshold, metrics=metrics)
+    note = f"; not named (ranked last): {', '.join(unnamed)}" if unnamed else ""
+    return against_threshold("Kendall tau-b", tau, threshold, note, metrics)
 
 
 def show_kendall_tau(

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any
 
 from ...core.schema import Case, Suite
-from .base import Stage, StageResult, skipped
+from .base import Stage, StageResult, against_threshold, skipped
 from .porter import porter_stem
 from .registry import register
 from .shown import answer_and_reference
@@ -72,10 +72,9 @@ def score_locomo_f1(case: Case, trace: dict[str, Any], suite: Suite, verdict: An
     if case.reference is None and case.category != "adversarial":
         return skipped("no reference")
     score = locomo_f1(trace.get("answer", ""), case.reference or "", case.category)
-    threshold = suite.threshold_for("locomo_f1")
-    op = ">=" if score >= threshold else "<"
-    reason = f"LoCoMo F1 {score:.2f} {op} {threshold:.2f} ({case.category})"
-    return StageResult(score, score >= threshold, reason, threshold)
+    return against_threshold(
+        "LoCoMo F1", score, suite.threshold_for("locomo_f1"), f" ({case.category})"
+    )
 
 
 register(Stage("locomo_f1", score_locomo_f1, shows=answer_and_reference))

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...core.schema import Case, Suite
-from .base import Stage, StageResult, skipped
+from .base import Stage, StageResult, against_threshold, skipped
 from .registry import register
 from .shown import answer_and_reference
 from .text import normalize_text
@@ -70,13 +70,6 @@ def _golds(case: Case) -> list[str]:
     return [case.reference or "", *(case.reference_aliases or ())]
 
 
-def _result(stage: str, name: str, score: float, suite: Suite, note: str = "") -> StageResult:
-    threshold = suite.threshold_for(stage)
-    op = ">=" if score >= threshold else "<"
-    reason = f"{name} {score:.2f} {op} {threshold:.2f}{note}"
-    return StageResult(score, score >= threshold, reason, threshold)
-
-
 def _answer_stage(stage: str, name: str, score_one: Any, aliases: bool, answerable_only: bool):
     def score(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -> StageResult:
         if case.reference is None:
@@ -87,7 +80,7 @@ def _answer_stage(stage: str, name: str, score_one: Any, aliases: bool, answerab
         answer = trace.get("answer", "")
         best = max(score_one(answer, gold) for gold in golds)
         note = f" (best of {len(golds)} gold answers)" if len(golds) > 1 else ""
-        return _result(stage, name, best, suite, note)
+        return against_threshold(name, best, suite.threshold_for(stage), note)
 
     return score
 
@@ -106,7 +99,7 @@ def _facts_stage(stage: str, lower_titles: bool):
         if named is None:
             return skipped("the trace names no supporting_facts")
         f1 = set_f1(_facts(named, lower_titles), _facts(case.expected_facts, lower_titles))
-        return _result(stage, "supporting-fact F1", f1, suite)
+        return against_threshold("supporting-fact F1", f1, suite.threshold_for(stage))
 
     return score
 
@@ -117,7 +110,7 @@ def score_musique_sp_f1(case: Case, trace: dict[str, Any], suite: Suite, verdict
     if not case.expected_docs:
         return skipped("no expected_docs")
     f1 = set_f1(trace.get("retrieved") or [], case.expected_docs)
-    return _result("musique_sp_f1", "supporting-paragraph F1", f1, suite)
+    return against_threshold("supporting-paragraph F1", f1, suite.threshold_for("musique_sp_f1"))
 
 
 score_hotpotqa_em = _answer_stage("hotpotqa_em", "HotpotQA EM", exact_match, False, False)

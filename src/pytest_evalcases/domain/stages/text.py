@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from ...core.schema import Case, Suite
-from .base import Stage, StageResult, skipped
+from .base import Stage, StageResult, against_threshold, skipped
 from .registry import register
 from .shown import answer_and_reference
 
@@ -56,9 +56,7 @@ def score_token_f1(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any
     if case.reference is None:
         return skipped("no reference")
     f1 = token_f1(trace.get("answer", ""), case.reference)
-    threshold = suite.threshold_for("token_f1")
-    op = ">=" if f1 >= threshold else "<"
-    return StageResult(f1, f1 >= threshold, f"token F1 {f1:.2f} {op} {threshold:.2f}", threshold)
+    return against_threshold("token F1", f1, suite.threshold_for("token_f1"))
 
 
 register(Stage("exact_match", score_exact_match, shows=answer_and_reference))
