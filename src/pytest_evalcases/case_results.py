@@ -213,23 +213,23 @@ def _recording_info(
 
 
 def _judge_info(recorded: dict[str, Any]) -> dict[str, Any]:
-    """What the judge's verdicts cost and who made them."""
-    verdicts = [v for v in recorded.values() if isinstance(v, dict)]
-    if any(has_repeats(v) for v in verdicts):  # each repeat cost a judge call of its own
-        verdicts = [part for v in verdicts for part in [v, *(later_repeats(v) or ())]]
-    latencies = [v["latency_ms"] for v in verdicts if isinstance(v.get("latency_ms"), int | float)]
+    """What the judge's verdicts cost, how long each stage's took and who made them (each
+    repeat of a verdict was a judge call of its own: one pass over all of them)."""
+    calls: list[dict[str, Any]] = []
     by_stage: dict[str, float] = {}
     for stage, verdict in recorded.items():
-        if isinstance(verdict, dict):
-            parts = [verdict, *(later_repeats(verdict) or ())]
-            spent = [p["latency_ms"] for p in parts if isinstance(p.get("latency_ms"), int | float)]
-            if spent:
-                by_stage[stage] = sum(spent)
+        if not isinstance(verdict, dict):
+            continue
+        parts = [verdict, *(later_repeats(verdict) or ())] if has_repeats(verdict) else [verdict]
+        calls += parts
+        spent = [p["latency_ms"] for p in parts if isinstance(p.get("latency_ms"), int | float)]
+        if spent:
+            by_stage[stage] = sum(spent)
     return {
-        "judge_usage": _sum_usage(v.get("usage") for v in verdicts),
-        "judge_latency_ms": sum(latencies) if latencies else None,
+        "judge_usage": _sum_usage(call.get("usage") for call in calls),
+        "judge_latency_ms": sum(by_stage.values()) if by_stage else None,
         "judge_ms_by_stage": by_stage or None,
-        "judges": sorted({str(v["judge"]) for v in verdicts if v.get("judge")}),
+        "judges": sorted({str(call["judge"]) for call in calls if call.get("judge")}),
     }
 
 
