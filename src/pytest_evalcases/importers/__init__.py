@@ -21,7 +21,7 @@ from ..core.schema import Suite, ValidationError, validate_case
 from ..core.validation import format_validation_error
 from . import hotpotqa, locomo, musique, twowiki
 from .base import BenchmarkFormatError, Parsed, Unit, read_records
-from .sampling import SAMPLING, STRATIFIED, chosen, sample, stratified_sample
+from .sampling import SAMPLING, STRATIFIED, named_cases, sample, stratified_sample
 
 EXCLUSIONS_FILE = "exclusions.json"
 EXCLUSION_TOTAL = "without gold exclusions"
@@ -64,14 +64,14 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
         parsed = module.parse(options.file, records)
     _check_unique_ids(options.file, parsed.units)
     if options.ids is not None:
-        picked = chosen(parsed.units, _read_ids(options.ids), str(options.ids))
+        picked = named_cases(parsed.units, _read_ids(options.ids), str(options.ids))
     elif options.stratify is not None:
         picked = stratified_sample(parsed.units, options.limit, options.seed, options.stratify)
     else:
         picked = sample(parsed.units, options.limit, options.seed)
     excluded = None
     if options.exclude_ids is not None:
-        named = chosen(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
+        named = named_cases(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
         excluded = [unit.case["id"] for unit in named]
     suite, files = build_suite(parsed, picked, options, hashlib.sha256(raw).hexdigest(), excluded)
     _check_suite(options.file, suite)

@@ -74,7 +74,7 @@ def stratified_sample(units: list[Unit], limit: int | None, seed: int, field: st
     return [unit for i, unit in enumerate(units) if i in kept]
 
 
-def chosen(units: list[Unit], wanted: Sequence[str | int], source: str) -> list[Unit]:
+def named_cases(units: list[Unit], wanted: Sequence[str | int], source: str) -> list[Unit]:
     """Exactly the cases named, by id or by 0-based position in the file (an int, or a string of
     digits that is no case's id), in file order. An entry that names no case is an error naming
     it (nothing is written)."""
