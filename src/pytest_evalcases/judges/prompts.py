@@ -191,12 +191,13 @@ Respond with a JSON object only, no other text, in exactly this form:
 """
 
 
-def rubric_item_prompt(question: str, answer: str, item: str) -> str:
-    return f"""Task: grade one rubric item.
+def _rubric_prompt(
+    task: str, instructions: str, reply: str, question: str, answer: str, item: str
+) -> str:
+    """A rubric item's prompt: the task and how to judge it, the three texts, the reply form."""
+    return f"""Task: {task}
 
-You are checking whether an ANSWER to a QUESTION meets one RUBRIC ITEM. Judge this item only,
-on what the answer says: paraphrases count, an item the answer only hints at or contradicts is
-not met. Other qualities of the answer do not matter here.
+{instructions}
 
 <question>
 {question.strip()}
@@ -211,32 +212,40 @@ not met. Other qualities of the answer do not matter here.
 </rubric_item>
 
 Respond with a JSON object only, no other text, in exactly this form:
-{{"reason": "one sentence", "met": true or false}}
+{reply}
 """
 
 
-def rubric_item_half_prompt(question: str, answer: str, item: str) -> str:
-    return f"""Task: grade one rubric item on a three-point scale.
-
+RUBRIC_BINARY = """\
+You are checking whether an ANSWER to a QUESTION meets one RUBRIC ITEM. Judge this item only,
+on what the answer says: paraphrases count, an item the answer only hints at or contradicts is
+not met. Other qualities of the answer do not matter here."""
+RUBRIC_HALF = """\
 You are checking how far an ANSWER to a QUESTION meets one RUBRIC ITEM. Judge this item only,
 on what the answer says: paraphrases count. Other qualities of the answer do not matter here.
 Grade it:
   1: the answer fully meets the item.
   0.5: the answer partly meets the item (some of what it asks, or only vaguely).
-  0: the answer does not meet the item, only hints at it, or contradicts it.
+  0: the answer does not meet the item, only hints at it, or contradicts it."""
 
-<question>
-{question.strip()}
-</question>
 
-<answer>
-{answer.strip()}
-</answer>
+def rubric_item_prompt(question: str, answer: str, item: str) -> str:
+    return _rubric_prompt(
+        "grade one rubric item.",
+        RUBRIC_BINARY,
+        '{"reason": "one sentence", "met": true or false}',
+        question,
+        answer,
+        item,
+    )
 
-<rubric_item>
-{item.strip()}
-</rubric_item>
 
-Respond with a JSON object only, no other text, in exactly this form:
-{{"reason": "one sentence", "grade": 0 or 0.5 or 1}}
-"""
+def rubric_item_half_prompt(question: str, answer: str, item: str) -> str:
+    return _rubric_prompt(
+        "grade one rubric item on a three-point scale.",
+        RUBRIC_HALF,
+        '{"reason": "one sentence", "grade": 0 or 0.5 or 1}',
+        question,
+        answer,
+        item,
+    )
