@@ -265,10 +265,6 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
             code_fields = state.code_fingerprints.default_key_fields(spec, code_paths)
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
-        if suite.ingestion is not None:  # what setup_user ingests with keys every case
-            ingestion_fields, ingestion_labels = ingestion_key(suite.ingestion)
-            key_fields.update(ingestion_fields)
-            key_labels.update(ingestion_labels)
     except CaseFileError as exc:
         if isinstance(exc, UserInterrupt):  # the run stops once collected (plugin.py)
             state.interrupted = state.interrupted or exc.what
@@ -344,7 +340,8 @@ class ContextVariants:
         return variant
 
     def with_user(self, ctx: SuiteContext, user_id: str) -> SuiteContext:
-        """The context of one user's cases: the user's files as key field `user.<id>`."""
+        """The context of one user's cases: the user's files as key field `user.<id>`, and
+        the suite's ingestion settings (what `setup_user` ingests with) as `ingestion.<name>`."""
         known = ctx.users or {}
         user = known.get(user_id)
         if user is None:
@@ -363,6 +360,10 @@ class ContextVariants:
             labels = dict(ctx.key_labels)
             if user.label is not None:
                 labels[user.key_field] = user.label
+            if ctx.suite.ingestion is not None:
+                ingestion_fields, ingestion_labels = ingestion_key(ctx.suite.ingestion)
+                fields.update(ingestion_fields)
+                labels.update(ingestion_labels)
             variant = dataclasses.replace(ctx, key_fields=fields, key_labels=labels, user=user)
             self._users[shared] = variant
         return variant

@@ -82,6 +82,23 @@ def _mode(config: pytest.Config) -> str:
         raise pytest.UsageError(
             "--live, --live-stale and --live-judges cannot be combined: pick one"
         )
+    if config.getoption("eval_ingest_only"):
+        if judges:
+            raise pytest.UsageError(
+                "--eval-ingest-only runs the system's ingestion; --live-judges runs no system: "
+                "pick one"
+            )
+        if config.getoption("eval_replay_http"):
+            raise pytest.UsageError(
+                "--eval-ingest-only records ingestion against the real network; --replay-http "
+                "serves recorded answers: pick one"
+            )
+        if config.getoption("numprocesses", None) not in (None, 0, "0"):
+            raise pytest.UsageError(
+                "--eval-ingest-only ingests user by user in one process: run it without -n"
+            )
+        # Alone, it records what is missing or stale (an interrupted run resumes).
+        stale = stale or not live
     # --live-dry-run alone is a dry --live; with --live-stale or --live-judges, a dry one of those
     live = live or (config.getoption("eval_live_dry_run") and not (stale or judges))
     return LIVE if live else LIVE_STALE if stale else LIVE_JUDGES if judges else REPLAY
@@ -194,6 +211,16 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="longest wait for the system's ready(user, result) after setup_user (default 600); "
         "past it that user's cases are errors",
+    )
+    group.addoption(
+        "--eval-ingest-only",
+        dest="eval_ingest_only",
+        action="store_true",
+        default=False,
+        help="run and record only the ingestion (setup_user) of the selected cases' users, "
+        "user by user; a user whose recording is current is skipped (an interrupted run "
+        "resumes), with --live each is ingested again unless the system's user_ready says "
+        "its state is still there; no case runs",
     )
     group.addoption(
         "--eval-judge-repeats",
@@ -321,6 +348,7 @@ class Settings:
     timeout_override: float | None
     default_timeout: float
     ingest_timeout: float | None  # seconds ready(user, result) may stay false (None: 600)
+    ingest_only: bool  # --eval-ingest-only: the selected users' ingestion, no case
     judge_repeats_override: int | None
     default_judge_repeats: int | None
     runs_override: int | None
@@ -363,6 +391,7 @@ def read_settings(config: pytest.Config) -> Settings:
         timeout_override=_positive(config.getoption("eval_timeout"), "--eval-timeout"),
         default_timeout=_positive(config.getini("eval_timeout"), "ini eval_timeout"),
         ingest_timeout=_positive(config.getoption("eval_ingest_timeout"), "--eval-ingest-timeout"),
+        ingest_only=bool(config.getoption("eval_ingest_only")),
         judge_repeats_override=_count_setting(
             config.getoption("eval_judge_repeats"), "--eval-judge-repeats"
         ),

@@ -161,6 +161,12 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         from .system_sources import record_selected, system_source
 
         state.source = system_source(state)
+        if state.settings.ingest_only:
+            # start-up: only --eval-ingest-only ingests the selected users and runs no case
+            from .ingest_only import ingest_selected
+
+            state.source = ingest_selected(session, state)
+            return (yield)
     else:
         # start-up: the replay engine loads with the first case, not with the plugin
         from .sources import ReplaySource

@@ -41,6 +41,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "system_sources": (5, "pytest layer: the sources of runs that run the system"),
     "calibration_items": (5, "pytest layer: calibration nodes"),
     "batch": (5, "pytest layer: live batches"),
+    "ingest_only": (5, "pytest layer: --eval-ingest-only, the selected users' ingestion"),
     "case_results": (5, "pytest layer: one case's result dict, from its item"),
     "run_results": (5, "pytest layer: the run's results gathered as they arrive"),
     "run_end": (5, "pytest layer: the end of a run: reports, gate, terminal summary"),

@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import CaseFileError, UserCodeExit
+from ..core.errors import CaseFileError, EvalCaseError, UserCodeExit
 from ..core.hashing import LABEL_CHARS, SHOW_CHARS, content_hash
+from ..core.names import shown_name, unsafe_id_reason
 from .system import AttributeMapping
 
 USER_FIELD_PREFIX = "user."
@@ -42,8 +43,8 @@ class UserData(AttributeMapping):
 
 
 class SuiteUser:
-    """One declared user of a suite: its key field and label, its data, and whether the system
-    has been set up for it in this run (`setup_user` runs once per user, in worker threads)."""
+    """One declared user of a suite: its key field and label, its data, and its ingestion in
+    this run (done once per user, in worker threads: `once`)."""
 
     def __init__(
         self,
@@ -62,46 +63,60 @@ class SuiteUser:
         self.ready_timeout = ready_timeout
         self.result: Any = None  # what setup_user returned (a memory id, counts, usage, ...)
         self.ready_wait: float | None = None  # seconds `ready` was polled, when the system has it
+        # The ingestion's figures as the reports show them (engine/ingestion.py): set when it
+        # was recorded, reused or replayed in this run, or read from its recording.
+        self.ingestion: dict[str, Any] | None = None
+        self.figures_read = False  # the recording was looked at for `ingestion` (plain replay)
         self._lock = threading.Lock()
         self._done = False
         self._error: BaseException | None = None
 
-    def set_up(self, system_target: Any, suite_name: str) -> None:
-        """Call the system's `setup_user(user)` the first time; re-raise its error after."""
+    def once(self, work: Callable[[], None], suite_name: str) -> None:
+        """Run `work` (this user's ingestion) the first time; re-raise its error after. An
+        error of the system's code fails this user's cases only; a recording's (stale,
+        missing, broken) is the cases' own error."""
         with self._lock:
             if not self._done:
-                method = getattr(system_target, "setup_user", None)
-                if callable(method):
-                    try:
-                        self.result = method(self.data)
-                        ready = getattr(system_target, "ready", None)
-                        if callable(ready):
-                            self.ready_wait = wait_until_ready(
-                                ready, self.data, self.result, self.ready_timeout
-                            )
-                    except KeyboardInterrupt:
-                        raise
-                    except IngestTimeout as exc:
-                        self._error = UserSetupError(
-                            f"ready({self.id!r}) of suite {suite_name!r} {exc}; none of user "
-                            f"{self.id!r}'s cases is recorded (raise --eval-ingest-timeout if "
-                            "the system's processing is this slow)"
-                        )
-                    except BaseException as exc:  # user code: fail this user's cases only
-                        self._error = _setup_error(self.id, suite_name, exc)
+                try:
+                    work()
+                except KeyboardInterrupt:
+                    raise
+                except IngestTimeout as exc:
+                    self._error = UserSetupError(
+                        f"ready({self.id!r}) of suite {suite_name!r} {exc}; none of user "
+                        f"{self.id!r}'s cases is recorded (raise --eval-ingest-timeout if "
+                        "the system's processing is this slow)"
+                    )
+                except BaseException as exc:  # user code: fail this user's cases only
+                    self._error = _setup_error(self.id, suite_name, exc)
                 self._done = True
         if self._error is not None:
             raise self._error
 
-    async def aset_up(self, system_target: Any, suite_name: str) -> None:
-        """`set_up` for the event loop: in a worker thread the first time (it may ingest a lot),
+    async def aonce(self, work: Callable[[], None], suite_name: str) -> None:
+        """`once` for the event loop: in a worker thread the first time (it may ingest a lot),
         inline afterwards."""
         import asyncio  # live only
 
         if self._done:
-            self.set_up(system_target, suite_name)
+            self.once(work, suite_name)
         else:
-            await asyncio.to_thread(self.set_up, system_target, suite_name)
+            await asyncio.to_thread(self.once, work, suite_name)
+
+    def set_up(self, system_target: Any) -> float:
+        """Call the system's `setup_user(user)` (when it has one), keeping what it returns:
+        the seconds it took."""
+        method = getattr(system_target, "setup_user", None)
+        started = time.perf_counter()
+        if callable(method):
+            self.result = method(self.data)
+        return time.perf_counter() - started
+
+    def wait_ready(self, system_target: Any) -> None:
+        """Poll the system's `ready(user, result)` (when it has one) until it is true."""
+        ready = getattr(system_target, "ready", None)
+        if callable(ready):
+            self.ready_wait = wait_until_ready(ready, self.data, self.result, self.ready_timeout)
 
 
 class UserSetupError(CaseFileError):
@@ -135,7 +150,9 @@ def wait_until_ready(
 
 
 def _setup_error(user_id: str, suite_name: str, exc: BaseException) -> BaseException:
-    if type(exc).__name__ == "UnservedRequest":  # --replay-http: reads as a stale recording
+    # --replay-http's unserved request reads as a stale recording; a stale, missing or broken
+    # ingestion recording is an error of the recording, said as such.
+    if type(exc).__name__ == "UnservedRequest" or isinstance(exc, EvalCaseError):
         return exc
     what = (
         f"{type(exc).__name__}: {exc}"
@@ -197,6 +214,13 @@ def build_users(
     suite's ingestion settings, handed to `setup_user` as `user.ingestion`."""
     built: dict[str, SuiteUser | CaseFileError] = {}
     for user in users:
+        unsafe = unsafe_id_reason(user.id)
+        if unsafe:  # it names the user's ingestion recording, users/<id>.json
+            built[user.id] = CaseFileError(
+                f"user id {shown_name(user.id)} cannot name its ingestion recording: {unsafe}; "
+                'rename the user (in "users" and in its cases\' "user")'
+            )
+            continue
         try:
             hashed: dict[str, list[tuple[str, str]]] = {}
             for field, paths in user.files().items():

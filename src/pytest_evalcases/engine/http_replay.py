@@ -20,6 +20,7 @@ from ..http.router import CaseHttp, UnservedRequest
 from ..store.cassette import http_path, shown_path
 from ..store.http import interactions_hash, load_http
 from ..store.keys import REPLAY_HTTP_RUNS
+from .ingestion import ingest_offline
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import check_verdicts, checked_cassette
 from .save import save_recording
@@ -166,14 +167,14 @@ def run_offline(
     with http.case(CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts), sole=True):
         try:
             ctx.system.setup(suite)
-            if ctx.user is not None:
-                ctx.user.set_up(ctx.system.target, suite.name)
         except UnservedRequest as exc:
-            what = "setup(suite)" if ctx.user is None else "setup(suite) or setup_user(user)"
             raise StaleRecording(
-                f"{what} of {suite.name}: {str(exc).split(' — ')[0]}; --replay-http "
-                "cannot serve requests made in setup (they are not recorded)"
+                f"setup(suite) of {suite.name}: {str(exc).split(' — ')[0]}; --replay-http "
+                "cannot serve requests made in setup(suite) (they are not recorded: make them "
+                "in setup_user, whose ingestion is, or in run)"
             ) from None
+    if ctx.user is not None:  # its recorded ingestion replayed once, before its first case
+        ingest_offline(ctx, http)
     # A request field the suite calls volatile is fresh on every run: never matched on.
     ignore = suite.http_ignore + [entry for entry in suite.http_volatile if entry.startswith("$")]
     case_http = CaseHttp(where, exchanges, ignore, suite.allow_hosts)

@@ -44,6 +44,7 @@ from ..store.http import interactions_hash, load_http
 from ..store.keys import changed_fields, check_key, recording_key
 from ..store.redaction import redact_for_output
 from ..telemetry import NO_SPANS, CaseSpans
+from .ingestion import aingest_live
 from .judge_calls import judge_with_repeats
 from .limits import CaseSlots, Interrupted, recorded_cost_of
 from .recording import JudgeBinding, LiveRecording, Recording
@@ -236,7 +237,7 @@ async def record(
     else:
         for number in range(wanted):
             trace, run_exchanges, cost = await _run_system(
-                ctx, case, view, slots, http, spans, starts_case=number == 0
+                ctx, case, view, slots, http, spans, number == 0, mode, dry_run
             )
             exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
             spent += cost
@@ -388,16 +389,18 @@ async def _run_system(
     http: Callable[[], HttpLayer] | None,
     spans: CaseSpans = NO_SPANS,
     starts_case: bool = True,
+    mode: str = LIVE,
+    dry_run: bool = False,
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float]:
     """One system run in a system slot: its trace, its HTTP exchanges (with `http`) and cost.
     Set up only when a case really runs the system (not for --live-judges, nor when
-    --live-stale finds every recording current)."""
+    --live-stale finds every recording current); the user's ingestion too (engine/ingestion)."""
     exchanges = None
     async with slots.system(starts_case) if slots is not None else nullcontext():
         try:
             await ctx.system.asetup(ctx.suite)
             if ctx.user is not None:  # the user's data ingested once, before its first case
-                await ctx.user.aset_up(ctx.system.target, ctx.suite.name)
+                await aingest_live(ctx, http() if http else None, mode == LIVE, dry_run)
         except KeyboardInterrupt:
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span:

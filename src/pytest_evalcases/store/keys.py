@@ -22,7 +22,12 @@ from ..core.hashing import (
     value_label,
 )
 from ..core.word_diff import word_diff
-from ..domain.users import changed_user_files
+from ..domain.users import USER_FIELD_PREFIX, changed_user_files
+
+INGESTION_PREFIX = "ingestion."
+_INGESTION_KEY_PREFIXES = ("fingerprint.", "code.", INGESTION_PREFIX)
+# Key fields whose long labels (a prompt, an ontology) show as the words that changed.
+_TEXT_PREFIXES = ("fingerprint.", INGESTION_PREFIX)
 
 # Bump when the cassette layout or the meaning of a key field changes: every recording goes stale.
 # 2: code fingerprints in the key, content hashes of the trace and verdicts, HTTP recordings.
@@ -54,11 +59,31 @@ def suite_key_fields(
 
 def ingestion_key(settings: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     """A suite's `"ingestion"` settings (ontology, instructions, chunk size, ...) as key fields
-    `ingestion.<name>` and their labels: a changed setting stales every case of the suite and
-    the message names it, as it names a changed fingerprint entry."""
-    fields = {f"ingestion.{name}": content_hash(value) for name, value in settings.items()}
-    labels = {f"ingestion.{name}": fingerprint_label(value) for name, value in settings.items()}
+    `ingestion.<name>` and their labels: a changed setting stales every case of the suite's
+    users and the message names it, as it names a changed fingerprint entry."""
+    fields = {f"{INGESTION_PREFIX}{name}": content_hash(value) for name, value in settings.items()}
+    labels = {
+        f"{INGESTION_PREFIX}{name}": fingerprint_label(value) for name, value in settings.items()
+    }
     return fields, {name: label for name, label in labels.items() if label is not None}
+
+
+def user_ingestion_key(
+    key_fields: Mapping[str, str], labels: Labels, user_field: str
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The key of a user's ingestion recording, out of one of its cases' key: what
+    `setup_user` depends on (the user's files, the system and its fingerprint, the code, the
+    suite's ingestion settings), not what a case adds (its input, data files, judge). Every
+    field of it is a field of each of the user's cases too, so a change stales both."""
+    names = [
+        name
+        for name in key_fields
+        if name in ("format", "system", user_field) or name.startswith(_INGESTION_KEY_PREFIXES)
+    ]
+    return (
+        {name: key_fields[name] for name in names},
+        {name: labels[name] for name in names if name in labels},
+    )
 
 
 def recording_key(
@@ -121,6 +146,9 @@ def changed_fields(
     changed: "…in one sentence, only…" -> "…in two short sentences, only…"`."""
     changes = []
     names = sorted(recorded.keys() | current.keys())
+    # A user's case: its ingestion settings changed are said as a change of that ingestion.
+    users = [name for name in current if name.startswith(USER_FIELD_PREFIX)]
+    owner = users[0][len(USER_FIELD_PREFIX) :] if len(users) == 1 else None
     labelled = recorded_labels is not None
     if labelled and _differs("judge", recorded, current):
         names = [name for name in names if name != "judge_version"]  # it follows the judge
@@ -132,12 +160,12 @@ def changed_fields(
             if labelled:
                 label_old = (recorded_labels or {}).get(name) if old is not None else None
                 label_new = (current_labels or {}).get(name) if new is not None else None
-                if name.startswith("fingerprint.") and (
+                if name.startswith(_TEXT_PREFIXES) and (
                     is_long_label(label_old) or is_long_label(label_new)
                 ):
                     words = text_change(label_old, label_new)
                     if words is not None:
-                        changes.append(f"{name} changed: {words}")
+                        changes.append(_change(name, words, owner, words=True))
                         continue
                     # one side has no readable text: a long text is never shown whole
                     label_old = None if is_long_label(label_old) else label_old
@@ -150,8 +178,20 @@ def changed_fields(
                     if files is not None:
                         changes.append(f"{name} changed ({files})")
                         continue
-            changes.append(f"{name} {verb} ({shown_old} -> {shown_new})")
+            if verb == "changed":
+                changes.append(_change(name, f"{shown_old} -> {shown_new}", owner))
+            else:
+                changes.append(f"{name} {verb} ({shown_old} -> {shown_new})")
     return changes
+
+
+def _change(name: str, detail: str, owner: str | None, words: bool = False) -> str:
+    """`<name> changed (<old> -> <new>)`, or `<name> changed: <words>`; a setting of user
+    `owner`'s ingestion as a change of that ingestion: `ingestion.u-ana changed:
+    ingestion.ontology "…people…" -> "…people, pets…"`."""
+    if owner is not None and name.startswith(INGESTION_PREFIX):
+        return f"{INGESTION_PREFIX}{owner} changed: {name} {detail}"
+    return f"{name} changed: {detail}" if words else f"{name} changed ({detail})"
 
 
 def text_change(label_old: str | None, label_new: str | None) -> str | None:

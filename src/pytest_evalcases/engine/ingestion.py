@@ -1,0 +1,275 @@
+"""A suite user's ingestion as a recorded phase: `setup_user(user)` runs once per user before its
+first case, its HTTP exchanges and what it returned are recorded under
+`<cassettes>/<suite>/users/<id>.json` (and `.http.json`), and later runs reuse or replay it.
+
+- live (--live, --live-stale, --eval-ingest-only): a user whose recording is current is not
+  ingested again when the system's `user_ready(user, result)` says its ingested state is still
+  there; without `user_ready`, --live ingests again and --live-stale (and --eval-ingest-only)
+  reuse it. Otherwise `setup_user` runs with its HTTP recorded, `ready(user, result)` is polled,
+  and the recording is written (nothing is written when only timings and volatile values differ).
+- --replay-http: `setup_user` runs offline, its HTTP served from the recording (`ready` is not
+  polled: the processing it waits for happened when it was recorded).
+- plain replay runs no ingestion: the recording is read for its figures alone.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import CassetteError, MissingRecording, StaleRecording
+from ..http.match import parse_json_path
+from ..http.rerecord import keep_old_volatile, with_old_ids
+from ..http.router import CaseHttp, UnservedRequest
+from ..http.usage import exchanges_usage
+from ..http.volatile import Volatility
+from ..store.cassette import shown_path
+from ..store.http import http_document, interactions_hash, load_http, save_http
+from ..store.keys import REPLAY_HTTP_RUNS, changed_fields, stored_labels, user_ingestion_key
+from ..store.redaction import redact_secrets
+from ..store.user_recordings import (
+    RECORDED,
+    REPLAYED_HTTP,
+    REUSED,
+    build_user_recording,
+    figures_of,
+    load_user_recording,
+    save_user_recording,
+    user_http_path,
+    user_recording_path,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..domain.context import SuiteContext
+    from ..domain.users import SuiteUser
+    from ..http.router import HttpLayer
+
+RESULT_CAP = 1_000_000  # characters of JSON: a result is ids, counts and usage, not the data
+
+
+def ingest_live(ctx: SuiteContext, http: HttpLayer | None, redo: bool, dry_run: bool) -> None:
+    """Ingest the context's user for a live run, once per user per process (see the module's
+    docstring). `redo` (--live): ingest again unless `user_ready` says the state is still
+    there. `dry_run`: write nothing."""
+    user = ctx.user
+    assert user is not None
+    user.once(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
+
+
+async def aingest_live(
+    ctx: SuiteContext, http: HttpLayer | None, redo: bool, dry_run: bool
+) -> None:
+    """`ingest_live` for the event loop (in a worker thread the first time)."""
+    user = ctx.user
+    assert user is not None
+    await user.aonce(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
+
+
+def ingest_offline(ctx: SuiteContext, http: HttpLayer) -> None:
+    """--replay-http: run the context's user's ingestion offline, once, its HTTP served from
+    its recording. StaleRecording when it asks for what the recording does not hold."""
+    user = ctx.user
+    assert user is not None
+    user.once(lambda: _ingest_offline(ctx, user, http), ctx.suite.name)
+
+
+def _ingest_live(
+    ctx: SuiteContext, user: SuiteUser, http: HttpLayer | None, redo: bool, dry_run: bool
+) -> None:
+    target = ctx.system.target
+    if not callable(getattr(target, "setup_user", None)):
+        return  # nothing to ingest: the system reads its users' files itself
+    key, labels = user_ingestion_key(ctx.key_fields, ctx.key_labels, user.key_field)
+    old, before = _recording_there(ctx, user)
+    if old is not None and before is not None and old["key"] == key:
+        user_ready = getattr(target, "user_ready", None)
+        if callable(user_ready):  # the system knows whether its ingested state is still there
+            reuse = bool(user_ready(user.data, old.get("result")))
+        else:
+            reuse = not redo
+        if reuse:
+            user.result = old.get("result")
+            user.ingestion = figures_of(old, REUSED)
+            return
+    if http is None:  # no HTTP layer (never in a live run that records): nothing to record
+        user.set_up(target)
+        user.wait_ready(target)
+        return
+    with http.case(CaseHttp(_where(ctx, user))) as case_http:
+        duration = user.set_up(target)
+    # Outside the recording: how often ready() looks differs from run to run.
+    user.wait_ready(target)
+    exchanges = case_http.interactions
+    result = _recordable(user.result, ctx, user)
+    spent = exchanges_usage(exchanges)
+    usage, cost = _reported_usage(result)
+    figures = {
+        "duration_s": round(duration, 3),
+        "ready_wait_s": None if user.ready_wait is None else round(user.ready_wait, 3),
+        "requests": spent.requests,
+        "usage": usage if usage is not None else spent.usage,
+        "cost_usd": cost if cost is not None else spent.cost_usd,
+    }
+    doc = _save(ctx, user, key, labels, result, exchanges, figures, old, before, dry_run)
+    user.ingestion = figures_of(doc, RECORDED)
+
+
+def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None:
+    target = ctx.system.target
+    if not callable(getattr(target, "setup_user", None)):
+        return
+    path, http_file = _path(ctx, user), _http_path(ctx, user)
+    shown = shown_path(path, ctx.rootdir)
+    old = load_user_recording(path, ctx.rootdir)
+    exchanges: list[dict[str, Any]] = []
+    if old is not None:
+        key, labels = user_ingestion_key(ctx.key_fields, ctx.key_labels, user.key_field)
+        # The code runs today (as for a case under --replay-http): its change is no reason.
+        stale = changed_fields(
+            _without_code(old["key"]), _without_code(key), stored_labels(old, "key"), labels
+        )
+        if stale:
+            raise StaleRecording(
+                f"stale ingestion recording of user {user.id!r} ({shown}): {'; '.join(stale)}; "
+                "re-record it with --eval-ingest-only (or the user's cases with --live)"
+            )
+        exchanges = load_http(http_file, shown_path(http_file, ctx.rootdir)) or []
+        if interactions_hash(exchanges) != old["integrity"]["http"]:
+            raise CassetteError(
+                f"ingestion recording edited by hand: {shown_path(http_file, ctx.rootdir)} is "
+                f"not the HTTP recording {shown} names; re-record it with --eval-ingest-only"
+            )
+    suite = ctx.suite
+    ignore = suite.http_ignore + [entry for entry in suite.http_volatile if entry.startswith("$")]
+    case_http = CaseHttp(_where(ctx, user), exchanges, ignore, suite.allow_hosts)
+    with http.case(case_http, sole=True):
+        try:
+            user.set_up(target)
+        except UnservedRequest:
+            pass  # said below, whatever setup_user made of it
+    if case_http.problem:
+        if old is None:
+            raise MissingRecording(
+                f"no ingestion recording of user {user.id!r} ({shown}) to serve setup_user's "
+                f"requests ({case_http.problem.split(' — ')[0]}); record it with "
+                "--eval-ingest-only (or the user's cases with --live)"
+            )
+        raise StaleRecording(f"stale ingestion recording of user {user.id!r}: {case_http.problem}")
+    if old is not None:
+        user.ingestion = figures_of(old, REPLAYED_HTTP)
+
+
+def _recording_there(
+    ctx: SuiteContext, user: SuiteUser
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+    """The recording there is (None when there is none, or it cannot be read: a live run
+    records it anew) and its HTTP exchanges (None when the pair does not hold: a write
+    interrupted between the two files, or one edited by hand)."""
+    try:
+        old = load_user_recording(_path(ctx, user), ctx.rootdir)
+        if old is None:
+            return None, None
+        http_file = _http_path(ctx, user)
+        before = load_http(http_file, shown_path(http_file, ctx.rootdir)) or []
+    except CassetteError:
+        return None, None
+    if interactions_hash(before) != old["integrity"]["http"]:
+        return old, None
+    return old, before
+
+
+def _save(
+    ctx: SuiteContext,
+    user: SuiteUser,
+    key: dict[str, str],
+    labels: dict[str, str],
+    result: Any,
+    exchanges: list[dict[str, Any]],
+    figures: dict[str, Any],
+    old: dict[str, Any] | None,
+    before: list[dict[str, Any]] | None,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """Write the HTTP file, then the recording naming its hash (a kill between the two leaves
+    a pair the next run re-records). Secrets are redacted first; a provider's fresh ids take
+    their old form again; nothing is written when only timings and volatile values changed."""
+    (result, exchanges, labels), _ = redact_secrets([result, exchanges, labels])
+    if before is not None:
+        ignore = [parse_json_path(path) for path in ctx.suite.http_ignore]
+        kept = keep_old_volatile(before, exchanges, Volatility(ctx.suite.http_volatile), ignore)
+        exchanges, result = kept.exchanges, with_old_ids(result, kept.fresh_ids)
+    http_hash = interactions_hash(exchanges)
+    doc = build_user_recording(
+        ctx.suite.name, user.id, key, {"key": labels} if labels else {}, result, figures, http_hash
+    )
+    unchanged = (
+        old is not None
+        and before is not None
+        and old["key"] == key
+        and old.get("result") == result
+        and old["integrity"]["http"] == http_hash
+    )
+    if dry_run or unchanged:
+        return doc
+    http_file = _http_path(ctx, user)
+    if exchanges:
+        written = save_http(http_file, http_document(ctx.suite.name, user.id, exchanges))
+        doc["integrity"]["http"] = written
+    elif http_file.is_file() and not http_file.is_symlink():
+        http_file.unlink()  # an ingestion that now makes no request: its old exchanges go
+    save_user_recording(_path(ctx, user), doc)
+    return doc
+
+
+def _recordable(result: Any, ctx: SuiteContext, user: SuiteUser) -> Any:
+    """What `setup_user` returned, as JSON; None (said in the docs) when it is not JSON, e.g.
+    a client object. CassetteError when it is too big to be a summary."""
+    try:
+        text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    if len(text) > RESULT_CAP:
+        raise CassetteError(
+            f"setup_user({user.id!r}) of suite {ctx.suite.name!r} returned {len(text):,} "
+            f"characters of JSON (at most {RESULT_CAP:,}); return a summary (a memory id, "
+            "counts, usage), not the data"
+        )
+    return json.loads(text)
+
+
+def _reported_usage(result: Any) -> tuple[dict[str, int] | None, float | None]:
+    """The usage and cost `setup_user` reported in its result (`{"usage": {...}, "cost_usd":
+    ...}`), which win over what its HTTP exchanges say (they may miss a provider's shape)."""
+    if not isinstance(result, dict):
+        return None, None
+    usage = result.get("usage")
+    counts = None
+    if isinstance(usage, dict):
+        prompt, completion = (usage.get(name) for name in ("prompt_tokens", "completion_tokens"))
+        if all(type(n) is int and n >= 0 for n in (prompt, completion)):
+            counts = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+    cost = result.get("cost_usd")
+    known = type(cost) in (int, float) and cost >= 0 and cost == cost
+    return counts, float(cost) if known else None
+
+
+def _without_code(key: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in key.items() if not name.startswith(REPLAY_HTTP_RUNS)}
+
+
+def _where(ctx: SuiteContext, user: SuiteUser) -> str:
+    return f"{ctx.suite.name}::users/{user.id} (ingestion)"
+
+
+def _path(ctx: SuiteContext, user: SuiteUser) -> Path:
+    return user_recording_path(ctx.cassette_root, ctx.suite.name, user.id)
+
+
+def _http_path(ctx: SuiteContext, user: SuiteUser) -> Path:
+    return user_http_path(ctx.cassette_root, ctx.suite.name, user.id)

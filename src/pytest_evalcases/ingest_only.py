@@ -1,0 +1,103 @@
+"""--eval-ingest-only: the ingestion of the selected cases' users, user by user, and no case.
+
+Zep's harness runs ingestion and evaluation as separate runs, paid and resumed apart. Each user
+is recorded as soon as it is ingested (engine/ingestion.py), so a run stopped halfway resumes at
+the first user not recorded: alone, the flag skips the users whose recording is current; with
+--live, each is ingested again unless the system's `user_ready` says its state is still there.
+Every selected case then reports: skipped (not run), or the error its user's ingestion raised.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .core.modes import LIVE
+from .engine.ingestion import ingest_live
+from .engine.limits import INTERRUPTED, interrupted_reason
+from .store.user_recordings import RECORDED, REUSED
+
+if TYPE_CHECKING:
+    from .domain.context import SuiteContext
+    from .engine.recording import Recording
+    from .items import CaseItem
+    from .session import EvalSession
+
+UserKey = tuple[str, str]  # (suite, user id)
+
+
+class IngestOnlySource:
+    """What each selected case reports after the ingestion: not run, or its user's error."""
+
+    def __init__(self, said: dict[UserKey, str | BaseException], interrupted: str | None):
+        self.said = said
+        self.interrupted = interrupted
+
+    def recording_for(self, item: CaseItem) -> Recording:
+        user = item.ctx.user
+        outcome = self.said.get((item.ctx.suite.name, user.id)) if user is not None else None
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if user is None:
+            reason = "not run: --eval-ingest-only (this case has no user to ingest)"
+        elif outcome is None:  # the run stopped before its user
+            reason = f"not run: {INTERRUPTED} before user {user.id!r} was ingested"
+        else:
+            reason = f"not run: --eval-ingest-only: user {user.id!r} {outcome}"
+        item.not_run = reason
+        raise pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySource:
+    """Ingest the users of the selected cases, in the order their first case is selected."""
+    users: dict[UserKey, SuiteContext] = {}
+    for item in session.items:
+        if (
+            getattr(item, "is_eval_case", False)
+            and not item.case.skip
+            and item.ctx.user is not None
+            and item.suite_conflict(state) is None
+        ):
+            users.setdefault((item.ctx.suite.name, item.ctx.user.id), item.ctx)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    write = reporter.write_line if reporter else (lambda text: None)
+    settings = state.settings
+    write(f"ingesting {len(users)} user{'s' * (len(users) != 1)} (--eval-ingest-only)")
+    said: dict[UserKey, str | BaseException] = {}
+    for (suite, user_id), ctx in users.items():
+        try:
+            ctx.system.setup(ctx.suite)
+            ingest_live(ctx, state.http_layer, settings.mode == LIVE, settings.dry_run)
+        except KeyboardInterrupt:
+            reason = interrupted_reason(f"the ingestion of user {user_id!r}")
+            state.interrupted = reason
+            write(f"  {suite}::{user_id}: interrupted; the users before it are recorded")
+            return IngestOnlySource(said, reason)
+        except Exception as exc:  # its cases error with it; the other users go on
+            said[(suite, user_id)] = exc
+            write(f"  {suite}::{user_id}: error: {str(exc).splitlines()[0]}")
+            continue
+        said[(suite, user_id)] = _outcome(ctx, settings.dry_run)
+        write(f"  {suite}::{user_id}: {said[(suite, user_id)]}")
+    return IngestOnlySource(said, None)
+
+
+def _outcome(ctx: SuiteContext, dry_run: bool) -> str:
+    """`recorded in 1.2 s (3 requests, 1,000 tokens)`, `reused: its recording is current`."""
+    user = ctx.user
+    assert user is not None
+    figures: dict[str, Any] | None = user.ingestion
+    if figures is None:
+        return "has nothing to ingest (the system has no setup_user)"
+    if figures["source"] == REUSED:
+        return "reused: its recording is current (ingested " + str(figures["recorded_at"]) + ")"
+    assert figures["source"] == RECORDED
+    parts = [f"{figures['requests']} request{'s' * (figures['requests'] != 1)}"]
+    usage = figures.get("usage")
+    if usage:
+        parts.append(f"{usage['total_tokens']:,} tokens")
+    if figures.get("ready_wait_s") is not None:
+        parts.append(f"ready after {figures['ready_wait_s']:.1f} s")
+    verb = "ingested (dry run: not written)" if dry_run else "recorded"
+    return f"{verb} in {figures['duration_s']:.1f} s ({', '.join(parts)})"

@@ -1,0 +1,150 @@
+"""A suite user's ingestion recording: `<cassettes>/<suite>/users/<id>.json` beside its HTTP
+exchanges `users/<id>.http.json`.
+
+The `.json` holds the ingestion's key (the user's files, the system's fingerprint and code, the
+suite's `ingestion` settings), what `setup_user` returned, and what the ingestion took (seconds,
+requests, tokens, cost). The `users/` folder is not a case's: the orphan scan, which reads the
+suite folder's own `*.json` entries, never reads inside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+
+from .. import __version__
+from ..core.errors import CassetteError
+from .cassette import refused_message, save_cassette, shown_path, writable_folder_problem
+from .files import CASSETTE_CAP, RefusedFile, read_bounded
+from .keys import CASSETTE_FORMAT, user_ingestion_key
+
+if TYPE_CHECKING:
+    from ..domain.context import SuiteContext
+
+USERS_FOLDER = "users"
+# How an ingestion reached this run, as the reports count them.
+RECORDED, REUSED, REPLAYED_HTTP, REPLAYED = "recorded", "reused", "replayed_http", "replayed"
+# The figures a recording holds beside its key and result (None when unknown).
+FIGURES = ("duration_s", "ready_wait_s", "requests", "usage", "cost_usd")
+
+
+def user_recording_path(root: Path, suite: str, user_id: str) -> Path:
+    return root / suite / USERS_FOLDER / f"{user_id}.json"
+
+
+def user_http_path(root: Path, suite: str, user_id: str) -> Path:
+    return root / suite / USERS_FOLDER / f"{user_id}.http.json"
+
+
+def build_user_recording(
+    suite: str,
+    user_id: str,
+    key: Mapping[str, str],
+    labels: Mapping[str, str],
+    result: Any,
+    figures: Mapping[str, Any],
+    http: str,
+) -> dict[str, Any]:
+    """An ingestion recording; `http` is the content hash of its HTTP exchanges as written."""
+    doc: dict[str, Any] = {
+        "format": CASSETTE_FORMAT,
+        "plugin_version": __version__,
+        "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "suite": suite,
+        "user": user_id,
+        "key": dict(key),
+        "result": result,
+        "integrity": {"http": http},
+    }
+    doc.update((name, figures.get(name)) for name in FIGURES)
+    if labels:
+        doc["labels"] = dict(labels)
+    return doc
+
+
+def save_user_recording(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write atomically, never through a symlinked suite or users folder."""
+    for folder in (path.parent, path.parent.parent):
+        problem = writable_folder_problem(folder / path.name)
+        if problem:
+            raise CassetteError(f"cannot record {path.name}: {folder.name}/ {problem}")
+    save_cassette(path, doc)
+
+
+def load_user_recording(path: Path, rootdir: Path) -> dict[str, Any] | None:
+    """The ingestion recording at `path`, None when there is none; CassetteError naming the
+    file and the next step when it cannot be read or is not one."""
+    shown = shown_path(path, rootdir)
+    try:
+        raw = read_bounded(path, CASSETTE_CAP)
+    except FileNotFoundError:
+        return None
+    except RefusedFile as exc:
+        raise CassetteError(refused_message("ingestion recording", shown, exc)) from None
+    except OSError as exc:
+        raise CassetteError(f"cannot read ingestion recording {shown}: {exc}") from None
+    try:
+        doc = pydantic_core.from_json(raw)
+    except ValueError as exc:
+        raise CassetteError(
+            f"ingestion recording {shown} is not valid JSON ({exc}); delete it and record the "
+            "ingestion again with --eval-ingest-only"
+        ) from None
+    problem = _structure_problem(doc)
+    if problem:
+        raise CassetteError(
+            f"ingestion recording {shown} {problem}; delete it and record the ingestion again "
+            "with --eval-ingest-only"
+        )
+    return doc
+
+
+def recorded_figures(ctx: SuiteContext) -> dict[str, Any] | None:
+    """The user's ingestion figures for the reports: this run's, or else its recording's
+    when that recording is current (read once per user; a broken one shows none)."""
+    user = ctx.user
+    if user is None:
+        return None
+    if user.ingestion is None and not user.figures_read:
+        user.figures_read = True
+        key, _ = user_ingestion_key(ctx.key_fields, ctx.key_labels, user.key_field)
+        try:
+            doc = load_user_recording(
+                user_recording_path(ctx.cassette_root, ctx.suite.name, user.id), ctx.rootdir
+            )
+        except CassetteError:
+            doc = None
+        if doc is not None and doc["key"] == key:
+            user.ingestion = figures_of(doc, REPLAYED)
+    return user.ingestion
+
+
+def figures_of(doc: dict[str, Any], source: str) -> dict[str, Any]:
+    """A recording's figures as each of its user's case results carries them (`ingestion`)."""
+    figures = {"user": doc.get("user"), "source": source, "recorded_at": doc.get("recorded_at")}
+    figures.update((name, doc.get(name)) for name in FIGURES)
+    return figures
+
+
+def _structure_problem(doc: Any) -> str | None:
+    if not isinstance(doc, dict):
+        return "is not a JSON object"
+    fmt = doc.get("format")
+    if type(fmt) is not int:
+        return 'has no integer "format"'
+    if fmt > CASSETTE_FORMAT:
+        return f"was recorded by a newer pytest-evalcases (format {fmt}); upgrade pytest-evalcases"
+    key = doc.get("key")
+    if not isinstance(key, dict) or not all(isinstance(v, str) for v in key.values()):
+        return 'has no "key" of named hashes'
+    integrity = doc.get("integrity")
+    if not isinstance(integrity, dict) or not isinstance(integrity.get("http"), str):
+        return 'has no "integrity" naming its HTTP recording'
+    labels = doc.get("labels", {})
+    if not isinstance(labels, dict):
+        return '"labels" is not an object'
+    return None
