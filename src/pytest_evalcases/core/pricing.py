@@ -32,10 +32,15 @@ PRICE_TABLE: dict[str, tuple[float, float]] = {
     "gemini-2.0-flash": (0.10, 0.40),
     "gemini-2.5-flash": (0.30, 2.50),
     "gemini-2.5-pro": (1.25, 10.00),
+    # Embeddings: input only (what a memory agent's ingestion mostly pays for).
+    "text-embedding-3-small": (0.02, 0.0),
+    "text-embedding-3-large": (0.13, 0.0),
+    "text-embedding-ada-002": (0.10, 0.0),
 }
 
-# "gpt-4o-mini-2024-07-18", "claude-3-5-haiku-20241022", "claude-sonnet-4-0": dated snapshots.
-_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d)$|-latest$")
+# "gpt-4o-mini-2024-07-18", "claude-3-5-haiku-20241022", "claude-sonnet-4-0",
+# "gemini-2.0-flash-001" (Gemini's modelVersion): dated or numbered snapshots.
+_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{3}|\d)$|-latest$")
 
 
 def price_of(model: str | None, prices: Prices | None = None) -> tuple[float, float] | None:
