@@ -39,13 +39,14 @@ class IngestOnlySource:
         outcome = self.said.get((item.ctx.suite.name, user.id)) if user is not None else None
         if isinstance(outcome, BaseException):
             raise outcome
+        if user is not None and outcome is None:  # the run stopped before its user
+            item.not_run = f"not run: {INTERRUPTED} before user {user.id!r} was ingested"
+            raise pytest.skip.Exception(item.not_run, _use_item_location=True)
+        # Not asked for (as a case -k leaves out): no "not recorded" line, no failed live run.
         if user is None:
-            reason = "not run: --eval-ingest-only (this case has no user to ingest)"
-        elif outcome is None:  # the run stopped before its user
-            reason = f"not run: {INTERRUPTED} before user {user.id!r} was ingested"
+            reason = "--eval-ingest-only: this case has no user to ingest"
         else:
-            reason = f"not run: --eval-ingest-only: user {user.id!r} {outcome}"
-        item.not_run = reason
+            reason = f"--eval-ingest-only: user {user.id!r} {outcome}"
         raise pytest.skip.Exception(reason, _use_item_location=True)
 
 

@@ -58,7 +58,8 @@ def test_ingestion_settings_reach_setup_user_and_a_change_stales_every_case(
     replay = project.run()
 
     replay.assert_outcomes(errors=4)
-    assert "ingestion.chunk_size changed (200 -> 400)" in output(replay)
+    assert "ingestion.u-ana changed: ingestion.chunk_size 200 -> 400" in output(replay)
+    assert "ingestion.u-bo changed: ingestion.chunk_size 200 -> 400" in output(replay)
 
 
 def test_the_manifest_records_the_ingestion_settings(project: Project) -> None:

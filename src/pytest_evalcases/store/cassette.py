@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,8 @@ from ..core.processes import process_alive
 from ..core.repeats import has_repeats, later_repeats
 from .files import CASSETTE_CAP, RefusedFile, read_bounded
 from .keys import CASSETTE_FORMAT
+
+USERS_FOLDER = "users"  # a suite's ingestion recordings (store/user_recordings.py)
 
 
 def cassette_path(root: Path, suite: str, case_id: str) -> Path:
@@ -305,8 +307,8 @@ def remove_dead_temp_files(root: Path) -> int:
     removed = 0
     if not root.is_dir():
         return 0
-    for folder in (entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)):
-        for entry in os.scandir(folder.path):
+    for folder in _folders_with_recordings(root):
+        for entry in os.scandir(folder):
             name, _, pid = entry.name.rpartition(".tmp.")
             if (
                 name
@@ -320,6 +322,15 @@ def remove_dead_temp_files(root: Path) -> int:
                 except OSError:  # gone already, or not ours to remove: leave it
                     pass
     return removed
+
+
+def _folders_with_recordings(root: Path) -> Iterator[str]:
+    """Each suite folder, and its `users/` folder of ingestion recordings; never a symlink."""
+    for folder in (entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)):
+        yield folder.path
+        users = os.path.join(folder.path, USERS_FOLDER)
+        if os.path.isdir(users) and not os.path.islink(users):
+            yield users
 
 
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:

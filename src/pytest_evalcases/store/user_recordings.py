@@ -18,14 +18,19 @@ import pydantic_core
 
 from .. import __version__
 from ..core.errors import CassetteError
-from .cassette import refused_message, save_cassette, shown_path, writable_folder_problem
+from .cassette import (
+    USERS_FOLDER,
+    refused_message,
+    save_cassette,
+    shown_path,
+    writable_folder_problem,
+)
 from .files import CASSETTE_CAP, RefusedFile, read_bounded
 from .keys import CASSETTE_FORMAT, user_ingestion_key
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
 
-USERS_FOLDER = "users"
 # How an ingestion reached this run, as the reports count them.
 RECORDED, REUSED, REPLAYED_HTTP, REPLAYED = "recorded", "reused", "replayed_http", "replayed"
 # The figures a recording holds beside its key and result (None when unknown).
@@ -96,6 +101,8 @@ def load_user_recording(path: Path, rootdir: Path) -> dict[str, Any] | None:
         ) from None
     problem = _structure_problem(doc)
     if problem:
+        if "newer pytest-evalcases" in problem:
+            raise CassetteError(f"ingestion recording {shown} {problem}")
         raise CassetteError(
             f"ingestion recording {shown} {problem}; delete it and record the ingestion again "
             "with --eval-ingest-only"

@@ -9,9 +9,11 @@ from pytest_evalcases.core.hashing import fingerprint_label
 from pytest_evalcases.store.keys import (
     changed_fields,
     check_key,
+    ingestion_key,
     replay_http_can_check,
     suite_key_fields,
     suite_key_labels,
+    user_ingestion_key,
 )
 
 PROMPT = (
@@ -142,3 +144,49 @@ def test_the_advice_names_replay_http_only_for_code_changes():
     with pytest.raises(StaleRecording) as verdict:
         check_key({"judge": "a"}, {"judge": "b"}, " (verdict x)", "--live-judges")
     assert str(verdict.value).endswith("re-record with --live-judges")
+
+
+def _user_key(settings):
+    """A user's case key: its files as `user.u-ana`, the suite's ingestion settings."""
+    fields, labels = ingestion_key(settings)
+    return {"format": "2", "case": "c1", "user.u-ana": "f1", **fields}, labels
+
+
+def test_a_changed_ingestion_setting_of_a_users_case_is_said_as_that_users_ingestion():
+    old_key, old_labels = _user_key({"ontology": "people, pets", "chunk_size": 200})
+    new_key, new_labels = _user_key({"ontology": "people, pets", "chunk_size": 400})
+    assert changed_fields(old_key, new_key, old_labels, new_labels) == [
+        "ingestion.u-ana changed: ingestion.chunk_size 200 -> 400"
+    ]
+    long_old = "Extract people, their pets and the places they live in. " * 3
+    old_key, old_labels = _user_key({"ontology": long_old})
+    new_key, new_labels = _user_key({"ontology": long_old.replace("pets", "pets, cars")})
+    (change,) = changed_fields(old_key, new_key, old_labels, new_labels)
+    assert change.startswith('ingestion.u-ana changed: ingestion.ontology "…people, their pets')
+    assert "pets, cars" in change
+
+
+def test_a_users_ingestion_key_holds_what_setup_user_depends_on_only():
+    key = {
+        "format": "2",
+        "system": "s1",
+        "case": "c1",
+        "judge": "j1",
+        "data/kb.txt": "d1",
+        "fingerprint.prompt": "p1",
+        "code.app.py": "k1",
+        "user.u-ana": "f1",
+        "ingestion.ontology": "o1",
+    }
+    fields, labels = user_ingestion_key(
+        key, {"user.u-ana": "a.json@f1", "judge": "x"}, "user.u-ana"
+    )
+    assert fields == {
+        "format": "2",
+        "system": "s1",
+        "fingerprint.prompt": "p1",
+        "code.app.py": "k1",
+        "user.u-ana": "f1",
+        "ingestion.ontology": "o1",
+    }
+    assert labels == {"user.u-ana": "a.json@f1"}

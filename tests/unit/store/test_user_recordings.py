@@ -1,0 +1,101 @@
+"""A user's ingestion recording (`users/<id>.json`): built, written, read back and refused."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_evalcases.core.errors import CassetteError
+from pytest_evalcases.store.cassette import find_orphans, remove_dead_temp_files
+from pytest_evalcases.store.user_recordings import (
+    build_user_recording,
+    load_user_recording,
+    save_user_recording,
+    user_http_path,
+    user_recording_path,
+)
+
+FIGURES = {"duration_s": 1.5, "ready_wait_s": None, "requests": 2, "usage": None, "cost_usd": None}
+
+
+def recording() -> dict:
+    return build_user_recording(
+        "memory",
+        "u-ana",
+        {"user.u-ana": "abc"},
+        {"key": {"user.u-ana": "a.json@abc"}},
+        {"memory_id": "m-1"},
+        FIGURES,
+        "h1",
+    )
+
+
+def test_a_recording_is_written_under_users_and_read_back(tmp_path: Path) -> None:
+    path = user_recording_path(tmp_path / "cassettes", "memory", "u-ana")
+    save_user_recording(path, recording())
+
+    doc = load_user_recording(path, tmp_path)
+
+    assert path.relative_to(tmp_path).as_posix() == "cassettes/memory/users/u-ana.json"
+    assert user_http_path(tmp_path, "memory", "u-ana").name == "u-ana.http.json"
+    assert doc is not None
+    assert doc["result"] == {"memory_id": "m-1"} and doc["requests"] == 2
+    assert doc["integrity"] == {"http": "h1"}
+    assert load_user_recording(tmp_path / "none.json", tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda doc: doc.update(format="2"), 'no integer "format"'),
+        (lambda doc: doc.update(format=99), "newer pytest-evalcases (format 99)"),
+        (lambda doc: doc.update(key={"user.u-ana": 1}), 'no "key" of named hashes'),
+        (lambda doc: doc.update(integrity={}), 'no "integrity" naming its HTTP recording'),
+        (lambda doc: doc.update(labels=[]), '"labels" is not an object'),
+    ],
+)
+def test_a_malformed_recording_is_refused_naming_the_file_and_the_next_step(
+    tmp_path: Path, edit, said: str
+) -> None:
+    doc = recording()
+    edit(doc)
+    path = tmp_path / "users" / "u-ana.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc))
+
+    with pytest.raises(CassetteError) as error:
+        load_user_recording(path, tmp_path)
+
+    message = str(error.value)
+    assert message.startswith("ingestion recording users/u-ana.json ") and said in message
+    next_step = "upgrade pytest-evalcases" if "newer" in said else "with --eval-ingest-only"
+    assert message.endswith(next_step)
+
+
+def test_nothing_is_written_through_a_symlinked_users_folder(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "users").symlink_to(elsewhere)
+
+    with pytest.raises(CassetteError, match="users/ is a symlink"):
+        save_user_recording(user_recording_path(tmp_path, "memory", "u-ana"), recording())
+
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_the_users_folder_is_no_orphan_and_its_dead_temp_files_are_swept(tmp_path: Path) -> None:
+    users = tmp_path / "memory" / "users"
+    users.mkdir(parents=True)
+    (users / "u-ana.json").write_text("{}")
+    dead = users / "u-ana.json.tmp.999999999"  # no process has this pid
+    dead.write_text("{")
+    live = users / f"u-bo.json.tmp.{os.getpid()}"  # this process is still writing it
+    live.write_text("{")
+
+    assert find_orphans(tmp_path, {"memory": []}) == []
+    assert remove_dead_temp_files(tmp_path) == 1
+    assert not dead.exists() and live.exists() and (users / "u-ana.json").exists()
