@@ -65,7 +65,7 @@ class Memory:
     def run(self, case):
         log(f"run {case['id']}")
         stored = ROOT / "memory" / f"{case.get('user')}.json"
-        facts = json.loads(stored.read_text()) if stored.exists() else []
+        facts = json.loads(stored.read_text()) if case.get("user") else []
         hit = [fact for fact in facts if any(w in fact for w in case["input"].split())]
         return {"answer": hit[0] if hit else "I don't know.", "context": hit}
 """
@@ -400,3 +400,21 @@ def test_a_user_id_that_cannot_name_a_file_errors_its_cases_only(
 
     live.assert_outcomes(passed=2, errors=2)
     assert "user id 'u/bo' cannot name its ingestion recording: path separators" in output(live)
+
+
+def test_a_run_that_fails_after_an_unchecked_reuse_says_why(
+    project: Project, model: FactModel
+) -> None:
+    extracting_project(project, model).run("--live").assert_outcomes(passed=4)
+    # The system's memory is gone (as an in-process one is), and it has no user_ready.
+    for stored in (project.root / "memory").iterdir():
+        stored.unlink()
+    project.edit_suite("cases/memory.json", lambda doc: doc["cases"][0].update(input="cat"))
+
+    stale = project.run("--live-stale")
+
+    stale.assert_outcomes(errors=1, passed=3)
+    assert (
+        "user 'u-ana''s ingestion was reused from its recording, so setup_user did not run in "
+        "this process" in output(stale)
+    )

@@ -67,6 +67,7 @@ class SuiteUser:
         # was recorded, reused or replayed in this run, or read from its recording.
         self.ingestion: dict[str, Any] | None = None
         self.figures_read = False  # the recording was looked at for `ingestion` (plain replay)
+        self.reused_unchecked = False  # reused with no `user_ready` to say its state is there
         self._lock = threading.Lock()
         self._done = False
         self._error: BaseException | None = None

@@ -15,9 +15,11 @@ first case, its HTTP exchanges and what it returned are recorded under
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import CassetteError, MissingRecording, StaleRecording
+from ..core.errors import CassetteError, EvalCaseError, MissingRecording, StaleRecording
 from ..http.match import parse_json_path
 from ..http.rerecord import keep_old_volatile, with_old_ids
 from ..http.router import CaseHttp, UnservedRequest
@@ -75,6 +77,31 @@ def ingest_offline(ctx: SuiteContext, http: HttpLayer) -> None:
     user.once(lambda: _ingest_offline(ctx, user, http), ctx.suite.name)
 
 
+class ReusedIngestionError(Exception):
+    """A case's run failed after its user's ingestion was reused on trust (no `user_ready`)."""
+
+
+@contextmanager
+def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
+    """A system run that fails after its user's ingestion was reused without `user_ready` may
+    have found nothing in memory (an in-process index is gone in a new process): say so."""
+    try:
+        yield
+    except EvalCaseError:
+        raise
+    except Exception as exc:
+        user = ctx.user
+        if user is None or not user.reused_unchecked:
+            raise
+        raise ReusedIngestionError(
+            f"{type(exc).__name__}: {exc} — user {user.id!r}'s ingestion was reused from its "
+            "recording, so setup_user did not run in this process (the system has no "
+            "user_ready(user, result) to say whether its ingested state is still there); if "
+            "the system keeps its memory in the process, give it a user_ready, or re-record "
+            "with --live (docs/memory.md)"
+        ) from exc
+
+
 def _ingest_live(
     ctx: SuiteContext, user: SuiteUser, http: HttpLayer | None, redo: bool, dry_run: bool
 ) -> None:
@@ -92,6 +119,7 @@ def _ingest_live(
         if reuse:
             user.result = old.get("result")
             user.ingestion = figures_of(old, REUSED)
+            user.reused_unchecked = not callable(user_ready)
             return
     if http is None:  # no HTTP layer (never in a live run that records): nothing to record
         user.set_up(target)

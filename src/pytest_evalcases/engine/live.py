@@ -44,7 +44,7 @@ from ..store.http import interactions_hash, load_http
 from ..store.keys import changed_fields, check_key, recording_key
 from ..store.redaction import redact_for_output
 from ..telemetry import NO_SPANS, CaseSpans
-from .ingestion import aingest_live
+from .ingestion import aingest_live, reuse_explained
 from .judge_calls import judge_with_repeats
 from .limits import CaseSlots, Interrupted, recorded_cost_of
 from .recording import JudgeBinding, LiveRecording, Recording
@@ -403,7 +403,7 @@ async def _run_system(
                 await aingest_live(ctx, http() if http else None, mode == LIVE, dry_run)
         except KeyboardInterrupt:
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None
-        with spans.system_run() as system_span:
+        with spans.system_run() as system_span, reuse_explained(ctx):
             if http is None:
                 result = await _run_with_timeout(ctx, case, view)
             else:
