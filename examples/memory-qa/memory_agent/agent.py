@@ -3,7 +3,10 @@ answers questions about them from that user's memory only.
 
 - `setup_user(user)` ingests one user: every message of its `conversations` file (sessions of
   dated turns, the layout `python -m pytest_evalcases import locomo` writes) and every
-  paragraph of its `documents`, into a BM25 index (bm25s) of that user alone.
+  paragraph of its `documents`, into a BM25 index (bm25s) of that user alone. It returns what
+  it indexed: the counts and a content hash (`ingestion_result`).
+- `ready(user, result)` stands for a memory service that processes an ingestion in the
+  background: false on its first poll after a user's ingestion, true from the second.
 - `run(case)` retrieves the `K` best memories of `case.user` for the question and answers with
   the retrieved sentence that shares the most content words with it, prefixed by the date it
   was said; with too little overlap it abstains ("I don't know: ...").
@@ -14,6 +17,7 @@ Deterministic except `latency_ms`. bm25s is imported on the first ingestion only
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -90,6 +94,20 @@ def read_memories(user: Mapping[str, Any]) -> list[Memory]:
     return memories
 
 
+def ingestion_result(user: Mapping[str, Any], memories: list[Memory]) -> dict[str, Any]:
+    """What an ingestion indexed: counts, and a hash of the memories (ids, dates, speakers,
+    texts) that tells two ingestions of different content apart."""
+    indexed = json.dumps(
+        [[m.id, m.when, m.speaker, m.text] for m in memories], ensure_ascii=False
+    ).encode("utf-8")
+    return {
+        "messages": sum(1 for m in memories if m.speaker != NOTE),
+        "documents": len(user.get("documents") or []),
+        "chunks": sum(1 for m in memories if m.speaker == NOTE),
+        "content_hash": hashlib.sha256(indexed).hexdigest()[:12],
+    }
+
+
 class UserMemory:
     def __init__(self, memories: list[Memory]) -> None:
         import bm25s  # lazy: only when a user is ingested (live runs), never in a replay
@@ -124,6 +142,7 @@ class MemoryAgent:
     def __init__(self, k: int = K) -> None:
         self.k = k
         self._users: dict[str, UserMemory] = {}
+        self._polls: dict[str, int] = {}  # ready() calls since each user's last ingestion
         self._lock = threading.Lock()
 
     def fingerprint(self) -> dict[str, Any]:
@@ -134,10 +153,20 @@ class MemoryAgent:
             "model": MODEL,
         }
 
-    def setup_user(self, user: Mapping[str, Any]) -> None:
-        memory = UserMemory(read_memories(user))
+    def setup_user(self, user: Mapping[str, Any]) -> dict[str, Any]:
+        memories = read_memories(user)
+        memory = UserMemory(memories)
         with self._lock:
             self._users[user["id"]] = memory
+            self._polls[user["id"]] = 0
+        return ingestion_result(user, memories)
+
+    def ready(self, user: Mapping[str, Any], result: Mapping[str, Any]) -> bool:
+        """False on the first poll after a user's ingestion, true after it."""
+        with self._lock:
+            polls = self._polls.get(user["id"], 0)
+            self._polls[user["id"]] = polls + 1
+        return polls >= 1
 
     def run(self, case: Mapping[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
