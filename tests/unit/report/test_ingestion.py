@@ -13,6 +13,7 @@ from pytest_evalcases.report import aggregate
 from pytest_evalcases.report.dashboard import render_dashboard
 from pytest_evalcases.report.ingestion import ingestion_section, summary_line
 from pytest_evalcases.report.markdown import render_markdown
+from pytest_evalcases.report.merge import merge_results
 from pytest_evalcases.report.terminal import RunSummary
 
 
@@ -274,3 +275,12 @@ def test_the_terminal_line_does_not_depend_on_arrival_order(arrival: int) -> Non
     random.Random(arrival).shuffle(results)
     expected = summary_line(ingestion_section(memory_run())["users"])
     assert expected in summary_lines(results)
+
+
+def test_merged_shards_count_a_user_of_both_shards_once() -> None:
+    run = memory_run()
+    shards = [aggregate(run[:1] + run[2:], {"mode": "replay"}), aggregate(run[1:2], {})]
+    assert shards[1]["ingestion"]["total"]["users"] == 1  # u-ana's second case, alone
+    merged = merge_results(shards)
+    assert merged["ingestion"] == ingestion_section(memory_run())
+    assert merged["ingestion"]["total"]["users"] == 4
