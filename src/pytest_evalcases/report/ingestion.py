@@ -20,23 +20,11 @@ from typing import Any
 
 from .formatting import fmt_int, fmt_seconds, fmt_usd
 
-# Where a run's ingestion of a user came from, from the most spent in this run to the least;
-# also the order the terminal line and the total's `sources` count them in.
-SOURCES: tuple[str, ...] = ("recorded", "replayed_http", "reused", "replayed")
+# Where this run's ingestion of a user came from, in the order the terminal line and the
+# total's `sources` count them.
 SOURCE_ORDER: tuple[str, ...] = ("recorded", "reused", "replayed_http", "replayed")
-USER_FIELDS: tuple[str, ...] = (
-    "suite",
-    "user",
-    "source",
-    "recorded_at",
-    "duration_s",
-    "ready_wait_s",
-    "requests",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cost_usd",
-)
+# When a user's records disagree, the one that spent the most in this run wins.
+PRECEDENCE: tuple[str, ...] = ("recorded", "replayed_http", "reused", "replayed")
 _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 # A case's place in collection order: (file, index, node id).
@@ -61,7 +49,7 @@ def _case_order(case: Mapping[str, Any]) -> CaseOrder:
 
 def _rank(record: Mapping[str, Any]) -> int:
     source = record.get("source")
-    return SOURCES.index(source) if source in SOURCES else len(SOURCES)
+    return PRECEDENCE.index(source) if source in PRECEDENCE else len(PRECEDENCE)
 
 
 class UserRecords:
@@ -91,7 +79,7 @@ class UserRecords:
         return bool(self._records)
 
     def users(self) -> list[dict[str, Any]]:
-        """One row a user, sorted by (suite, user): the fields of `USER_FIELDS`."""
+        """One row a user, sorted by (suite, user) (`user_row`)."""
         return [
             user_row(suite, user, record)
             for (suite, user), (_, _, record) in sorted(self._records.items())
