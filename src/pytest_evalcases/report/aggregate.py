@@ -25,6 +25,7 @@ from ..core.stats import bootstrap_ci, mean, wilson_interval
 from ..domain.calibration_scoring import calibration_section
 from .cost import cost_section
 from .eval_runs import runs_section
+from .ingestion import ingestion_section
 from .stage_values import stage_score, stage_status
 from .timings import timings_section
 from .totals import totals_section
@@ -72,7 +73,7 @@ def aggregate(
     cases = sort_cases(results)
     scan = _Scan(cases)
     order = _stage_order({n: a.gating for n, a in scan.stages.items()}, stage_order or ())
-    return {
+    doc: dict[str, Any] = {
         "format": RESULTS_FORMAT,
         "version": RESULTS_VERSION,
         "run": dict(run or {}),
@@ -91,6 +92,10 @@ def aggregate(
         "cases": cases,
         "baseline": None,
     }
+    ingestion = ingestion_section(cases)
+    if ingestion:  # only a run whose suites ingest users: without, the document is as before
+        doc["ingestion"] = ingestion
+    return doc
 
 
 def sort_cases(results: Iterable[Mapping[str, Any]]) -> list[Result]:

@@ -29,6 +29,7 @@ from .formatting import (
     uncommitted_changes,
 )
 from .html import csp_hash, page_environment, static_file, static_markup
+from .ingestion import TABLE_ALIGN, TABLE_HEADER, table_rows, total_cells
 from .markdown import cost_text
 
 # Per-case view objects are namespaces, not dicts: jinja resolves `c.x` with getattr
@@ -354,6 +355,7 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "category_labels": [label for _, label in breakdown_labels(cats)],
         "group_labels": [label for _, label in breakdown_labels(doc.get("groups") or {})],
         "group_kind": doc.get("group_kind") or "group",
+        "ingestion": _ingestion_view(doc.get("ingestion")),
         "cva": doc.get("completeness_vs_accuracy"),
         "cva_accuracy": fmt_pct(
             (doc.get("completeness_vs_accuracy") or {}).get("accuracy_when_complete")
@@ -366,6 +368,18 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "filter_stages": [s for s in stage_order if s in ff_stages]
         + sorted(ff_stages - set(stage_order)),
         "has_uncategorised": any(not c.category for c in cases),
+    }
+
+
+def _ingestion_view(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Each user's ingestion figures and their total, as cells; None without ingestion."""
+    if not section:
+        return None
+    return {
+        "header": [(h, a == "r") for h, a in zip(TABLE_HEADER, TABLE_ALIGN, strict=True)],
+        "rows": table_rows(section),
+        "total": total_cells(section),
+        "right": [a == "r" for a in TABLE_ALIGN],
     }
 
 

@@ -48,6 +48,10 @@ def fmt_ms(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f} ms"
 
 
+def fmt_seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.1f} s"
+
+
 def uncommitted_changes(run: Mapping[str, Any]) -> bool:
     """Whether the run's working tree had uncommitted changes (the run manifest's git state)."""
     config = run.get("config")

@@ -19,6 +19,7 @@ from .formatting import (
     fmt_usd,
     uncommitted_changes,
 )
+from .ingestion import TABLE_ALIGN, TABLE_HEADER, table_rows, total_cells
 from .markdown_table import CellLines, escape_cell, markdown_table
 from .stage_values import stage_score
 from .suite_lines import suite_lines
@@ -26,6 +27,7 @@ from .suite_lines import suite_lines
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
 GROUP_ROWS_CAP = 50  # groups may be user ids: thousands; the lowest pass rates are shown
+INGESTION_ROWS_CAP = 50  # users, in (suite, user) order; the total row counts them all
 
 
 def render_markdown(doc: Mapping[str, Any]) -> str:
@@ -38,6 +40,7 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
     out += _stages(doc)
     out += _categories(doc)
     out += _groups(doc)
+    out += _ingestion(doc.get("ingestion"))
     out += _completeness(doc.get("completeness_vs_accuracy"))
     out += _calibration(doc.get("calibration"))
     out += _runs(doc.get("runs"), doc["cases"])
@@ -349,6 +352,27 @@ def _breakdown_table(
         table.append(row)
     align = ["l", "r", "r", "r", "r", "l"] + ["r"] * (len(header) - 6)
     return markdown_table(header, table, align)
+
+
+def _ingestion(section: Mapping[str, Any] | None) -> list[str]:
+    """Each suite user's ingestion (duration, ready() wait, HTTP requests, tokens, cost, as
+    recorded), then the total row; only when some case's user has an ingestion record."""
+    if not section:
+        return []
+    rows = table_rows(section)
+    lines = ["### Ingestion", ""]
+    lines += markdown_table(
+        TABLE_HEADER, [*rows[:INGESTION_ROWS_CAP], total_cells(section)], TABLE_ALIGN
+    )
+    if len(rows) > INGESTION_ROWS_CAP:
+        lines += ["", f"_…and {len(rows) - INGESTION_ROWS_CAP} more users (see dashboard.html)_"]
+    lines += [
+        "",
+        "_As recorded: a reused or replayed user's figures were spent when it was recorded; "
+        "unknown is not zero (a total sums the known figures)._",
+        "",
+    ]
+    return lines
 
 
 def _completeness(cva: Mapping[str, Any] | None) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 from ..core.outcomes import ACCURACY_STAGE, COMPLETENESS_STAGE, DECIDED, PASS_LIKE
 from ..domain.calibration_scoring import calibration_section, terminal_lines
 from ..store.redaction import redaction_summary
+from .ingestion import UserRecords, summary_line
 from .terminal_tables import case_table, fit_failure, fitted, rate_table
 
 # Which cases get a row of the per-case table: those that did not pass (the default), every
@@ -128,6 +129,7 @@ class RunSummary:
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
         self._ready_waits: dict[str, float] = {}  # user -> seconds its ready() was polled
+        self._ingestion = UserRecords()  # each (suite, user)'s ingestion record
         self._dry_run = 0  # run and judged by --live-dry-run, not written
         self._interrupted = 0  # not run: user code raised KeyboardInterrupt
         self._calibration: list[Mapping[str, Any]] = []  # scored calibration cases (a few)
@@ -188,6 +190,9 @@ class RunSummary:
         self._replayed += status in ("replayed", "replayed_http")
         self._replayed_http += status == "replayed_http"
         self._interrupted += status == "not_run" and "interrupted (" in str(recording.get("note"))
+        ingestion = result.get("ingestion")  # the one lookup a case without a user pays
+        if ingestion is not None:
+            self._ingestion.add(result, ingestion)
         if recording.get("ready_wait_s") is not None:  # the user's ready() was waited for
             user = str(result.get("user") or result.get("group"))
             self._ready_waits[user] = recording["ready_wait_s"]
@@ -266,6 +271,8 @@ class RunSummary:
             f"{len(orphans)} orphaned{orphan_note}"
             + (f", {self._interrupted} interrupted" if self._interrupted else ""),
         ]
+        if self._ingestion:
+            lines.append(summary_line(self._ingestion.users()))
         if self._ready_waits:
             longest = sorted(self._ready_waits.items(), key=lambda kv: (-kv[1], kv[0]))
             shown = ", ".join(f"{user} {seconds:.1f} s" for user, seconds in longest[:5])

@@ -208,3 +208,113 @@ def test_a_flipped_conversation_names_its_failing_turn() -> None:
     failing["first_failure"] = {"stage": "tools", "reason": "turn 2: missing: x", "turn": 2}
     cmp = compare_runs(doc_of([passing]), doc_of([failing]))
     assert cmp["flipped"]["to_failing"][0]["b"]["stage"] == "turn 2 tools"
+
+
+# ------------------------------------------------------------ the token break-even (issue 23 §5)
+
+
+def tokens_run(per_case: list[int], ingestion_tokens: int | None | bool = False) -> dict:
+    """A run whose cases each spent `per_case[i]` system tokens (prompt 90%, completion 10%
+    when it divides, else all prompt); with an ingestion of `ingestion_tokens` (False: none)
+    split over two users."""
+    cases = []
+    for i, tokens in enumerate(per_case):
+        completion = tokens // 10 if tokens % 10 == 0 else 0
+        usage = {"prompt_tokens": tokens - completion, "completion_tokens": completion}
+        extra: dict[str, Any] = {}
+        if ingestion_tokens is not False:
+            user = f"u-{i % 2}"
+            if ingestion_tokens is None:
+                usage_of_user = None
+            else:  # the whole ingestion on u-0, nothing on u-1: the total is what counts
+                spent = ingestion_tokens if i % 2 == 0 else 0
+                usage_of_user = {"prompt_tokens": spent, "completion_tokens": 0}
+            extra = {
+                "user": user,
+                "ingestion": {"user": user, "source": "recorded", "usage": usage_of_user},
+            }
+        cases.append(result(f"c{i}", "passed", {"tools": 1.0}, recording={"usage": usage}, **extra))
+    return doc_of(cases)
+
+
+def test_break_even_after_ingestion_tokens_over_the_tokens_saved_per_question() -> None:
+    full = tokens_run([770, 770])
+    memory = tokens_run([450, 450], ingestion_tokens=12_000)
+    cmp = compare_runs(full, memory, ["full", "memory"])
+    # 12,000 / (770 - 450) = 37.5: the 38th question pays it back
+    assert cmp["break_even"] == {
+        "memory": "b",
+        "ingestion_tokens": 12_000,
+        "per_question_memory": 450.0,
+        "per_question_full": 770.0,
+        "questions": 38,
+        "never": False,
+    }
+    sentence = (
+        "Break-even: ingestion (12,000 tokens) pays for itself after 38 questions (450 tokens "
+        "per question with memory, 770 with the full context)."
+    )
+    md = render_compare_markdown(cmp)
+    assert "### Token break-even" in md
+    assert sentence.replace("(", "\\(").replace(")", "\\)") in md
+    assert (
+        "Memory run: B memory \\(the run with an ingestion phase\\); full-context run: A full" in md
+    )
+    page = render_compare_html(cmp)
+    assert f"<p>{sentence}</p>" in page
+    # the memory run may be A
+    assert compare_runs(memory, full)["break_even"]["memory"] == "a"
+    assert compare_runs(memory, full)["break_even"]["questions"] == 38
+
+
+@pytest.mark.parametrize(
+    ("ingestion_tokens", "questions"),
+    [(3200, 10), (3201, 11), (320, 1), (1, 1)],  # 3200 / 320 = 10 exactly: not 11
+)
+def test_break_even_at_the_boundary(ingestion_tokens: int, questions: int) -> None:
+    cmp = compare_runs(tokens_run([770]), tokens_run([450], ingestion_tokens=ingestion_tokens))
+    assert cmp["break_even"]["questions"] == questions
+
+
+def test_break_even_is_exact_where_floats_are_not() -> None:
+    # q_full - q_mem = 1201/3 - 900/3 = 301/3, and 301 / (301/3) = 3: floats say 3.0000000000000004
+    assert 301 / (1201 / 3 - 900 / 3) > 3
+    cmp = compare_runs(
+        tokens_run([400, 400, 401]), tokens_run([300, 300, 300], ingestion_tokens=301)
+    )
+    assert cmp["break_even"]["questions"] == 3
+    assert cmp["break_even"]["per_question_full"] == pytest.approx(400.3333333)
+    assert "400.3 with the full context" in render_compare_html(cmp)
+
+
+@pytest.mark.parametrize("memory_per_case", [770, 800])  # equal, and worse
+def test_ingestion_never_pays_for_itself_when_questions_cost_no_less(
+    memory_per_case: int,
+) -> None:
+    cmp = compare_runs(
+        tokens_run([770, 770]), tokens_run([memory_per_case] * 2, ingestion_tokens=12_000)
+    )
+    assert cmp["break_even"]["questions"] is None and cmp["break_even"]["never"] is True
+    page = render_compare_html(cmp)
+    assert (
+        "<p>Break-even: ingestion (12,000 tokens) never pays for itself: the memory run spends "
+        f"{memory_per_case} tokens per question, the full-context run 770.</p>"
+    ) in page
+
+
+def test_no_break_even_unless_exactly_one_run_ingested_with_known_tokens() -> None:
+    full, memory = tokens_run([770]), tokens_run([450], ingestion_tokens=12_000)
+    assert "break_even" in compare_runs(full, memory)
+    cases = {
+        "neither": (full, tokens_run([450])),
+        "both": (tokens_run([770], ingestion_tokens=500), memory),
+        "unknown ingestion tokens": (full, tokens_run([450], ingestion_tokens=None)),
+        "no ingestion tokens": (full, tokens_run([450], ingestion_tokens=0)),
+    }
+    for why, (a, b) in cases.items():
+        cmp = compare_runs(a, b)
+        assert "break_even" not in cmp, why
+        assert "break-even" not in render_compare_markdown(cmp).lower(), why
+        assert "break-even" not in render_compare_html(cmp).lower(), why
+    no_usage = doc_of([result("c0", "passed", {"tools": 1.0})])
+    assert "break_even" not in compare_runs(no_usage, memory)

@@ -10,7 +10,9 @@ differences), with the reports' fixed seed, so the same two runs always give the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from ...core.outcomes import DECIDED, NOT_PASSING, PASS_LIKE, case_label, failure_of
@@ -38,7 +40,11 @@ def compare_runs(a: Doc, b: Doc, names: Sequence[str] = ("A", "B")) -> dict[str,
     order += [s for s in (b.get("stage_order") or b["stages"]) if s not in order]
     shared_a = [pa for pa, _ in pairs]
     shared_b = [pb for _, pb in pairs]
-    return {
+    cost = {
+        "a": cost_section(shared_a, a.get("run") or {}),
+        "b": cost_section(shared_b, b.get("run") or {}),
+    }
+    comparison: dict[str, Any] = {
         "format": COMPARE_FORMAT,
         "seed": DEFAULT_SEED,
         "resamples": DEFAULT_RESAMPLES,
@@ -54,11 +60,14 @@ def compare_runs(a: Doc, b: Doc, names: Sequence[str] = ("A", "B")) -> dict[str,
         "categories": _categories(pairs),
         "totals": _totals(pairs),
         "flipped": _flipped(pairs),
-        "cost": {
-            "a": cost_section(shared_a, a.get("run") or {}),
-            "b": cost_section(shared_b, b.get("run") or {}),
-        },
+        "cost": cost,
     }
+    break_even = token_break_even(
+        _ingestion_tokens({"a": a, "b": b}), {side: cost[side]["system"] for side in ("a", "b")}
+    )
+    if break_even is not None:  # only when exactly one run ingested (the memory run)
+        comparison["break_even"] = break_even
+    return comparison
 
 
 def _run_view(doc: Doc, name: str) -> dict[str, Any]:
@@ -185,3 +194,49 @@ def _flip(case_a: Doc, case_b: Doc) -> dict[str, Any]:
         return {"outcome": case.get("outcome"), "stage": stage, "reason": reason}
 
     return {"case": case_label(case_b), "a": side(case_a), "b": side(case_b)}
+
+
+def _ingestion_tokens(docs: Mapping[str, Doc]) -> dict[str, int | None]:
+    """Each run's ingestion tokens in total (None: unknown), for the runs that have an
+    ingestion (some suite user with an ingestion record)."""
+    out: dict[str, int | None] = {}
+    for side, doc in docs.items():
+        section = doc.get("ingestion")
+        if isinstance(section, Mapping) and section:
+            tokens = (section.get("total") or {}).get("total_tokens")
+            known = isinstance(tokens, (int, float)) and not isinstance(tokens, bool)
+            out[side] = int(tokens) if known else None
+    return out
+
+
+def token_break_even(
+    ingestion: Mapping[str, int | None], system: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """Cognee's token break-even: after how many questions the memory run's ingestion tokens
+    are paid back by its cheaper questions, against the run that puts the whole context in
+    every prompt.
+
+    `ingestion` holds the ingestion tokens (None: unknown) of each side that has an ingestion.
+    The memory run is the one side there, whose total I is known and > 0; the other is the
+    full-context run. Tokens per question are each system's tokens over its shared cases with
+    recorded usage (`system[side]`, the cost section's). N = ceil(I / (q_full - q_mem)) when
+    q_full > q_mem, else never (None). None when both or neither side ingested, I is unknown
+    or 0, or a side has no recorded usage. Exact in fractions: a float quotient of
+    3.0000000000000004 must not round up to 4."""
+    if len(ingestion) != 1:
+        return None
+    ((memory, tokens),) = ingestion.items()
+    full = "b" if memory == "a" else "a"
+    if tokens is None or tokens <= 0 or not system[memory]["cases"] or not system[full]["cases"]:
+        return None
+    q_mem = Fraction(system[memory]["total_tokens"], system[memory]["cases"])
+    q_full = Fraction(system[full]["total_tokens"], system[full]["cases"])
+    questions = math.ceil(Fraction(tokens) / (q_full - q_mem)) if q_full > q_mem else None
+    return {
+        "memory": memory,
+        "ingestion_tokens": tokens,
+        "per_question_memory": float(q_mem),
+        "per_question_full": float(q_full),
+        "questions": questions,
+        "never": questions is None,
+    }

@@ -22,6 +22,7 @@ def render_compare_markdown(cmp: Comparison) -> str:
     lines += _categories(cmp)
     lines += _flipped(cmp)
     lines += _cost(cmp)
+    lines += _break_even(cmp)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -206,5 +207,53 @@ def _cost(cmp: Comparison) -> list[str]:
         "### Cost and latency (shared cases, as recorded)",
         "",
         *markdown_table(header, cost_rows(cmp)),
+        "",
+    ]
+
+
+def _tokens(value: float) -> str:
+    """Tokens per question: whole when whole (450), else to one decimal (333.3)."""
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+
+
+def break_even_text(break_even: Mapping[str, Any]) -> str:
+    """The break-even in one sentence: after how many questions, or never."""
+    ingestion = f"ingestion ({fmt_int(break_even['ingestion_tokens'])} tokens)"
+    memory, full = break_even["per_question_memory"], break_even["per_question_full"]
+    if break_even["never"]:
+        return (
+            f"Break-even: {ingestion} never pays for itself: the memory run spends "
+            f"{_tokens(memory)} tokens per question, the full-context run {_tokens(full)}."
+        )
+    questions = break_even["questions"]
+    return (
+        f"Break-even: {ingestion} pays for itself after {fmt_int(questions)} "
+        f"question{'s' * (questions != 1)} ({_tokens(memory)} tokens per question with memory, "
+        f"{_tokens(full)} with the full context)."
+    )
+
+
+def break_even_note(cmp: Comparison) -> str:
+    """Which run is which: the memory run is the one with an ingestion phase."""
+    memory = cmp["break_even"]["memory"]
+    full = "b" if memory == "a" else "a"
+    names = cmp["runs"]
+    return (
+        f"Memory run: {memory.upper()} {names[memory]['name']} (the run with an ingestion "
+        f"phase); full-context run: {full.upper()} {names[full]['name']}. Tokens per question: "
+        "the system's recorded tokens over the shared cases with recorded usage."
+    )
+
+
+def _break_even(cmp: Comparison) -> list[str]:
+    """Cognee's token break-even, when exactly one run ingested (see `token_break_even`)."""
+    if not cmp.get("break_even"):
+        return []
+    return [
+        "### Token break-even",
+        "",
+        escape_cell(break_even_text(cmp["break_even"]), 1000),
+        "",
+        f"_{escape_cell(break_even_note(cmp), 1000)}_",
         "",
     ]

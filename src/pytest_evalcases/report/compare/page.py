@@ -10,7 +10,15 @@ from ...core.names import clip
 from ..charts import LABEL_CHARS, LABEL_W, PLOT_W, ROW_H, TOP
 from ..formatting import fmt_ci, fmt_delta, fmt_pct, fmt_pct_ci, fmt_score
 from ..html import csp_hash, page_environment, static_file, static_markup
-from .markdown import category_cells, cost_rows, flip_text, run_label, shared_text
+from .markdown import (
+    break_even_note,
+    break_even_text,
+    category_cells,
+    cost_rows,
+    flip_text,
+    run_label,
+    shared_text,
+)
 
 Comparison = Mapping[str, Any]
 
@@ -47,6 +55,11 @@ def render_compare_html(cmp: Comparison) -> str:
             )
         ],
         "cost": cost_rows(cmp),
+        "break_even": (
+            {"text": break_even_text(cmp["break_even"]), "note": break_even_note(cmp)}
+            if cmp.get("break_even")
+            else None
+        ),
     }
     return page_environment().get_template("compare.html.j2").render(**context)
 

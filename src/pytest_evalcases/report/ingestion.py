@@ -1,0 +1,265 @@
+"""The ingestion figures: what each suite user's ingestion (`setup_user`, and the `ready()` wait)
+took and cost, as its recording holds them, per user and in total. Pure: per-case result dicts in.
+
+A case whose suite user has an ingestion record carries it as `"ingestion"`; every case of the
+user carries the same record, and under xdist or a shard merge the cases of one user may come
+from several workers, so the records are deduplicated by (suite, user). When two records of a
+user disagree, the one that spent the most in this run wins (`recorded` over `replayed_http`
+over `reused` over `replayed`), then the one of the user's first case in collection order: the
+figures never depend on the order the results arrive in.
+
+Figures are those of the recording (a reused or replayed user's were spent when it was
+recorded); an unknown figure stays null, and a total is the sum of the known ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .formatting import fmt_int, fmt_seconds, fmt_usd
+
+# Where this run's ingestion of a user came from, in the order the terminal line and the
+# total's `sources` count them.
+SOURCE_ORDER: tuple[str, ...] = ("recorded", "reused", "replayed_http", "replayed")
+# When a user's records disagree, the one that spent the most in this run wins.
+PRECEDENCE: tuple[str, ...] = ("recorded", "replayed_http", "reused", "replayed")
+_TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+# A case's place in collection order: (file, index, node id).
+CaseOrder = tuple[str, int, str]
+
+
+def _number(value: Any) -> float | None:
+    """A finite int or float (a bool, a NaN or a string is unknown)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _case_order(case: Mapping[str, Any]) -> CaseOrder:
+    index = case.get("index")
+    return (
+        str(case.get("file") or ""),
+        index if isinstance(index, int) and not isinstance(index, bool) else -1,
+        str(case.get("nodeid") or case.get("id") or ""),
+    )
+
+
+def _rank(record: Mapping[str, Any]) -> int:
+    source = record.get("source")
+    return PRECEDENCE.index(source) if source in PRECEDENCE else len(PRECEDENCE)
+
+
+class UserRecords:
+    """Each (suite, user)'s ingestion record, gathered one case at a time.
+
+    Callers look the record up themselves (`case.get("ingestion")`) and add only the cases that
+    have one: a suite without users pays one dict lookup a case, nothing more."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[str, str], tuple[int, CaseOrder, Mapping[str, Any]]] = {}
+
+    def add(self, case: Mapping[str, Any], record: Any) -> None:
+        if not isinstance(record, Mapping):
+            return
+        user = record.get("user") or case.get("user")
+        if user in (None, ""):
+            return
+        key = (str(case.get("suite") or ""), str(user))
+        candidate = (_rank(record), _case_order(case), record)
+        kept = self._records.get(key)
+        if kept is None or candidate[:2] < kept[:2]:
+            self._records[key] = candidate
+
+    def __bool__(self) -> bool:
+        return bool(self._records)
+
+    def users(self) -> list[dict[str, Any]]:
+        """One row a user, sorted by (suite, user) (`user_row`)."""
+        return [
+            user_row(suite, user, record)
+            for (suite, user), (_, _, record) in sorted(self._records.items())
+        ]
+
+
+def user_row(suite: str, user: str, record: Mapping[str, Any]) -> dict[str, Any]:
+    """A user's row of the section: its record's figures, flat, unknowns null."""
+    usage = record.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    prompt, completion = (
+        _number(usage.get("prompt_tokens")),
+        _number(usage.get("completion_tokens")),
+    )
+    total = _number(usage.get("total_tokens"))
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    requests = _number(record.get("requests"))
+    recorded_at = record.get("recorded_at")
+    source = record.get("source")
+    return {
+        "suite": suite,
+        "user": user,
+        "source": str(source) if source is not None else None,
+        "recorded_at": recorded_at if isinstance(recorded_at, str) else None,
+        "duration_s": _number(record.get("duration_s")),
+        "ready_wait_s": _number(record.get("ready_wait_s")),
+        "requests": int(requests) if requests is not None else 0,
+        "prompt_tokens": int(prompt) if prompt is not None else None,
+        "completion_tokens": int(completion) if completion is not None else None,
+        "total_tokens": int(total) if total is not None else None,
+        "cost_usd": _number(record.get("cost_usd")),
+    }
+
+
+def _known_sum(values: Iterable[Any], digits: int | None = None) -> float | int | None:
+    """The sum of the known values, None when none is known. fsum + rounding: a sum of many
+    small costs or times should not print as 0.0036000000000000003."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    if digits is None:
+        return sum(known)
+    return round(math.fsum(known), digits)
+
+
+def source_counts(users: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Users per source, in SOURCE_ORDER (then any other source, sorted)."""
+    counts: dict[str, int] = {}
+    for row in users:
+        source = str(row.get("source"))
+        counts[source] = counts.get(source, 0) + 1
+    known = [s for s in SOURCE_ORDER if s in counts]
+    return {s: counts[s] for s in known + sorted(set(counts) - set(known))}
+
+
+def users_total(users: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The total over users' rows: sums of the known figures, null where none is known; a cost
+    with some users unknown is the known ones' sum, `cost_unknown_users` counting the others
+    (unknown is not zero), and likewise `usage_unknown_users` for the tokens."""
+    total: dict[str, Any] = {
+        "users": len(users),
+        "duration_s": _known_sum((u["duration_s"] for u in users), 6),
+        "ready_wait_s": _known_sum((u["ready_wait_s"] for u in users), 6),
+        "requests": sum(u["requests"] for u in users),
+    }
+    for key in _TOKENS:
+        total[key] = _known_sum(u[key] for u in users)
+    total["usage_unknown_users"] = sum(1 for u in users if u["total_tokens"] is None)
+    total["cost_usd"] = _known_sum((u["cost_usd"] for u in users), 10)
+    total["cost_unknown_users"] = sum(1 for u in users if u["cost_usd"] is None)
+    total["sources"] = source_counts(users)
+    return total
+
+
+def ingestion_section(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """results.json's `ingestion`: `{"users": [...], "total": {...}}`, or {} when no case
+    carries an ingestion record (a run without suite users: the document has no such key)."""
+    records = UserRecords()
+    for case in cases:
+        record = case.get("ingestion")  # the one lookup a case without a user pays
+        if record is not None:
+            records.add(case, record)
+    if not records:
+        return {}
+    users = records.users()
+    return {"users": users, "total": users_total(users)}
+
+
+# ------------------------------------------------------------------ shown
+
+
+def _cost_cell(cost: float | None, unknown: int = 0) -> str:
+    if cost is None:
+        return "unknown"
+    return fmt_usd(cost) + (f" (+{unknown} unknown)" if unknown else "")
+
+
+def _tokens_cell(tokens: int | None, unknown: int = 0) -> str:
+    if tokens is None:
+        return "unknown"
+    return fmt_int(tokens) + (f" (+{unknown} unknown)" if unknown else "")
+
+
+TABLE_HEADER: tuple[str, ...] = (
+    "suite",
+    "user",
+    "source",
+    "duration",
+    "ready wait",
+    "requests",
+    "tokens",
+    "cost",
+)
+TABLE_ALIGN: tuple[str, ...] = ("l", "l", "l", "r", "r", "r", "r", "r")
+
+
+def table_rows(section: Mapping[str, Any]) -> list[list[str]]:
+    """A row of cells a user (the columns of TABLE_HEADER), as report.md and the dashboard
+    show them."""
+    return [
+        [
+            u["suite"],
+            u["user"],
+            u["source"] or "–",
+            fmt_seconds(u["duration_s"]),
+            fmt_seconds(u["ready_wait_s"]),
+            fmt_int(u["requests"]),
+            _tokens_cell(u["total_tokens"]),
+            _cost_cell(u["cost_usd"]),
+        ]
+        for u in section["users"]
+    ]
+
+
+def sources_text(sources: Mapping[str, int]) -> str:
+    """`2 recorded, 1 reused`."""
+    return ", ".join(f"{n} {source}" for source, n in sources.items())
+
+
+def total_cells(section: Mapping[str, Any]) -> list[str]:
+    """The total row: users and their sources, then the summed figures."""
+    t = section["total"]
+    users = f"{t['users']} user{'s' * (t['users'] != 1)}"
+    return [
+        "total",
+        users,
+        sources_text(t["sources"]),
+        fmt_seconds(t["duration_s"]),
+        fmt_seconds(t["ready_wait_s"]),
+        fmt_int(t["requests"]),
+        _tokens_cell(t["total_tokens"], t.get("usage_unknown_users") or 0),
+        _cost_cell(t["cost_usd"], t.get("cost_unknown_users") or 0),
+    ]
+
+
+def summary_line(users: Sequence[Mapping[str, Any]]) -> str:
+    """The terminal's line: `ingestion: 3 users: 1 recorded (2.1 s, 1,000 tokens, $0.0002),
+    2 reused`: users per source, and what the users ingested in this run took and cost."""
+    counts = source_counts(users)
+    parts = []
+    for source, n in counts.items():
+        text = f"{n} {source}"
+        if source == "recorded":
+            figures = _recorded_figures(users_total([u for u in users if u["source"] == source]))
+            text += f" ({figures})" if figures else ""
+        parts.append(text)
+    return f"ingestion: {len(users)} user{'s' * (len(users) != 1)}: " + ", ".join(parts)
+
+
+def _recorded_figures(total: Mapping[str, Any]) -> str:
+    figures = []
+    if total["duration_s"] is not None:
+        figures.append(fmt_seconds(total["duration_s"]))
+    if total["total_tokens"] is not None:
+        figures.append(f"{fmt_int(total['total_tokens'])} tokens")
+    if total["cost_usd"] is None:
+        figures.append("cost unknown")
+    else:
+        figures.append(fmt_usd(total["cost_usd"]))
+        if total["cost_unknown_users"]:  # unknown is not zero: say how many the sum leaves out
+            figures.append(f"cost unknown for {total['cost_unknown_users']}")
+    return ", ".join(figures)
