@@ -206,6 +206,15 @@ def test_live_records_each_users_ingestion_with_its_http_key_result_and_figures(
     assert figures["ana-cat"]["source"] == "recorded"
     assert figures["ana-cat"]["usage"]["total_tokens"] == 20
     assert figures["bo-car"]["user"] == "u-bo" and figures["bo-car"]["requests"] == 1
+    # The figures per user and in total: results.json, report.md, the dashboard, the terminal.
+    total = results(project)["ingestion"]["total"]
+    assert (total["users"], total["requests"], total["total_tokens"]) == (2, 3, 30)
+    assert total["cost_usd"] == pytest.approx((21 * 0.15 + 9 * 0.60) / 1e6)
+    assert total["sources"] == {"recorded": 2}
+    report = (project.root / "r" / "report.md").read_text()
+    assert "### Ingestion" in report and "| memory | u-ana | recorded |" in report
+    assert 'id="ingestion"' in (project.root / "r" / "dashboard.html").read_text()
+    assert "ingestion: 2 users: 2 recorded (" in output(live)
 
 
 def test_replay_http_replays_the_ingestion_offline_and_plain_replay_reads_its_figures(
@@ -278,6 +287,7 @@ def test_live_stale_reuses_a_current_ingestion_and_says_so(
     assert project.calls() == ["setup memory", "run ana-cat"]  # Ana's memory not rebuilt...
     assert model.requests == sent
     assert ingestion_of(project)["ana-cat"]["source"] == "reused"
+    assert "ingestion: 2 users: 1 reused, 1 replayed" in output(stale)  # Bo: none of his ran
 
 
 def test_live_ingests_again_unless_user_ready_says_the_state_is_still_there(
