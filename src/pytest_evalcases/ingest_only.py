@@ -100,5 +100,9 @@ def _outcome(ctx: SuiteContext, dry_run: bool) -> str:
         parts.append(f"{usage['total_tokens']:,} tokens")
     if figures.get("ready_wait_s") is not None:
         parts.append(f"ready after {figures['ready_wait_s']:.1f} s")
-    verb = "ingested (dry run: not written)" if dry_run else "recorded"
-    return f"{verb} in {figures['duration_s']:.1f} s ({', '.join(parts)})"
+    said = f"in {figures['duration_s']:.1f} s ({', '.join(parts)})"
+    if dry_run:
+        return f"ingested {said}; a dry run: nothing written"
+    if user.recording_unchanged:  # only timings and fresh ids differed: the file stays
+        return f"ingested again {said}; its recording is unchanged"
+    return f"recorded {said}"

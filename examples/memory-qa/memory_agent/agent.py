@@ -5,8 +5,13 @@ answers questions about them from that user's memory only.
   dated turns, the layout `python -m pytest_evalcases import locomo` writes) and every
   paragraph of its `documents`, into a BM25 index (bm25s) of that user alone. It returns what
   it indexed: the counts and a content hash (`ingestion_result`).
+  It also saves the index, as a memory service keeps its users, under `.memory-store/<user>/`
+  (beside `cases/`; not committed).
 - `ready(user, result)` stands for a memory service that processes an ingestion in the
   background: false on its first poll after a user's ingestion, true from the second.
+- `user_ready(user, result)` says whether a recorded ingestion's state is still there: it loads
+  the saved index when its content hash is the recorded one (`--live-stale` and `--live` then
+  reuse the ingestion instead of indexing again).
 - `run(case)` retrieves the `K` best memories of `case.user` for the question and answers with
   the retrieved sentence that shares the most content words with it, prefixed by the date it
   was said; with too little overlap it abstains ("I don't know: ...").
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 K = 3
+STORE = Path(__file__).resolve().parents[1] / ".memory-store"  # the saved indexes, per user
 MODEL = "extractive-memory-v1"
 MIN_OVERLAP = 0.5
 NOTE = "note"  # the speaker of a paragraph of the user's documents
@@ -105,6 +111,9 @@ def ingestion_result(user: Mapping[str, Any], memories: list[Memory]) -> dict[st
         "documents": len(user.get("documents") or []),
         "chunks": sum(1 for m in memories if m.speaker == NOTE),
         "content_hash": hashlib.sha256(indexed).hexdigest()[:12],
+        # A BM25 build calls no model: nothing spent (an unreported cost would read "unknown").
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+        "cost_usd": 0.0,
     }
 
 
@@ -116,6 +125,30 @@ class UserMemory:
         self.index = bm25s.BM25()
         # The speaker is part of a memory: "Ana" in a question finds what Ana said.
         self.index.index([tokenize(f"{m.speaker} {m.text}") for m in memories], show_progress=False)
+
+    def save(self, folder: Path, content_hash: str) -> None:
+        """The index and its memories, then the content hash last: a folder without it (a
+        save cut short) is never loaded."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "content_hash").unlink(missing_ok=True)
+        self.index.save(str(folder / "bm25"), show_progress=False)
+        rows = [[m.id, m.when, m.speaker, m.text] for m in self.memories]
+        (folder / "memories.json").write_text(json.dumps(rows, ensure_ascii=False), "utf-8")
+        (folder / "content_hash").write_text(content_hash, "utf-8")
+
+    @classmethod
+    def load(cls, folder: Path, content_hash: Any) -> UserMemory | None:
+        """The index saved in `folder`, if it holds the memories of `content_hash`."""
+        stamp = folder / "content_hash"
+        if not stamp.is_file() or stamp.read_text("utf-8") != content_hash:
+            return None
+        import bm25s  # lazy, as in __init__
+
+        memory = cls.__new__(cls)
+        rows = json.loads((folder / "memories.json").read_text("utf-8"))
+        memory.memories = [Memory(*row) for row in rows]
+        memory.index = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
+        return memory
 
     def search(self, query: str, k: int) -> list[Memory]:
         terms = tokenize(query)
@@ -156,10 +189,21 @@ class MemoryAgent:
     def setup_user(self, user: Mapping[str, Any]) -> dict[str, Any]:
         memories = read_memories(user)
         memory = UserMemory(memories)
+        result = ingestion_result(user, memories)
+        memory.save(STORE / user["id"], result["content_hash"])
         with self._lock:
             self._users[user["id"]] = memory
             self._polls[user["id"]] = 0
-        return ingestion_result(user, memories)
+        return result
+
+    def user_ready(self, user: Mapping[str, Any], result: Mapping[str, Any]) -> bool:
+        """Whether the index a recorded ingestion built is still saved: loaded if so."""
+        memory = UserMemory.load(STORE / user["id"], result.get("content_hash"))
+        if memory is None:
+            return False
+        with self._lock:
+            self._users[user["id"]] = memory
+        return True
 
     def ready(self, user: Mapping[str, Any], result: Mapping[str, Any]) -> bool:
         """False on the first poll after a user's ingestion, true after it."""

@@ -68,6 +68,7 @@ class SuiteUser:
         self.ingestion: dict[str, Any] | None = None
         self.figures_read = False  # the recording was looked at for `ingestion` (plain replay)
         self.reused_unchecked = False  # reused with no `user_ready` to say its state is there
+        self.recording_unchanged = False  # ingested again, to the recording there was
         self._lock = threading.Lock()
         self._done = False
         self._error: BaseException | None = None

@@ -239,6 +239,7 @@ def _save(
         and old.get("result") == result
         and old["integrity"]["http"] == http_hash
     )
+    user.recording_unchanged = unchanged
     if dry_run or unchanged:
         return doc
     http_file = _http_path(ctx, user)

@@ -28,7 +28,9 @@ def example(tmp_path: Path) -> Path:
     shutil.copytree(
         EXAMPLE,
         root,
-        ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", ".basetemp", ".deepeval"),
+        ignore=shutil.ignore_patterns(
+            "__pycache__", ".pytest_cache", ".basetemp", ".deepeval", ".memory-store"
+        ),
     )
     return root
 

@@ -35,6 +35,13 @@ def agent_module() -> Iterator[ModuleType]:
         del sys.modules[MODULE_NAME]
 
 
+@pytest.fixture(autouse=True)
+def store(agent_module: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The agent saves its indexes here, not in the example's folder."""
+    monkeypatch.setattr(agent_module, "STORE", tmp_path / "store")
+    return tmp_path / "store"
+
+
 def users_of(root: Path) -> dict[str, dict[str, Any]]:
     """The suite's users, their files made absolute (the suite names them from `root`)."""
     suite = json.loads((root / "cases" / "memory.json").read_text(encoding="utf-8"))
@@ -57,7 +64,7 @@ def test_setup_user_returns_the_counts_it_indexed_and_a_content_hash(
     # Counted in data/: ana's sessions have 3, 3 and 2 turns, and notes.md two paragraphs under
     # its heading; ben's 3, 3, 2; chen's 3, 2, 2.
     counts = {
-        user_id: {k: v for k, v in result.items() if k != "content_hash"}
+        user_id: {k: v for k, v in result.items() if k not in ("content_hash", "usage", "cost_usd")}
         for user_id, result in results.items()
     }
     assert counts == {
@@ -102,3 +109,25 @@ def test_ready_is_false_on_the_first_poll_after_an_ingestion_and_true_after(
     assert agent.ready(ben, ben_result) is False  # each user waits for its own poll
     agent.setup_user(ana)  # ingested again: processing starts over
     assert [agent.ready(ana, ana_result), agent.ready(ana, ana_result)] == [False, True]
+
+
+def test_user_ready_loads_the_saved_index_only_for_the_recorded_content(
+    agent_module: ModuleType, store: Path
+) -> None:
+    users = users_of(EXAMPLE)
+    ana = users["u-ana"]
+    result = agent_module.MemoryAgent().setup_user(ana)
+    case = {"id": "c", "user": "u-ana", "input": "When did Ana adopt her kitten?"}
+    expected = agent_module.MemoryAgent()
+    expected.setup_user(ana)
+
+    fresh = agent_module.MemoryAgent()  # a new process: nothing in memory
+    assert fresh.user_ready(ana, {**result, "content_hash": "000000000000"}) is False
+    assert fresh.user_ready(users["u-ben"], result) is False  # never saved
+    assert fresh.user_ready(ana, result) is True
+    answered = fresh.run(case)
+    assert answered["answer"] == expected.run(case)["answer"]
+    assert answered["retrieved"] == expected.run(case)["retrieved"]
+
+    (store / "u-ana" / "content_hash").unlink()  # a save cut short is never loaded
+    assert agent_module.MemoryAgent().user_ready(ana, result) is False
