@@ -40,6 +40,7 @@ from ..store.user_recordings import (
     user_http_path,
     user_recording_path,
 )
+from .limits import Interrupted
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -87,7 +88,7 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
     have found nothing in memory (an in-process index is gone in a new process): say so."""
     try:
         yield
-    except EvalCaseError:
+    except (EvalCaseError, Interrupted):  # ours: a timeout, a stale request, a Ctrl-C
         raise
     except Exception as exc:
         user = ctx.user
