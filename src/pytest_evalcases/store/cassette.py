@@ -71,6 +71,20 @@ def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, An
     return doc
 
 
+def read_recording(path: Path, what: str, shown: str) -> bytes | None:
+    """The bytes of a recording file (`what`: "HTTP recording", "ingestion recording"); None
+    when there is none. CassetteError naming it when it is refused (not a regular file, over
+    the size cap) or cannot be read."""
+    try:
+        return read_bounded(path, CASSETTE_CAP)
+    except FileNotFoundError:
+        return None
+    except RefusedFile as exc:
+        raise CassetteError(refused_message(what, shown, exc)) from None
+    except OSError as exc:
+        raise CassetteError(f"cannot read {what} {shown}: {exc}") from None
+
+
 def refused_message(what: str, shown: str, refused: RefusedFile) -> str:
     """The error of a recording file refused before reading (`what`: "cassette", "HTTP
     recording"), with the next step."""

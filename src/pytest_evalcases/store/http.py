@@ -15,8 +15,7 @@ from typing import Any
 
 from ..core.errors import CassetteError
 from ..core.hashing import content_hash
-from .cassette import refused_message, save_cassette
-from .files import CASSETTE_CAP, RefusedFile, read_bounded
+from .cassette import read_recording, save_cassette
 
 HTTP_FORMAT = 1
 # Request headers are not matched on; only the content type is kept (the rest is SDK noise such
@@ -120,14 +119,9 @@ def save_http(path: Path, doc: Mapping[str, Any]) -> str:
 def load_http(path: Path, shown: str) -> list[dict[str, Any]] | None:
     """The interactions of an HTTP recording; None when there is none. It is refused before
     reading when it is not a regular file or is over the cassettes' size cap."""
-    try:
-        raw = read_bounded(path, CASSETTE_CAP)
-    except FileNotFoundError:
+    raw = read_recording(path, "HTTP recording", shown)
+    if raw is None:
         return None
-    except RefusedFile as exc:
-        raise CassetteError(refused_message("HTTP recording", shown, exc)) from None
-    except OSError as exc:
-        raise CassetteError(f"cannot read HTTP recording {shown}: {exc}") from None
     try:
         doc = json.loads(raw)
     except ValueError as exc:

@@ -20,12 +20,11 @@ from .. import __version__
 from ..core.errors import CassetteError
 from .cassette import (
     USERS_FOLDER,
-    refused_message,
+    read_recording,
     save_cassette,
     shown_path,
     writable_folder_problem,
 )
-from .files import CASSETTE_CAP, RefusedFile, read_bounded
 from .keys import CASSETTE_FORMAT, user_ingestion_key
 
 if TYPE_CHECKING:
@@ -84,14 +83,9 @@ def load_user_recording(path: Path, rootdir: Path) -> dict[str, Any] | None:
     """The ingestion recording at `path`, None when there is none; CassetteError naming the
     file and the next step when it cannot be read or is not one."""
     shown = shown_path(path, rootdir)
-    try:
-        raw = read_bounded(path, CASSETTE_CAP)
-    except FileNotFoundError:
+    raw = read_recording(path, "ingestion recording", shown)
+    if raw is None:
         return None
-    except RefusedFile as exc:
-        raise CassetteError(refused_message("ingestion recording", shown, exc)) from None
-    except OSError as exc:
-        raise CassetteError(f"cannot read ingestion recording {shown}: {exc}") from None
     try:
         doc = pydantic_core.from_json(raw)
     except ValueError as exc:
