@@ -24,6 +24,7 @@ from .core.validation import format_validation_error, misspelled_fields
 from .domain.context import SuiteContext
 from .items import CaseItem, SuiteErrorItem
 from .session import get_session
+from .store.cassette import user_recording_stem
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -62,7 +63,9 @@ class CaseFile(pytest.File):
             return
         # The raw cases are not kept on the suite: each item holds its validated case only.
         raw_cases, ctx.suite.cases = ctx.suite.cases, []
-        state.collected_suites[self.path] = (ctx.suite.name, case_ids(raw_cases))
+        # What the suite's folder of recordings may hold: its cases', its users' ingestions.
+        users = [user_recording_stem(user.id) for user in ctx.suite.users or ()]
+        state.collected_suites[self.path] = (ctx.suite.name, case_ids(raw_cases) + users)
         variants = ContextVariants(state)
         seen: dict[str, int] = {}
         for index, raw in enumerate(raw_cases):

@@ -14,7 +14,7 @@ import pytest
 
 from .core.modes import LIVE
 from .core.names import shown_file
-from .store.cassette import find_orphans, left_alone
+from .store.cassette import find_orphans, left_alone, user_recording_stem
 from .store.files import CASE_FILE_CAP, problem_of, read_bounded
 
 if TYPE_CHECKING:
@@ -34,7 +34,8 @@ def remove_orphans(paths: list[Path]) -> None:
     for path in paths:
         if not (path.is_symlink() or path.parent.is_symlink()):
             path.unlink(missing_ok=True)
-    for folder in sorted({path.parent for path in paths}):
+    # Deepest first: a gone suite's `users/` folder goes before the suite's own folder.
+    for folder in sorted({path.parent for path in paths}, key=lambda f: -len(f.parts)):
         try:
             if not folder.is_symlink():
                 folder.rmdir()  # only when empty
@@ -152,7 +153,8 @@ def scan_suites(
     known: dict[Path, tuple[str, list[str]]],
     skip: set[Path] | frozenset[Path] = frozenset(),
 ) -> tuple[dict[Path, tuple[str, list[str]]], list[Path]]:
-    """Case file -> (suite name, case ids) for every case file under the case folders (`known`
+    """Case file -> (suite name, case ids and the `user_recording_stem`s of its users) for
+    every case file under the case folders (`known`
     ones are not read again, `skip` ones are left out), and the files that could not be read
     (then no cassette can safely be called an orphan)."""
     suites: dict[Path, tuple[str, list[str]]] = {}
@@ -169,6 +171,11 @@ def scan_suites(
                 c["id"]
                 for c in doc["cases"]
                 if isinstance(c, dict) and isinstance(c.get("id"), str)
+            ]
+            ids += [
+                user_recording_stem(u["id"])
+                for u in doc.get("users") or ()
+                if isinstance(u, dict) and isinstance(u.get("id"), str)
             ]
             name = doc["name"]
             if not isinstance(name, str):
@@ -263,7 +270,7 @@ def _deletable(
     # A gone suite's folder: when every case of every suite was selected (a full run), as
     # long as it selected any case at all.
     everything = bool(state.selected) and all(
-        path in complete_files or not ids for path, (_, ids) in per_file.items()
+        path in complete_files or not _cases_of(ids) for path, (_, ids) in per_file.items()
     )
     return [
         path
@@ -275,4 +282,11 @@ def _deletable(
 def _selects(state: EvalSession, path: Path, ids: list[str]) -> bool:
     """Whether every case of the case file at `path` was selected (an empty file: no)."""
     prefix = shown_file(path, state.settings.rootdir) + "::"
-    return bool(ids) and all(prefix + case_id in state.selected for case_id in ids)
+    cases = _cases_of(ids)
+    return bool(cases) and all(prefix + case_id in state.selected for case_id in cases)
+
+
+def _cases_of(ids: list[str]) -> list[str]:
+    """A suite's case ids, without its users' recording stems (`users/<id>`: a case id never
+    holds a `/`)."""
+    return [case_id for case_id in ids if "/" not in case_id]

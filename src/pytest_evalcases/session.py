@@ -46,9 +46,10 @@ class EvalSession:
         # suite name -> the case files declaring it (node ids); two or more is a conflict.
         self._suite_files: dict[str, list[str]] = {}
         self.seen_case_files: set[Path] = set()  # every case file this run collected
-        # case file -> (suite name, case ids), filled at collection (and for the case files
-        # this run does not collect, by `claim_uncollected_suites`): orphan detection then
-        # re-reads only the files not known here (on the xdist controller: all of them).
+        # case file -> (suite name, case ids and its users' `users/<id>` recording stems),
+        # filled at collection (and for the case files this run does not collect, by
+        # `claim_uncollected_suites`): orphan detection then re-reads only the files not known
+        # here (on the xdist controller: all of them).
         self.collected_suites: dict[Path, tuple[str, list[str]]] = {}
         # Node ids of the eval items this run selected (after -k, -m, --lf, --deselect): from
         # the collection, or on the xdist controller from the workers' collections. A --live

@@ -428,3 +428,30 @@ def test_a_run_that_fails_after_an_unchecked_reuse_says_why(
         "user 'u-ana''s ingestion was reused from its recording, so setup_user did not run in "
         "this process" in output(stale)
     )
+
+
+def test_the_recording_of_a_user_no_longer_declared_is_an_orphan_a_full_live_run_deletes(
+    project: Project, model: FactModel
+) -> None:
+    extracting_project(project, model).run("--live").assert_outcomes(passed=4)
+
+    def rename_bo(doc: dict[str, Any]) -> None:
+        doc["users"][1]["id"] = "u-bob"
+        for case in doc["cases"]:
+            if case["user"] == "u-bo":
+                case["user"] = "u-bob"
+
+    project.edit_suite("cases/memory.json", rename_bo)
+    replay = project.run("--live-stale", "-k", "ana")  # not every case: nothing deleted
+
+    assert "  orphan: cassettes/memory/users/u-bo.json" in output(replay)
+    assert "  orphan: cassettes/memory/users/u-bo.http.json" in output(replay)
+    assert (project.root / "cassettes/memory/users/u-bo.json").exists()
+
+    live = project.run("--live")
+
+    live.assert_outcomes(passed=4)
+    assert "  orphan: cassettes/memory/users/u-bo.json (deleted)" in output(live)
+    assert not (project.root / "cassettes/memory/users/u-bo.json").exists()
+    assert (project.root / "cassettes/memory/users/u-bob.json").exists()
+    assert (project.root / "cassettes/memory/users/u-ana.json").exists()

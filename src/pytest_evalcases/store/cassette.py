@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -321,7 +321,10 @@ def remove_dead_temp_files(root: Path) -> int:
     removed = 0
     if not root.is_dir():
         return 0
-    for folder in _folders_with_recordings(root):
+    suite_folders = (
+        entry.path for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)
+    )
+    for folder in (path for suite in suite_folders for _, path in _recording_folders(suite)):
         for entry in os.scandir(folder):
             name, _, pid = entry.name.rpartition(".tmp.")
             if (
@@ -338,36 +341,37 @@ def remove_dead_temp_files(root: Path) -> int:
     return removed
 
 
-def _folders_with_recordings(root: Path) -> Iterator[str]:
-    """Each suite folder, and its `users/` folder of ingestion recordings; never a symlink."""
-    for folder in (entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)):
-        yield folder.path
-        users = os.path.join(folder.path, USERS_FOLDER)
-        if os.path.isdir(users) and not os.path.islink(users):
-            yield users
+def user_recording_stem(user_id: str) -> str:
+    """How a suite's list of expected recordings names a user's ingestion recording (a case id
+    never holds a `/`, so the two never meet)."""
+    return f"{USERS_FOLDER}/{user_id}"
 
 
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
     """Cassettes (and HTTP recordings) whose case (or whole suite) no longer exists, among the
-    suites' folders and any folder of a suite that is gone. Temp files of interrupted writes are
-    not cassettes; a symlink (a suite folder or a file) is never followed: see `left_alone`."""
+    suites' folders and any folder of a suite that is gone; and the ingestion recordings
+    (`users/<id>.json`, `.http.json`) of a user the suite no longer declares. `suites`: each
+    suite's case ids and its users' `user_recording_stem`s. Temp files of interrupted writes
+    are not recordings; a symlink (a folder or a file) is never followed: see `left_alone`."""
     if not root.is_dir():
         return []
     orphans = []
     for folder in _real_folders(root):
         known = set(suites.get(folder.name, ()))
-        orphans += [
-            Path(entry.path)
-            for entry in _json_entries(folder.path)
-            if entry.is_file(follow_symlinks=False) and _case_of(entry.name) not in known
-        ]
+        for prefix, path in _recording_folders(folder.path):
+            orphans += [
+                Path(entry.path)
+                for entry in _json_entries(path)
+                if entry.is_file(follow_symlinks=False)
+                and prefix + _case_of(entry.name) not in known
+            ]
     return orphans
 
 
 def left_alone(root: Path) -> list[tuple[Path, str]]:
-    """What under the cassette folder is not walked nor deleted, and why: a suite folder that is
-    a symlink (what it points to is not ours), and a `*.json` entry of a suite folder that is a
-    symlink or not a regular file."""
+    """What under the cassette folder is not walked nor deleted, and why: a suite folder (or
+    its `users/` folder) that is a symlink (what it points to is not ours), and a `*.json`
+    entry there that is a symlink or not a regular file."""
     if not root.is_dir():
         return []
     found = []
@@ -375,12 +379,25 @@ def left_alone(root: Path) -> list[tuple[Path, str]]:
         if entry.is_symlink():
             found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
     for folder in _real_folders(root):
-        for entry in _json_entries(folder.path):
-            if entry.is_symlink():
-                found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
-            elif not entry.is_file(follow_symlinks=False):
-                found.append((Path(entry.path), "not a regular file"))
+        users = os.path.join(folder.path, USERS_FOLDER)
+        if os.path.islink(users):
+            found.append((Path(users), f"a symlink to {os.readlink(users)}"))
+        for _, path in _recording_folders(folder.path):
+            for entry in _json_entries(path):
+                if entry.is_symlink():
+                    found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
+                elif not entry.is_file(follow_symlinks=False):
+                    found.append((Path(entry.path), "not a regular file"))
     return found
+
+
+def _recording_folders(suite_folder: str) -> list[tuple[str, str]]:
+    """(stem prefix, folder) of a suite folder's recordings: its own, and its real `users/`."""
+    folders = [("", suite_folder)]
+    users = os.path.join(suite_folder, USERS_FOLDER)
+    if os.path.isdir(users) and not os.path.islink(users):
+        folders.append((f"{USERS_FOLDER}/", users))
+    return folders
 
 
 def _real_folders(root: Path) -> list[os.DirEntry[str]]:

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from pytest_evalcases.core.errors import CassetteError
-from pytest_evalcases.store.cassette import find_orphans, remove_dead_temp_files
+from pytest_evalcases.store.cassette import (
+    find_orphans,
+    left_alone,
+    remove_dead_temp_files,
+    user_recording_stem,
+)
 from pytest_evalcases.store.user_recordings import (
     build_user_recording,
     load_user_recording,
@@ -87,6 +92,36 @@ def test_nothing_is_written_through_a_symlinked_users_folder(tmp_path: Path) -> 
     assert list(elsewhere.iterdir()) == []
 
 
+def test_the_recordings_of_a_user_no_longer_declared_are_orphans(tmp_path: Path) -> None:
+    users = tmp_path / "memory" / "users"
+    users.mkdir(parents=True)
+    for name in ("u-ana.json", "u-ana.http.json", "u-old.json", "u-old.http.json"):
+        (users / name).write_text("{}")
+    (tmp_path / "memory" / "users.json").write_text("{}")  # a case named "users": its own
+    (tmp_path / "gone" / "users").mkdir(parents=True)
+    (tmp_path / "gone" / "users" / "u-x.json").write_text("{}")
+
+    known = {"memory": ["users", user_recording_stem("u-ana")]}
+    orphans = [p.relative_to(tmp_path).as_posix() for p in find_orphans(tmp_path, known)]
+
+    assert orphans == [
+        "gone/users/u-x.json",
+        "memory/users/u-old.http.json",
+        "memory/users/u-old.json",
+    ]
+
+
+def test_a_symlinked_users_folder_is_left_alone(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "u-old.json").write_text("{}")
+    (tmp_path / "cassettes" / "memory").mkdir(parents=True)
+    (tmp_path / "cassettes" / "memory" / "users").symlink_to(elsewhere)
+
+    assert find_orphans(tmp_path / "cassettes", {"memory": []}) == []
+    assert [p.name for p, _ in left_alone(tmp_path / "cassettes")] == ["users"]
+
+
 def test_the_users_folder_is_no_orphan_and_its_dead_temp_files_are_swept(tmp_path: Path) -> None:
     users = tmp_path / "memory" / "users"
     users.mkdir(parents=True)
@@ -96,6 +131,6 @@ def test_the_users_folder_is_no_orphan_and_its_dead_temp_files_are_swept(tmp_pat
     live = users / f"u-bo.json.tmp.{os.getpid()}"  # this process is still writing it
     live.write_text("{")
 
-    assert find_orphans(tmp_path, {"memory": []}) == []
+    assert find_orphans(tmp_path, {"memory": [user_recording_stem("u-ana")]}) == []
     assert remove_dead_temp_files(tmp_path) == 1
     assert not dead.exists() and live.exists() and (users / "u-ana.json").exists()
