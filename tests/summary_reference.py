@@ -174,9 +174,10 @@ def render_summary(
         if any(not any(r["stages"].get(n, {}).get("gating") for r in results) for n in stages):
             totals.append("* report only: never fails a case")
         sections.append(totals)
-    if results:
+    scored = any(r["outcome"] in DECIDED for r in results)  # no table of zeros
+    if results and scored:
         sections.append(category_rates(results, width))
-    if any(r.get("group") not in (None, "") for r in results):
+    if scored and any(r.get("group") not in (None, "") for r in results):
         sections.append(group_rates(results, verbose, stages, width))
     lines: list[str] = []
     for section in filter(None, sections):

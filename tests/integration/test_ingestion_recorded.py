@@ -375,6 +375,7 @@ def test_ingest_only_ingests_user_by_user_runs_no_case_and_resumes(
     assert "memory::u-ana: reused: its recording is current" in text
     assert "memory::u-bo: recorded in " in text and "(1 request, 10 tokens)" in text
     assert not list((project.root / "cassettes/memory").glob("*.json"))  # no case recorded
+    assert "pass rate" not in text  # no table of zeros: no case was scored
 
     project.clear_calls()
     project.run("--eval-ingest-only", "--live", "-k", "bo").assert_outcomes(skipped=2)

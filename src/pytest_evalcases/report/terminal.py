@@ -251,9 +251,12 @@ class RunSummary:
             if any(not self._stages[name].gating for name in stages):
                 totals.append("* report only: never fails a case")
             sections.append(totals)
-        if self.count:
+        # Pass rates only when a case was scored (not in a run that skipped them all, such
+        # as --eval-ingest-only): a table of zeros says nothing.
+        scored = any(scored for _, scored in self._groups.values())
+        if self.count and scored:
             sections.append(self._category_rates(width))
-        if self._grouped:
+        if self._grouped and scored:
             sections.append(self._group_rates(stages, width))
         lines: list[str] = []
         for section in filter(None, sections):  # --eval-summary=none: no case table at all
