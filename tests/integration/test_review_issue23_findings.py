@@ -1,0 +1,310 @@
+"""Review of issue 23 (the recorded ingestion): each test shows one finding of the review, as
+the behaviour the docs promise. Each is a strict xfail today: it fails while the bug is there
+and turns into an XPASS failure once fixed (then drop its mark)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from evalhelpers import Project, output
+
+from .test_ingestion_recorded import FactModel, extracting_project, plan, user_doc
+from .test_users import users_suite, write_memory_project
+
+
+@pytest.fixture
+def model() -> Iterator[FactModel]:
+    server = FactModel()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def finding(number: int, what: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"review of issue 23, finding {number}: {what}")
+
+
+# ---- 1. a re-ingested memory id is recorded as the old one --------------------------------------
+
+MEMORY_SERVICE_SYSTEM = """\
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+def log(line):
+    with open(ROOT / "calls.log", "a") as handle:
+        handle.write(line + "\\n")
+
+
+def call(method, path, body=None):
+    request = urllib.request.Request(
+        (ROOT / "service_url.txt").read_text() + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method=method,
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return json.loads(reply.read())
+    except urllib.error.HTTPError:
+        return None
+
+
+class Memory:
+    def setup_user(self, user):
+        facts = json.loads(Path(user.chats).read_text())
+        made = call("POST", "/memories", {"user": user.id, "facts": facts})
+        log(f"setup_user {user.id} -> {made['id']}")
+        return {"memory_id": made["id"]}
+
+    def user_ready(self, user, result):
+        there = call("GET", "/memories/" + result["memory_id"]) is not None
+        log(f"user_ready {user.id} {result['memory_id']} {there}")
+        return there
+
+    def run(self, case):
+        return {"answer": "I don't know.", "context": []}
+
+
+system = Memory()
+"""
+
+
+class MemoryService:
+    """A memory service (Zep-, mem0-like): POST /memories builds a user's memory under a fresh
+    id, replacing that user's previous one; GET /memories/<id> is 404 for a replaced id."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, str] = {}
+        counter = itertools.count(1)
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def _send(self, status: int, doc: dict[str, Any]) -> None:
+                data = json.dumps(doc).encode()
+                self.send_response_only(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                memory_id = f"mem_{next(counter):08d}"
+                owner.current[body["user"]] = memory_id
+                self._send(200, {"id": memory_id, "facts": len(body["facts"])})
+
+            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                memory_id = self.path.rsplit("/", 1)[-1]
+                if memory_id in owner.current.values():
+                    self._send(200, {"id": memory_id})
+                else:
+                    self._send(404, {"error": "no such memory"})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def service() -> Iterator[MemoryService]:
+    server = MemoryService()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+@finding(1, "the recorded result keeps the old memory id ($.id is 'fresh'), so reuse never works")
+def test_a_reingested_users_recorded_result_names_the_memory_the_service_now_holds(
+    project: Project, service: MemoryService
+) -> None:
+    write_memory_project(project)
+    project.write_text("memsys.py", MEMORY_SERVICE_SYSTEM)
+    project.write_text("service_url.txt", service.url)
+    suite = users_suite(stages=["answer_accuracy"])
+    suite["users"] = suite["users"][1:]
+    suite["cases"] = [case for case in suite["cases"] if case["user"] == "u-bo"]
+    project.write_suite(suite)
+    project.run("--eval-ingest-only")
+    assert user_doc(project, "u-bo")["result"] == {"memory_id": "mem_00000001"}
+    service.current.clear()  # the service lost its memories (a reset): user_ready says no
+
+    project.run("--eval-ingest-only")  # ingested again: the service now holds mem_00000002
+    assert service.current == {"u-bo": "mem_00000002"}
+
+    # Today the recording still says mem_00000001 (a fresh `$.id` put back in its old form, and
+    # "unchanged", nothing written): the next run's user_ready says no again, and every run
+    # ingests (and pays) once more: ['user_ready u-bo mem_00000001 False', 'setup_user ...'].
+    assert user_doc(project, "u-bo")["result"] == {"memory_id": "mem_00000002"}
+    project.clear_calls()
+    project.run("--eval-ingest-only")
+    assert project.calls() == ["user_ready u-bo mem_00000002 True"]
+
+
+# ---- 2. xdist: a user ingested once per worker, and counted once -------------------------------
+
+
+def many_cases_suite() -> dict[str, Any]:
+    suite = users_suite(ingestion={"ontology": "people"})
+    suite["cases"] += [
+        dict(case, id=f"{case['id']}-{n}") for n in range(10) for case in suite["cases"]
+    ]
+    return suite
+
+
+@finding(2, "under -n 2 each worker ingests the user again; the reports count one ingestion")
+def test_under_xdist_each_user_is_ingested_once(project: Project, model: FactModel) -> None:
+    extracting_project(project, model)
+    project.write_suite(many_cases_suite())
+
+    live = project.run("--live", "-n", "2")
+
+    live.assert_outcomes(passed=44)
+    # Today: setup_user u-ana and u-bo twice each, 6 model requests (60 tokens spent), while
+    # the summary says "ingestion: 2 users: 2 recorded (0.0 s, 30 tokens, ...)".
+    assert model.requests == 3
+    assert project.calls().count("setup_user u-ana") == 1
+
+
+# ---- 3. --eval-budget does not see the ingestion's cost -----------------------------------------
+
+
+@finding(3, "the ingestion's recorded cost is not counted against --eval-budget")
+def test_the_budget_counts_what_the_ingestion_spent(project: Project, model: FactModel) -> None:
+    extracting_project(project, model)
+
+    # Ana's ingestion costs (14 * 0.15 + 6 * 0.60) / 1e6 = $0.0000057: over this budget.
+    live = project.run("--live", "--eval-budget", "0.000001", "--eval-concurrency", "1")
+
+    assert "--eval-budget" in output(live) and "reached" in output(live)
+    assert model.requests < 3  # today both users are ingested and every case runs
+
+
+# ---- 4. the HTTP file is written through a symlinked suite folder -------------------------------
+
+
+@finding(4, "users/<id>.http.json is written through a symlinked suite folder before the refusal")
+def test_nothing_is_written_through_a_symlinked_suite_folder(
+    project: Project, model: FactModel, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    extracting_project(project, model)
+    (project.root / "cassettes").mkdir(exist_ok=True)
+    (project.root / "cassettes/memory").symlink_to(elsewhere, target_is_directory=True)
+
+    live = project.run("--live")
+
+    assert "memory/ is a symlink" in output(live)
+    # today: ['users', 'users/u-ana.http.json', 'users/u-bo.http.json']
+    assert sorted(str(p.relative_to(elsewhere)) for p in elsewhere.rglob("*")) == []
+
+
+# ---- 5. an error of user_ready / ready is said as setup_user's ----------------------------------
+
+USER_READY_DOWN = """
+
+class Checking(Memory):
+    def user_ready(self, user, result):
+        if json.loads((ROOT / "plan.json").read_text()).get("down"):
+            raise ConnectionError("memory service down")
+        return True
+
+
+system = Checking()
+"""
+
+
+def project_with_user_ready_down(project: Project, model: FactModel) -> Project:
+    extracting_project(project, model)
+    source = (project.root / "memsys.py").read_text()
+    project.write_text("memsys.py", source.replace("\n\nsystem = Memory()\n", USER_READY_DOWN))
+    project.run("--live").assert_outcomes(passed=4)
+    plan(project, down=True)
+    return project
+
+
+@finding(5, "user_ready's exception is reported as 'setup_user(...) raised'")
+def test_an_error_of_user_ready_names_user_ready(project: Project, model: FactModel) -> None:
+    live = project_with_user_ready_down(project, model).run("--live")
+
+    live.assert_outcomes(errors=4)
+    assert "user_ready('u-ana') of suite 'memory' raised ConnectionError" in output(live)
+
+
+# ---- 6. a failed ingestion is reported as "replayed" --------------------------------------------
+
+
+@finding(6, "a live run whose ingestion failed reports the users' ingestion as 'replayed'")
+def test_a_failed_ingestion_is_not_reported_as_replayed(project: Project, model: FactModel) -> None:
+    live = project_with_user_ready_down(project, model).run("--live", "--eval-report", "r")
+
+    live.assert_outcomes(errors=4)
+    sources = {
+        case["id"]: (case.get("ingestion") or {}).get("source")
+        for case in json.loads((project.root / "r/results.json").read_text())["cases"]
+    }
+    assert "replayed" not in sources.values(), sources  # today: every case says "replayed"
+    assert "ingestion: 2 users: 2 replayed" not in output(live)
+
+
+# ---- 7. --live-dry-run says "recorded" ----------------------------------------------------------
+
+
+@finding(7, "a dry run's ingestion is counted as 'recorded' although nothing was written")
+def test_a_dry_runs_ingestion_is_not_called_recorded(project: Project, model: FactModel) -> None:
+    extracting_project(project, model)
+
+    dry = project.run("--live-dry-run")
+
+    assert not (project.root / "cassettes/memory/users").exists()
+    assert "ingestion: 2 users: 2 recorded" not in output(dry)  # today it is printed
+
+
+# ---- 8. an interrupted ingestion is started again by the user's next case -----------------------
+
+
+@finding(8, "after setup_user raised KeyboardInterrupt, the user's next case ingests again")
+def test_an_interrupted_ingestion_is_not_started_again(project: Project, model: FactModel) -> None:
+    extracting_project(project, model)
+    plan(project, interrupt=["u-bo"])
+
+    stopped = project.run("--live")
+
+    assert stopped.ret == 2
+    # today: ['setup memory', 'setup_user u-bo', 'setup_user u-ana', 'setup_user u-bo', ...]
+    assert project.calls().count("setup_user u-bo") == 1
+
+
+# ---- 9. an input file named ingestion.* reads as an ingestion setting ---------------------------
+
+
+@finding(9, "key fields are told apart by prefix: an input 'ingestion.md' is an ingestion setting")
+def test_a_suite_input_file_is_not_an_ingestion_setting(project: Project, model: FactModel) -> None:
+    extracting_project(project, model, inputs=["ingestion.md"])
+    project.write_text("ingestion.md", "how we ingest\n")
+    project.run("--live").assert_outcomes(passed=4)
+    project.write_text("ingestion.md", "how we ingest, v2\n")
+
+    replay = project.run()
+    project.clear_calls()
+    project.run("--live-stale").assert_outcomes(passed=4)
+
+    # today: "ingestion.u-ana changed: ingestion.md d9f299 -> 9f718a", and both users re-ingested
+    assert "stale recording: ingestion.md changed" in output(replay)
+    assert not any(call.startswith("setup_user") for call in project.calls())
