@@ -153,6 +153,36 @@ def test_an_input_bigger_than_the_memory_is_hashed_in_chunks(project: Project) -
     assert project.cassette("suite", "alpha")["key"]["data/big.bin"] == HUGE_INPUT_SHA256[:16]
 
 
+def test_a_fifo_as_a_totals_ids_file_is_one_error_naming_it(project: Project) -> None:
+    """Break: a total whose `"exclude": {"ids": FILE}` named a FIFO blocked collection."""
+    totals = [{"name": "gold", "exclude": {"ids": "data/exclusions.json"}}]
+    project.write_suite(suite_doc(totals=totals))
+    make_fifo(project.root / "data" / "exclusions.json")
+
+    result = guarded(project)
+
+    result.assert_outcomes(errors=1)
+    assert error_block(result, "cases/suite.json::suite").strip() == (
+        "cases/suite.json: total 'gold': \"exclude\": {\"ids\": 'data/exclusions.json'}: "
+        "data/exclusions.json is a FIFO (named pipe), not a regular file: nothing was read from "
+        "it; name a JSON array of case ids in a regular file"
+    )
+
+
+def test_a_fifo_in_place_of_the_live_run_marker_does_not_block_the_run(project: Project) -> None:
+    """Break: every run reads `<cassettes>/.live-run-in-progress.json` (the marker of a live run
+    that never ended); a FIFO there blocked every run, a plain replay too. Refused unread, it is
+    no marker: nothing to report."""
+    project.write_suite(suite_doc())
+    project.run("--live").assert_outcomes(passed=3)
+    make_fifo(project.root / "cassettes" / ".live-run-in-progress.json")
+
+    result = guarded(project)
+
+    result.assert_outcomes(passed=3)
+    assert "the previous --live run ended without a summary" not in output(result)
+
+
 # ---- code fingerprints -----------------------------------------------------------------------
 
 
