@@ -16,8 +16,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..core.files import MB, read_bounded
 from ..core.processes import process_alive
-from .files import MB, read_bounded
 
 MARKER_NAME = ".live-run-in-progress.json"
 _MARKER_CAP = MB  # it holds some 80 bytes
