@@ -103,10 +103,13 @@ def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
     return None
 
 
-def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[str, str]:
+def hash_inputs(
+    names: Iterable[str], state: EvalSession, where: str, listed_in: str = '"inputs"'
+) -> dict[str, str]:
     """Key fields of `inputs` entries: path -> hash of the file's bytes (each file hashed once
-    per run). CaseFileError, starting with `where`, for an entry outside the rootdir or
-    unreadable."""
+    per run, in chunks: a data file may be any size). CaseFileError, starting with `where`, for
+    an entry outside the rootdir, unreadable, or not a regular file (a FIFO would block the run,
+    a device never ends: refused before reading; the next step names `listed_in`)."""
     hashes = {}
     rootdir = state.settings.rootdir
     for name in names:
@@ -119,6 +122,12 @@ def hash_inputs(names: Iterable[str], state: EvalSession, where: str) -> dict[st
             )
         try:
             hashes[name] = state.input_hash(name, file_hash)
+        except RefusedFile as exc:
+            raise CaseFileError(
+                f"{where}input {name!r} {exc.reason}, not a regular file: nothing was read "
+                "from it (inputs are hashed into the recordings' keys); make it a regular file, "
+                f"or take it out of {listed_in}"
+            ) from None
         except OSError as exc:
             raise CaseFileError(
                 f"{where}input file {name!r} cannot be read ({exc.strerror}); "
@@ -302,7 +311,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
 def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
 
     def hash_file(path: str, where: str) -> str:
-        return hash_inputs([path], state, where)[path]
+        return hash_inputs([path], state, where, "the user's files")[path]
 
     return build_users(
         suite.users,

@@ -18,16 +18,23 @@ from ..report.baseline import BaselineError, compare, load_results, render_basel
 from ..report.markdown import append_step_summary, render_markdown
 from ..report.merge import MergeError, merge_results
 from ..report.writers import RESULTS_JSON, write_reports
+from ..store.files import REPORT_FILE_CAP, RefusedFile, read_bounded
 
 
 def read_shard(folder: Path, kind: str = "shard folder") -> dict:
     """Load DIR/results.json (or a results.json path given directly); `kind` names the folder
-    in messages."""
+    in messages. A FIFO, a device or a file over REPORT_FILE_CAP is refused before reading."""
     path = folder / RESULTS_JSON if folder.is_dir() else folder
     if not path.exists():
         raise MergeError(f"{path}: no such file; each {kind} must contain {RESULTS_JSON}")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_bounded(path, REPORT_FILE_CAP).decode("utf-8"))
+    except RefusedFile as exc:
+        what = "" if exc.too_big else ", not a regular file"
+        raise MergeError(
+            f"{path}: {exc.reason}{what}: nothing was read from it; each {kind} must "
+            f"contain the {RESULTS_JSON} a run wrote"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MergeError(f"{path}: cannot read ({exc})") from None
     except json.JSONDecodeError as exc:

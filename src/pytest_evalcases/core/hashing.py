@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .files import sha256_of_file
+
 HASH_CHARS = 16  # stored; messages show the first 6
 SHOW_CHARS = 6
 LABEL_CHARS = 80  # a label longer than this would not help a message: the hash is shown instead
@@ -23,7 +25,9 @@ def content_hash(value: Any) -> str:
 
 
 def file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:HASH_CHARS]
+    """Hash of a regular file's bytes, read in chunks (a data file may be any size); RefusedFile
+    (an OSError) for a FIFO, a device or a directory, before anything is read."""
+    return sha256_of_file(path)[:HASH_CHARS]
 
 
 def value_label(value: Any) -> str | None:

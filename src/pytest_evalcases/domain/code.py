@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CaseFileError
+from ..core.files import MB, RefusedFile, read_bounded
 from ..core.hashing import HASH_CHARS
 from .code_imports import (
     ImportStatement,
@@ -35,6 +36,10 @@ CODE_PREFIX = "code."
 # The most modules the default "code" may hold: past it, the system imports (much of) a large
 # project and the suite should say which modules its behaviour depends on.
 DEFAULT_CODE_BOUND = 500
+
+# The largest source file a fingerprint reads: real modules are at most a few MB (the largest
+# here, generated data, is 1.6 MB), and parsing takes tens of times a file's size in memory.
+CODE_FILE_CAP = 10 * MB
 
 _LISTED_HINT = 'fix the file or leave it out of "code"'
 
@@ -75,10 +80,16 @@ def _portable(node: Any, out: list[str]) -> None:
 
 def parse_source(path: Path, hint: str = _LISTED_HINT) -> ast.Module:
     """A Python file's syntax tree; CaseFileError naming the file, ending with `hint`, when it
-    cannot be read or parsed."""
+    cannot be read or parsed, is not a regular file (a FIFO would block the run, a device
+    never ends) or is over CODE_FILE_CAP."""
     try:
-        source = path.read_bytes()
+        source = read_bounded(path, CODE_FILE_CAP)
         return ast.parse(source, filename=str(path))
+    except RefusedFile as exc:
+        what = " for a source file" if exc.too_big else ", not a regular file"
+        raise CaseFileError(
+            f'"code": {path} {exc.reason}{what}: nothing was read from it; {hint}'
+        ) from None
     except (OSError, SyntaxError, ValueError) as exc:
         raise CaseFileError(
             f'"code": cannot read {path} as Python ({type(exc).__name__}: {exc}); {hint}'

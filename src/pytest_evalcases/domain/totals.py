@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import CaseFileError
+from ..core.files import MB, RefusedFile, read_bounded
 from ..core.schema import Case, Suite
+
+# An ids file is a JSON list of case ids: 100,000 ids of 50 characters make 5 MB.
+IDS_FILE_CAP = 10 * MB
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +49,13 @@ def _read_ids(rootdir: Path, name: str, total: str) -> list[str]:
             f"{where} resolves outside the rootdir {rootdir}; keep it in the project"
         )
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_bounded(path, IDS_FILE_CAP).decode("utf-8"))
+    except RefusedFile as exc:  # a FIFO would block collection, a device never ends
+        what = " for an ids file" if exc.too_big else ", not a regular file"
+        raise CaseFileError(
+            f"{where}: {name} {exc.reason}{what}: nothing was read from it; name a JSON array "
+            "of case ids in a regular file"
+        ) from None
     except OSError as exc:
         raise CaseFileError(f"{where}: cannot read {name} ({exc.strerror})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

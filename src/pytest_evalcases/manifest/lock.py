@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.names import clip
+from ..store.files import REPORT_FILE_CAP, RefusedFile, read_bounded
 
 MANIFEST_FORMAT = "pytest-evalcases/manifest"
 MANIFEST_VERSION = 1
@@ -50,9 +51,14 @@ def load_manifest(path: Path, shown: str | None = None) -> dict[str, Any]:
     name = shown or str(path)
     advice = "write one with --eval-report DIR (DIR/manifest.json)"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_bounded(path, REPORT_FILE_CAP).decode("utf-8"))
     except FileNotFoundError:
         raise ManifestError(f"--eval-manifest {name}: no such file; {advice}") from None
+    except RefusedFile as exc:  # a FIFO would block the run before it starts
+        what = "" if exc.too_big else ", not a regular file"
+        raise ManifestError(
+            f"--eval-manifest {name}: {exc.reason}{what}: nothing was read from it; {advice}"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError(f"--eval-manifest {name}: cannot read it ({exc})") from None
     except json.JSONDecodeError as exc:

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..core.outcomes import NOT_PASSING, PASS_LIKE, case_label, failure_of
 from ..core.stats import bootstrap_ci, mean
+from ..store.files import REPORT_FILE_CAP, RefusedFile, read_bounded
 from .aggregate import RESULTS_FORMAT, stage_score
 from .formatting import fmt_ci, fmt_delta, fmt_score
 
@@ -47,9 +48,14 @@ def load_results(path: str | Path) -> dict:
     """Read and validate a results.json; every problem is a BaselineError naming the file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_bounded(p, REPORT_FILE_CAP).decode("utf-8")
     except FileNotFoundError:
         raise BaselineError(f"baseline file {p} does not exist; {_HOW_TO_FIX}") from None
+    except RefusedFile as exc:  # a FIFO would block the run before it starts
+        what = "" if exc.too_big else ", not a regular file"
+        raise BaselineError(
+            f"baseline file {p} {exc.reason}{what}: nothing was read from it; {_HOW_TO_FIX}"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"cannot read baseline file {p}: {exc}; {_HOW_TO_FIX}") from None
     try:

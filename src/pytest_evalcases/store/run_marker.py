@@ -3,8 +3,8 @@
 A live run (the xdist controller, or the one process) writes it when it starts and removes it
 when it ends, however it ends (passed, failed, Ctrl-C, an internal error). A run that never
 reaches its end (user code calling `os._exit`, a kill) leaves it, and the next run reports that
-run after the fact. Read by every run (one failed `open` when there is none), so kept light:
-the standard library only.
+run after the fact. Read by every run (one failed `open` and `lstat` when there is none), so
+kept light: the standard library only.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..core.files import MB, read_bounded
 from ..core.processes import process_alive
 
 MARKER_NAME = ".live-run-in-progress.json"
+_MARKER_CAP = MB  # it holds some 80 bytes
 
 
 def marker_path(root: Path) -> Path:
@@ -30,8 +32,8 @@ def previous_live_run(root: Path) -> str | None:
     that wrote it is still running on this machine)."""
     path = marker_path(root)
     try:
-        raw = path.read_bytes()
-    except OSError:  # none (the common case), or not readable: nothing to report
+        raw = read_bounded(path, _MARKER_CAP)  # a FIFO put there would block every run
+    except OSError:  # none (the common case), not readable, or refused: nothing to report
         return None
     try:
         doc = json.loads(raw)

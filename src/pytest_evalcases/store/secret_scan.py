@@ -4,7 +4,8 @@ cassettes a project's ini names (the redaction itself is `redaction.py`).
 Every kind of file the plugin writes is read: JSON (cassettes, `.http.json`, results.json) as a
 document, each finding named by its JSON path; Markdown, HTML and XML (report.md,
 recording-changes.md, the dashboard, JUnit XML) as text, line by line (HTML and XML with their
-character references decoded), each finding named by its line."""
+character references decoded), each finding named by its line. A file is read only when it is
+a regular file of at most REPORT_FILE_CAP (100 MB); any other is listed as not checked."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.names import counted
+from .files import REPORT_FILE_CAP, RefusedFile, read_bounded
 from .redaction import redact
 
 DEFAULT_CASSETTES = "cassettes"
@@ -81,7 +83,10 @@ def scan_files(
             findings.extend(_scan_text_file(path, secrets, markup=suffix in MARKUP_SUFFIXES))
             continue
         try:
-            doc = json.loads(path.read_bytes().decode("utf-8-sig"))
+            doc = json.loads(read_bounded(path, REPORT_FILE_CAP).decode("utf-8-sig"))
+        except RefusedFile as exc:
+            findings.append(_refused(path, exc))
+            continue
         except OSError as exc:
             findings.append(Finding(path, None, f"cannot read ({exc.strerror or exc})"))
             continue
@@ -99,7 +104,9 @@ def scan_files(
 def _scan_text_file(path: Path, secrets: Mapping[str, str], markup: bool) -> list[Finding]:
     """A Markdown, HTML or XML file, line by line (a PEM block is found by its BEGIN line)."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_bounded(path, REPORT_FILE_CAP).decode("utf-8-sig")
+    except RefusedFile as exc:
+        return [_refused(path, exc)]
     except OSError as exc:
         return [Finding(path, None, f"cannot read ({exc.strerror or exc})")]
     except UnicodeDecodeError:
@@ -110,6 +117,24 @@ def _scan_text_file(path: Path, secrets: Mapping[str, str], markup: bool) -> lis
         _, found = redact(shown, secrets)
         findings.extend(Finding(path, f"line {number}", kind) for _, kind in found)
     return findings
+
+
+def _refused(path: Path, refused: RefusedFile) -> Finding:
+    """A file the scan would not read (a FIFO would block it, `/dev/zero` never ends, a file
+    over the cap would take the memory): not checked, with the next step."""
+    if refused.too_big:
+        return Finding(
+            path,
+            None,
+            f"not checked: {refused.reason} for a scanned file: nothing was read from it; "
+            "look at what it holds, or leave it out of the paths scanned",
+        )
+    return Finding(
+        path,
+        None,
+        f"not checked: {refused.reason}, not a regular file: nothing was read from it; "
+        "name regular files (or their folders) to scan",
+    )
 
 
 def scan_summary(findings: list[Finding], scanned: int) -> str:
