@@ -12,7 +12,7 @@ from .core.repeats import has_repeats, later_repeats
 from .domain.scoring import failure_details, result_stages
 from .domain.turns import all_turns, turn_results
 from .store.redaction import redact_for_output
-from .store.user_recordings import recorded_figures
+from .store.user_recordings import ingestion_figures
 
 if TYPE_CHECKING:
     from .engine.recording import Recording
@@ -135,7 +135,7 @@ def _case_result(
         user = item.ctx.user
         if user is not None and user.ready_wait is not None:  # polled ready() in this run
             result["recording"]["ready_wait_s"] = round(user.ready_wait, 3)
-        ingestion = recorded_figures(item.ctx)  # the user's: one dict shared by its cases
+        ingestion = ingestion_figures(item.ctx)  # the user's: one dict shared by its cases
         if ingestion is not None:
             result["ingestion"] = ingestion
     if item.ctx.totals:  # which of its suite's named totals count this case

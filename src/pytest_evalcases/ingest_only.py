@@ -15,8 +15,8 @@ import pytest
 
 from .core.modes import LIVE
 from .engine.ingestion import ingest_live
-from .engine.limits import INTERRUPTED, interrupted_reason
-from .store.user_recordings import RECORDED, REUSED
+from .engine.limits import INTERRUPTED, StopRule, interrupted_reason
+from .store.user_recordings import DRY_RUN, RECORDED, REUSED
 
 if TYPE_CHECKING:
     from .domain.context import SuiteContext
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from .session import EvalSession
 
 UserKey = tuple[str, str]  # (suite, user id)
+
+
+class NotIngested(str):
+    """Why a user was not ingested although selected (the budget was spent first)."""
 
 
 class IngestOnlySource:
@@ -39,8 +43,10 @@ class IngestOnlySource:
         outcome = self.said.get((item.ctx.suite.name, user.id)) if user is not None else None
         if isinstance(outcome, BaseException):
             raise outcome
-        if user is not None and outcome is None:  # the run stopped before its user
-            item.not_run = f"not run: {INTERRUPTED} before user {user.id!r} was ingested"
+        if user is not None and (outcome is None or isinstance(outcome, NotIngested)):
+            # The run stopped before its user (Ctrl-C, --eval-budget): an incomplete run.
+            why = outcome or f"{INTERRUPTED} before user {user.id!r} was ingested"
+            item.not_run = f"not run: {why}"
             raise pytest.skip.Exception(item.not_run, _use_item_location=True)
         # Not asked for (as a case -k leaves out): no "not recorded" line, no failed live run.
         if user is None:
@@ -66,10 +72,16 @@ def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySo
     settings = state.settings
     write(f"ingesting {len(users)} user{'s' * (len(users) != 1)} (--eval-ingest-only)")
     said: dict[UserKey, str | BaseException] = {}
+    rule = StopRule(0, settings.budget)  # --eval-budget: no user starts once it is spent
     for (suite, user_id), ctx in users.items():
+        if rule.reason is not None:
+            said[(suite, user_id)] = NotIngested(f"user {user_id!r} not ingested: {rule.reason}")
+            write(f"  {suite}::{user_id}: not ingested: {rule.reason}")
+            state.stopped = rule.reason
+            continue
         try:
             ctx.system.setup(ctx.suite)
-            ingest_live(ctx, state.http_layer, settings.mode == LIVE, settings.dry_run)
+            rule.spend(ingest_live(ctx, state.http_layer, settings.mode == LIVE, settings.dry_run))
         except KeyboardInterrupt:
             reason = interrupted_reason(f"the ingestion of user {user_id!r}")
             state.interrupted = reason
@@ -88,12 +100,12 @@ def _outcome(ctx: SuiteContext, dry_run: bool) -> str:
     """`recorded in 1.2 s (3 requests, 1,000 tokens)`, `reused: its recording is current`."""
     user = ctx.user
     assert user is not None
-    figures: dict[str, Any] | None = user.ingestion
+    figures: dict[str, Any] | None = user.figures
     if figures is None:
         return "has nothing to ingest (the system has no setup_user)"
     if figures["source"] == REUSED:
         return "reused: its recording is current (ingested " + str(figures["recorded_at"]) + ")"
-    assert figures["source"] == RECORDED
+    assert figures["source"] in (RECORDED, DRY_RUN)
     parts = [f"{figures['requests']} request{'s' * (figures['requests'] != 1)}"]
     usage = figures.get("usage")
     if usage:

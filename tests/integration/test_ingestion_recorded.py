@@ -294,7 +294,8 @@ def test_live_ingests_again_unless_user_ready_says_the_state_is_still_there(
     project: Project, model: FactModel
 ) -> None:
     extracting_project(project, model, user_ready=True).run("--live").assert_outcomes(passed=4)
-    first = user_doc(project, "u-ana")
+    ana_first, bo_first = user_doc(project, "u-ana"), user_doc(project, "u-bo")
+    sent = model.requests
     project.clear_calls()
     plan(project, still_there=["u-ana"])
 
@@ -305,10 +306,11 @@ def test_live_ingests_again_unless_user_ready_says_the_state_is_still_there(
     assert 'user_ready u-ana {"facts": 2, "memory_id": "mem-u-ana"}' in calls
     assert "setup_user u-ana" not in calls  # reused: its state is still there
     assert "setup_user u-bo" in calls  # user_ready said no: ingested again
-    # Re-ingested with the same result and the same exchanges but for the model's fresh ids:
-    # the recording stays as it was.
-    assert user_doc(project, "u-ana") == first
-    assert user_doc(project, "u-bo")["recorded_at"] is not None
+    assert model.requests == sent + 1  # Bo's one chat line, sent again
+    assert user_doc(project, "u-ana") == ana_first  # reused: nothing written
+    # Bo re-ingested with the same result and the same exchanges but for the model's fresh
+    # ids: his recording stays as it was.
+    assert user_doc(project, "u-bo") == bo_first
 
 
 def test_a_reingestion_keeps_the_recording_when_only_fresh_ids_changed(
@@ -334,6 +336,7 @@ def test_a_changed_ingestion_setting_stales_exactly_its_users_cases_named(
     project.write_suite(suite)
     project.run("--live").assert_outcomes(passed=5)
 
+    ontology_before = user_doc(project, "u-ana")["key"]["ingestion.ontology"]
     project.edit_suite(
         "cases/memory.json",
         lambda doc: doc["ingestion"].update(ontology="people, pets, places and dates"),
@@ -348,7 +351,7 @@ def test_a_changed_ingestion_setting_stales_exactly_its_users_cases_named(
     project.clear_calls()
     project.run("--live-stale").assert_outcomes(passed=5)
     assert project.calls().count("setup_user u-ana") == 1  # its ingestion was stale too
-    assert user_doc(project, "u-ana")["key"]["ingestion.ontology"] != ""
+    assert user_doc(project, "u-ana")["key"]["ingestion.ontology"] != ontology_before
 
 
 def test_ingest_only_ingests_user_by_user_runs_no_case_and_resumes(

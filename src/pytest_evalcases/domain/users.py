@@ -65,7 +65,7 @@ class SuiteUser:
         self.ready_wait: float | None = None  # seconds `ready` was polled, when the system has it
         # The ingestion's figures as the reports show them (engine/ingestion.py): set when it
         # was recorded, reused or replayed in this run, or read from its recording.
-        self.ingestion: dict[str, Any] | None = None
+        self.figures: dict[str, Any] | None = None
         self.figures_read = False  # the recording was looked at for `ingestion` (plain replay)
         self.reused_unchecked = False  # reused with no `user_ready` to say its state is there
         self.recording_unchanged = False  # ingested again, to the recording there was
@@ -81,7 +81,8 @@ class SuiteUser:
             if not self._done:
                 try:
                     work()
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as exc:  # the run stops: a case waiting here too
+                    self._error, self._done = exc, True
                     raise
                 except IngestTimeout as exc:
                     self._error = UserSetupError(
@@ -105,6 +106,11 @@ class SuiteUser:
         else:
             await asyncio.to_thread(self.once, work, suite_name)
 
+    @property
+    def failed(self) -> bool:
+        """Whether this run's ingestion of the user ended in an error."""
+        return self._error is not None
+
     def set_up(self, system_target: Any) -> float:
         """Call the system's `setup_user(user)` (when it has one), keeping what it returns:
         the seconds it took."""
@@ -114,11 +120,16 @@ class SuiteUser:
             self.result = method(self.data)
         return time.perf_counter() - started
 
-    def wait_ready(self, system_target: Any) -> None:
-        """Poll the system's `ready(user, result)` (when it has one) until it is true."""
+    def wait_ready(self, system_target: Any, suite_name: str) -> None:
+        """Poll the system's `ready(user, result)` (when it has one) until it is true; its
+        error is said as `ready`'s."""
         ready = getattr(system_target, "ready", None)
         if callable(ready):
-            self.ready_wait = wait_until_ready(ready, self.data, self.result, self.ready_timeout)
+
+            def looked(user: Any, result: Any) -> Any:
+                return call_hook("ready", self, suite_name, ready, result)
+
+            self.ready_wait = wait_until_ready(looked, self.data, self.result, self.ready_timeout)
 
 
 class UserSetupError(CaseFileError):
@@ -151,10 +162,27 @@ def wait_until_ready(
     return clock() - started
 
 
-def _setup_error(user_id: str, suite_name: str, exc: BaseException) -> BaseException:
+def call_hook(
+    hook: str, user: SuiteUser, suite_name: str, method: Callable[[Any, Any], Any], result: Any
+) -> Any:
+    """The system's `hook(user, result)` (`user_ready`, `ready`); its error is said as that
+    hook's, naming the user."""
+    try:
+        return method(user.data, result)
+    except KeyboardInterrupt:
+        raise
+    except IngestTimeout:
+        raise
+    except BaseException as exc:
+        raise _setup_error(user.id, suite_name, exc, hook) from exc
+
+
+def _setup_error(
+    user_id: str, suite_name: str, exc: BaseException, hook: str = "setup_user"
+) -> BaseException:
     # --replay-http's unserved request reads as a stale recording; a stale, missing or broken
     # ingestion recording is an error of the recording, said as such.
-    if type(exc).__name__ == "UnservedRequest" or isinstance(exc, EvalCaseError):
+    if type(exc).__name__ == "UnservedRequest" or isinstance(exc, EvalCaseError | UserCodeExit):
         return exc
     what = (
         f"{type(exc).__name__}: {exc}"
@@ -162,7 +190,7 @@ def _setup_error(user_id: str, suite_name: str, exc: BaseException) -> BaseExcep
         else (f"{type(exc).__name__}({', '.join(map(repr, exc.args))})")
     )
     error: BaseException = UserSetupError(
-        f"setup_user({user_id!r}) of suite {suite_name!r} raised {what}; none of user "
+        f"{hook}({user_id!r}) of suite {suite_name!r} raised {what}; none of user "
         f"{user_id!r}'s cases can be recorded until it succeeds (the other users' cases run)"
     )
     if not isinstance(exc, Exception):  # SystemExit & co. must not end the session

@@ -17,6 +17,7 @@ from ..domain.context import case_where
 from ..domain.system import exit_message, normalize_trace
 from ..domain.verdicts import judged_inputs, judged_part, judged_units
 from ..http.router import CaseHttp, UnservedRequest
+from ..http.volatile import replay_ignored
 from ..store.cassette import http_path, shown_path
 from ..store.http import interactions_hash, load_http
 from ..store.keys import REPLAY_HTTP_RUNS
@@ -175,9 +176,7 @@ def run_offline(
             ) from None
     if ctx.user is not None:  # its recorded ingestion replayed once, before its first case
         ingest_offline(ctx, http)
-    # A request field the suite calls volatile is fresh on every run: never matched on.
-    ignore = suite.http_ignore + [entry for entry in suite.http_volatile if entry.startswith("$")]
-    case_http = CaseHttp(where, exchanges, ignore, suite.allow_hosts)
+    case_http = CaseHttp(where, exchanges, replay_ignored(suite), suite.allow_hosts)
     outcome: dict[str, Any] = {}
 
     def run() -> None:

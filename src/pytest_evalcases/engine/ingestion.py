@@ -20,20 +20,22 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CassetteError, EvalCaseError, MissingRecording, StaleRecording
-from ..http.match import parse_json_path
-from ..http.rerecord import keep_old_volatile, with_old_ids
+from ..domain.users import call_hook
+from ..http.rerecord import keep_old_volatile
 from ..http.router import CaseHttp, UnservedRequest
 from ..http.usage import exchanges_usage
-from ..http.volatile import Volatility
+from ..http.volatile import Volatility, replay_ignored
 from ..store.cassette import shown_path
 from ..store.http import http_document, interactions_hash, load_http, save_http
 from ..store.keys import REPLAY_HTTP_RUNS, changed_fields, stored_labels, user_ingestion_key
 from ..store.redaction import redact_secrets
 from ..store.user_recordings import (
+    DRY_RUN,
     RECORDED,
     REPLAYED_HTTP,
     REUSED,
     build_user_recording,
+    check_writable,
     figures_of,
     load_user_recording,
     save_user_recording,
@@ -41,6 +43,7 @@ from ..store.user_recordings import (
     user_recording_path,
 )
 from .limits import Interrupted
+from .save import ignored_paths
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -52,22 +55,29 @@ if TYPE_CHECKING:
 RESULT_CAP = 1_000_000  # characters of JSON: a result is ids, counts and usage, not the data
 
 
-def ingest_live(ctx: SuiteContext, http: HttpLayer | None, redo: bool, dry_run: bool) -> None:
+def ingest_live(ctx: SuiteContext, http: HttpLayer | None, redo: bool, dry_run: bool) -> float:
     """Ingest the context's user for a live run, once per user per process (see the module's
     docstring). `redo` (--live): ingest again unless `user_ready` says the state is still
-    there. `dry_run`: write nothing."""
+    there. `dry_run`: write nothing. Returns what this call spent (USD, as recorded; 0 when
+    the ingestion was reused, or done by an earlier call), for --eval-budget."""
     user = ctx.user
     assert user is not None
-    user.once(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
+    spent: list[float] = []
+    user.once(lambda: spent.append(_ingest_live(ctx, user, http, redo, dry_run)), ctx.suite.name)
+    return sum(spent)
 
 
 async def aingest_live(
     ctx: SuiteContext, http: HttpLayer | None, redo: bool, dry_run: bool
-) -> None:
+) -> float:
     """`ingest_live` for the event loop (in a worker thread the first time)."""
     user = ctx.user
     assert user is not None
-    await user.aonce(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
+    spent: list[float] = []
+    await user.aonce(
+        lambda: spent.append(_ingest_live(ctx, user, http, redo, dry_run)), ctx.suite.name
+    )
+    return sum(spent)
 
 
 def ingest_offline(ctx: SuiteContext, http: HttpLayer) -> None:
@@ -105,31 +115,34 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
 
 def _ingest_live(
     ctx: SuiteContext, user: SuiteUser, http: HttpLayer | None, redo: bool, dry_run: bool
-) -> None:
+) -> float:
     target = ctx.system.target
     if not callable(getattr(target, "setup_user", None)):
-        return  # nothing to ingest: the system reads its users' files itself
-    key, labels = user_ingestion_key(ctx.key_fields, ctx.key_labels, user.key_field)
+        return 0.0  # nothing to ingest: the system reads its users' files itself
+    key, labels = user_ingestion_key(
+        ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
+    )
     old, before = _recording_there(ctx, user)
     if old is not None and before is not None and old["key"] == key:
         user_ready = getattr(target, "user_ready", None)
         if callable(user_ready):  # the system knows whether its ingested state is still there
-            reuse = bool(user_ready(user.data, old.get("result")))
+            result = old.get("result")
+            reuse = bool(call_hook("user_ready", user, ctx.suite.name, user_ready, result))
         else:
             reuse = not redo
         if reuse:
             user.result = old.get("result")
-            user.ingestion = figures_of(old, REUSED)
+            user.figures = figures_of(old, REUSED)
             user.reused_unchecked = not callable(user_ready)
-            return
+            return 0.0
     if http is None:  # no HTTP layer (never in a live run that records): nothing to record
         user.set_up(target)
-        user.wait_ready(target)
-        return
+        user.wait_ready(target, ctx.suite.name)
+        return 0.0
     with http.case(CaseHttp(_where(ctx, user))) as case_http:
         duration = user.set_up(target)
     # Outside the recording: how often ready() looks differs from run to run.
-    user.wait_ready(target)
+    user.wait_ready(target, ctx.suite.name)
     exchanges = case_http.interactions
     result = _recordable(user.result, ctx, user)
     spent = exchanges_usage(exchanges)
@@ -142,7 +155,8 @@ def _ingest_live(
         "cost_usd": cost if cost is not None else spent.cost_usd,
     }
     doc = _save(ctx, user, key, labels, result, exchanges, figures, old, before, dry_run)
-    user.ingestion = figures_of(doc, RECORDED)
+    user.figures = figures_of(doc, DRY_RUN if dry_run else RECORDED)
+    return figures["cost_usd"] or 0.0
 
 
 def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None:
@@ -154,7 +168,9 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
     old = load_user_recording(path, ctx.rootdir)
     exchanges: list[dict[str, Any]] = []
     if old is not None:
-        key, labels = user_ingestion_key(ctx.key_fields, ctx.key_labels, user.key_field)
+        key, labels = user_ingestion_key(
+            ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
+        )
         # The code runs today (as for a case under --replay-http): its change is no reason.
         stale = changed_fields(
             _without_code(old["key"]), _without_code(key), stored_labels(old, "key"), labels
@@ -171,8 +187,7 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
                 f"not the HTTP recording {shown} names; re-record it with --eval-ingest-only"
             )
     suite = ctx.suite
-    ignore = suite.http_ignore + [entry for entry in suite.http_volatile if entry.startswith("$")]
-    case_http = CaseHttp(_where(ctx, user), exchanges, ignore, suite.allow_hosts)
+    case_http = CaseHttp(_where(ctx, user), exchanges, replay_ignored(suite), suite.allow_hosts)
     with http.case(case_http, sole=True):
         try:
             user.set_up(target)
@@ -187,7 +202,7 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
             )
         raise StaleRecording(f"stale ingestion recording of user {user.id!r}: {case_http.problem}")
     if old is not None:
-        user.ingestion = figures_of(old, REPLAYED_HTTP)
+        user.figures = figures_of(old, REPLAYED_HTTP)
 
 
 def _recording_there(
@@ -222,34 +237,34 @@ def _save(
     dry_run: bool,
 ) -> dict[str, Any]:
     """Write the HTTP file, then the recording naming its hash (a kill between the two leaves
-    a pair the next run re-records). Secrets are redacted first; a provider's fresh ids take
-    their old form again; nothing is written when only timings and volatile values changed."""
+    a pair the next run re-records). Secrets are redacted first. Nothing is written when the
+    same result came back over the same exchanges but for timings and a provider's fresh
+    values (those take their old form again); the result itself is never rewritten: a new
+    memory id is the service's state, not noise."""
     (result, exchanges, labels), _ = redact_secrets([result, exchanges, labels])
-    if before is not None:
-        ignore = [parse_json_path(path) for path in ctx.suite.http_ignore]
-        kept = keep_old_volatile(before, exchanges, Volatility(ctx.suite.http_volatile), ignore)
-        exchanges, result = kept.exchanges, with_old_ids(result, kept.fresh_ids)
+    same_result = (
+        old is not None and before is not None and old["key"] == key and old.get("result") == result
+    )
+    if same_result:
+        assert before is not None
+        volatility = Volatility(ctx.suite.http_volatile)
+        exchanges = keep_old_volatile(before, exchanges, volatility, ignored_paths(ctx)).exchanges
     http_hash = interactions_hash(exchanges)
     doc = build_user_recording(
         ctx.suite.name, user.id, key, {"key": labels} if labels else {}, result, figures, http_hash
     )
-    unchanged = (
-        old is not None
-        and before is not None
-        and old["key"] == key
-        and old.get("result") == result
-        and old["integrity"]["http"] == http_hash
-    )
+    unchanged = same_result and old is not None and old["integrity"]["http"] == http_hash
     user.recording_unchanged = unchanged
     if dry_run or unchanged:
         return doc
-    http_file = _http_path(ctx, user)
+    path, http_file = _path(ctx, user), _http_path(ctx, user)
+    check_writable(path)  # before the first write: nothing goes through a symlinked folder
     if exchanges:
         written = save_http(http_file, http_document(ctx.suite.name, user.id, exchanges))
         doc["integrity"]["http"] = written
     elif http_file.is_file() and not http_file.is_symlink():
         http_file.unlink()  # an ingestion that now makes no request: its old exchanges go
-    save_user_recording(_path(ctx, user), doc)
+    save_user_recording(path, doc)
     return doc
 
 

@@ -400,7 +400,9 @@ async def _run_system(
         try:
             await ctx.system.asetup(ctx.suite)
             if ctx.user is not None:  # the user's data ingested once, before its first case
-                await aingest_live(ctx, http() if http else None, mode == LIVE, dry_run)
+                spent = await aingest_live(ctx, http() if http else None, mode == LIVE, dry_run)
+                if slots is not None:  # --eval-budget counts what the ingestion cost
+                    slots.spend(spent)
         except KeyboardInterrupt:
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span, reuse_explained(ctx):

@@ -64,7 +64,7 @@ def save_recording(
     http_changes: list[str] | None = None  # what changed, when the exchanges did
     on_disk = old_http  # the hash of the HTTP file there is (checked when new exchanges come)
     if exchanges is not None:
-        volatility, ignore = Volatility(ctx.suite.http_volatile), _ignored_paths(ctx)
+        volatility, ignore = Volatility(ctx.suite.http_volatile), ignored_paths(ctx)
         before = None
         if old is not None:
             try:
@@ -157,8 +157,8 @@ def _with_kept_labels(
     return labels
 
 
-def _ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
-
+def ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
+    """The suite's `http_ignore` JSONPaths, parsed (a malformed one is the suite's error)."""
     paths = []
     for path in ctx.suite.http_ignore:
         try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.json_paths import parse_json_path
@@ -210,3 +211,9 @@ class Volatility:
     def is_volatile_header(self, name: str) -> bool:
         lower = name.lower()
         return lower in self._headers or lower.startswith(self._prefixes)
+
+
+def replay_ignored(suite: Any) -> list[str]:
+    """The request fields --replay-http does not match on: the suite's `http_ignore`, and the
+    body fields it calls volatile (fresh on every run: never the same twice)."""
+    return suite.http_ignore + [entry for entry in suite.http_volatile if entry.startswith("$")]

@@ -22,9 +22,13 @@ from .formatting import fmt_int, fmt_seconds, fmt_usd
 
 # Where this run's ingestion of a user came from, in the order the terminal line and the
 # total's `sources` count them.
-SOURCE_ORDER: tuple[str, ...] = ("recorded", "reused", "replayed_http", "replayed")
+SOURCE_ORDER: tuple[str, ...] = ("recorded", "dry_run", "reused", "replayed_http", "replayed")
 # When a user's records disagree, the one that spent the most in this run wins.
-PRECEDENCE: tuple[str, ...] = ("recorded", "replayed_http", "reused", "replayed")
+PRECEDENCE: tuple[str, ...] = ("recorded", "dry_run", "replayed_http", "reused", "replayed")
+# How the terminal line names a source (the others as they are).
+SOURCE_WORDS = {"dry_run": "ingested by a dry run (not written)"}
+# The sources of an ingestion this run paid for: their figures are this run's spend.
+PAID = ("recorded", "dry_run")
 _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 # A case's place in collection order: (file, index, node id).
@@ -58,10 +62,13 @@ class UserRecords:
     Callers look the record up themselves (`case.get("ingestion")`) and add only the cases that
     have one: a suite without users pays one dict lookup a case, nothing more."""
 
-    __slots__ = ("_records",)
+    __slots__ = ("_paid", "_records")
 
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], tuple[int, CaseOrder, Mapping[str, Any]]] = {}
+        # Each ingestion this run paid for, by its `ingestion_id`: under xdist every worker
+        # that runs a user's cases ingests that user, and each one was paid for.
+        self._paid: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
 
     def add(self, case: Mapping[str, Any], record: Any) -> None:
         if not isinstance(record, Mapping):
@@ -70,6 +77,9 @@ class UserRecords:
         if user in (None, ""):
             return
         key = (str(case.get("suite") or ""), str(user))
+        ingestion_id = record.get("ingestion_id")
+        if record.get("source") in PAID and isinstance(ingestion_id, str):
+            self._paid.setdefault(key, {})[ingestion_id] = record
         candidate = (_rank(record), _case_order(case), record)
         kept = self._records.get(key)
         if kept is None or candidate[:2] < kept[:2]:
@@ -80,10 +90,16 @@ class UserRecords:
 
     def users(self) -> list[dict[str, Any]]:
         """One row a user, sorted by (suite, user) (`user_row`)."""
-        return [
-            user_row(suite, user, record)
-            for (suite, user), (_, _, record) in sorted(self._records.items())
-        ]
+        rows = []
+        for (suite, user), (_, _, record) in sorted(self._records.items()):
+            paid = list(self._paid.get((suite, user), {}).values())
+            if len(paid) > 1:  # ingested by several workers: the row is what they all spent
+                row = _summed_row([user_row(suite, user, r) for r in paid])
+            else:
+                row = user_row(suite, user, record)
+            row["ingestions"] = len(paid)
+            rows.append(row)
+        return rows
 
 
 def user_row(suite: str, user: str, record: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,6 +129,19 @@ def user_row(suite: str, user: str, record: Mapping[str, Any]) -> dict[str, Any]
         "total_tokens": int(total) if total is not None else None,
         "cost_usd": _number(record.get("cost_usd")),
     }
+
+
+def _summed_row(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One user's row over several ingestions of it: the figures summed (unknown stays
+    unknown only when no ingestion knows it)."""
+    row = dict(rows[0])
+    for key in ("duration_s", "ready_wait_s"):
+        row[key] = _known_sum((r[key] for r in rows), 6)
+    row["requests"] = sum(r["requests"] for r in rows)
+    for key in _TOKENS:
+        row[key] = _known_sum(r[key] for r in rows)
+    row["cost_usd"] = _known_sum((r["cost_usd"] for r in rows), 10)
+    return row
 
 
 def _known_sum(values: Iterable[Any], digits: int | None = None) -> float | int | None:
@@ -145,6 +174,7 @@ def users_total(users: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "duration_s": _known_sum((u["duration_s"] for u in users), 6),
         "ready_wait_s": _known_sum((u["ready_wait_s"] for u in users), 6),
         "requests": sum(u["requests"] for u in users),
+        "ingestions": sum(u.get("ingestions", 0) for u in users),
     }
     for key in _TOKENS:
         total[key] = _known_sum(u[key] for u in users)
@@ -204,7 +234,7 @@ def table_rows(section: Mapping[str, Any]) -> list[list[str]]:
         [
             u["suite"],
             u["user"],
-            u["source"] or "–",
+            _source_cell(u),
             fmt_seconds(u["duration_s"]),
             fmt_seconds(u["ready_wait_s"]),
             fmt_int(u["requests"]),
@@ -213,6 +243,13 @@ def table_rows(section: Mapping[str, Any]) -> list[list[str]]:
         ]
         for u in section["users"]
     ]
+
+
+def _source_cell(row: Mapping[str, Any]) -> str:
+    """`recorded`, or `recorded ×2` for a user ingested by two workers."""
+    source = row["source"] or "–"
+    count = row.get("ingestions") or 0
+    return f"{source} ×{count}" if count > 1 else source
 
 
 def sources_text(sources: Mapping[str, int]) -> str:
@@ -242,9 +279,12 @@ def summary_line(users: Sequence[Mapping[str, Any]]) -> str:
     counts = source_counts(users)
     parts = []
     for source, n in counts.items():
-        text = f"{n} {source}"
-        if source == "recorded":
-            figures = _recorded_figures(users_total([u for u in users if u["source"] == source]))
+        text = f"{n} {SOURCE_WORDS.get(source, source)}"
+        if source in PAID:
+            paid = users_total([u for u in users if u["source"] == source])
+            figures = _recorded_figures(paid)
+            if paid["ingestions"] > n:  # under xdist each worker ingests its users' cases
+                figures = f"{paid['ingestions']} ingestions, one per worker, {figures}"
             text += f" ({figures})" if figures else ""
         parts.append(text)
     return f"ingestion: {len(users)} user{'s' * (len(users) != 1)}: " + ", ".join(parts)

@@ -8,7 +8,7 @@ recording says exactly which input changed (and, with labels, from what to what)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from ..core.errors import CaseFileError, StaleRecording
@@ -69,16 +69,21 @@ def ingestion_key(settings: Mapping[str, Any]) -> tuple[dict[str, str], dict[str
 
 
 def user_ingestion_key(
-    key_fields: Mapping[str, str], labels: Labels, user_field: str
+    key_fields: Mapping[str, str],
+    labels: Labels,
+    user_field: str,
+    input_fields: Collection[str] = (),
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The key of a user's ingestion recording, out of one of its cases' key: what
     `setup_user` depends on (the user's files, the system and its fingerprint, the code, the
-    suite's ingestion settings), not what a case adds (its input, data files, judge). Every
-    field of it is a field of each of the user's cases too, so a change stales both."""
+    suite's ingestion settings), not what a case adds (its input, `input_fields` (the data
+    files, named by their paths, whatever their names look like), the judge). Every field of
+    it is a field of each of the user's cases too, so a change stales both."""
     names = [
         name
         for name in key_fields
-        if name in ("format", "system", user_field) or name.startswith(_INGESTION_KEY_PREFIXES)
+        if name not in input_fields
+        and (name in ("format", "system", user_field) or name.startswith(_INGESTION_KEY_PREFIXES))
     ]
     return (
         {name: key_fields[name] for name in names},
@@ -155,6 +160,9 @@ def changed_fields(
     for name in names:
         old, new = recorded.get(name), current.get(name)
         if old != new:
+            # An ingestion setting of a user's case is said as that user's ingestion; a data
+            # file named `ingestion.md` is labelled by its own path, never by a JSON value.
+            setting = owner if (current_labels or {}).get(name) != name else None
             verb = "added" if old is None else "removed" if new is None else "changed"
             shown_old, shown_new = _short(old), _short(new)
             if labelled:
@@ -165,7 +173,7 @@ def changed_fields(
                 ):
                     words = text_change(label_old, label_new)
                     if words is not None:
-                        changes.append(_change(name, words, owner, words=True))
+                        changes.append(_change(name, words, setting, words=True))
                         continue
                     # one side has no readable text: a long text is never shown whole
                     label_old = None if is_long_label(label_old) else label_old
@@ -179,7 +187,7 @@ def changed_fields(
                         changes.append(f"{name} changed ({files})")
                         continue
             if verb == "changed":
-                changes.append(_change(name, f"{shown_old} -> {shown_new}", owner))
+                changes.append(_change(name, f"{shown_old} -> {shown_new}", setting))
             else:
                 changes.append(f"{name} {verb} ({shown_old} -> {shown_new})")
     return changes

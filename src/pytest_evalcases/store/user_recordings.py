@@ -9,6 +9,7 @@ suite folder's own `*.json` entries, never reads inside it.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,8 +31,10 @@ from .keys import CASSETTE_FORMAT, user_ingestion_key
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
 
-# How an ingestion reached this run, as the reports count them.
-RECORDED, REUSED, REPLAYED_HTTP, REPLAYED = "recorded", "reused", "replayed_http", "replayed"
+# How an ingestion reached this run, as the reports count them (`dry_run`: ingested by
+# --live-dry-run, not written).
+RECORDED, DRY_RUN, REUSED = "recorded", "dry_run", "reused"
+REPLAYED_HTTP, REPLAYED = "replayed_http", "replayed"
 # The figures a recording holds beside its key and result (None when unknown).
 FIGURES = ("duration_s", "ready_wait_s", "requests", "usage", "cost_usd")
 
@@ -70,12 +73,18 @@ def build_user_recording(
     return doc
 
 
-def save_user_recording(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write atomically, never through a symlinked suite or users folder."""
+def check_writable(path: Path) -> None:
+    """CassetteError when the users folder or the suite folder of the recording at `path` is a
+    symlink: nothing is written through it (asked before the first of the pair is written)."""
     for folder in (path.parent, path.parent.parent):
         problem = writable_folder_problem(folder / path.name)
         if problem:
             raise CassetteError(f"cannot record {path.name}: {folder.name}/ {problem}")
+
+
+def save_user_recording(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write atomically, never through a symlinked suite or users folder."""
+    check_writable(path)
     save_cassette(path, doc)
 
 
@@ -104,15 +113,18 @@ def load_user_recording(path: Path, rootdir: Path) -> dict[str, Any] | None:
     return doc
 
 
-def recorded_figures(ctx: SuiteContext) -> dict[str, Any] | None:
-    """The user's ingestion figures for the reports: this run's, or else its recording's
-    when that recording is current (read once per user; a broken one shows none)."""
+def ingestion_figures(ctx: SuiteContext) -> dict[str, Any] | None:
+    """The user's ingestion figures for the reports: this run's; or, when this run did not
+    ingest it (a replay, --live-judges, cases all current), its recording's, if current (read
+    once per user; a broken one shows none). None after a failed ingestion: nothing came of it."""
     user = ctx.user
-    if user is None:
+    if user is None or user.failed:
         return None
-    if user.ingestion is None and not user.figures_read:
+    if user.figures is None and not user.figures_read:
         user.figures_read = True
-        key, _ = user_ingestion_key(ctx.key_fields, ctx.key_labels, user.key_field)
+        key, _ = user_ingestion_key(
+            ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
+        )
         try:
             doc = load_user_recording(
                 user_recording_path(ctx.cassette_root, ctx.suite.name, user.id), ctx.rootdir
@@ -120,14 +132,18 @@ def recorded_figures(ctx: SuiteContext) -> dict[str, Any] | None:
         except CassetteError:
             doc = None
         if doc is not None and doc["key"] == key:
-            user.ingestion = figures_of(doc, REPLAYED)
-    return user.ingestion
+            user.figures = figures_of(doc, REPLAYED)
+    return user.figures
 
 
 def figures_of(doc: dict[str, Any], source: str) -> dict[str, Any]:
-    """A recording's figures as each of its user's case results carries them (`ingestion`)."""
+    """A recording's figures as each of its user's case results carries them (`ingestion`).
+    An ingestion this run paid for gets an `ingestion_id` of its own: under xdist, each worker
+    ingests the users of its cases, and the reports count each ingestion once."""
     figures = {"user": doc.get("user"), "source": source, "recorded_at": doc.get("recorded_at")}
     figures.update((name, doc.get(name)) for name in FIGURES)
+    if source in (RECORDED, DRY_RUN):
+        figures["ingestion_id"] = uuid.uuid4().hex[:12]
     return figures
 
 

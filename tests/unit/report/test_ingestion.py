@@ -28,6 +28,8 @@ def record(user: str, source: str, **figures: Any) -> dict[str, Any]:
         "usage": None,
         "cost_usd": None,
     }
+    if source in ("recorded", "dry_run"):  # paid for in this run: an ingestion of its own
+        base["ingestion_id"] = f"{user}-{source}-{len(figures)}"
     return base | figures
 
 
@@ -115,6 +117,7 @@ def test_one_row_a_suite_user_and_the_total() -> None:
         "completion_tokens": 100,
         "total_tokens": 1000,
         "cost_usd": 0.00021,
+        "ingestions": 1,  # paid for once in this run
     }
     ben, chen = section["users"][1], section["users"][2]
     assert ben["total_tokens"] == 500 and ben["ready_wait_s"] is None
@@ -126,6 +129,7 @@ def test_one_row_a_suite_user_and_the_total() -> None:
         "duration_s": 2.6,  # 1.234 + 0.866 + 0.5; chen's unknown
         "ready_wait_s": 0.2,
         "requests": 6,
+        "ingestions": 2,  # mem's u-ana and other's u-ana
         "prompt_tokens": 1400,
         "completion_tokens": 200,
         "total_tokens": 1600,
@@ -284,3 +288,39 @@ def test_merged_shards_count_a_user_of_both_shards_once() -> None:
     merged = merge_results(shards)
     assert merged["ingestion"] == ingestion_section(memory_run())
     assert merged["ingestion"]["total"]["users"] == 4
+
+
+def test_a_user_ingested_by_two_workers_counts_both_ingestions() -> None:
+    """Under xdist each worker ingests the users of its cases: both were paid for."""
+    first = record(
+        "u-ana",
+        "recorded",
+        duration_s=1.0,
+        requests=2,
+        cost_usd=0.0002,
+        usage={"prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100},
+    )
+    second = dict(first, ingestion_id="worker-2", duration_s=1.5)
+    cases = [
+        case(0, user="u-ana", ingestion=first),
+        case(1, user="u-ana", ingestion=second),
+        case(2, user="u-ana", ingestion=second),
+    ]  # one record a case, two ingestions
+
+    section = ingestion_section(cases)
+
+    (row,) = section["users"]
+    assert (row["ingestions"], row["duration_s"], row["requests"]) == (2, 2.5, 4)
+    assert (row["total_tokens"], row["cost_usd"]) == (200, 0.0004)
+    assert section["total"]["ingestions"] == 2
+    assert summary_line(section["users"]) == (
+        "ingestion: 1 user: 1 recorded (2 ingestions, one per worker, 2.5 s, 200 tokens, $0.0004)"
+    )
+
+
+def test_a_dry_runs_ingestion_is_said_so() -> None:
+    dry = record("u-ana", "dry_run", duration_s=0.5, cost_usd=0.0)
+    section = ingestion_section([case(0, user="u-ana", ingestion=dry)])
+    assert summary_line(section["users"]).startswith(
+        "ingestion: 1 user: 1 ingested by a dry run (not written) (0.5 s"
+    )
