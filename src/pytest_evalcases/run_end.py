@@ -161,7 +161,12 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
     if state.removed_temp_files:
         count = state.removed_temp_files
         write_line(f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings")
-    if collector.changes is not None:
+    # --eval-ingest-only records no case: its changes section has something to say only when
+    # users were left out (Ctrl-C, --eval-budget).
+    quiet = state.settings.ingest_only and collector.changes is not None and not (
+        collector.changes.incomplete
+    )
+    if collector.changes is not None and not quiet:
         title = "recording changes" + (" (dry run)" if state.settings.dry_run else "")
         terminalreporter.write_sep("=", title)
         for line in collector.changes.lines():

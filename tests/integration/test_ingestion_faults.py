@@ -194,7 +194,22 @@ def test_the_budget_counts_what_the_ingestion_spent(project: Project, model: Fac
     live = project.run("--live", "--eval-budget", "0.000001", "--eval-concurrency", "1")
 
     assert "--eval-budget" in output(live) and "reached" in output(live)
-    assert model.requests < 3  # today both users are ingested and every case runs
+    assert model.requests < 3  # before: both users were ingested and every case ran
+
+
+def test_ingest_only_starts_no_user_once_the_budget_is_spent(
+    project: Project, model: FactModel
+) -> None:
+    extracting_project(project, model)
+
+    stopped = project.run("--eval-ingest-only", "--eval-budget", "0.000001")
+
+    assert stopped.ret == 1  # an incomplete live run fails
+    assert model.requests == 2  # Ana's two lines; Bo not started
+    text = output(stopped)
+    assert "memory::u-bo: not ingested: --eval-budget $0.00 reached" in text
+    assert "not recorded: memory::bo-car (not run: user 'u-bo' not ingested: " in text
+    assert not (project.root / "cassettes/memory/users/u-bo.json").exists()
 
 
 # ---- 4. the HTTP file is written through a symlinked suite folder -------------------------------
