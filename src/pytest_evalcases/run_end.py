@@ -163,8 +163,10 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
         write_line(f"removed {count} temp file{'s' * (count != 1)} left by interrupted recordings")
     # --eval-ingest-only records no case: its changes section has something to say only when
     # users were left out (Ctrl-C, --eval-budget).
-    quiet = state.settings.ingest_only and collector.changes is not None and not (
-        collector.changes.incomplete
+    quiet = (
+        state.settings.ingest_only
+        and collector.changes is not None
+        and not (collector.changes.incomplete)
     )
     if collector.changes is not None and not quiet:
         title = "recording changes" + (" (dry run)" if state.settings.dry_run else "")

@@ -184,6 +184,41 @@ def test_under_xdist_every_workers_ingestion_is_counted(project: Project, model:
     assert total["total_tokens"] == 10 * model.requests  # 10 tokens a reply
 
 
+SAVED_MEMORY_USER_READY = """
+
+class Saved(Memory):
+    def user_ready(self, user, result):
+        log(f"user_ready {user.id}")
+        return (ROOT / "memory" / f"{user.id}.json").exists()
+
+
+system = Saved()
+"""
+
+
+def test_under_xdist_a_system_with_user_ready_pays_each_ingestion_once(
+    project: Project, model: FactModel
+) -> None:
+    """The workers running one user's cases take turns: the first ingests and records, the
+    others find the recording current and ask user_ready, which says the memory is there."""
+    extracting_project(project, model)
+    source = (project.root / "memsys.py").read_text()
+    project.write_text(
+        "memsys.py", source.replace("\n\nsystem = Memory()\n", SAVED_MEMORY_USER_READY)
+    )
+    project.write_suite(many_cases_suite())
+    plan(project, slow=0.5)  # both workers reach a user while its ingestion runs
+
+    live = project.run("--live", "-n", "2", "--eval-report", "r")
+
+    live.assert_outcomes(passed=44)
+    calls = project.calls()
+    assert (calls.count("setup_user u-ana"), calls.count("setup_user u-bo")) == (1, 1)
+    assert model.requests == 3  # each chat line sent once
+    total = json.loads((project.root / "r/results.json").read_text())["ingestion"]["total"]
+    assert (total["ingestions"], total["total_tokens"]) == (2, 30)
+
+
 # ---- 3. --eval-budget does not see the ingestion's cost -----------------------------------------
 
 

@@ -26,6 +26,7 @@ from .test_users import users_suite, write_memory_project
 # a file per user (as a memory service keeps them: a later run may reuse them).
 EXTRACTING_SYSTEM = """\
 import json
+import time
 import urllib.request
 from pathlib import Path
 
@@ -57,6 +58,7 @@ class Memory:
         plan = json.loads((ROOT / "plan.json").read_text())
         if user.id in plan.get("interrupt", []):
             raise KeyboardInterrupt
+        time.sleep(plan.get("slow", 0))  # an ingestion that takes a while
         facts = [extract(line) for line in json.loads(Path(user.chats).read_text())]
         (ROOT / "memory").mkdir(exist_ok=True)
         (ROOT / "memory" / f"{user.id}.json").write_text(json.dumps(facts))

@@ -15,11 +15,14 @@ first case, its HTTP exchanges and what it returned are recorded under
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CassetteError, EvalCaseError, MissingRecording, StaleRecording
+from ..core.hashing import content_hash
 from ..domain.users import call_hook
 from ..http.rerecord import keep_old_volatile
 from ..http.router import CaseHttp, UnservedRequest
@@ -46,8 +49,6 @@ from .limits import Interrupted
 from .save import ignored_paths
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ..domain.context import SuiteContext
     from ..domain.users import SuiteUser
     from ..http.router import HttpLayer
@@ -119,6 +120,24 @@ def _ingest_live(
     target = ctx.system.target
     if not callable(getattr(target, "setup_user", None)):
         return 0.0  # nothing to ingest: the system reads its users' files itself
+    if not callable(getattr(target, "user_ready", None)):
+        # Nothing can tell whether another process's ingestion is there for this one (an
+        # in-process memory is not): each process ingests for itself.
+        return _ingest_live_locked(ctx, user, target, http, redo, dry_run)
+    # Under xdist, the workers running one user's cases take turns: the first ingests and
+    # records, the others find its recording current and ask user_ready, which may reuse it.
+    with _processes_taking_turns(_path(ctx, user)):
+        return _ingest_live_locked(ctx, user, target, http, redo, dry_run)
+
+
+def _ingest_live_locked(
+    ctx: SuiteContext,
+    user: SuiteUser,
+    target: Any,
+    http: HttpLayer | None,
+    redo: bool,
+    dry_run: bool,
+) -> float:
     key, labels = user_ingestion_key(
         ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
     )
@@ -203,6 +222,23 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
         raise StaleRecording(f"stale ingestion recording of user {user.id!r}: {case_http.problem}")
     if old is not None:
         user.figures = figures_of(old, REPLAYED_HTTP)
+
+
+@contextmanager
+def _processes_taking_turns(path: Path) -> Iterator[None]:
+    """An exclusive lock, across processes, named after the recording at `path` (in the
+    temporary folder, never beside the recordings). Where there is no `fcntl` (Windows), none:
+    each process ingests for itself, as under --live."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - POSIX here
+        yield
+        return
+    folder = Path(tempfile.gettempdir()) / "pytest-evalcases-locks"
+    folder.mkdir(exist_ok=True)
+    with open(folder / f"{content_hash(str(path.resolve()))}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes, or the process ends
+        yield
 
 
 def _recording_there(
