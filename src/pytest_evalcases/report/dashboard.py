@@ -31,6 +31,7 @@ from .formatting import (
 from .html import csp_hash, page_environment, static_file, static_markup
 from .ingestion import TABLE_ALIGN, TABLE_HEADER, table_rows, total_cells
 from .markdown import cost_text
+from .timings import TIMINGS_ALIGN, TIMINGS_HEADER, timing_rows
 
 # Per-case view objects are namespaces, not dicts: jinja resolves `c.x` with getattr
 # first, and on 10k cases the failed-getattr-then-getitem path of dicts costs seconds.
@@ -221,8 +222,14 @@ def breakdown_labels(section: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def has_complete_rate(section: Mapping[str, Any]) -> bool:
+    """Whether the table gets a `complete rate` column: as report.md, when any row has one."""
+    return any("complete_rate" in c for c in section.values())
+
+
 def _breakdown_rows(section: Mapping[str, Any], stage_order: Sequence[str]) -> list[dict]:
     labels = breakdown_labels(section)
+    complete = has_complete_rate(section)
     rows = []
     for name, c in section.items():
         rows.append(
@@ -235,6 +242,8 @@ def _breakdown_rows(section: Mapping[str, Any], stage_order: Sequence[str]) -> l
                 "rate": fmt_pct(c["pass_rate"]),
                 "ci": fmt_pct_ci(c["pass_rate_ci95"]),
                 "labels": [(c.get(field) or {}).get(label, 0) for field, label in labels],
+                # Zep's share judged COMPLETE, beside the counts and the completeness mean
+                "complete_rate": [fmt_pct(c.get("complete_rate"))] if complete else [],
                 "means": [fmt_score(c["stage_means"].get(s)) for s in stage_order],
             }
         )
@@ -354,6 +363,8 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "groups": _breakdown_rows(doc.get("groups") or {}, stage_order),
         "category_labels": [label for _, label in breakdown_labels(cats)],
         "group_labels": [label for _, label in breakdown_labels(doc.get("groups") or {})],
+        "category_complete_rate": has_complete_rate(cats),
+        "group_complete_rate": has_complete_rate(doc.get("groups") or {}),
         "group_kind": doc.get("group_kind") or "group",
         "ingestion": _ingestion_view(doc.get("ingestion")),
         "cva": doc.get("completeness_vs_accuracy"),
@@ -362,6 +373,7 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         ),
         "baseline": _baseline_view(baseline),
         "calibration": _calibration_view(doc.get("calibration")),
+        "timings": _timings_view(doc.get("timings")),
         "cases": cases,
         "outcomes": list(OUTCOMES),
         "filter_categories": sorted({c.category for c in cases if c.category}),
@@ -380,6 +392,18 @@ def _ingestion_view(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "rows": table_rows(section),
         "total": total_cells(section),
         "right": [a == "r" for a in TABLE_ALIGN],
+    }
+
+
+def _timings_view(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Each step's cases, mean and p95, as report.md's Timings table; None when it has none."""
+    rows = timing_rows(section)
+    if not rows:
+        return None
+    return {
+        "header": [(h, a == "r") for h, a in zip(TIMINGS_HEADER, TIMINGS_ALIGN, strict=True)],
+        "rows": rows,
+        "right": [a == "r" for a in TIMINGS_ALIGN],
     }
 
 

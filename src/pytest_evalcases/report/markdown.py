@@ -23,6 +23,7 @@ from .ingestion import TABLE_ALIGN, TABLE_HEADER, table_rows, total_cells
 from .markdown_table import CellLines, escape_cell, markdown_table
 from .stage_values import stage_score
 from .suite_lines import suite_lines
+from .timings import TIMINGS_ALIGN, TIMINGS_HEADER, timing_rows
 
 FAILING_ROWS_CAP = 50
 BASELINE_ROWS_CAP = 50
@@ -472,15 +473,10 @@ def _failing(cases: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _timings(section: Mapping[str, Any] | None) -> list[str]:
     """Each step's mean and p95, when the traces name their steps (`"timings"`)."""
-    named = [name for name in section or {} if name != "system_ms" and not name.startswith("judge")]
-    if not named:  # shown when the traces name their steps; the judge's time goes beside them
+    rows = timing_rows(section)
+    if not rows:
         return []
-    rows = [
-        (name.removesuffix("_ms"), s["cases"], fmt_ms(s["mean"]), fmt_ms(s["p95"]))
-        for name, s in (section or {}).items()
-    ]
-    header = ["step", "cases", "mean", "p95"]
-    return ["### Timings", "", *markdown_table(header, rows, ["l", "r", "r", "r"]), ""]
+    return ["### Timings", "", *markdown_table(TIMINGS_HEADER, rows, TIMINGS_ALIGN), ""]
 
 
 def _all_cases(doc: Mapping[str, Any]) -> list[str]:

@@ -12,6 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.stats import mean, percentile
+from .formatting import fmt_ms
+
+TIMINGS_HEADER = ("step", "cases", "mean", "p95")
+TIMINGS_ALIGN = ("l", "r", "r", "r")
 
 
 def _number(value: Any) -> float | None:
@@ -40,3 +44,16 @@ def timings_section(cases: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, A
         step: {"cases": len(values), "mean": mean(values), "p95": percentile(values, 95)}
         for step, values in steps.items()
     }
+
+
+def timing_rows(section: Mapping[str, Any] | None) -> list[tuple[str, int, str, str]]:
+    """The Timings table of report.md and the dashboard: each step (`_ms` dropped) with its
+    cases, mean and p95, in the section's order; none unless the traces name a step of their
+    own (the system's and the judge's time alone go beside the cost, not in a table)."""
+    steps = section or {}
+    if not any(name != "system_ms" and not name.startswith("judge") for name in steps):
+        return []
+    return [
+        (name.removesuffix("_ms"), s["cases"], fmt_ms(s["mean"]), fmt_ms(s["p95"]))
+        for name, s in steps.items()
+    ]

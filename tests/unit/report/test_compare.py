@@ -318,3 +318,27 @@ def test_no_break_even_unless_exactly_one_run_ingested_with_known_tokens() -> No
         assert "break-even" not in render_compare_html(cmp).lower(), why
     no_usage = doc_of([result("c0", "passed", {"tools": 1.0})])
     assert "break_even" not in compare_runs(no_usage, memory)
+
+
+def test_a_user_of_unknown_tokens_leaves_the_break_even_unknown() -> None:
+    # u-a ingested 1,000 tokens, u-b's are unknown (its provider reports no usage): the total's
+    # 1,000 is a lower bound, and 1,000 / (770 - 450) = 3.125 would claim 4 questions.
+    users = {"u-a": {"prompt_tokens": 1000, "completion_tokens": 0}, "u-b": None}
+    cases = [
+        result(
+            f"c{i}",
+            "passed",
+            {"tools": 1.0},
+            recording={"usage": {"prompt_tokens": 450, "completion_tokens": 0}},
+            user=user,
+            ingestion={"user": user, "source": "recorded", "usage": users[user]},
+        )
+        for i, user in enumerate(users)
+    ]
+    memory = doc_of(cases)
+    assert memory["ingestion"]["total"]["total_tokens"] == 1000
+    assert memory["ingestion"]["total"]["usage_unknown_users"] == 1
+    cmp = compare_runs(tokens_run([770, 770]), memory)
+    assert "break_even" not in cmp
+    assert "break-even" not in render_compare_markdown(cmp).lower()
+    assert "break-even" not in render_compare_html(cmp).lower()

@@ -198,14 +198,16 @@ def _flip(case_a: Doc, case_b: Doc) -> dict[str, Any]:
 
 def _ingestion_tokens(docs: Mapping[str, Doc]) -> dict[str, int | None]:
     """Each run's ingestion tokens in total (None: unknown), for the runs that have an
-    ingestion (some suite user with an ingestion record)."""
+    ingestion (some suite user with an ingestion record). A total that leaves out a user of
+    unknown tokens (`usage_unknown_users`) is a lower bound, not the total: unknown."""
     out: dict[str, int | None] = {}
     for side, doc in docs.items():
         section = doc.get("ingestion")
         if isinstance(section, Mapping) and section:
-            tokens = (section.get("total") or {}).get("total_tokens")
+            total = section.get("total") or {}
+            tokens = total.get("total_tokens")
             known = isinstance(tokens, (int, float)) and not isinstance(tokens, bool)
-            out[side] = int(tokens) if known else None
+            out[side] = int(tokens) if known and not total.get("usage_unknown_users") else None
     return out
 
 
@@ -221,8 +223,8 @@ def token_break_even(
     full-context run. Tokens per question are each system's tokens over its shared cases with
     recorded usage (`system[side]`, the cost section's). N = ceil(I / (q_full - q_mem)) when
     q_full > q_mem, else never (None). None when both or neither side ingested, I is unknown
-    or 0, or a side has no recorded usage. Exact in fractions: a float quotient of
-    3.0000000000000004 must not round up to 4."""
+    (some user's tokens unknown included) or 0, or a side has no recorded usage. Exact in
+    fractions: a float quotient of 3.0000000000000004 must not round up to 4."""
     if len(ingestion) != 1:
         return None
     ((memory, tokens),) = ingestion.items()
