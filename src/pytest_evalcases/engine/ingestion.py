@@ -123,14 +123,14 @@ def _ingest_live(
     if not callable(getattr(target, "user_ready", None)):
         # Nothing can tell whether another process's ingestion is there for this one (an
         # in-process memory is not): each process ingests for itself.
-        return _ingest_live_locked(ctx, user, target, http, redo, dry_run)
+        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
     # Under xdist, the workers running one user's cases take turns: the first ingests and
     # records, the others find its recording current and ask user_ready, which may reuse it.
     with _processes_taking_turns(_path(ctx, user)):
-        return _ingest_live_locked(ctx, user, target, http, redo, dry_run)
+        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
 
 
-def _ingest_live_locked(
+def _ingest_or_reuse(
     ctx: SuiteContext,
     user: SuiteUser,
     target: Any,
