@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .core.modes import LIVE
+from .core.safe_text import terminal_safe
 from .engine.ingestion import ingest_live
 from .engine.limits import INTERRUPTED, StopRule, interrupted_reason
+from .store.redaction import redact_for_output
 from .store.user_recordings import DRY_RUN, RECORDED, REUSED
 
 if TYPE_CHECKING:
@@ -34,9 +36,8 @@ class NotIngested(str):
 class IngestOnlySource:
     """What each selected case reports after the ingestion: not run, or its user's error."""
 
-    def __init__(self, said: dict[UserKey, str | BaseException], interrupted: str | None):
+    def __init__(self, said: dict[UserKey, str | BaseException]):
         self.said = said
-        self.interrupted = interrupted
 
     def recording_for(self, item: CaseItem) -> Recording:
         user = item.ctx.user
@@ -86,14 +87,15 @@ def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySo
             reason = interrupted_reason(f"the ingestion of user {user_id!r}")
             state.interrupted = reason
             write(f"  {suite}::{user_id}: interrupted; the users before it are recorded")
-            return IngestOnlySource(said, reason)
+            return IngestOnlySource(said)
         except Exception as exc:  # its cases error with it; the other users go on
             said[(suite, user_id)] = exc
-            write(f"  {suite}::{user_id}: error: {str(exc).splitlines()[0]}")
+            first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
+            write(f"  {suite}::{user_id}: error: {terminal_safe(redact_for_output(first_line))}")
             continue
         said[(suite, user_id)] = _outcome(ctx, settings.dry_run)
         write(f"  {suite}::{user_id}: {said[(suite, user_id)]}")
-    return IngestOnlySource(said, None)
+    return IngestOnlySource(said)
 
 
 def _outcome(ctx: SuiteContext, dry_run: bool) -> str:

@@ -353,3 +353,25 @@ def test_a_suite_input_file_is_not_an_ingestion_setting(project: Project, model:
     # today: "ingestion.u-ana changed: ingestion.md d9f299 -> 9f718a", and both users re-ingested
     assert "stale recording: ingestion.md changed" in output(replay)
     assert not any(call.startswith("setup_user") for call in project.calls())
+
+
+def test_ingest_only_names_a_users_error_and_goes_on(project: Project, model: FactModel) -> None:
+    extracting_project(project, model)
+    source = (project.root / "memsys.py").read_text()
+    project.write_text(
+        "memsys.py",
+        source.replace(
+            '        log(f"setup_user {user.id}")\n',
+            '        log(f"setup_user {user.id}")\n'
+            '        if user.id == "u-ana":\n'
+            '            raise RuntimeError("key sk-proj-Ab3dEfGh1jKlMn0pQrStUvWxYz01234")\n',
+        ),
+    )
+
+    run = project.run("--eval-ingest-only")
+
+    run.assert_outcomes(errors=2, skipped=2)  # Ana's cases error with it; Bo is ingested
+    text = output(run)
+    assert "memory::u-ana: error: setup_user('u-ana') of suite 'memory' raised RuntimeError" in text
+    assert "Ab3dEfGh1jKlMn0pQrStUvWxYz01234" not in text  # redacted, as every error is
+    assert "memory::u-bo: recorded in " in text
