@@ -9,7 +9,7 @@ suite folder's own `*.json` entries, never reads inside it.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,7 +143,7 @@ def figures_of(doc: dict[str, Any], source: str) -> dict[str, Any]:
     figures = {"user": doc.get("user"), "source": source, "recorded_at": doc.get("recorded_at")}
     figures.update((name, doc.get(name)) for name in FIGURES)
     if source in (RECORDED, DRY_RUN):
-        figures["ingestion_id"] = uuid.uuid4().hex[:12]
+        figures["ingestion_id"] = os.urandom(6).hex()  # (uuid costs 3 ms to import)
     return figures
 
 
