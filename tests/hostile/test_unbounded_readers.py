@@ -23,11 +23,11 @@ from pytest_evalcases.domain.code import CODE_FILE_CAP
 from pytest_evalcases.store.files import REPORT_FILE_CAP
 
 HANG_GUARD = 60  # seconds before a run that blocks is killed (not a timed assertion)
-MEMORY_CAP = 1_500_000_000  # bytes of address space a guarded run may take
-HUGE_INPUT = 2**31  # a sparse data file bigger than MEMORY_CAP: hashed whole, it cannot fit
-# sha256 of 2**31 zero bytes, worked out once outside the plugin:
-# `head -c 2147483648 /dev/zero | sha256sum`.
-HUGE_INPUT_SHA256 = "a7c744c13cc101ed66c29f672f92455547889cc586ce6d44fe76ae824958ea51"
+MEMORY_CAP = 700_000_000  # bytes of address space a guarded run may take
+HUGE_INPUT = 2**30  # a sparse data file bigger than MEMORY_CAP: hashed whole, it cannot fit
+# sha256 of 2**30 zero bytes, worked out once outside the plugin:
+# `head -c 1073741824 /dev/zero | sha256sum`.
+HUGE_INPUT_SHA256 = "49bc20df15e412a64472421e13fe86ff1c5165e18b2afccf160d4dc19fe68a14"
 
 _LAUNCH = (
     "import resource, runpy, sys; "
@@ -141,8 +141,8 @@ def test_a_fifo_as_a_users_data_file_errors_that_users_cases(project: Project) -
 
 
 def test_an_input_bigger_than_the_memory_is_hashed_in_chunks(project: Project) -> None:
-    """Break: an input file was read whole to be hashed: a 2 GiB data file (sparse here) took
-    2 GiB of memory (a MemoryError under this run's cap). A data file may be big: it has no
+    """Break: an input file was read whole to be hashed: a 1 GiB data file (sparse here) took
+    1 GiB of memory (a MemoryError under this run's cap). A data file may be big: it has no
     size cap, its hash is the hash of all its bytes."""
     project.write_suite(suite_doc(inputs=["data/kb.txt", "data/big.bin"]))
     make_sparse(project.root / "data" / "big.bin", HUGE_INPUT)
