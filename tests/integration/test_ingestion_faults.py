@@ -242,7 +242,10 @@ def test_ingest_only_starts_no_user_once_the_budget_is_spent(
     assert stopped.ret == 1  # an incomplete live run fails
     assert model.requests == 2  # Ana's two lines; Bo not started
     text = output(stopped)
-    assert "memory::u-bo: not ingested: --eval-budget $0.00 reached" in text
+    assert (
+        "memory::u-bo: not ingested: --eval-budget $0.000001 reached (recorded cost $0.0000057)"
+        in text
+    )
     assert "not recorded: memory::bo-car (not run: user 'u-bo' not ingested: " in text
     assert not (project.root / "cassettes/memory/users/u-bo.json").exists()
 

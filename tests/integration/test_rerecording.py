@@ -591,7 +591,7 @@ def test_eval_budget_counts_the_judge_cost_and_stops_live_judges_too(
     assert project.calls() == []
     result.assert_outcomes(passed=1, skipped=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    assert "stopped starting cases: --eval-budget $0.00 reached (recorded cost $0." in section(
+    assert "stopped starting cases: --eval-budget $0.000001 reached (recorded cost $0." in section(
         result
     )
     judged = {

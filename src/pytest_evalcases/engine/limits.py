@@ -49,8 +49,13 @@ def recorded_cost(trace: Mapping[str, Any] | None, verdicts: Any) -> float:
 
 
 def budget_text(usd: float) -> str:
-    """$0.50, $0.0123, $12.00: cents always, then up to four decimals."""
-    text = f"{usd:.4f}".rstrip("0")
+    """$0.50, $0.0123, $12.00: cents always, then up to four decimals; an amount under a
+    hundredth of a cent with two significant digits ($0.0000086), never a `$0.00` that
+    says nothing."""
+    places = 4
+    if 0 < usd < 0.0001:
+        places = 1 - math.floor(math.log10(usd))  # two significant digits
+    text = f"{usd:.{places}f}".rstrip("0")
     whole, _, cents = text.partition(".")
     return f"${whole}.{cents.ljust(2, '0')}"
 

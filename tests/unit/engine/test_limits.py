@@ -19,3 +19,10 @@ def test_the_stop_rule() -> None:
     assert budget.reason == "--eval-budget $0.10 reached (recorded cost $0.11)"
     assert not StopRule().active
     assert [budget_text(v) for v in (0.5, 0.0123, 12.34567)] == ["$0.50", "$0.0123", "$12.3457"]
+    # under a hundredth of a cent: two significant digits, not "$0.00"
+    assert [budget_text(v) for v in (0.000001, 0.00000857, 0.0000999, 0.0)] == [
+        "$0.000001",
+        "$0.0000086",
+        "$0.0001",
+        "$0.00",
+    ]
