@@ -34,21 +34,31 @@ class HttpReplaySource:
     """--replay-http (with --live-stale: a case that replays clean gets its key refreshed)."""
 
     def __init__(
-        self, judge: JudgeOf, http: Callable[[], HttpLayer], refresh: bool, dry_run: bool
+        self,
+        judge: JudgeOf,
+        http: Callable[[], HttpLayer],
+        refresh: bool,
+        dry_run: bool,
+        interrupted: Callable[[str], None] = lambda where: None,
     ) -> None:
         self.judge, self.http, self.refresh, self.dry_run = judge, http, refresh, dry_run
+        self.interrupted = interrupted  # the run ends with its summary, exit code 2
 
     def recording_for(self, item: CaseItem) -> Recording:
         ctx = item.ctx
-        with subprocess_permission(ctx.suite.allow_subprocess):
-            return replay_http(
-                ctx,
-                item.case,
-                self.judge(ctx.judge_spec, False),
-                self.http(),
-                refresh=self.refresh,
-                dry_run=self.dry_run,
-            )
+        try:
+            with subprocess_permission(ctx.suite.allow_subprocess):
+                return replay_http(
+                    ctx,
+                    item.case,
+                    self.judge(ctx.judge_spec, False),
+                    self.http(),
+                    refresh=self.refresh,
+                    dry_run=self.dry_run,
+                )
+        except Interrupted as exc:  # KeyboardInterrupt in user code: stop after this case
+            self.interrupted(str(exc))
+            raise stop_after(item, str(exc)) from None
 
 
 class LiveSource:
@@ -66,10 +76,7 @@ class LiveSource:
                 return self.recorder.recording_for(item, offline=(doc, trace))
             return self.recorder.recording_for(item)
         except Interrupted as exc:  # KeyboardInterrupt in user code: the run stops after this case
-            reason = interrupted_reason(str(exc))
-            item.session.shouldstop = reason
-            item.not_run = f"not run: {reason}; its recording is as it was"
-            raise pytest.skip.Exception(item.not_run, _use_item_location=True) from None
+            raise stop_after(item, str(exc)) from None
         except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
             item.not_run = str(exc)
             # Shown at the case (as a skip marker is), not at this line of the plugin.
@@ -86,6 +93,15 @@ class LiveSource:
             raise
 
 
+def stop_after(item: CaseItem, where: str) -> BaseException:
+    """User code raised KeyboardInterrupt (`where`): this case reports as not run and no
+    further case starts."""
+    reason = interrupted_reason(where)
+    item.session.shouldstop = reason
+    item.not_run = f"not run: {reason}; its recording is as it was"
+    return pytest.skip.Exception(item.not_run, _use_item_location=True)
+
+
 def system_source(state: EvalSession) -> HttpReplaySource | LiveSource:
     """The source of a --replay-http or live run, from its settings; services are handed over as
     callables."""
@@ -95,8 +111,16 @@ def system_source(state: EvalSession) -> HttpReplaySource | LiveSource:
         return state.http_layer
 
     if settings.replay_http and settings.mode in (REPLAY, LIVE_STALE):
+
+        def interrupted(where: str) -> None:
+            state.interrupted = state.interrupted or f"KeyboardInterrupt in {where}"
+
         return HttpReplaySource(
-            state.judge_binding, http, refresh=settings.mode == LIVE_STALE, dry_run=settings.dry_run
+            state.judge_binding,
+            http,
+            refresh=settings.mode == LIVE_STALE,
+            dry_run=settings.dry_run,
+            interrupted=interrupted,
         )
     services = LiveServices(
         binding_for=state.binding_for,

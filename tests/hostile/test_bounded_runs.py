@@ -94,6 +94,25 @@ def test_keyboard_interrupt_in_run_ends_the_live_run_cleanly(project: Project, r
 
 
 @pytest.mark.subprocess
+def test_keyboard_interrupt_in_run_ends_a_replay_http_run_cleanly(project: Project) -> None:
+    """Break (a gap issue 21 left): KeyboardInterrupt in run(case) under --replay-http took
+    pytest's own interrupt path: a traceback, no per-stage summary, the case not said."""
+    _project(project)
+    assert project.run("--live", "-p", "no:cacheprovider").ret == 0
+    project.write_text("steer.txt", "run_interrupt")
+
+    result = project.run("--replay-http", "-rs", "-p", "no:cacheprovider")
+
+    text = output(result)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, text
+    assert not [noise for noise in NOISE if noise in text], text
+    assert summary_section(result)  # printed
+    assert "run interrupted: KeyboardInterrupt in run(case) of s::c2" in text
+    assert "not run: interrupted (KeyboardInterrupt in run(case) of s::c2)" in text
+    assert "1 passed, 1 skipped" in text  # c1 replayed; c2 not run; c3 not started
+
+
+@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", ["--live", "replay"])
 def test_keyboard_interrupt_at_import_ends_the_run_cleanly(project: Project, mode: str) -> None:
     """Break: KeyboardInterrupt at import of the system module ended the run with no summary."""

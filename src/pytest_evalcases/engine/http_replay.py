@@ -22,6 +22,7 @@ from ..store.cassette import http_path, shown_path
 from ..store.http import interactions_hash, load_http
 from ..store.keys import REPLAY_HTTP_RUNS
 from .ingestion import ingest_offline
+from .limits import Interrupted
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import check_verdicts, checked_cassette
 from .save import save_recording
@@ -168,6 +169,8 @@ def run_offline(
     with http.case(CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts), sole=True):
         try:
             ctx.system.setup(suite)
+        except KeyboardInterrupt:  # in user code: the run stops as after a Ctrl-C, summarised
+            raise Interrupted(f"the set-up of {suite.name}") from None
         except UnservedRequest as exc:
             raise StaleRecording(
                 f"setup(suite) of {suite.name}: {str(exc).split(' — ')[0]}; --replay-http "
@@ -175,7 +178,10 @@ def run_offline(
                 "in setup_user, whose ingestion is, or in run)"
             ) from None
     if ctx.user is not None:  # its recorded ingestion replayed once, before its first case
-        ingest_offline(ctx, http)
+        try:
+            ingest_offline(ctx, http)
+        except KeyboardInterrupt:
+            raise Interrupted(f"the ingestion of user {ctx.user.id!r}") from None
     case_http = CaseHttp(where, exchanges, replay_ignored(suite), suite.allow_hosts)
     outcome: dict[str, Any] = {}
 
@@ -207,7 +213,9 @@ def run_offline(
     if case_http.problem:
         raise StaleRecording(f"stale recording: {case_http.problem}")
     error = outcome.get("error")
-    if isinstance(error, KeyboardInterrupt | Exception):
+    if isinstance(error, KeyboardInterrupt):  # raised by the system's code, in its thread
+        raise Interrupted(f"run(case) of {where}")
+    if isinstance(error, Exception):
         raise error
     if error is not None:
         raise UserCodeExit(exit_message("run(case)", error)) from error
