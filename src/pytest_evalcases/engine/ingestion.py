@@ -235,8 +235,13 @@ def _processes_taking_turns(path: Path) -> Iterator[None]:
         yield
         return
     folder = Path(tempfile.gettempdir()) / "pytest-evalcases-locks"
-    folder.mkdir(exist_ok=True)
-    with open(folder / f"{content_hash(str(path.resolve()))}.lock", "a") as handle:
+    try:
+        folder.mkdir(exist_ok=True)
+        handle = open(folder / f"{content_hash(str(path.resolve()))}.lock", "a")  # noqa: SIM115
+    except OSError:  # another account's lock file, a read-only temp folder: no turns
+        yield
+        return
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes, or the process ends
         yield
 
