@@ -82,7 +82,7 @@ def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySo
             continue
         try:
             ctx.system.setup(ctx.suite)
-            rule.spend(ingest_live(ctx, state.http_layer, settings.mode == LIVE, settings.dry_run))
+            ingest_live(ctx, state.http_layer, settings.mode == LIVE, settings.dry_run, rule.spend)
         except KeyboardInterrupt:
             reason = interrupted_reason(f"the ingestion of user {user_id!r}")
             state.interrupted = reason

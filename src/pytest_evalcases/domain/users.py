@@ -69,6 +69,7 @@ class SuiteUser:
         self.figures_read = False  # the recording was looked at for `ingestion` (plain replay)
         self.reused_unchecked = False  # reused with no `user_ready` to say its state is there
         self.recording_unchanged = False  # ingested again, to the recording there was
+        self.unpaid = 0.0  # USD the ingestion spent that --eval-budget has not counted yet
         self._lock = threading.Lock()
         self._done = False
         self._error: BaseException | None = None
@@ -105,6 +106,12 @@ class SuiteUser:
             self.once(work, suite_name)
         else:
             await asyncio.to_thread(self.once, work, suite_name)
+
+    def take_spent(self) -> float:
+        """What the ingestion spent and no caller has counted yet (then 0: counted once)."""
+        with self._lock:
+            spent, self.unpaid = self.unpaid, 0.0
+        return spent
 
     @property
     def failed(self) -> bool:
@@ -184,8 +191,9 @@ def _setup_error(
     # ingestion recording is an error of the recording, said as such.
     if type(exc).__name__ == "UnservedRequest" or isinstance(exc, EvalCaseError | UserCodeExit):
         return exc
+    message = str(exc).strip() if isinstance(exc, Exception) else ""
     what = (
-        f"{type(exc).__name__}: {exc}"
+        (f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
         if isinstance(exc, Exception)
         else (f"{type(exc).__name__}({', '.join(map(repr, exc.args))})")
     )

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,29 +56,40 @@ if TYPE_CHECKING:
 RESULT_CAP = 1_000_000  # characters of JSON: a result is ids, counts and usage, not the data
 
 
-def ingest_live(ctx: SuiteContext, http: HttpLayer | None, redo: bool, dry_run: bool) -> float:
+def ingest_live(
+    ctx: SuiteContext,
+    http: HttpLayer | None,
+    redo: bool,
+    dry_run: bool,
+    spend: Callable[[float], None] = lambda usd: None,
+) -> None:
     """Ingest the context's user for a live run, once per user per process (see the module's
     docstring). `redo` (--live): ingest again unless `user_ready` says the state is still
-    there. `dry_run`: write nothing. Returns what this call spent (USD, as recorded; 0 when
-    the ingestion was reused, or done by an earlier call), for --eval-budget."""
+    there. `dry_run`: write nothing. `spend` (--eval-budget) gets what the ingestion cost,
+    as recorded, once, even when it failed after paying."""
     user = ctx.user
     assert user is not None
-    spent: list[float] = []
-    user.once(lambda: spent.append(_ingest_live(ctx, user, http, redo, dry_run)), ctx.suite.name)
-    return sum(spent)
+    try:
+        user.once(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
+    finally:
+        spend(user.take_spent())
 
 
 async def aingest_live(
-    ctx: SuiteContext, http: HttpLayer | None, redo: bool, dry_run: bool
-) -> float:
-    """`ingest_live` for the event loop (in a worker thread the first time)."""
+    ctx: SuiteContext,
+    http: HttpLayer | None,
+    redo: bool,
+    dry_run: bool,
+    spend: Callable[[float], None] = lambda usd: None,
+) -> None:
+    """`ingest_live` for the event loop (in a worker thread the first time); `spend` is
+    called in the loop's thread."""
     user = ctx.user
     assert user is not None
-    spent: list[float] = []
-    await user.aonce(
-        lambda: spent.append(_ingest_live(ctx, user, http, redo, dry_run)), ctx.suite.name
-    )
-    return sum(spent)
+    try:
+        await user.aonce(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
+    finally:
+        spend(user.take_spent())
 
 
 def ingest_offline(ctx: SuiteContext, http: HttpLayer) -> None:
@@ -116,18 +127,18 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
 
 def _ingest_live(
     ctx: SuiteContext, user: SuiteUser, http: HttpLayer | None, redo: bool, dry_run: bool
-) -> float:
+) -> None:
     target = ctx.system.target
     if not callable(getattr(target, "setup_user", None)):
-        return 0.0  # nothing to ingest: the system reads its users' files itself
+        return  # nothing to ingest: the system reads its users' files itself
     if not callable(getattr(target, "user_ready", None)):
         # Nothing can tell whether another process's ingestion is there for this one (an
         # in-process memory is not): each process ingests for itself.
-        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
+        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run, turn_taken=False)
     # Under xdist, the workers running one user's cases take turns: the first ingests and
     # records, the others find its recording current and ask user_ready, which may reuse it.
     with _processes_taking_turns(_path(ctx, user)):
-        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
+        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run, turn_taken=True)
 
 
 def _ingest_or_reuse(
@@ -137,7 +148,10 @@ def _ingest_or_reuse(
     http: HttpLayer | None,
     redo: bool,
     dry_run: bool,
-) -> float:
+    turn_taken: bool,
+) -> None:
+    """`turn_taken`: this process holds the user's turn already (never taken twice: two
+    opens of one lock file exclude each other, even in one process)."""
     key, labels = user_ingestion_key(
         ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
     )
@@ -153,29 +167,38 @@ def _ingest_or_reuse(
             user.result = old.get("result")
             user.figures = figures_of(old, REUSED)
             user.reused_unchecked = not callable(user_ready)
-            return 0.0
+            return
     if http is None:  # no HTTP layer (never in a live run that records): nothing to record
         user.set_up(target)
         user.wait_ready(target, ctx.suite.name)
-        return 0.0
-    with http.case(CaseHttp(_where(ctx, user))) as case_http:
-        duration = user.set_up(target)
-    # Outside the recording: how often ready() looks differs from run to run.
-    user.wait_ready(target, ctx.suite.name)
-    exchanges = case_http.interactions
-    result = _recordable(user.result, ctx, user)
-    spent = exchanges_usage(exchanges)
-    usage, cost = _reported_usage(result)
-    figures = {
-        "duration_s": round(duration, 3),
-        "ready_wait_s": None if user.ready_wait is None else round(user.ready_wait, 3),
-        "requests": spent.requests,
-        "usage": usage if usage is not None else spent.usage,
-        "cost_usd": cost if cost is not None else spent.cost_usd,
-    }
-    doc = _save(ctx, user, key, labels, result, exchanges, figures, old, before, dry_run)
-    user.figures = figures_of(doc, DRY_RUN if dry_run else RECORDED)
-    return figures["cost_usd"] or 0.0
+        return
+    case_http = CaseHttp(_where(ctx, user))
+    cost: float | None = None
+    try:
+        with http.case(case_http):
+            duration = user.set_up(target)
+        # Outside the recording: how often ready() looks differs from run to run.
+        user.wait_ready(target, ctx.suite.name)
+        exchanges = case_http.interactions
+        result = _recordable(user.result, ctx, user)
+        spent = exchanges_usage(exchanges)
+        usage, reported_cost = _reported_usage(result)
+        cost = reported_cost if reported_cost is not None else spent.cost_usd
+        figures = {
+            "duration_s": round(duration, 3),
+            "ready_wait_s": None if user.ready_wait is None else round(user.ready_wait, 3),
+            "requests": spent.requests,
+            "usage": usage if usage is not None else spent.usage,
+            "cost_usd": cost,
+        }
+        doc = _save(
+            ctx, user, key, labels, result, exchanges, figures, old, before, dry_run, turn_taken
+        )
+        user.figures = figures_of(doc, DRY_RUN if dry_run else RECORDED)
+    finally:  # paid for, even when a later step failed: --eval-budget counts it
+        if cost is None:
+            cost = exchanges_usage(case_http.interactions).cost_usd
+        user.unpaid += cost or 0.0
 
 
 def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None:
@@ -276,6 +299,7 @@ def _save(
     old: dict[str, Any] | None,
     before: list[dict[str, Any]] | None,
     dry_run: bool,
+    turn_taken: bool = False,
 ) -> dict[str, Any]:
     """Write the HTTP file, then the recording naming its hash (a kill between the two leaves
     a pair the next run re-records). Secrets are redacted first. Nothing is written when the
@@ -300,12 +324,22 @@ def _save(
         return doc
     path, http_file = _path(ctx, user), _http_path(ctx, user)
     check_writable(path)  # before the first write: nothing goes through a symlinked folder
-    if exchanges:
-        written = save_http(http_file, http_document(ctx.suite.name, user.id, exchanges))
-        doc["integrity"]["http"] = written
-    elif http_file.is_file() and not http_file.is_symlink():
-        http_file.unlink()  # an ingestion that now makes no request: its old exchanges go
-    save_user_recording(path, doc)
+    # Under xdist two workers may record one user (each ingests for itself without
+    # user_ready): the pair is written by one at a time.
+    try:
+        with nullcontext() if turn_taken else _processes_taking_turns(path):
+            if exchanges:
+                written = save_http(http_file, http_document(ctx.suite.name, user.id, exchanges))
+                doc["integrity"]["http"] = written
+            elif http_file.is_file() and not http_file.is_symlink():
+                http_file.unlink()  # an ingestion that now makes no request: its exchanges go
+            save_user_recording(path, doc)
+    except OSError as exc:  # ours, not setup_user's: say which file
+        raise CassetteError(
+            f"cannot record the ingestion of user {user.id!r}: {shown_path(path, ctx.rootdir)}: "
+            f"{exc.strerror or exc}; make {shown_path(path.parent, ctx.rootdir)} a writable "
+            "folder"
+        ) from None
     return doc
 
 

@@ -400,9 +400,13 @@ async def _run_system(
         try:
             await ctx.system.asetup(ctx.suite)
             if ctx.user is not None:  # the user's data ingested once, before its first case
-                spent = await aingest_live(ctx, http() if http else None, mode == LIVE, dry_run)
-                if slots is not None:  # --eval-budget counts what the ingestion cost
-                    slots.spend(spent)
+                await aingest_live(  # --eval-budget counts what the ingestion cost
+                    ctx,
+                    http() if http else None,
+                    mode == LIVE,
+                    dry_run,
+                    slots.spend if slots is not None else (lambda usd: None),
+                )
         except KeyboardInterrupt:
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span, reuse_explained(ctx):

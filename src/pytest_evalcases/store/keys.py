@@ -160,9 +160,11 @@ def changed_fields(
     for name in names:
         old, new = recorded.get(name), current.get(name)
         if old != new:
-            # An ingestion setting of a user's case is said as that user's ingestion; a data
-            # file named `ingestion.md` is labelled by its own path, never by a JSON value.
-            setting = owner if (current_labels or {}).get(name) != name else None
+            # An ingestion setting of a user's case is said as that user's ingestion. It is
+            # labelled by its JSON value; a data file named `ingestion.md` by its own path, or
+            # (a path too long to show) not at all, as is a setting too long to keep.
+            label = (current_labels or {}).get(name)
+            setting = owner if label is not None and label != name else None
             verb = "added" if old is None else "removed" if new is None else "changed"
             shown_old, shown_new = _short(old), _short(new)
             if labelled:

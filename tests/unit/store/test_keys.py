@@ -5,7 +5,7 @@ import pytest
 
 from pytest_evalcases.adapters.fingerprints import fingerprint_of
 from pytest_evalcases.core.errors import StaleRecording
-from pytest_evalcases.core.hashing import fingerprint_label
+from pytest_evalcases.core.hashing import LABEL_CHARS, fingerprint_label, name_label
 from pytest_evalcases.store.keys import (
     changed_fields,
     check_key,
@@ -190,3 +190,17 @@ def test_a_users_ingestion_key_holds_what_setup_user_depends_on_only():
         "ingestion.ontology": "o1",
     }
     assert labels == {"user.u-ana": "a.json@f1"}
+
+
+def test_a_long_data_file_named_ingestion_is_not_said_as_the_users_ingestion() -> None:
+    """A path over LABEL_CHARS has no label; a setting is told by its JSON label alone."""
+    path = "ingestion." + "x" * LABEL_CHARS + ".md"
+    labels = {"user.u-ana": "data/ana/chats.json@1a2b3c"}
+    if name_label(path) is not None:  # as suite_key_labels labels an input file
+        labels[path] = path
+    recorded = {"user.u-ana": "aaaaaa", path: "111111"}
+    current = {"user.u-ana": "aaaaaa", path: "222222"}
+
+    assert changed_fields(recorded, current, labels, labels) == [
+        f"{path} changed (111111 -> 222222)"
+    ]
