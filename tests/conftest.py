@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from evalhelpers import TEST_COLUMNS, Project
+from fact_model import model  # noqa: F401 - the loopback model of the ingestion tests
 from inprocess import XDIST_VARIABLES, forgetting_only_modules_under
 from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the adapter tests
 

@@ -16,18 +16,10 @@ from typing import Any
 
 import pytest
 from evalhelpers import Project, output
+from fact_model import FactModel
 
-from .test_ingestion_recorded import FactModel, extracting_project, plan, user_doc
+from .test_ingestion_recorded import extracting_project, plan, user_doc
 from .test_users import users_suite, write_memory_project
-
-
-@pytest.fixture
-def model() -> Iterator[FactModel]:
-    server = FactModel()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
-
 
 # ---- 1. a re-ingested memory id is recorded as the old one --------------------------------------
 

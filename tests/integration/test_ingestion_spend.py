@@ -5,21 +5,11 @@ turns, not an error; a failed write of the recording names the file, not setup_u
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from evalhelpers import Project, output, run_pytest_env
+from fact_model import FactModel
 
-from .test_ingestion_recorded import FactModel, extracting_project
-
-
-@pytest.fixture
-def model() -> Iterator[FactModel]:
-    server = FactModel()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
-
+from .test_ingestion_recorded import extracting_project
 
 READY_FAILS_FOR_ANA = """
     def ready(self, user, result):
