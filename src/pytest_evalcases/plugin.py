@@ -156,17 +156,17 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 
         state.source = InterruptedSource(state.interrupted)
         return (yield)
+    if state.settings.ingest_only:
+        # start-up: only --eval-ingest-only ingests the selected users and runs no case
+        from .ingest_only import ingest_selected
+
+        state.source = ingest_selected(session, state)
+        return (yield)
     if state.settings.live or state.settings.replay_http:
         # start-up: the live engine (asyncio, vcrpy's router) loads only in runs of the system
         from .system_sources import record_selected, system_source
 
         state.source = system_source(state)
-        if state.settings.ingest_only:
-            # start-up: only --eval-ingest-only ingests the selected users and runs no case
-            from .ingest_only import ingest_selected
-
-            state.source = ingest_selected(session, state)
-            return (yield)
     else:
         # start-up: the replay engine loads with the first case, not with the plugin
         from .sources import ReplaySource
