@@ -10,7 +10,7 @@ import sys
 import pytest
 from evalhelpers import Project, error_block, make_case, output, suite_doc
 
-from pytest_evalcases.options import noisy_plugins_line, read_settings
+from pytest_evalcases.pytest_plugin.options import noisy_plugins_line, read_settings
 
 
 def test_a_case_field_near_a_known_one_is_an_error_naming_it(project: Project) -> None:
@@ -80,7 +80,7 @@ def test_a_replay_with_deepevals_plugin_loaded_says_how_to_switch_it_off(
     # No plugin loads by itself: ours is named, deepeval's stands in below (the real one would
     # import deepeval into this process and write .deepeval/).
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    config = pytester.parseconfigure("-p", "pytest_evalcases.plugin")
+    config = pytester.parseconfigure("-p", "pytest_evalcases.pytest_plugin.hooks")
     settings = read_settings(config)
     assert noisy_plugins_line(config, settings) is None
     config.pluginmanager.register(object(), "deepeval")  # as pytest registers its entry point

@@ -232,7 +232,7 @@ def test_unexpected_error_loading_a_suite_is_an_error_item(project: Project) -> 
     # (Patched for the run only: the run may share its process with other tests.)
     project.write_text(
         "conftest.py",
-        "import pytest_evalcases.context as collect\n\n"
+        "import pytest_evalcases.pytest_plugin.suite_contexts as collect\n\n"
         "real = collect.resolve_system\n\n\n"
         "def resolve(spec, *args):\n"
         "    if spec == 'mysys:other_system':\n"

@@ -147,7 +147,7 @@ def test_the_four_stage_modules_load_on_first_use_only() -> None:
     import subprocess
 
     probe = (
-        "import sys, pytest_evalcases.domain.stages as s, pytest_evalcases.collect\n"
+        "import sys, pytest_evalcases.domain.stages as s, pytest_evalcases.pytest_plugin.collect\n"
         "loaded = lambda: [n for n in ('graph', 'citations', 'answer_schema', 'rubric')\n"
         "                  if f'pytest_evalcases.domain.stages.{n}' in sys.modules]\n"
         "print(loaded(), 'jsonschema' in sys.modules, 'rubric' in s.STAGES)\n"

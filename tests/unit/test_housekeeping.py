@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from pytest_evalcases.housekeeping import scan_suites
+from pytest_evalcases.pytest_plugin.housekeeping import scan_suites
 
 DEEP_JSON = '{"name": "deep", "cases": ' + "[" * 100_000 + "]" * 100_000 + "}"
 

@@ -31,38 +31,39 @@ FLOORS: dict[str, tuple[int, str]] = {
     "engine": (4, "replay, record, save, --replay-http, limits, calibration, turns"),
     "report": (4, "pure reports over result dicts"),
     "manifest": (4, "the run manifest: pure"),
-    "plugin": (5, "pytest layer: hooks"),
-    "options": (5, "pytest layer: options and settings"),
-    "session": (5, "pytest layer: run state and registries"),
-    "collect": (5, "pytest layer: collection nodes"),
-    "context": (5, "pytest layer: building suite contexts"),
-    "items": (5, "pytest layer: the items of eval cases"),
-    "sources": (5, "pytest layer: where each case's recording comes from (replay)"),
-    "system_sources": (5, "pytest layer: the sources of runs that run the system"),
-    "calibration_items": (5, "pytest layer: calibration nodes"),
-    "batch": (5, "pytest layer: live batches"),
-    "ingest_only": (5, "pytest layer: --eval-ingest-only, the selected users' ingestion"),
-    "case_results": (5, "pytest layer: one case's result dict, from its item"),
-    "run_results": (5, "pytest layer: the run's results gathered as they arrive"),
-    "run_end": (5, "pytest layer: the end of a run: reports, gate, terminal summary"),
-    "housekeeping": (5, "pytest layer: orphans, prune"),
-    "project": (5, "pytest layer: the run manifest's project config"),
-    "adapters": (6, "tools over the layers: framework adapters"),
-    "importers": (6, "tools over the layers: benchmark importers"),
-    "cli": (6, "tools over the layers: the command line"),
-    "__main__": (6, "tools over the layers: python -m pytest_evalcases"),
-    "schema": (6, "public import path (re-exports core.schema)"),
-    "stats": (6, "public import path (re-exports core.stats)"),
-    "baseline": (6, "public import path (re-exports report.baseline)"),
+    # The pytest layer (pytest_plugin/), on sub-floors of its own: an import along the layer
+    # points down a sub-floor too.
+    "pytest_plugin": (5, "pytest layer: the package"),
+    "pytest_plugin.options": (5, "pytest layer: options and settings"),
+    "pytest_plugin.session": (6, "pytest layer: run state and registries"),
+    "pytest_plugin.suite_contexts": (7, "pytest layer: building suite contexts"),
+    "pytest_plugin.housekeeping": (7, "pytest layer: orphans, prune"),
+    "pytest_plugin.items": (7, "pytest layer: the items of eval cases"),
+    "pytest_plugin.case_result": (7, "pytest layer: one case's result dict, from its item"),
+    "pytest_plugin.gathering": (7, "pytest layer: the run's results gathered as they arrive"),
+    "pytest_plugin.calibration_items": (8, "pytest layer: calibration nodes"),
+    "pytest_plugin.sources": (8, "pytest layer: where each case's recording comes from"),
+    "pytest_plugin.live_batch": (8, "pytest layer: live batches"),
+    "pytest_plugin.project": (8, "pytest layer: the run manifest's project config"),
+    "pytest_plugin.collect": (9, "pytest layer: collection nodes"),
+    "pytest_plugin.finish": (9, "pytest layer: the end of a run: reports, gate, terminal summary"),
+    "pytest_plugin.hooks": (10, "pytest layer: the hooks pytest loads"),
+    "adapters": (11, "tools over the layers: framework adapters"),
+    "importers": (11, "tools over the layers: benchmark importers"),
+    "cli": (11, "tools over the layers: the command line"),
+    "__main__": (11, "tools over the layers: python -m pytest_evalcases"),
+    "schema": (11, "public import path (re-exports core.schema)"),
+    "stats": (11, "public import path (re-exports core.stats)"),
+    "baseline": (11, "public import path (re-exports report.baseline)"),
 }
 
 # Loaded by pytest in every run where the plugin is installed: the only modules where an
 # import of the package's own code may wait for first use (keeping start-up within +50 ms).
 START_UP_MODULES = {
-    "pytest_evalcases.plugin",
-    "pytest_evalcases.options",
-    "pytest_evalcases.session",
-    "pytest_evalcases.run_results",
+    "pytest_evalcases.pytest_plugin.hooks",
+    "pytest_evalcases.pytest_plugin.options",
+    "pytest_evalcases.pytest_plugin.session",
+    "pytest_evalcases.pytest_plugin.gathering",
 }
 START_UP_COMMENT = "# start-up:"
 
@@ -244,8 +245,10 @@ def test_own_modules_are_imported_at_the_top(edges: list[Edge]) -> None:
 
 def test_the_map_catches_an_upward_import(tmp_path: Path) -> None:
     """The check itself can fail: an engine module importing the pytest layer is named."""
-    edge = Edge(f"{NAME}.engine.replay", f"{NAME}.session", 3, False, False)
+    edge = Edge(f"{NAME}.engine.replay", f"{NAME}.pytest_plugin.session", 3, False, False)
     assert floor(edge.target) > floor(edge.source)
+    along = Edge(f"{NAME}.pytest_plugin.items", f"{NAME}.pytest_plugin.collect", 3, False, False)
+    assert floor(along.target) > floor(along.source)  # up a sub-floor of the pytest layer
     assert strongly_connected(
         {"a", "b"}, [Edge("a", "b", 1, False, False), Edge("b", "a", 1, False, False)]
     ) == [["a", "b"]]

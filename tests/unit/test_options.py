@@ -8,7 +8,7 @@ import re
 import pytest
 from evalhelpers import INI
 
-from pytest_evalcases.session import get_session
+from pytest_evalcases.pytest_plugin.session import get_session
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ from ..core.errors import (
     StaleRecording,
     SystemTimeout,
 )
-from ..core.modes import LIVE, LIVE_JUDGES
+from ..core.modes import RunMode
 from ..core.names import clip
 from ..domain.context import case_where
 from ..domain.system import key_view, normalize_trace, system_view
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
 
 def _existing(
-    ctx: SuiteContext, case: Case, path: Path, mode: str
+    ctx: SuiteContext, case: Case, path: Path, mode: RunMode
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the cassette there is, as a new recording is compared with it; the cassette a
     --live-stale / --live-judges run may build on, None: record from scratch). A cassette of a
@@ -71,20 +71,20 @@ def _existing(
     except NewerCassette:
         raise
     except CassetteError:
-        if mode == LIVE_JUDGES:
+        if mode == RunMode.LIVE_JUDGES:
             raise
         return None, None
-    if doc is None or mode == LIVE:
+    if doc is None or mode == RunMode.LIVE:
         return doc, None
     try:  # every verdict is judged again or checked below
         check_integrity(doc, path, ctx.rootdir, verdicts=False)
     except CassetteError:
-        if mode == LIVE_JUDGES:
+        if mode == RunMode.LIVE_JUDGES:
             raise
         return doc, None
     problem = _pair_problem(ctx, case, doc)
     if problem is not None:
-        if mode == LIVE_JUDGES:
+        if mode == RunMode.LIVE_JUDGES:
             raise CassetteError(
                 f"{problem}; re-record it with --live (--live-judges does not run the system)"
             )
@@ -169,7 +169,7 @@ async def record(
     ctx: SuiteContext,
     case: Case,
     judge: JudgeBinding,
-    mode: str,
+    mode: RunMode,
     slots: CaseSlots | None = None,
     http: Callable[[], HttpLayer] | None = None,
     offline: tuple[dict[str, Any], dict[str, Any]] | None = None,
@@ -203,15 +203,15 @@ async def record(
         judged_on = existing["trace"] if existing is not None else {}
         trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
         # --eval-runs K, else what the cassette holds (--live: 1); another count re-runs all
-        wanted = ctx.runs or (recorded_runs(existing) if existing and mode != LIVE else 1)
+        wanted = ctx.runs or (recorded_runs(existing) if existing and mode != RunMode.LIVE else 1)
         if trace_ok and existing is not None and recorded_runs(existing) != wanted:
-            if mode == LIVE_JUDGES:
+            if mode == RunMode.LIVE_JUDGES:
                 raise StaleRecording(
                     f"stale recording: runs changed ({recorded_runs(existing)} "
                     f"-> {wanted}); re-record with --live"
                 )
             trace_ok = False
-    if mode == LIVE_JUDGES and not trace_ok:
+    if mode == RunMode.LIVE_JUDGES and not trace_ok:
         if existing is None:
             raise MissingRecording(
                 f"no recording for {case_where(ctx, case)} to re-judge; record it with --live"
@@ -265,7 +265,7 @@ async def record(
                 inputs_judged.get(name, judged_case.input) == judged_case.input
             )
             if (
-                mode != LIVE
+                mode != RunMode.LIVE
                 and same_input
                 and _still_valid(
                     stage, old, expected, judged_part(judged, name), judged_trace, ctx.judge_repeats
@@ -389,7 +389,7 @@ async def _run_system(
     http: Callable[[], HttpLayer] | None,
     spans: CaseSpans = NO_SPANS,
     starts_case: bool = True,
-    mode: str = LIVE,
+    mode: RunMode = RunMode.LIVE,
     dry_run: bool = False,
 ) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float]:
     """One system run in a system slot: its trace, its HTTP exchanges (with `http`) and cost.
@@ -403,7 +403,7 @@ async def _run_system(
                 await aingest_live(  # --eval-budget counts what the ingestion cost
                     ctx,
                     http() if http else None,
-                    mode == LIVE,
+                    mode == RunMode.LIVE,
                     dry_run,
                     slots.spend if slots is not None else (lambda usd: None),
                 )

@@ -13,16 +13,9 @@ from typing import Any
 
 import pytest
 
-from .core.errors import EvalCaseError
-from .options import (
-    add_options,
-    check_otel_installed,
-    check_vcrpy_installed,
-    dont_rewrite_deepeval,
-    noisy_plugins_line,
-    read_settings,
-)
-from .run_results import (
+from ..core.errors import EvalCaseError
+from ..store.run_marker import end_live_run, previous_live_run, start_live_run
+from .gathering import (
     RESULTS_PLUGIN,
     ErrorStatus,
     ResultCollector,
@@ -31,8 +24,15 @@ from .run_results import (
     load_locked_manifest,
     results_collector,
 )
+from .options import (
+    add_options,
+    check_otel_installed,
+    check_vcrpy_installed,
+    dont_rewrite_deepeval,
+    noisy_plugins_line,
+    read_settings,
+)
 from .session import SESSION_KEY, EvalSession, get_session
-from .store.run_marker import end_live_run, previous_live_run, start_live_run
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
             and settings.cassette_root.is_relative_to(settings.rootdir.resolve())
         ):
             # start-up: cassette files are touched by live runs only, here
-            from .store.cassette import remove_dead_temp_files
+            from ..store.cassette import remove_dead_temp_files
 
             state.removed_temp_files = remove_dead_temp_files(settings.cassette_root)
             state.live_marker = start_live_run(settings.cassette_root)
@@ -145,31 +145,31 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
     if state.locked_manifest is not None:  # before any case runs (the controller's check)
         # start-up: the manifest check reads every suite; only --eval-manifest asks
-        from .run_end import check_locked_manifest
+        from .finish import check_locked_manifest
 
         check_locked_manifest(session, state)
     if session.config.option.collectonly or not state.seen_case_files:
         return (yield)
     if state.interrupted is not None:  # user code raised KeyboardInterrupt while suites loaded
         # start-up: only a run interrupted while it collected reports its cases this way
-        from .system_sources import InterruptedSource
+        from .sources.running import InterruptedSource
 
         state.source = InterruptedSource(state.interrupted)
         return (yield)
     if state.settings.ingest_only:
         # start-up: only --eval-ingest-only ingests the selected users and runs no case
-        from .ingest_only import ingest_selected
+        from .sources.ingest_only import ingest_selected
 
         state.source = ingest_selected(session, state)
         return (yield)
     if state.settings.live or state.settings.replay_http:
         # start-up: the live engine (asyncio, vcrpy's router) loads only in runs of the system
-        from .system_sources import record_selected, system_source
+        from .sources.running import record_selected, system_source
 
         state.source = system_source(state)
     else:
         # start-up: the replay engine loads with the first case, not with the plugin
-        from .sources import ReplaySource
+        from .sources.replay import ReplaySource
 
         state.source = ReplaySource(state.judge_binding)
         return (yield)
@@ -207,9 +207,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @functools.cache
 def _result_builders() -> tuple[Any, Any]:
-    """case_results.case_result and outcome_of, imported once, by the first eval item's report."""
+    """case_result.case_result and outcome_of, imported once, by the first eval item's report."""
     # start-up: result dicts load with the first eval item's report
-    from .case_results import case_result, outcome_of
+    from .case_result import case_result, outcome_of
 
     return case_result, outcome_of
 
@@ -224,7 +224,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         if collector is None or (collector.changes is None and not collector.results):
             return  # an xdist worker, or no eval case to report on
         # start-up: the end of a run loads the report floor, only in runs with eval cases
-        from .run_end import finish_run
+        from .finish import finish_run
 
         finish_run(session, state)
     finally:
@@ -237,7 +237,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     collector = results_collector(config)
     if collector is not None and collector.summary is not None:
         # start-up: the summary's end loads the report floor, only in runs with eval cases
-        from .run_end import write_summary
+        from .finish import write_summary
 
         write_summary(terminalreporter, config, state)
     if state.interrupted is not None and not state.settings.is_worker:

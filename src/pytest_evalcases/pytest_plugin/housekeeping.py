@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .core.modes import LIVE
-from .core.names import shown_file
-from .store.cassette import find_orphans, left_alone, user_recording_stem
-from .store.files import CASE_FILE_CAP, problem_of, read_bounded
+from ..core.modes import RunMode
+from ..core.names import shown_file
+from ..store.cassette import find_orphans, left_alone, user_recording_stem
+from ..store.files import CASE_FILE_CAP, problem_of, read_bounded
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -232,7 +232,7 @@ def orphan_report(state: EvalSession) -> tuple[list[str], str]:
         return [], ""
     outside = outside_rootdir_note(state.settings.rootdir, state.settings.cassette_root)
     live = (
-        state.settings.mode == LIVE and not state.settings.dry_run and not outside
+        state.settings.mode == RunMode.LIVE and not state.settings.dry_run and not outside
     )  # a dry run writes and deletes nothing
     deletable = set(_deletable(state, orphans, per_file)) if live else set()
     remove_orphans(sorted(deletable))

@@ -9,21 +9,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import __version__
-from .core.safe_text import terminal_safe
+from .. import __version__
+from ..core.safe_text import terminal_safe
+from ..manifest import MANIFEST_JSON, config_differences, dumps_manifest, manifest_document, refusal
+from ..report.baseline import render_baseline_terminal
+from ..report.changes import RECORDING_CHANGES_MD
+from ..report.gitinfo import git_commit
+from ..report.run_report import build_run_report, judges_used
+from ..telemetry import delivery_line
+from .gathering import ResultCollector, results_collector
 from .housekeeping import left_alone_line, orphan_report
-from .manifest import MANIFEST_JSON, config_differences, dumps_manifest, manifest_document, refusal
 from .project import project_config
-from .report.baseline import render_baseline_terminal
-from .report.changes import RECORDING_CHANGES_MD
-from .report.gitinfo import git_commit
-from .report.run import build_run_report, judges_used
-from .run_results import ResultCollector, results_collector
 from .session import EvalSession, utc_now
-from .telemetry import delivery_line
 
 if TYPE_CHECKING:
-    from .report.changes import RecordingChanges
+    from ..report.changes import RecordingChanges
 
 
 def check_locked_manifest(session: pytest.Session, state: Any) -> None:

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
-from .core.exception_chain import exception_lines
-from .core.safe_text import terminal_safe
-from .core.schema import Case
-from .domain.context import SuiteContext
-from .domain.scoring import failure_message, runs_failure_message, score_recording
+from ..core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from ..core.exception_chain import exception_lines
+from ..core.safe_text import terminal_safe
+from ..core.schema import Case
+from ..domain.context import SuiteContext
+from ..domain.scoring import failure_message, runs_failure_message, score_recording
+from ..store.redaction import redact_for_output
 from .session import SESSION_KEY
-from .store.redaction import redact_for_output
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -34,7 +34,7 @@ _INTERNAL_FRAMES = tuple(
         __import__("asyncio"),
         __import__("concurrent.futures"),
     )
-) + (str(Path(__file__).parent),)
+) + (str(Path(__file__).parents[1]),)  # the whole package, not only the pytest layer
 # Nor are the standard library's and installed packages' frames the user's code: an SDK's error
 # passes through dozens of them.
 _LIBRARY_FRAMES = tuple(

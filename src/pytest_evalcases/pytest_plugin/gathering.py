@@ -16,8 +16,8 @@ import pytest
 from .session import EvalSession
 
 if TYPE_CHECKING:
-    from .report.changes import RecordingChanges
-    from .report.terminal import RunSummary
+    from ..report.changes import RecordingChanges
+    from ..report.terminal import RunSummary
 
 
 def check_report_options(config: pytest.Config) -> None:
@@ -37,7 +37,7 @@ def load_locked_manifest(config: pytest.Config) -> dict[str, Any] | None:
     if not path:
         return None
     # start-up: the manifest module loads only when --eval-manifest is given
-    from .manifest import ManifestError, load_manifest
+    from ..manifest import ManifestError, load_manifest
 
     try:
         return load_manifest(Path(config.invocation_params.dir, path), path)
@@ -51,7 +51,7 @@ def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
     if not path:
         return None
     # start-up: the baseline gate loads only when --eval-baseline is given
-    from .report.baseline import BaselineError, load_results
+    from ..report.baseline import BaselineError, load_results
 
     try:
         return load_results(Path(config.invocation_params.dir, path))
@@ -98,7 +98,7 @@ class ResultCollector:
         self.session: pytest.Session | None = None
         if state.settings.live:
             # start-up: recording changes load in live runs only
-            from .report.changes import RecordingChanges
+            from ..report.changes import RecordingChanges
 
             self.changes = RecordingChanges(dry_run=state.settings.dry_run, verbose=self.verbose)
 
@@ -130,7 +130,7 @@ class ResultCollector:
             return
         if self.summary is None:
             # start-up: the summary loads with the first eval case's result
-            from .report.terminal import RunSummary
+            from ..report.terminal import RunSummary
 
             self.summary = RunSummary(rows=self.rows)
         self.summary.add(result)
@@ -146,7 +146,7 @@ class ResultCollector:
         """Cases record in their own items: stop the run between items once the budget is
         reached (under xdist, the items already handed to a worker still run)."""
         # start-up: a budget is read in live runs only
-        from .engine.limits import budget_text
+        from ..engine.limits import budget_text
 
         self.spent += float((result.get("recording") or {}).get("spent_usd") or 0.0)
         budget = self.state.settings.budget

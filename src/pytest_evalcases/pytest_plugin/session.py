@@ -2,7 +2,7 @@
 case files, selected items, input hashes, code fingerprints, markers, judges) and the run's
 services (the HTTP layer, the OpenTelemetry export), each made on first use.
 
-State only: where a case's recording comes from is `sources.py`; a live batch is `batch.py`.
+State only: where a case's recording comes from is `sources/`; a live batch is `live_batch.py`.
 This module loads in every pytest run where the plugin is installed, so what it needs of the
 rest of the package is imported on first use, each such import marked `# start-up:`.
 """
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .core.errors import EvalCaseError
-from .engine.recording import JudgeBinding
+from ..core.errors import EvalCaseError
+from ..engine.recording import JudgeBinding
 from .options import Settings
 
 if TYPE_CHECKING:
-    from .domain.code import CodeFingerprints
-    from .domain.context import SuiteContext
-    from .http.router import HttpLayer
+    from ..domain.code import CodeFingerprints
+    from ..domain.context import SuiteContext
+    from ..http.router import HttpLayer
 
 SESSION_KEY = pytest.StashKey["EvalSession"]()
 
@@ -61,7 +61,7 @@ class EvalSession:
         self._judges: dict[str | None, JudgeBinding] = {}
         self._http_layer: HttpLayer | None = None
         self._guard: Any = None
-        # Where each case's recording comes from (sources.py), chosen when the run starts.
+        # Where each case's recording comes from (sources/), chosen when the run starts.
         self.source: Any = None
         self.removed_temp_files = 0  # left by killed live runs, removed when this one starts
         self.stopped: str | None = None  # why a live run stopped starting cases, if it did
@@ -107,7 +107,7 @@ class EvalSession:
         case records; None unless this is a live run with --eval-otel."""
         if self.otel is None and self.otel_requested and self.settings.live:
             # start-up: the export module loads only in a live run that asks for spans
-            from .telemetry.export import OtelExport
+            from ..telemetry.export import OtelExport
 
             self.otel = OtelExport(self.run_id)
         return self.otel
@@ -131,8 +131,8 @@ class EvalSession:
         if self._http_layer is None:
             try:
                 # start-up: the HTTP layer loads only in a run that records or replays HTTP
-                from .http.guard import NetworkGuard
-                from .http.router import HttpLayer
+                from ..http.guard import NetworkGuard
+                from ..http.router import HttpLayer
             except ImportError as exc:
                 raise EvalCaseError(
                     f"recording or replaying HTTP needs vcrpy ({exc}); install "
@@ -189,7 +189,7 @@ class EvalSession:
         """Hashes of the systems' source files, each file parsed once per run."""
         if self._code_fingerprints is None:
             # start-up: code fingerprints load with the first suite, not with the plugin
-            from .domain.code import CodeFingerprints
+            from ..domain.code import CodeFingerprints
 
             self._code_fingerprints = CodeFingerprints(self.settings.rootdir)
         return self._code_fingerprints
@@ -212,14 +212,14 @@ class EvalSession:
             version = None
             if spec is not None:
                 # start-up: judges/ loads the case schema (pydantic), with the first suite
-                from .judges import judge_version
+                from ..judges import judge_version
 
                 version = judge_version(spec)
             binding = JudgeBinding(spec, version)
             self._judges[spec] = binding
         if live and binding.live is None and spec is not None:
             # start-up: as above; a live judge is built once a live case needs it
-            from .judges import JudgeConfigError, RateLimits, make_judge
+            from ..judges import JudgeConfigError, RateLimits, make_judge
 
             settings = self.settings
             limits = RateLimits(settings.judge_rpm, settings.judge_tpm)

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import ValidationError
 
+from ..core.errors import CaseFileError, StageFailure
+from ..core.names import case_ids, shown_name, unsafe_id_reason
+from ..core.schema import validate_case
+from ..core.validation import format_validation_error, misspelled_fields
+from ..domain.context import SuiteContext
+from ..store.cassette import user_recording_stem
 from .calibration_items import collect_calibration
-from .context import ContextVariants, read_suite_file, suite_context
-from .core.errors import CaseFileError, StageFailure
-from .core.names import case_ids, shown_name, unsafe_id_reason
-from .core.schema import validate_case
-from .core.validation import format_validation_error, misspelled_fields
-from .domain.context import SuiteContext
 from .items import CaseItem, SuiteErrorItem
 from .session import get_session
-from .store.cassette import user_recording_stem
+from .suite_contexts import ContextVariants, read_suite_file, suite_context
 
 if TYPE_CHECKING:
     from .session import EvalSession

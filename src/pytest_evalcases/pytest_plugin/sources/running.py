@@ -1,4 +1,4 @@
-"""The sources of a run that runs the system (`sources.py` has the replay's):
+"""The sources of a run that runs the system (`replay.py` has the replay's):
 
 - --replay-http (alone, or with --live-stale): today's code, its HTTP served from the recording;
 - live (--live, --live-stale, --live-judges, each also with --replay-http): the live batch's
@@ -13,21 +13,21 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .batch import LiveRecorder, LiveServices, Progress
-from .core.errors import MissingRecording, StaleRecording
-from .core.exception_chain import exception_summary
-from .core.modes import LIVE_STALE, REPLAY
-from .engine.http_replay import replay_http, run_recorded
-from .engine.limits import Interrupted, NotRun, StopRule, budget_text, interrupted_reason
-from .engine.recording import Recording
-from .http.router import subprocess_permission
-from .sources import JudgeOf
-from .store.cassette import cassette_path
+from ...core.errors import MissingRecording, StaleRecording
+from ...core.exception_chain import exception_summary
+from ...core.modes import RunMode
+from ...engine.http_replay import replay_http, run_recorded
+from ...engine.limits import Interrupted, NotRun, StopRule, budget_text, interrupted_reason
+from ...engine.recording import Recording
+from ...http.router import subprocess_permission
+from ...store.cassette import cassette_path
+from ..live_batch import LiveRecorder, LiveServices, Progress
+from .replay import JudgeOf
 
 if TYPE_CHECKING:
-    from .http.router import HttpLayer
-    from .items import CaseItem
-    from .session import EvalSession
+    from ...http.router import HttpLayer
+    from ..items import CaseItem
+    from ..session import EvalSession
 
 
 class HttpReplaySource:
@@ -110,7 +110,7 @@ def system_source(state: EvalSession) -> HttpReplaySource | LiveSource:
     def http() -> HttpLayer:
         return state.http_layer
 
-    if settings.replay_http and settings.mode in (REPLAY, LIVE_STALE):
+    if settings.replay_http and settings.mode in (RunMode.REPLAY, RunMode.LIVE_STALE):
 
         def interrupted(where: str) -> None:
             state.interrupted = state.interrupted or f"KeyboardInterrupt in {where}"
@@ -118,7 +118,7 @@ def system_source(state: EvalSession) -> HttpReplaySource | LiveSource:
         return HttpReplaySource(
             state.judge_binding,
             http,
-            refresh=settings.mode == LIVE_STALE,
+            refresh=settings.mode == RunMode.LIVE_STALE,
             dry_run=settings.dry_run,
             interrupted=interrupted,
         )

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .context import hash_inputs, load_suite_context
-from .core.errors import CaseFileError
-from .core.hashing import file_hash
+from ..core.errors import CaseFileError
+from ..core.hashing import file_hash
+from ..judges import judge_version
+from ..manifest.config import calibration_config, package_versions, suite_config
+from ..report.gitinfo import git_state
 from .housekeeping import case_files
-from .judges import judge_version
-from .manifest.config import calibration_config, package_versions, suite_config
-from .report.gitinfo import git_state
+from .suite_contexts import hash_inputs, load_suite_context
 
 if TYPE_CHECKING:
     from .session import EvalSession

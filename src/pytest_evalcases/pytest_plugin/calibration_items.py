@@ -13,24 +13,24 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from pydantic import ValidationError
 
-from .case_results import error_summary
-from .context import calibration_context
-from .core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
-from .core.modes import LIVE, REPLAY
-from .core.names import case_ids, shown_name, unsafe_id_reason
-from .core.repeats import repeats_of
-from .core.validation import format_validation_error
-from .domain.calibration_schema import CalibrationCase
-from .domain.calibration_scoring import RIGHT, case_message, case_status, spread
-from .domain.context import CalibrationContext, CalibrationTarget
-from .domain.stages.judged import score_verdict
-from .engine.calibration import record, replay
+from ..core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from ..core.modes import RunMode
+from ..core.names import case_ids, shown_name, unsafe_id_reason
+from ..core.repeats import repeats_of
+from ..core.validation import format_validation_error
+from ..domain.calibration_schema import CalibrationCase
+from ..domain.calibration_scoring import RIGHT, case_message, case_status, spread
+from ..domain.context import CalibrationContext, CalibrationTarget
+from ..domain.stages.judged import score_verdict
+from ..engine.calibration import record, replay
+from .case_result import error_summary
 from .items import EvalItem, SuiteErrorItem
 from .session import get_session
+from .suite_contexts import calibration_context
 
 if TYPE_CHECKING:
-    from .engine.calibration import CalibrationRecording
-    from .engine.recording import JudgeBinding
+    from ..engine.calibration import CalibrationRecording
+    from ..engine.recording import JudgeBinding
     from .session import EvalSession
 
 
@@ -141,8 +141,8 @@ class CalibrationItem(EvalItem):
                 f"{', '.join(others)}; suite names name the cassette folders, so rename the "
                 "suite in one of these files"
             )
-        binding = self._judge(state, live=state.settings.mode != REPLAY)
-        if state.settings.mode == REPLAY:
+        binding = self._judge(state, live=state.settings.mode != RunMode.REPLAY)
+        if state.settings.mode == RunMode.REPLAY:
             self.recording = replay(self.ctx, self.target, binding)
         else:
             self.recording = self._record(state, binding)
@@ -165,7 +165,7 @@ class CalibrationItem(EvalItem):
                     self.ctx,
                     self.target,
                     binding,
-                    state.settings.mode == LIVE,
+                    state.settings.mode == RunMode.LIVE,
                     state.settings.dry_run,
                 )
             finally:
@@ -202,7 +202,7 @@ class CalibrationItem(EvalItem):
     def result_for(
         self, outcome: str, with_detail: bool, exc: BaseException | None
     ) -> dict[str, Any]:
-        """The per-case result dict (see case_results.case_result) of a calibration case."""
+        """The per-case result dict (see case_result.case_result) of a calibration case."""
 
         recording = self.recording
         failure = None

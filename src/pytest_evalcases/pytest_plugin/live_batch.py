@@ -21,20 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .core.modes import LIVE_STALE
-from .domain.scoring import score_recording
-from .engine.limits import CaseSlots, Interrupted, NotRun, StopRule
-from .engine.live import record
-from .engine.recording import JudgeBinding, Recording
-from .telemetry import NO_SPANS
+from ..core.modes import RunMode
+from ..domain.scoring import score_recording
+from ..engine.limits import CaseSlots, Interrupted, NotRun, StopRule
+from ..engine.live import record
+from ..engine.recording import JudgeBinding, Recording
+from ..telemetry import NO_SPANS
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in
 # progress holds its trace and the state of its judge calls, a few KB), never the throttle.
 CASES_IN_PROGRESS = 1000
 
 if TYPE_CHECKING:
-    from .domain.context import SuiteContext
-    from .http.router import HttpLayer
+    from ..domain.context import SuiteContext
+    from ..http.router import HttpLayer
     from .items import CaseItem
 
 
@@ -50,7 +50,9 @@ class LiveServices:
 
 
 class LiveRecorder:
-    def __init__(self, services: LiveServices, concurrency: int, mode: str, dry_run: bool) -> None:
+    def __init__(
+        self, services: LiveServices, concurrency: int, mode: RunMode, dry_run: bool
+    ) -> None:
         self.services = services
         self.concurrency = concurrency
         self.mode = mode
@@ -75,7 +77,7 @@ class LiveRecorder:
 
     def _warm_up(self, bindings: list[JudgeBinding]) -> None:
         """Every case will be judged (not so with --live-stale): let the judges get ready now."""
-        if self.mode != LIVE_STALE:
+        if self.mode != RunMode.LIVE_STALE:
             for judge in {id(b.live): b.live for b in bindings if b.live is not None}.values():
                 judge.warm_up()
 

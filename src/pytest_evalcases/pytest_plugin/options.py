@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .core.modes import LIVE, LIVE_JUDGES, LIVE_STALE, REPLAY
+from ..core.modes import RunMode
 
 
 def _judge_setting(value: str | None, where: str) -> str | None:
@@ -20,8 +20,8 @@ def _judge_setting(value: str | None, where: str) -> str | None:
     if not value:
         return None
     # start-up: judges/ loads the case schema (pydantic); only a run that names a judge pays
-    from .judges import JudgeConfigError
-    from .judges.spec import canonical_judge
+    from ..judges import JudgeConfigError
+    from ..judges.spec import canonical_judge
 
     try:
         return canonical_judge(value)
@@ -101,7 +101,15 @@ def _mode(config: pytest.Config) -> str:
         stale = stale or not live
     # --live-dry-run alone is a dry --live; with --live-stale or --live-judges, a dry one of those
     live = live or (config.getoption("eval_live_dry_run") and not (stale or judges))
-    return LIVE if live else LIVE_STALE if stale else LIVE_JUDGES if judges else REPLAY
+    return (
+        RunMode.LIVE
+        if live
+        else RunMode.LIVE_STALE
+        if stale
+        else RunMode.LIVE_JUDGES
+        if judges
+        else RunMode.REPLAY
+    )
 
 
 def _budget(value: float | None) -> float | None:
@@ -113,12 +121,12 @@ def _budget(value: float | None) -> float | None:
     return float(value)
 
 
-def _replay_http(config: pytest.Config, mode: str) -> bool:
+def _replay_http(config: pytest.Config, mode: RunMode) -> bool:
     ini = (config.getini("eval_replay") or "trace").strip()
     if ini not in ("trace", "http"):
         raise pytest.UsageError(f"ini option eval_replay: {ini!r} is not 'trace' or 'http'")
     flag = bool(config.getoption("eval_replay_http"))
-    if flag and mode == LIVE:
+    if flag and mode == RunMode.LIVE:
         live = "--live" if config.getoption("eval_live") else "--live-dry-run (a dry --live)"
         raise pytest.UsageError(
             f"{live} runs the system against the real network; --replay-http serves it the "
@@ -126,7 +134,7 @@ def _replay_http(config: pytest.Config, mode: str) -> bool:
         )
     # The ini says how to replay; it never turns --live, --live-stale or --live-judges into
     # their offline variants (those take the --replay-http flag).
-    return flag or (ini == "http" and mode == REPLAY)
+    return flag or (ini == "http" and mode == RunMode.REPLAY)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -334,7 +342,7 @@ class Settings:
     """What this run's flags and ini keys ask for, read once at configure."""
 
     rootdir: Path
-    mode: str  # core.modes: replay, live, live_stale, live_judges
+    mode: RunMode
     dry_run: bool  # --live-dry-run: run and judge, write nothing
     budget: float | None  # --eval-budget USD
     replay_http: bool
@@ -359,7 +367,7 @@ class Settings:
 
     @property
     def live(self) -> bool:
-        return self.mode != REPLAY
+        return self.mode != RunMode.REPLAY
 
     @property
     def records_in_batch(self) -> bool:

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .core.modes import LIVE
-from .core.safe_text import terminal_safe
-from .engine.ingestion import ingest_live
-from .engine.limits import INTERRUPTED, StopRule, interrupted_reason
-from .store.redaction import redact_for_output
-from .store.user_recordings import DRY_RUN, RECORDED, REUSED
+from ...core.modes import RunMode
+from ...core.safe_text import terminal_safe
+from ...engine.ingestion import ingest_live
+from ...engine.limits import INTERRUPTED, StopRule, interrupted_reason
+from ...store.redaction import redact_for_output
+from ...store.user_recordings import DRY_RUN, RECORDED, REUSED
 
 if TYPE_CHECKING:
-    from .domain.context import SuiteContext
-    from .engine.recording import Recording
-    from .items import CaseItem
-    from .session import EvalSession
+    from ...domain.context import SuiteContext
+    from ...engine.recording import Recording
+    from ..items import CaseItem
+    from ..session import EvalSession
 
 UserKey = tuple[str, str]  # (suite, user id)
 
@@ -82,7 +82,9 @@ def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySo
             continue
         try:
             ctx.system.setup(ctx.suite)
-            ingest_live(ctx, state.http_layer, settings.mode == LIVE, settings.dry_run, rule.spend)
+            ingest_live(
+                ctx, state.http_layer, settings.mode == RunMode.LIVE, settings.dry_run, rule.spend
+            )
         except KeyboardInterrupt:
             reason = interrupted_reason(f"the ingestion of user {user_id!r}")
             state.interrupted = reason

@@ -12,22 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .core.errors import CaseFileError, UserInterrupt
-from .core.hashing import LABEL_CHARS, file_hash
-from .core.names import shown_file, shown_name, unsafe_id_reason
-from .core.schema import Suite
-from .core.validation import format_validation_error
-from .domain.calibration_schema import CalibrationSuite
-from .domain.context import CalibrationContext, SuiteContext
-from .domain.stages.registry import STAGES, prepare_stages
-from .domain.system import resolve_system
-from .domain.totals import resolve_totals
-from .domain.users import SuiteUser, build_users
-from .domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
-from .judges import JudgeConfigError
-from .judges.spec import canonical_judge
-from .store.files import CASE_FILE_CAP, RefusedFile, read_bounded
-from .store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from ..core.errors import CaseFileError, UserInterrupt
+from ..core.hashing import LABEL_CHARS, file_hash
+from ..core.names import shown_file, shown_name, unsafe_id_reason
+from ..core.schema import Suite
+from ..core.validation import format_validation_error
+from ..domain.calibration_schema import CalibrationSuite
+from ..domain.context import CalibrationContext, SuiteContext
+from ..domain.stages.registry import STAGES, prepare_stages
+from ..domain.system import resolve_system
+from ..domain.totals import resolve_totals
+from ..domain.users import SuiteUser, build_users
+from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
+from ..judges import JudgeConfigError
+from ..judges.spec import canonical_judge
+from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
+from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -275,7 +275,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
     except CaseFileError as exc:
-        if isinstance(exc, UserInterrupt):  # the run stops once collected (plugin.py)
+        if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
             state.interrupted = state.interrupted or exc.what
         raise CaseFileError(f"{nodeid}: {exc}") from None
     report_only = [name for name in suite.report_only if name not in suite.stages]
