@@ -52,7 +52,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "importers": (11, "tools over the layers: benchmark importers"),
     "cli": (11, "tools over the layers: the command line"),
     "__main__": (11, "tools over the layers: python -m pytest_evalcases"),
-    "schema": (11, "public import path (re-exports core.schema)"),
+    "schema": (11, "public import path (re-exports core.schema, core.suite_schema, core.trace)"),
     "stats": (11, "public import path (re-exports core.stats)"),
     "baseline": (11, "public import path (re-exports report.baseline)"),
 }

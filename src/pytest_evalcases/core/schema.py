@@ -1,84 +1,36 @@
-"""Pydantic models for suites, cases and traces: the case-file contract lives here.
-
-Cases are validated one by one (so one bad case never hides the others) and kept as small
-slotted `Case` objects; traces are validated when they are recorded and replayed as plain dicts.
+"""The case model: one eval case as a case file states it (`CaseModel`, pydantic) and as a run
+keeps it (`Case`, a small slotted object), with a conversation's turns and the fields the system
+never sees. Cases are validated one by one (`validate_case`), so one bad case never hides the
+others. The suite's settings are `core/suite_schema.py`, the trace a system returns
+`core/trace.py`, the checks of single fields `core/field_checks.py`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     StrictInt,
     ValidationError,
     field_validator,
     model_validator,
 )
 
-from .json_paths import parse_json_path
+from .field_checks import checked_answer_schema, checked_marker_names
 
 __all__ = [
     "Case",
     "CaseModel",
-    "Suite",
     "ToolExpectation",
-    "User",
     "ValidationError",
     "validate_case",
     "SYSTEM_HIDDEN_FIELDS",
 ]
-
-# A response header name as `http_volatile` lists it (RFC 9110 token), `*` at the end: a prefix.
-_HEADER_NAME = re.compile(r"[!#$%&'+.^_`|~0-9A-Za-z-]+\*?")
-
-
-def json_schema_problem(schema: Any) -> str | None:
-    """Why `schema` (an `answer_schema`) is not a valid JSON Schema, or None. Checked when the
-    case file is read, so a broken schema is named at once rather than never (a non-JSON answer
-    fails the stage before the schema is looked at). Without the optional jsonschema package
-    nothing is checked here: the schema stage names the package when it runs."""
-    if isinstance(schema, bool):
-        return None
-    try:
-        text = json.dumps(schema, sort_keys=True)
-    except (TypeError, ValueError):  # not JSON: pydantic's own check of the field names it
-        return None
-    return _schema_text_problem(text)
-
-
-@lru_cache(maxsize=64)
-def _schema_text_problem(text: str) -> str | None:
-    """json_schema_problem once per distinct schema: the cases of a suite usually share one."""
-    try:
-        import jsonschema  # optional and heavy: only for a file with an answer_schema
-    except ImportError:
-        return None
-    schema = json.loads(text)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as error:
-        where = "".join(
-            f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
-        )
-        return f"not a valid JSON Schema: {error.message} (at ${where} of the schema)"
-    return None
-
-
-def _checked_answer_schema(value: Any) -> Any:
-    problem = None if value is None else json_schema_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
 
 
 class ToolExpectation(BaseModel):
@@ -101,26 +53,6 @@ class RubricItem(BaseModel):
 # be a whole number (`["Marie Curie", "born in year", 1867]`), compared as its digits.
 TripleLabel = str | StrictInt
 Triple = tuple[TripleLabel, TripleLabel, TripleLabel]
-
-
-# Markers pytest (or a common plugin) acts on: a category named `xfail` would hide failures.
-RESERVED_MARKERS = frozenset(
-    {
-        "skip",
-        "skipif",
-        "xfail",
-        "parametrize",
-        "usefixtures",
-        "filterwarnings",
-        "tryfirst",
-        "trylast",
-        "asyncio",
-        "flaky",
-        "repeat",
-        "timeout",
-    }
-)
-
 
 MaxToolCalls = Annotated[int, Field(ge=0)] | dict[str, Annotated[int, Field(ge=0)]] | None
 
@@ -210,7 +142,7 @@ class CaseModel(BaseModel):
                 raw = {**raw, "input": first_input}
         return raw
 
-    _answer_schema = field_validator("answer_schema")(_checked_answer_schema)
+    _answer_schema = field_validator("answer_schema")(checked_answer_schema)
 
     @field_validator("rubric")
     @classmethod
@@ -222,16 +154,7 @@ class CaseModel(BaseModel):
                 raise ValueError("a rubric item is an empty string")
         return value
 
-    @field_validator("category", "marks")
-    @classmethod
-    def _marker_safe(cls, value: Any) -> Any:
-        names = value if isinstance(value, list) else [value] if value else []
-        for name in names:
-            if not name.isidentifier():
-                raise ValueError(f"{name!r} cannot be a pytest marker: use letters, digits, _")
-            if name in RESERVED_MARKERS:
-                raise ValueError(f"{name!r} is a pytest marker with its own meaning; rename it")
-        return value
+    _marker_safe = field_validator("category", "marks")(checked_marker_names)
 
     @model_validator(mode="after")
     def _user_is_the_group(self) -> CaseModel:
@@ -366,218 +289,3 @@ SYSTEM_HIDDEN_FIELDS = frozenset(
         "rubric",
     }
 )
-
-
-class User(BaseModel):
-    """A suite user (a memory agent's tenant): an id and named data files, each a path or a list
-    of paths relative to the rootdir. The plugin never reads inside them: it hashes them into
-    the key of that user's cases, and hands their absolute paths to `setup_user(user)`."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    id: str = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _files_only(self) -> User:
-        for name, value in (self.model_extra or {}).items():
-            paths = value if isinstance(value, list) else [value]
-            if not paths or not all(isinstance(p, str) and p for p in paths):
-                raise ValueError(
-                    f"field {name!r} must be a file path or a non-empty list of file paths "
-                    "(every field of a user but `id` names data files)"
-                )
-        return self
-
-    def files(self) -> dict[str, list[str]]:
-        """Field name -> its paths, in the order the suite lists them."""
-        return {
-            name: value if isinstance(value, list) else [value]
-            for name, value in (self.model_extra or {}).items()
-        }
-
-
-class GraphOptions(BaseModel):
-    """The `graph` stage's suite settings (see stages/graph.py)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # alias -> canonical label, for entities and relations alike (normalised before use)
-    aliases: dict[str, str] = {}
-    similarity: str | None = None  # "module:function" scoring two labels in [0, 1]
-    # None: 0.95, the graph-scoring spec's tau (stages/graph.py)
-    min_similarity: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
-    # "maximum": as many pairs as can be; "max_weight": the greatest total similarity, with
-    # similarity-weighted (soft) precision and recall
-    matching: Literal["maximum", "max_weight"] = "maximum"
-    soft: list[Literal["subject", "relation", "object"]] = Field(
-        default=["subject", "relation", "object"], min_length=1
-    )
-    # set once per suite: the imported `similarity` (at collection), the normalised aliases
-    _similarity_function: Any = PrivateAttr(default=None)
-    _aliases: dict[str, str] | None = PrivateAttr(default=None)
-
-
-# How a rubric item is graded: "binary" met (1) or not (0); "half" 0, 0.5 (partly met) or 1, as
-# BEAM grades each criterion. One scale per suite: every case's grades then mean the same.
-RubricScale = Literal["binary", "half"]
-
-
-class RubricOptions(BaseModel):
-    """The `rubric` stage's suite settings (see stages/rubric.py)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scale: RubricScale = "binary"
-
-
-class CitationOptions(BaseModel):
-    """The `citations` stage's suite settings."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    every_sentence: bool = False  # with per-sentence citations: each sentence cites a document
-
-
-class TotalExclusion(BaseModel):
-    """Which cases a named total leaves out: by category, and/or by id (a list of ids, or the
-    path, relative to the rootdir, of a JSON array of ids)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    category: list[str] = []
-    ids: list[str] | str | None = None
-
-
-class Total(BaseModel):
-    """A published figure over part of the suite ("categories 1-4"): results.json reports its
-    pass rate and stage means beside the overall ones; the excluded cases still run."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1)
-    exclude: TotalExclusion = TotalExclusion()
-
-
-class Suite(BaseModel):
-    """A case file's suite-level settings (cases are validated separately, one by one)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    # "calibration" suites hold judge test cases and are loaded by calibration.collect instead.
-    kind: Literal["eval", "calibration"] = "eval"
-    version: int = 1
-    system: str | None = None
-    inputs: list[str] = []
-    stages: list[str] = Field(min_length=1)
-    report_only: list[str] = []
-    # NaN and infinities are refused by name ("a finite number"), not by a confusing bound.
-    threshold: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
-    thresholds: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]] = {}
-    k: int = Field(3, ge=1)
-    judge: str | None = None
-    strict: bool = False
-    accept_partial: bool = False
-    correctness_criteria: str | None = None
-    # Verdicts per judged stage (None: --eval-judge-repeats, else ini eval_judge_repeats, else
-    # whatever the cassette holds on replay and 1 when recording).
-    judge_repeats: int | None = Field(None, ge=1)
-    # Independent system runs per case (None: --eval-runs, else as recorded on replay and 1
-    # when recording); a case passes when every run passes (pass^k).
-    runs: int | None = Field(None, ge=1)
-    # Whether a gating stage whose repeats fall on both sides of the threshold fails the case.
-    unstable: Literal["fail", "pass"] = "fail"
-    timeout: float | None = Field(None, gt=0)  # seconds a system run may take (live, HTTP replay)
-    # The system's source, hashed into the key (None: the module holding `system`; []: none).
-    code: list[str] | None = None
-    # JSONPaths of request body fields --replay-http ignores when matching (e.g. "$.user").
-    http_ignore: list[str] = []
-    # Values the system's HTTP makes fresh on every call, beyond the built-in list
-    # (http/volatile.py): JSONPaths of request or response body fields ("$.trace_id") and
-    # response header names ("x-trace-id", "x-mycorp-*"). A re-record keeps their old form.
-    http_volatile: list[str] = []
-    # Hosts the system may reach directly under --replay-http (loopback only when listed).
-    allow_hosts: list[str] = []
-    # Whether the system may start a subprocess under --replay-http (its child gets a
-    # proxy-denying environment); refused by default, since a child is out of the guard's reach.
-    allow_subprocess: bool = False
-    # Users whose data files key their cases (see User); a case names one with "user".
-    users: list[User] = []
-    # How the system ingests a user's data (ontology, instructions, chunk size, ...): free-form
-    # JSON handed to setup_user as `user.ingestion`, and in every case's key.
-    ingestion: dict[str, Any] | None = None
-    # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
-    source: dict[str, Any] | None = None
-    # Named totals over part of the suite (a paper's headline leaves some cases out).
-    totals: list[Total] = []
-    graph: GraphOptions | None = None
-    citations: CitationOptions | None = None
-    rubric: RubricOptions | None = None
-    answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own
-    # Case fields for the system whose names are near a case field's (`references`): without
-    # this, such a field is taken for a typo of the case field and errors its case.
-    system_fields: list[str] = []
-    cases: list[Any]  # validated one by one, so one bad case errors only itself
-
-    @property
-    def rubric_scale(self) -> str:
-        return self.rubric.scale if self.rubric is not None else "binary"
-
-    def threshold_for(self, stage: str, default: float | None = None) -> float:
-        if stage in self.thresholds:
-            return self.thresholds[stage]
-        return self.threshold if default is None else default
-
-    @field_validator("totals")
-    @classmethod
-    def _distinct_totals(cls, totals: list[Total]) -> list[Total]:
-        names = [total.name for total in totals]
-        repeated = sorted({name for name in names if names.count(name) > 1})
-        if repeated:
-            raise ValueError(f"total names must be distinct: {', '.join(map(repr, repeated))}")
-        return totals
-
-    _answer_schema = field_validator("answer_schema")(_checked_answer_schema)
-
-    @field_validator("http_ignore")
-    @classmethod
-    def _json_paths(cls, paths: list[str]) -> list[str]:
-        for path in paths:
-            parse_json_path(path)  # its ValueError names the path and the forms it reads
-        return paths
-
-    @field_validator("http_volatile")
-    @classmethod
-    def _volatile_entries(cls, entries: list[str]) -> list[str]:
-        for entry in entries:
-            if entry.startswith("$"):
-                parse_json_path(entry)
-            elif not _HEADER_NAME.fullmatch(entry):
-                raise ValueError(
-                    f"{entry!r} is neither a JSONPath of a body field ('$.trace_id') nor a "
-                    "response header name ('x-trace-id', or 'x-trace-*' for every header "
-                    "starting so)"
-                )
-        return entries
-
-    @field_validator("system_fields")
-    @classmethod
-    def _not_case_fields(cls, names: list[str]) -> list[str]:
-        taken = [name for name in names if name in CaseModel.model_fields]
-        if taken:
-            raise ValueError(
-                f"{', '.join(map(repr, taken))}: case fields with a meaning of their own, never "
-                "given to the system; list only the other fields of your cases whose names are "
-                "near a case field's"
-            )
-        return names
-
-    @field_validator("users")
-    @classmethod
-    def _unique_user_ids(cls, users: list[User]) -> list[User]:
-        seen: set[str] = set()
-        for user in users:
-            if user.id in seen:
-                raise ValueError(f"user id {user.id!r} is declared twice; user ids are unique")
-            seen.add(user.id)
-        return users

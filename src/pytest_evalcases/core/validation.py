@@ -10,16 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .schema import (
-    CaseModel,
-    CitationOptions,
-    GraphOptions,
-    RubricItem,
-    RubricOptions,
-    Suite,
-    ToolExpectation,
-    TurnModel,
-)
+from .schema import CaseModel, RubricItem, ToolExpectation, TurnModel
+from .suite_schema import CitationOptions, GraphOptions, RubricOptions, Suite
 
 
 def misspelled_fields(

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CaseFileError
-from ..core.schema import Case, Suite
+from ..core.schema import Case
+from ..core.suite_schema import Suite
 from .calibration_schema import CalibrationCase, CalibrationSuite
 from .stages import Stage
 from .system import System

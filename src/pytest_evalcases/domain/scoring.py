@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.schema import Case, Suite
+from ..core.schema import Case
+from ..core.suite_schema import Suite
 from .stages import StageResult, skipped
 from .stages.registry import STAGES
 from .stages.shown import stage_details

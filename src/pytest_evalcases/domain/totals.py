@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..core.errors import CaseFileError
 from ..core.files import MB, RefusedFile, read_bounded
-from ..core.schema import Case, Suite
+from ..core.schema import Case
+from ..core.suite_schema import Suite
 
 # An ids file is a JSON list of case ids: 100,000 ids of 50 characters make 5 MB.
 IDS_FILE_CAP = 10 * MB

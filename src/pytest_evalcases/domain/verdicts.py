@@ -10,7 +10,8 @@ from typing import Any
 
 from ..core.hashing import content_hash, name_label, value_label
 from ..core.repeats import LATER_REPEATS, repeat_key, repeats_of
-from ..core.schema import Case, Suite
+from ..core.schema import Case
+from ..core.suite_schema import Suite
 from .stages import Stage
 from .stages.judged import judged_skip_reason
 from .stages.registry import STAGES

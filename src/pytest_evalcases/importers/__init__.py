@@ -17,7 +17,8 @@ from types import ModuleType
 from typing import Any
 
 from ..core.names import unsafe_id_reason
-from ..core.schema import Suite, ValidationError, validate_case
+from ..core.schema import ValidationError, validate_case
+from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from . import hotpotqa, locomo, musique, twowiki
 from .base import BenchmarkFormatError, Parsed, Unit, read_records

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..core.errors import CaseFileError, UserInterrupt
 from ..core.hashing import LABEL_CHARS, file_hash
 from ..core.names import shown_file, shown_name, unsafe_id_reason
-from ..core.schema import Suite
+from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationSuite
 from ..domain.context import CalibrationContext, SuiteContext

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_evalcases.core.json_paths import parse_json_path
-from pytest_evalcases.core.schema import Suite, ValidationError
+from pytest_evalcases.core.schema import ValidationError
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.core.validation import format_validation_error
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_evalcases.core.names import listed, shown_value
-from pytest_evalcases.core.schema import Suite, validate_case
+from pytest_evalcases.core.schema import validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.scoring import (
     failure_details,
     failure_message,

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_evalcases.core.schema import Case, Suite
+from pytest_evalcases.core.schema import Case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.stages.registry import STAGES
 from pytest_evalcases.domain.verdicts import repeats_problem
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_evalcases.core.schema import Suite, validate_case
+from pytest_evalcases.core.schema import validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.scoring import failure_message, result_stages, score_case
 
 SUITE = Suite.model_validate(

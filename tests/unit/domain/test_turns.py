@@ -26,7 +26,8 @@ def test_each_scored_turn_is_judged_with_the_conversation_before_it() -> None:
 def test_an_unstable_verdict_of_a_turn_is_unstable_for_the_case() -> None:
     """--eval-judge-repeats on a conversation: the case's stage row (what the summary's
     `unstable` column and the baseline gate read) keeps the turn's instability."""
-    from pytest_evalcases.core.schema import Suite, validate_case
+    from pytest_evalcases.core.schema import validate_case
+    from pytest_evalcases.core.suite_schema import Suite
     from pytest_evalcases.domain.scoring import result_stages, score_case
 
     suite = Suite(name="s", stages=["faithfulness"], cases=[])

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.__main__ import main
-from pytest_evalcases.core.schema import Suite, validate_case
+from pytest_evalcases.core.schema import validate_case
+from pytest_evalcases.core.suite_schema import Suite
 
 SAMPLES = Path(__file__).parents[2] / "data" / "benchmarks"
 SAMPLE_FILES = {

@@ -13,7 +13,8 @@ from functools import lru_cache
 from typing import Any
 
 from ...core.errors import CaseFileError
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 
 
 @dataclass(slots=True)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
 

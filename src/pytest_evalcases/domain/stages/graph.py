@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import CaseFileError
-from ...core.schema import Case, GraphOptions, Suite
+from ...core.schema import Case
+from ...core.suite_schema import GraphOptions, Suite
 from ..system import import_spec, split_spec
 from .assignment import max_weight_matching
 from .base import Stage, StageResult, skipped

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core.repeats import later_repeats, repeats_of
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
 

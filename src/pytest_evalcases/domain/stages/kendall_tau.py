@@ -14,7 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, against_threshold, skipped
 from .registry import register
 from .shown import answer_shown

@@ -20,7 +20,8 @@ import string
 from collections import Counter
 from typing import Any
 
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, against_threshold, skipped
 from .porter import porter_stem
 from .registry import register

@@ -18,7 +18,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, against_threshold, skipped
 from .registry import register
 from .shown import answer_and_reference

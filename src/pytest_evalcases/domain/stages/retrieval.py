@@ -7,7 +7,8 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from ...core.names import clip, listed
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
 

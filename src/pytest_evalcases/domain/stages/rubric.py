@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.repeats import later_repeats, repeats_of
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult
 from .judged import JUDGE_READS, mean_of_repeats, unusable_verdict
 from .registry import register

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.names import listed, shown_value
-from ...core.schema import Case, Suite
+from ...core.schema import Case
+from ...core.suite_schema import Suite
 from .base import Stage
 
 ANSWER_CHARS = 160  # of the answer and the reference

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.names import clip, listed, shown_value
-from ...core.schema import Case, Suite, ToolExpectation
+from ...core.schema import Case, ToolExpectation
+from ...core.suite_schema import Suite
 from .base import Stage, StageResult, skipped
 from .registry import register
 

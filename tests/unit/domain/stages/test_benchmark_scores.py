@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_evalcases.core.schema import Case, Suite, validate_case
+from pytest_evalcases.core.schema import Case, validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.stages.registry import STAGES
 from pytest_evalcases.domain.stages.text import token_f1
 

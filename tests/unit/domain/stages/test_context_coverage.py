@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_evalcases.core.schema import Suite, validate_case
+from pytest_evalcases.core.schema import validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.stages.registry import STAGES
 
 

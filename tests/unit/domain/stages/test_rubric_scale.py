@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_evalcases.core.errors import CaseFileError
-from pytest_evalcases.core.schema import Suite, ValidationError, validate_case
+from pytest_evalcases.core.schema import ValidationError, validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.stages.registry import STAGES, prepare_stages
 from pytest_evalcases.domain.verdicts import judge_options, verdict_key, verdict_labels
 

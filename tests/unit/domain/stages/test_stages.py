@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from pytest_evalcases.core.schema import Case, Suite, validate_case
+from pytest_evalcases.core.schema import Case, validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.stages.registry import STAGES
 from pytest_evalcases.domain.stages.retrieval import rank_metrics
 from pytest_evalcases.domain.stages.text import normalize_text, token_f1

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_evalcases.core.errors import CaseFileError
-from pytest_evalcases.core.schema import Case, Suite, ValidationError, validate_case
+from pytest_evalcases.core.schema import Case, ValidationError, validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.stages.graph import match_edges, normalize_label
 from pytest_evalcases.domain.stages.registry import STAGES, prepare_stages
 from pytest_evalcases.domain.verdicts import verdict_key, verdict_labels
