@@ -64,3 +64,8 @@ def markdown_table(
     ]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
+
+
+def rows_left_out(total: int, cap: int) -> list[str]:
+    """The note under a report.md table cut at `cap` rows: dashboard.html lists them all."""
+    return ["", f"_…and {total - cap} more (see dashboard.html)_"] if total > cap else []
