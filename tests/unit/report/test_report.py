@@ -25,7 +25,7 @@ from pytest_evalcases.report import (
     write_reports,
 )
 from pytest_evalcases.report.baseline import compare
-from pytest_evalcases.report.dashboard import histogram_bars, interval_chart
+from pytest_evalcases.report.charts import histogram_bars, interval_chart
 from pytest_evalcases.report.markdown_table import escape_cell
 from pytest_evalcases.report.merge import merge_orders
 from pytest_evalcases.report.run_report import judges_used
