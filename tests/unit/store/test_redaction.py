@@ -34,12 +34,8 @@ from fake_secrets import (
     fake_pem,
 )
 
-from pytest_evalcases.store.redaction import (
-    KEY_SHAPES,
-    redact,
-    redaction_summary,
-    secret_values_from_env,
-)
+from pytest_evalcases.store.key_shapes import KEY_SHAPES
+from pytest_evalcases.store.redaction import redact, redaction_summary, secret_values_from_env
 from pytest_evalcases.store.secret_scan import (
     Finding,
     ScanPathError,

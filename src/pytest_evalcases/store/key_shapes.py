@@ -1,0 +1,285 @@
+"""The rules that tell a credential from ordinary text: the well-known key shapes (`sk-...`,
+`AIza...`, `ghp_...`, JWTs, private-key blocks, AWS key pairs, bearer tokens, ...) with the checks
+of a candidate's surroundings and randomness, and keys cut short for display (`sk-proj-Zq8x...`).
+`redact_key_shapes` applies them to one string; `store/redaction.py` walks documents with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = [
+    "KEY_SHAPES",
+    "MIN_SHAPE_CHARS",
+    "REDACTED_PREFIX",
+    "SHAPE_NAMES",
+    "KeyShape",
+    "is_aws_secret_field",
+    "is_lone_aws_secret",
+    "redact_key_shapes",
+]
+
+REDACTED_PREFIX = "[REDACTED:"  # what every replacement opens with: `[REDACTED:openai-key]`
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_JSON_ESCAPE_LETTERS = frozenset("nrtbf")
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+def _character_classes(token: str) -> int:
+    return (
+        any(c.isupper() for c in token)
+        + any(c.islower() for c in token)
+        + any(c.isdigit() for c in token)
+    )
+
+
+def _looks_random(run: str) -> bool:
+    """Generated keys mix upper case, lower case and digits, with a long unbroken run; slugs
+    and identifiers such as `sk-learn-tutorial-2024-notes` do not."""
+    if _character_classes(run) < 3:
+        return False
+    return any(len(part) >= 16 for part in _ALNUM_RUN.findall(run))
+
+
+@dataclass(frozen=True, slots=True)
+class KeyShape:
+    """A well-known credential shape. `hints` are literal strings one of which every match
+    contains: a string holding none is not searched (a substring test is ~30x cheaper than a
+    regex search); `gate`, when set, is a cheaper test done first that every match passes too.
+    `looks_like_key` sees the token (for a bearer token, the part after the scheme). A
+    fixed-length shape must not be followed by a token character, else it is a slice of
+    something longer (base64 data, a longer identifier). Inside base64 data a candidate is
+    also preceded by a letter or digit; `/` and `+` count as boundaries, so that a key in a URL
+    path is found (a base64 slice framed by `/` or `+` on both sides is ~1 in 10^5 per MB)."""
+
+    name: str
+    hints: tuple[str, ...]
+    pattern: re.Pattern[str]
+    looks_like_key: Callable[[str], bool]
+    fixed_length: bool = False
+    gate: str | None = None
+    # What the match opens with and the marker keeps readable (`Bearer `, `secret_key=`):
+    # everything before the pattern's last group.
+    keeps_prefix: bool = False
+    # A shape with its own unmistakable frame (`-----BEGIN ... PRIVATE KEY-----`) is taken
+    # wherever it stands, even glued to a word.
+    starts_token: bool = True
+
+
+# The value of a field named like an AWS secret access key (`aws_secret_access_key`,
+# `SecretAccessKey`, `AWS_SECRET_ACCESS_KEY=`, `aws-secret-access-key:` ...).
+_AWS_SECRET_FIELD = r"(?i:(?:aws[_-]?)?secret[_-]?(?:access[_-]?)?key)"
+# An AWS secret access key: 40 characters of base64 (no `=`), a whole token.
+_AWS_SECRET = r"(?<![A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+# How far (in characters) a secret key may stand from the access key id it is taken beside.
+AWS_SECRET_REACH = 300
+_AWS_KEY_ID = re.compile(
+    r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])|\[REDACTED:aws-access-key-id\]"
+)
+_AWS_LONE_SECRET = re.compile(_AWS_SECRET)
+
+
+def is_aws_secret_field(name: str) -> bool:
+    """A dict key such as `aws_secret_access_key` or `SecretAccessKey`."""
+    folded = name.lower().replace("_", "").replace("-", "")
+    return folded.endswith(("secretaccesskey", "awssecretkey"))
+
+
+# Most specific first: shapes are replaced in this order, so `sk-ant-` is named before `sk-`
+# is looked for, and a key after `Bearer` is named by its shape, not as a bearer token.
+KEY_SHAPES: tuple[KeyShape, ...] = (
+    KeyShape(
+        "private-key",
+        ("PRIVATE KEY",),
+        # To its END line; a block cut short: to the end of its base64 (`\n` escapes too).
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[A-Z0-9 ]* PRIVATE "
+            r"KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,.-]*)",
+            re.DOTALL,
+        ),
+        lambda token: True,
+        starts_token=False,
+    ),
+    KeyShape(
+        "jwt",
+        ("eyJ",),
+        # Header and payload are base64url JSON objects (`{"` -> `eyJ`); the signature may be
+        # empty (`alg: none`).
+        re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.(?!\.)[A-Za-z0-9_-]*"),
+        lambda token: True,
+    ),
+    KeyShape(
+        "anthropic-key",
+        ("sk-ant-",),
+        re.compile(r"sk-ant-([A-Za-z0-9_-]{32,})"),
+        _looks_random,
+        gate="sk-",
+    ),
+    KeyShape("openai-key", ("sk-",), re.compile(r"sk-(?!ant-)([A-Za-z0-9_-]{20,})"), _looks_random),
+    KeyShape(
+        "google-api-key",
+        ("AIza",),
+        re.compile(r"AIza([A-Za-z0-9_-]{35})"),
+        lambda token: True,
+        fixed_length=True,
+    ),
+    KeyShape(
+        "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"(?:gh[pousr]_([A-Za-z0-9]{36,})|github_pat_([A-Za-z0-9_]{50,}))"),
+        lambda token: _character_classes(token) >= 2,
+        gate="_",
+    ),
+    KeyShape(
+        "slack-token",
+        ("xox",),
+        re.compile(r"xox[abeprs]-([A-Za-z0-9-]{10,})"),
+        lambda token: any(c.isdigit() for c in token),
+    ),
+    KeyShape(
+        "aws-secret-key",
+        ("ecret", "ECRET"),
+        re.compile(
+            _AWS_SECRET_FIELD
+            + r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+        lambda token: _character_classes(token) >= 2,
+        keeps_prefix=True,
+        starts_token=False,  # the field name frames it (`x-aws-secret-access-key: ...`)
+    ),
+    KeyShape(
+        "aws-access-key-id",
+        ("AKIA", "ASIA"),
+        re.compile(r"(?:AKIA|ASIA)([A-Z0-9]{16})"),
+        lambda token: True,
+        fixed_length=True,
+    ),
+    KeyShape(
+        "bearer-token",
+        ("earer", "EARER"),
+        re.compile(r"(?:Bearer|bearer|BEARER)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"),
+        lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token),
+        keeps_prefix=True,
+    ),
+)
+# Every kind a finding can name besides an environment variable (aws-secret-key is also taken
+# beside an access key id, outside the shape table).
+SHAPE_NAMES = tuple(shape.name for shape in KEY_SHAPES)
+# The shortest shape candidate: `xoxb-` and 10 characters.
+MIN_SHAPE_CHARS = 15
+
+
+def redact_key_shapes(text: str, kinds: list[str]) -> str:
+    """`text` with every key shape, AWS secret beside its key id and cut key replaced by its
+    marker, each kind appended to `kinds` (the same object when it holds none)."""
+    if len(text) < MIN_SHAPE_CHARS:
+        return text
+    for shape in KEY_SHAPES:
+        if shape.gate is not None and shape.gate not in text:
+            continue
+        for hint in shape.hints:
+            if hint in text:
+                text = _redact_shape(text, shape, kinds)
+                break
+    if "AKIA" in text or "ASIA" in text or "aws-access-key-id]" in text:
+        text = _redact_aws_secrets_beside_ids(text, kinds)
+    if "..." in text or "\u2026" in text:
+        text = _redact_cut_keys(text, kinds)
+    return text
+
+
+def is_lone_aws_secret(value: str) -> bool:
+    """Whether the value of a field named like a secret access key is one whole such key."""
+    return bool(_AWS_LONE_SECRET.fullmatch(value.strip())) and _character_classes(value) >= 2
+
+
+def _redact_shape(text: str, shape: KeyShape, kinds: list[str]) -> str:
+    pieces = []
+    position = 0
+    for match in shape.pattern.finditer(text):
+        if not _is_key(text, match, shape):
+            continue
+        token_start = match.start(match.lastindex or 0)
+        # Keep the scheme or field name readable: `Bearer [REDACTED:bearer-token]`.
+        keep_until = token_start if shape.keeps_prefix else match.start()
+        pieces.append(text[position:keep_until])
+        pieces.append(f"{REDACTED_PREFIX}{shape.name}]")
+        kinds.append(shape.name)
+        position = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+# What is left of a key cut short for display (`sk-proj-Zq8xK3...`): a known prefix, part of a
+# token, and the ellipsis a clip put there. Text clipped before it was redacted (a note made
+# from an exception message) keeps no part of a key.
+_CUT_KEY = re.compile(
+    r"(?:sk-|AIza|gh[pousr]_|github_pat_|xox[abeprs]-|AKIA|ASIA|eyJ)([A-Za-z0-9_.+/-]{6,}?)"
+    r"(?=\.\.\.|\u2026)"
+)
+
+
+def _redact_cut_keys(text: str, kinds: list[str]) -> str:
+    pieces = []
+    position = 0
+    for match in _CUT_KEY.finditer(text):
+        # A bare prefix (`sk-ant-api...`) or a slug (`sk-learn-docs...`) holds nothing secret.
+        cut = match.group(1)
+        if not _starts_token(text, match.start()) or _character_classes(cut) < 3:
+            continue
+        pieces.append(text[position : match.start()])
+        pieces.append(f"{REDACTED_PREFIX}cut-key]")
+        kinds.append("cut-key")
+        position = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _redact_aws_secrets_beside_ids(text: str, kinds: list[str]) -> str:
+    """A 40-character secret access key within AWS_SECRET_REACH characters of an access key
+    id (or of its marker): an id alone tells whose account; with the secret it is the key."""
+    ids = [(found.start(), found.end()) for found in _AWS_KEY_ID.finditer(text)]
+    if not ids:
+        return text
+    pieces = []
+    position = 0
+    for match in _AWS_LONE_SECRET.finditer(text):
+        start, end = match.span()
+        near = any(
+            start - AWS_SECRET_REACH <= id_end and id_start <= end + AWS_SECRET_REACH
+            for id_start, id_end in ids
+        )
+        if not near or _character_classes(match.group()) < 3:  # a git sha is not a secret
+            continue
+        pieces.append(text[position:start])
+        pieces.append(f"{REDACTED_PREFIX}aws-secret-key]")
+        kinds.append("aws-secret-key")
+        position = end
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _is_key(text: str, match: re.Match[str], shape: KeyShape) -> bool:
+    if shape.starts_token and not _starts_token(text, match.start()):
+        return False
+    end = match.end()
+    if shape.fixed_length and end < len(text) and text[end] in _TOKEN_CHARS:
+        return False
+    return shape.looks_like_key(match.group(match.lastindex or 0))
+
+
+def _starts_token(text: str, start: int) -> bool:
+    """Whether a candidate at `start` begins a token rather than continuing a word: `risk-free`
+    holds no `sk-` key. After a JSON escape (`\\n` in a recorded body string) a token begins."""
+    if start == 0 or text[start - 1] not in _TOKEN_CHARS:
+        return True
+    return start >= 2 and text[start - 2] == "\\" and text[start - 1] in _JSON_ESCAPE_LETTERS
