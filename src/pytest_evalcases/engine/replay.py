@@ -6,7 +6,6 @@ refused, naming each changed field (with labels, from what to what).
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -250,7 +249,7 @@ def recording_labels(
     """What a cassette keeps beside its key hashes: the trace key's labels, each verdict's, and
     where the judge came from (named when only an override explains a changed judge)."""
     labels: dict[str, Any] = {"key": trace_labels(ctx, case)}
-    version = judge_version_of(ctx.judge_spec) if ctx.judge_spec else None
+    version = judge_version(ctx.judge_spec) if ctx.judge_spec else None
     per_stage = {
         name: verdict_labels(stage, judged_case, ctx.judge_options, ctx.judge_spec, version)
         for name, stage, judged_case, _ in sorted(
@@ -263,10 +262,3 @@ def recording_labels(
     if ctx.judge_spec and ctx.judge_from:
         labels["judge_from"] = ctx.judge_from
     return labels
-
-
-@functools.cache
-def judge_version_of(spec: str) -> str:
-    """The judge's version for labels, read once per run (it asks importlib.metadata)."""
-
-    return judge_version(spec)

@@ -11,6 +11,8 @@ call those on their first verdict (see deepeval_judge.py and llm.py).
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import os
 from collections.abc import Mapping
 
@@ -22,10 +24,11 @@ from .base import (
     StageOptions,
     Verdict,
 )
-from .deepeval_judge import DeepEvalJudge, check_dependencies, llm_judge_version
+from .deepeval_judge import DeepEvalJudge, check_dependencies
 from .endpoint import BREAKER_ENV, DEFAULT_BREAKER_AFTER, RateLimits
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeInputError
 from .lexical import LEXICAL_REVISION, LexicalJudge
+from .prompts import PROMPTS_REVISION
 from .retry import RetryPolicy, env_number
 from .spec import ACCEPTED_FORMS, parse_spec, resolve_spec
 from .usage import JudgeStats
@@ -103,12 +106,19 @@ def make_judge(
     )
 
 
+@functools.cache
 def judge_version(spec: str) -> str:
-    """`make_judge(spec).version()` without a key, a network client or a deepeval import.
-
-    For replay: the version goes into recording keys even when no judge runs.
+    """The version of the judge `spec` names, the one place it is computed: it goes into every
+    verdict's key, so a change of the judging code (a lexical rule, one of our prompts, the
+    installed deepeval) makes the recorded verdicts stale. Needs no key, no network client and
+    no deepeval import: a replay keys its verdicts though no judge runs. Once per spec and
+    process (it asks importlib.metadata).
     """
     parsed = parse_spec(spec)
     if parsed.provider == "lexical":
         return f"lexical-{LEXICAL_REVISION}"
-    return llm_judge_version()
+    try:
+        deepeval = importlib.metadata.version("deepeval")
+    except importlib.metadata.PackageNotFoundError:
+        deepeval = "not-installed"
+    return f"deepeval=={deepeval}; evalcases-prompts=={PROMPTS_REVISION}"

@@ -102,10 +102,6 @@ class Judge(ABC):
         self.id = judge_id
         self.stats = JudgeStats()
 
-    @abstractmethod
-    def version(self) -> str:
-        """Changes whenever the judging code (or the prompts it sends) changes."""
-
     def stage_params(self, stage: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
         """JSON-able parameters that change this stage's verdict."""
         check_stage(stage)

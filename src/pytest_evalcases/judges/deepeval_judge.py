@@ -14,7 +14,7 @@ one model object (llm.py: our model, wrapped in the subclass of deepeval's model
 llm.py makes once deepeval is loaded).
 
 Every import of deepeval (and aiohttp) here is inside the function that needs it, so importing
-this module, as `pytest_evalcases.judges` does for `judge_version`, loads neither.
+this module, as `pytest_evalcases.judges` does, loads neither.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import concurrent.futures
 import contextlib
 import gc
 import importlib
-import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -54,7 +53,6 @@ from .metrics import (
     metric_score,
 )
 from .prompts import (
-    PROMPTS_REVISION,
     AnswerAccuracyGrade,
     ContextCompletenessGrade,
     RubricItemGrade,
@@ -174,18 +172,6 @@ def check_dependencies(spec: JudgeSpec) -> None:
             )
 
 
-def deepeval_version() -> str:
-    try:
-        return importlib.metadata.version("deepeval")
-    except importlib.metadata.PackageNotFoundError:
-        return "not-installed"
-
-
-def llm_judge_version() -> str:
-    """deepeval's version plus our prompts' revision: either changing invalidates verdicts."""
-    return f"deepeval=={deepeval_version()}; evalcases-prompts=={PROMPTS_REVISION}"
-
-
 def _price_per_token(model: str) -> tuple[float, float] | None:
     """USD per prompt / completion token: OPENAI_COST_PER_*_TOKEN, else deepeval's table."""
     # deepeval: heavy; loaded in the background by now (_deepeval_loaded)
@@ -241,9 +227,6 @@ class DeepEvalJudge(Judge):
         # One drafting of GEval steps per criteria, even when many cases start at once: every
         # case of a run is then scored under the same steps. Keyed by loop (locks are per loop).
         self._steps_locks: dict[tuple[int, str], asyncio.Lock] = {}
-
-    def version(self) -> str:
-        return llm_judge_version()
 
     def warm_up(self) -> None:
         if self._spec.provider == "openai":

@@ -213,9 +213,6 @@ class LexicalJudge(Judge):
     def __init__(self) -> None:
         super().__init__("lexical")
 
-    def version(self) -> str:
-        return f"lexical-{LEXICAL_REVISION}"
-
     def stage_params(self, stage: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
         params = super().stage_params(stage, options)
         params.pop("criteria_sha", None)  # the criteria text does not change token F1

@@ -13,9 +13,6 @@ from pytest_evalcases.judges.base import Grade, StageOptions
 
 
 class _Overeager(Judge):
-    def version(self) -> str:
-        return "overeager-1"
-
     async def _grade(self, stage: str, data: JudgeInput, options: StageOptions) -> Grade:
         return Grade(float(data.answer), "sure")
 

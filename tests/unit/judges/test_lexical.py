@@ -160,7 +160,7 @@ def test_stem_rules() -> None:
 
 def test_lexical_params_version_reads() -> None:
     judge = make_judge("lexical")
-    assert judge.id == "lexical" and judge.version() == "lexical-1" == judge_version("lexical")
+    assert judge.id == "lexical" and judge_version("lexical") == "lexical-1"
     assert judge.stage_params("faithfulness", {"strict": True}) == {"strict": True}
     assert judge.stage_params("correctness", {"correctness_criteria": "x"}) == {}  # F1 ignores it
     assert judge.stage_params("context_completeness", {"accept_partial": True}) == {}
