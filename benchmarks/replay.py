@@ -314,7 +314,11 @@ def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) ->
     own_total = sum(row[1] for row in rows)
     # Inclusive: time in plugin functions entered from pytest or pluggy, plus the import of the
     # entry-point module (which imports the rest); nested plugin calls are not counted twice.
-    entry_modules = {str(Path(package, "__init__.py")), str(Path(package, "plugin.py"))}
+    entry_modules = {
+        str(Path(package, "__init__.py")),
+        str(Path(package, "pytest_plugin", "__init__.py")),
+        str(Path(package, "pytest_plugin", "hooks.py")),
+    }
     inclusive = sum(
         edge[3]
         for (file, _, func), (*_, callers) in stats.stats.items()  # type: ignore[attr-defined]

@@ -121,7 +121,7 @@ class Suite(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
-    # "calibration" suites hold judge test cases and are loaded by calibration.collect instead.
+    # "calibration" suites hold judge test cases, collected by pytest_plugin/calibration_items.py.
     kind: Literal["eval", "calibration"] = "eval"
     version: int = 1
     system: str | None = None

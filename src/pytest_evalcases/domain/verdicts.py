@@ -127,7 +127,7 @@ def verdict_labels(
     judge_id: str | None,
     judge_version: str | None,
 ) -> dict[str, str]:
-    """Labels of `verdict_key`'s fields, where a person can read one (see cassette.Labels)."""
+    """Labels of `verdict_key`'s fields, where a person can read one (store/keys.py `Labels`)."""
     found: dict[str, str | None] = {}
     if stage.name == "faithfulness":
         found["params"] = f"strict={'true' if options['strict'] else 'false'}"

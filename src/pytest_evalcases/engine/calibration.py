@@ -1,8 +1,8 @@
 """A calibration case's verdicts: replayed from its cassette, or judged live and saved.
 
 The cassette is an ordinary one: its `trace` is the material the judge read, its one verdict
-holds every repeat (see judging.LATER_REPEATS), each keyed by judge, stage options, material
-and repeat number. Replay checks all of it and calls nothing.
+holds every repeat (see core/repeats.py), each keyed by judge, stage options, material and
+repeat number. Replay checks all of it and calls nothing.
 """
 
 from __future__ import annotations

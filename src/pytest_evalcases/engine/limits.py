@@ -117,11 +117,11 @@ class CaseSlots:
     needs no system run is judged (`judging`), so that cases start one after another and stop
     starting once the rule fires. Without a rule, such a case is judged at once, as before."""
 
-    def __init__(self, concurrency: int, rule: Any = None) -> None:
+    def __init__(self, concurrency: int, rule: StopRule | None = None) -> None:
         import asyncio
 
         self._slots = asyncio.Semaphore(concurrency)
-        self.rule = rule  # a rerecording.stop.StopRule, or None
+        self.rule = rule
         self.counted: set[str] = set()  # cases whose failure the rule has counted already
 
     @asynccontextmanager

@@ -1,6 +1,8 @@
-"""The run's results, on the controller: report options and files read before anything runs,
-the per-case results gathered from the reports (the same path with and without xdist), the
-live run's completeness, the report files and baseline gate at the end, the terminal summary.
+"""The run's results, on the controller: report options and files read before anything runs
+(the baseline, a locked manifest), the per-case results gathered from the reports as they
+arrive (the same path with and without xdist; --eval-budget applied between items), and which
+cases the summary lists. The end of the run (a live run's completeness, the report files and
+baseline gate, the terminal summary) is `finish.py`.
 
 Loaded with the plugin in every run: what it needs of the report floor is imported when a run
 has results (each such import marked `# start-up:`)."""
