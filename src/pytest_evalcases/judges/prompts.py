@@ -3,7 +3,8 @@ they answer in.
 
 The judge model is called as `generate(prompt, schema=Model)`, like deepeval's metrics do, so one
 model object serves both. Bump PROMPTS_REVISION whenever a prompt or schema here changes: it is
-part of the judge version, so verdicts recorded under an older prompt become stale.
+part of the judge version (`judges.judge_version`), so verdicts recorded under an older prompt
+become stale.
 """
 
 from __future__ import annotations
