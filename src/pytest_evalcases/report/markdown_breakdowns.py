@@ -12,6 +12,21 @@ from .markdown_table import escape_cell, markdown_table
 
 GROUP_ROWS_CAP = 50  # groups may be user ids: thousands; the lowest pass rates are shown
 INGESTION_ROWS_CAP = 50  # users, in (suite, user) order; the total row counts them all
+# The rates a retrieval stage and the graph stage add beside their mean: (label, field).
+_RETRIEVAL_RATES = (
+    ("hit", "hit_at_k"),
+    ("recall", "recall_at_k"),
+    ("precision", "precision_at_k"),
+    ("MRR", "mrr"),
+    ("nDCG", "ndcg_at_k"),
+    ("MAP", "map"),
+)
+_GRAPH_RATES = (
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("hallucination", "hallucination_rate"),
+    ("omission", "omission_rate"),
+)
 
 
 def stages_section(doc: Mapping[str, Any]) -> list[str]:
@@ -45,32 +60,17 @@ def stages_section(doc: Mapping[str, Any]) -> list[str]:
     for name in doc.get("stage_order") or stages:
         s = stages[name]
         if "recall_at_k" in s:
-            k = s.get("k")
-            metrics = " · ".join(
-                f"{label} {fmt_score(s.get(key))}"
-                for label, key in (
-                    ("hit", "hit_at_k"),
-                    ("recall", "recall_at_k"),
-                    ("precision", "precision_at_k"),
-                    ("MRR", "mrr"),
-                    ("nDCG", "ndcg_at_k"),
-                    ("MAP", "map"),
-                )
-            )
-            lines += ["", f"{escape_cell(name)} @ k={escape_cell(k)}: {metrics}"]
+            metrics = _rates(s, _RETRIEVAL_RATES)
+            lines += ["", f"{escape_cell(name)} @ k={escape_cell(s.get('k'))}: {metrics}"]
         if "hallucination_rate" in s:
-            rates = " · ".join(
-                f"{label} {fmt_score(s.get(key))}"
-                for label, key in (
-                    ("precision", "precision"),
-                    ("recall", "recall"),
-                    ("hallucination", "hallucination_rate"),
-                    ("omission", "omission_rate"),
-                )
-            )
+            rates = _rates(s, _GRAPH_RATES)
             lines += ["", f"{escape_cell(name)}: {rates}"]
     lines.append("")
     return lines
+
+
+def _rates(stage: Mapping[str, Any], labels: Sequence[tuple[str, str]]) -> str:
+    return " · ".join(f"{label} {fmt_score(stage.get(key))}" for label, key in labels)
 
 
 def totals_section(doc: Mapping[str, Any]) -> list[str]:
