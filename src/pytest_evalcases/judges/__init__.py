@@ -25,9 +25,10 @@ from .base import (
     Verdict,
 )
 from .deepeval_judge import DeepEvalJudge, check_dependencies
-from .endpoint import BREAKER_ENV, DEFAULT_BREAKER_AFTER, RateLimits
+from .endpoint import BREAKER_ENV, DEFAULT_BREAKER_AFTER
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError, JudgeInputError
 from .lexical import LEXICAL_REVISION, LexicalJudge
+from .pacing import RateLimits
 from .prompts import PROMPTS_REVISION
 from .retry import RetryPolicy, env_number
 from .spec import ACCEPTED_FORMS, parse_spec, resolve_spec

@@ -41,7 +41,7 @@ from .base import (
     rubric_grade,
 )
 from .chat import ChatClient, LoopBound, completions_url, endpoint_name
-from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint, RateLimits
+from .endpoint import DEFAULT_BREAKER_AFTER, Endpoint
 from .errors import JudgeConfigError, JudgeError
 from .llm import NativeJudgeModel, OpenAIJudgeModel, deepeval_model, deepeval_model_class
 from .metrics import (
@@ -52,6 +52,7 @@ from .metrics import (
     metric_details,
     metric_score,
 )
+from .pacing import RateLimits
 from .prompts import (
     AnswerAccuracyGrade,
     ContextCompletenessGrade,

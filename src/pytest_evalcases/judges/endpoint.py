@@ -8,21 +8,15 @@ and outlives event loops (each waiter's future belongs to its own loop):
   1/cap on each success, up to `--eval-concurrency`;
 - a pause: a rate-limited reply's Retry-After (else its x-ratelimit-reset-*, else a backoff)
   holds every request to the endpoint until then, not only the one that got it;
-- client-side token buckets for requests and tokens per minute: `--eval-rpm` / `--eval-tpm`, and
-  the limits the provider announces in x-ratelimit-limit-requests / -tokens (the lower wins).
-  A request's tokens are estimated from its prompt's length before it goes out, and corrected
-  from the reply's usage;
+- client-side token buckets for requests and tokens per minute (`--eval-rpm` / `--eval-tpm`
+  and the limits the provider announces), and a pace learnt from refusals: its `Pacing`
+  (pacing.py) holds them, and says how long each request waits for them;
 - a breaker: after N connection failures or timeouts in a row (no HTTP reply at all), every
   later request of the run fails at once with a JudgeError naming the endpoint;
 - a rate-limit budget (EVALCASES_JUDGE_RATE_LIMIT_WAIT): once the endpoint has refused requests
   with no successful reply in between for that long (or the next pause would pass it), every
   request fails at once with a JudgeError naming the budget. One budget for the endpoint, not
-  one per request: requests that waited in the queue or the pause start no clock of their own;
-- a learnt pace: a rate-limited reply sets a requests bucket at the rate the endpoint was
-  really served at (successful replies over the last seconds), less a tenth; it then grows by
-  2% of itself a second, until it reaches a limit in force (then it is dropped) or the next
-  refusal cuts it again. New requests start at that pace once the pause ends, instead of all
-  together into a limit that has just refused one.
+  one per request: requests that waited in the queue or the pause start no clock of their own.
 
 Why a cap and not only buckets: without announced limits, the cap is what backs off; with them,
 the buckets pace the requests so that the provider rarely has to refuse any. The learnt pace
@@ -37,76 +31,17 @@ import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from .errors import JudgeError
 from .failures import Failure, classify
+from .pacing import Pacing, RateLimits
 from .usage import JudgeStats
 
 BREAKER_ENV = "EVALCASES_JUDGE_BREAKER"
 RATE_LIMIT_WAIT_ENV = "EVALCASES_JUDGE_RATE_LIMIT_WAIT"
 DEFAULT_BREAKER_AFTER = 5  # connection failures or timeouts in a row
-# A bucket holds this many seconds of its rate: requests go out at the limit's average pace,
-# never in a burst a provider's shorter window (often a second) would refuse.
-BURST_SECONDS = 1.0
-# The learnt pace: the served rate measured over this many seconds of successful replies, cut by
-# this factor on a refusal, then grown by this share of itself a second (a cut of a tenth is
-# won back in about five seconds: a limit that holds is probed again that often, not faster).
-SERVED_WINDOW = 3.0
-LEARNT_CUT = 0.9
-LEARNT_GROWTH = 0.02
-_ANNOUNCED = {"requests": "x-ratelimit-limit-requests", "tokens": "x-ratelimit-limit-tokens"}
-
-
-@dataclass(frozen=True)
-class RateLimits:
-    """Client-side limits for each judge endpoint; `shares` divides them (xdist workers)."""
-
-    rpm: float | None = None
-    tpm: float | None = None
-    shares: int = 1
-
-
-class TokenBucket:
-    """A reservation bucket: `reserve` takes its tokens at once (the level may go below zero, so
-    later reservations queue behind it) and says how long until they are really there. It fills
-    from `updated` on, which a provider's pause moves into the future."""
-
-    def __init__(self, per_minute: float, now: float, level: float | None = None) -> None:
-        self.per_minute = per_minute
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, self.rate * BURST_SECONDS)
-        self.level = self.capacity if level is None else min(self.capacity, level)
-        self.updated = now
-
-    def _refill(self, now: float) -> None:
-        if now > self.updated:
-            self.level = min(self.capacity, self.level + (now - self.updated) * self.rate)
-            self.updated = now
-
-    def reserve(self, cost: float, now: float) -> float:
-        """Take `cost` tokens; the seconds to wait before using them."""
-        self._refill(now)
-        self.level -= cost
-        return max(0.0, self.updated + max(0.0, -self.level) / self.rate - now)
-
-    def give_back(self, tokens: float) -> None:
-        """Correct a reservation (negative: it cost more than reserved)."""
-        self.level = min(self.capacity, self.level + tokens)
-
-    def empty_until(self, when: float) -> None:
-        """The provider refused a request: nothing is left until its pause ends, so that the
-        requests waiting for it do not go out together with a full bucket's worth."""
-        self.level = min(self.level, 0.0)
-        self.updated = max(self.updated, when)
-
-    def retune(self, per_minute: float, now: float) -> None:
-        self._refill(now)
-        self.per_minute, self.rate = per_minute, per_minute / 60.0
-        self.capacity = max(1.0, self.rate * BURST_SECONDS)
-        self.level = min(self.level, self.capacity)
 
 
 class Ticket:
@@ -170,20 +105,8 @@ class Endpoint:
         self.limited_since: float | None = None
         self._last_refusal = ""
         stats.concurrency_start = stats.concurrency = max_concurrency or 0
-        # client-side limits: the user's, the provider's (per minute), and their buckets
-        self._limits = limits or RateLimits()
-        self._announced: dict[str, float] = {}
-        self._announced_raw: dict[str, str] = {}
-        self.learnt_rpm: float | None = None  # the pace learnt from refusals (see above)
-        self._learnt_from = (0.0, 0.0)  # (the pace set at the last refusal, when)
-        self._served: deque[float] = deque()  # when recent requests were answered 2xx
-        self._buckets: dict[str, TokenBucket] = {}
-        self._requests: TokenBucket | None = None
-        self._tokens: TokenBucket | None = None
-        self._retune()
-        # token estimates, learnt from usage: ~4 characters a token in English to begin with
-        self._tokens_per_char = 0.25
-        self._completion_tokens = 100.0
+        # client-side limits, the learnt pace and their buckets
+        self.pacing = Pacing(limits, clock)
         # the breaker
         self._breaker_after = breaker_after
         self._failures_in_row = 0
@@ -205,7 +128,7 @@ class Endpoint:
             self._in_flight += 1
         try:
             ticket = Ticket(prompt_chars)
-            if self._paused_until or self._requests is not None or self._tokens is not None:
+            if self._paused_until or self.pacing.active:
                 await self._pace(ticket)
             self.raise_if_broken()  # it may have tripped while this request waited
         except BaseException:
@@ -240,12 +163,8 @@ class Endpoint:
 
     async def _pace(self, ticket: Ticket) -> None:
         now = self._clock()
-        wait = self._paused_until - now
-        if self._requests is not None:
-            wait = max(wait, self._requests.reserve(1.0, now))
-        if self._tokens is not None:
-            ticket.reserved_tokens = self.estimate_tokens(ticket.prompt_chars)
-            wait = max(wait, self._tokens.reserve(ticket.reserved_tokens, now))
+        paced, ticket.reserved_tokens = self.pacing.reserve(ticket.prompt_chars, now)
+        wait = max(self._paused_until - now, paced)
         # a spent budget fails the request even once the last pause is over
         self.check_rate_limit_budget(self._paused_until - now)
         if wait <= 0:
@@ -286,14 +205,11 @@ class Endpoint:
         """Seconds until the endpoint's current pause ends (0: not paused)."""
         return max(0.0, self._paused_until - self._clock())
 
-    def estimate_tokens(self, prompt_chars: int) -> float:
-        return math.ceil(prompt_chars * self._tokens_per_char + self._completion_tokens)
-
     # ---- outcomes -----------------------------------------------------------------------------
     def _settle(self, ticket: Ticket, exc: BaseException | None) -> None:
         try:
-            if ticket.headers is not None:
-                self._adopt(ticket)
+            if ticket.headers is not None:  # the provider's announced limits
+                self.pacing.adopt(ticket.headers, sent_since=self._sent - ticket.sent)
             if exc is None:
                 self._succeeded(ticket)
             elif isinstance(exc, Exception):  # not a cancellation
@@ -305,22 +221,17 @@ class Endpoint:
         self._failures_in_row = 0
         self._limited_rounds = 0
         self.limited_since = None  # a reply got through: the budget starts afresh
-        self._note_served()
+        self.pacing.note_served()
         if self._cap < self._ceiling:  # additive increase: +1 per round of successes
             self._cap = min(self._ceiling, self._cap + 1.0 / self._cap)
             self.stats.concurrency = int(self._cap)
         if ticket.prompt_tokens is not None:
-            self._learn(ticket)
-
-    def _learn(self, ticket: Ticket) -> None:
-        """Better estimates from the reply's usage, and the token bucket corrected by it."""
-        used = (ticket.prompt_tokens or 0) + ticket.completion_tokens
-        if ticket.prompt_chars and ticket.prompt_tokens:
-            observed = ticket.prompt_tokens / ticket.prompt_chars
-            self._tokens_per_char += 0.2 * (observed - self._tokens_per_char)
-        self._completion_tokens += 0.2 * (ticket.completion_tokens - self._completion_tokens)
-        if ticket.reserved_tokens and self._tokens is not None:
-            self._tokens.give_back(ticket.reserved_tokens - used)
+            self.pacing.learn(
+                ticket.prompt_chars,
+                ticket.prompt_tokens,
+                ticket.completion_tokens,
+                ticket.reserved_tokens,
+            )
 
     def _failed(self, ticket: Ticket, exc: Exception) -> None:
         failure = classify(exc)
@@ -338,42 +249,12 @@ class Endpoint:
         elif failure.status is not None or failure.kind == "reply":
             self._failures_in_row = 0  # the endpoint answered
 
-    def _note_served(self) -> None:
-        """A success: remembered for the served rate; the learnt pace grows with time."""
-        now = self._clock()
-        self._served.append(now)
-        while self._served[0] < now - SERVED_WINDOW:
-            self._served.popleft()
-        if self.learnt_rpm is None:
-            return
-        base, since = self._learnt_from
-        self.learnt_rpm = base * (1.0 + LEARNT_GROWTH * (now - since))
-        others = [v for v in (self._limits.rpm, self._announced.get("requests")) if v]
-        if others and self.learnt_rpm >= min(others) / max(1, self._limits.shares):
-            self.learnt_rpm = None  # the limit in force paces on its own again
-        self._retune()
-
-    def _learn_pace(self) -> None:
-        """A refusal: pace new requests at the rate the endpoint was served at, less a tenth
-        (and never faster than the pace that was just refused)."""
-        now = self._clock()
-        served = [t for t in self._served if t >= now - SERVED_WINDOW]
-        if len(served) < 2:
-            return  # nothing measured yet: the pause and the cap back off alone
-        rate = len(served) / max(BURST_SECONDS, now - served[0]) * 60.0
-        if self.learnt_rpm is not None:
-            rate = min(rate, self.learnt_rpm)
-        self.learnt_rpm = max(1.0, rate * LEARNT_CUT)
-        self._learnt_from = (self.learnt_rpm, now)
-        self._served.clear()  # measured afresh at the new pace
-        self._retune()
-
     def _rate_limited(self, ticket: Ticket, failure: Failure) -> None:
         self.stats.rate_limited += 1
         if self.limited_since is None:
             self.limited_since = self._clock()
         self._last_refusal = failure.message
-        self._learn_pace()
+        self.pacing.learn_pace()
         if ticket.epoch == self._epoch:  # the first of its round: halve what was in flight
             self._epoch += 1
             self._limited_rounds += 1
@@ -383,83 +264,21 @@ class Endpoint:
         if wait is None:
             wait = self._backoff(max(1, self._limited_rounds))
         self._paused_until = max(self._paused_until, self._clock() + min(wait, self._max_pause))
-        for bucket in self._buckets.values():
-            bucket.empty_until(self._paused_until)
+        self.pacing.empty_until(self._paused_until)
 
     def raise_if_broken(self) -> None:
         if self._broken is not None:
             raise JudgeError(self._broken)
 
     # ---- limits -------------------------------------------------------------------------------
-    def _adopt(self, ticket: Ticket) -> None:
-        """The provider's announced limits (checked on every reply; parsed when they change)."""
-        headers = ticket.headers or {}
-        changed = False
-        for kind, header in _ANNOUNCED.items():
-            raw = headers.get(header)
-            if raw is None or raw == self._announced_raw.get(kind):
-                continue
-            self._announced_raw[kind] = raw
-            value = _number(raw)
-            if value is not None and value > 0:
-                self._announced[kind] = value
-                changed = True
-        if changed:
-            self._retune(headers, sent_since=self._sent - ticket.sent)
-
-    def _per_minute(self, kind: str) -> float | None:
-        given = self._limits.rpm if kind == "requests" else self._limits.tpm
-        learnt = self.learnt_rpm if kind == "requests" else None
-        candidates = [v for v in (given, self._announced.get(kind)) if v]
-        if learnt is not None:  # measured on this worker's own traffic: not shared out again
-            shares = max(1, self._limits.shares)
-            return min([learnt, *(v / shares for v in candidates)])
-        return min(candidates) / max(1, self._limits.shares) if candidates else None
-
-    def _retune(self, headers: Mapping[str, str] | None = None, sent_since: int = 0) -> None:
-        """Buckets for the limits in force. A new one starts from what the provider said was
-        left, less the requests sent since the reply's request (they are not in its count)."""
-        now = self._clock()
-        for kind in _ANNOUNCED:
-            limit = self._per_minute(kind)
-            bucket = self._buckets.get(kind)
-            if limit is None:
-                self._buckets.pop(kind, None)
-            elif bucket is None:
-                left = _number(headers.get(f"x-ratelimit-remaining-{kind}")) if headers else None
-                if left is not None:
-                    left = left / max(1, self._limits.shares)
-                    if kind == "requests":
-                        left -= sent_since
-                self._buckets[kind] = TokenBucket(limit, now, left)
-            elif bucket.per_minute != limit:
-                bucket.retune(limit, now)
-        self._requests = self._buckets.get("requests")
-        self._tokens = self._buckets.get("tokens")
+    @property
+    def learnt_rpm(self) -> float | None:
+        """The pace learnt from refusals, in requests a minute (None: none in force)."""
+        return self.pacing.learnt_rpm
 
     def describe_limits(self) -> str:
         """The limits in force, for a message: whose they are and how many per minute."""
-        parts = []
-        for kind, flag, given in (
-            ("requests", "--eval-rpm", self._limits.rpm),
-            ("tokens", "--eval-tpm", self._limits.tpm),
-        ):
-            if given:
-                parts.append(f"{flag} {given:g}")
-            if kind in self._announced:
-                parts.append(f"{self._announced[kind]:g} {kind}/min ({_ANNOUNCED[kind]})")
-            if kind == "requests" and self.learnt_rpm is not None:
-                parts.append(f"{self.learnt_rpm:.0f} requests/min (learnt from 429s)")
-        if self._limits.shares > 1 and parts:
-            parts.append(f"shared by {self._limits.shares} xdist workers")
-        return ", ".join(parts)
-
-
-def _number(raw: str | None) -> float | None:
-    try:
-        return float(raw) if raw is not None else None
-    except ValueError:
-        return None
+        return self.pacing.describe_limits()
 
 
 class _Request:

@@ -1,6 +1,6 @@
-"""judges/endpoint under a provider's rate limit (issue 15), on a fake clock: AIMD concurrency,
-an endpoint-wide pause, client-side token buckets, reset durations, limits shared by xdist
-workers."""
+"""judges/endpoint (and the pacing it holds) under a provider's rate limit (issue 15), on a fake
+clock: AIMD concurrency, an endpoint-wide pause, client-side token buckets, reset durations,
+limits shared by xdist workers."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from pytest_evalcases.judges import (
     RateLimits,
     make_judge,
 )
-from pytest_evalcases.judges.endpoint import Endpoint, TokenBucket
+from pytest_evalcases.judges.endpoint import Endpoint
 from pytest_evalcases.judges.failures import classify, parse_duration
+from pytest_evalcases.judges.pacing import TokenBucket
 from pytest_evalcases.judges.usage import JudgeStats
 
 
@@ -128,14 +129,15 @@ def test_token_bucket_paces_reservations_and_a_refusal_empties_it() -> None:
 async def test_tokens_are_estimated_from_the_prompt_and_corrected_from_usage() -> None:
     clock = FakeClock()
     point = endpoint(clock, limits=RateLimits(tpm=6000))  # 100 tokens a second
-    assert point.estimate_tokens(400) == 200  # ~4 characters a token, ~100 for the reply
+    assert point.pacing.estimate_tokens(400) == 200  # ~4 characters a token, ~100 for the reply
     request = point.request(400)
     ticket = await request.__aenter__()
     assert ticket.reserved_tokens == 200
     ticket.used(50, 10)  # the reply's usage: 60 tokens, not 200
     await settle(request)
-    assert point._tokens is not None and point._tokens.level == pytest.approx(100 - 200 + 140)
-    assert point.estimate_tokens(400) < 200  # learnt: fewer tokens a character, shorter replies
+    tokens = point.pacing.tokens
+    assert tokens is not None and tokens.level == pytest.approx(100 - 200 + 140)
+    assert point.pacing.estimate_tokens(400) < 200  # learnt: fewer a character, shorter replies
 
     big = point.request(4000)  # ~1,000 tokens: waits for most of them, at 100 a second
     started = clock.now
@@ -156,9 +158,10 @@ async def test_announced_limits_are_adopted_and_the_lower_limit_wins() -> None:
         "x-ratelimit-remaining-tokens": "40000",
     }
     await settle(request)
-    assert point._requests is not None and point._requests.per_minute == 300  # 600 / 2 workers
-    assert point._tokens is not None and point._tokens.per_minute == 45000
-    assert point._tokens.level == pytest.approx(750)  # one second of 45,000 a minute
+    requests, tokens = point.pacing.requests, point.pacing.tokens
+    assert requests is not None and requests.per_minute == 300  # 600 / 2 workers
+    assert tokens is not None and tokens.per_minute == 45000
+    assert tokens.level == pytest.approx(750)  # one second of 45,000 a minute
     assert point.describe_limits() == (
         "--eval-rpm 600, 3000 requests/min (x-ratelimit-limit-requests), 90000 tokens/min "
         "(x-ratelimit-limit-tokens), shared by 2 xdist workers"
@@ -167,7 +170,7 @@ async def test_announced_limits_are_adopted_and_the_lower_limit_wins() -> None:
     ticket = await request.__aenter__()
     ticket.headers = {"x-ratelimit-limit-requests": "200"}
     await settle(request)
-    assert point._requests.per_minute == 100
+    assert point.pacing.requests is not None and point.pacing.requests.per_minute == 100
 
 
 @pytest.mark.parametrize(
@@ -207,7 +210,7 @@ def test_xdist_workers_share_the_client_side_limits() -> None:
         environ={"OPENAI_API_KEY": "k", "PYTEST_XDIST_WORKER_COUNT": "4"},
     )
     point = judge._chat_client().endpoint
-    assert point._requests is not None and point._requests.per_minute == 100
+    assert point.pacing.requests is not None and point.pacing.requests.per_minute == 100
     assert point.describe_limits() == "--eval-rpm 400, shared by 4 xdist workers"
 
 
