@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from ..core.errors import (
 from ..core.modes import RunMode
 from ..core.names import clip
 from ..domain.context import case_where
-from ..domain.system import key_view, normalize_trace, system_view
+from ..domain.system import normalize_trace, system_view
 from ..domain.verdicts import (
     judged_inputs,
     judged_part,
@@ -32,23 +33,16 @@ from ..domain.verdicts import (
     verdict_key,
 )
 from ..http.router import CaseHttp
-from ..store.cassette import (
-    cassette_path,
-    check_integrity,
-    edited_verdicts,
-    http_path,
-    load_cassette,
-    shown_path,
-)
-from ..store.http import interactions_hash, load_http
-from ..store.keys import changed_fields, check_key, recording_key
+from ..store.cassette import Cassette, cassette_path, load_cassette
+from ..store.keys import changed_fields, check_key
+from ..store.pair import RecordingPair
 from ..store.redaction import redact_for_output
 from ..telemetry import NO_SPANS, CaseSpans
 from .ingestion import aingest_live, reuse_explained
 from .judge_calls import judge_with_repeats
 from .limits import CaseSlots, Interrupted, recorded_cost_of
 from .recording import JudgeBinding, LiveRecording, Recording
-from .replay import key_labels_of, recorded_runs
+from .replay import case_key, key_labels_of
 from .save import save_recording
 from .turns import run_conversation
 
@@ -60,7 +54,7 @@ if TYPE_CHECKING:
 
 def _existing(
     ctx: SuiteContext, case: Case, path: Path, mode: RunMode
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+) -> tuple[Cassette | None, Cassette | None]:
     """(the cassette there is, as a new recording is compared with it; the cassette a
     --live-stale / --live-judges run may build on, None: record from scratch). A cassette of a
     newer format is never overwritten, whatever the mode; one whose HTTP file is not the one it
@@ -77,40 +71,22 @@ def _existing(
     if doc is None or mode == RunMode.LIVE:
         return doc, None
     try:  # every verdict is judged again or checked below
-        check_integrity(doc, path, ctx.rootdir, verdicts=False)
+        doc.check_integrity(path, ctx.rootdir, verdicts=False)
     except CassetteError:
         if mode == RunMode.LIVE_JUDGES:
             raise
         return doc, None
-    problem = _pair_problem(ctx, case, doc)
-    if problem is not None:
-        if mode == RunMode.LIVE_JUDGES:
-            raise CassetteError(
-                f"{problem}; re-record it with --live (--live-judges does not run the system)"
-            )
-        return doc, None
-    usable = {**doc, "verdicts": dict(doc.get("verdicts") or {})}
-    for name in edited_verdicts(doc):  # judged again: a hand-edited verdict is worth nothing
-        usable["verdicts"].pop(name, None)
-    return doc, usable
-
-
-def _pair_problem(ctx: SuiteContext, case: Case, doc: dict[str, Any]) -> str | None:
-    """Why a cassette and its HTTP file do not make a pair (the file's hash is not the one the
-    cassette names), or None. Read by live modes only, before a recording is built on."""
-    recorded = (doc.get("integrity") or {}).get("http")
-    if recorded is None:
-        return None
-    path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
-    shown = shown_path(path, ctx.rootdir)
-    try:
-        exchanges = load_http(path, shown)
-    except CassetteError as exc:
-        return str(exc).split("; ")[0]
-    if exchanges is not None and interactions_hash(exchanges) == recorded:
-        return None
-    what = "is missing" if exchanges is None else "is not the one its cassette names"
-    return f"mismatched recording: {shown} {what} (a run killed between the two writes?)"
+    if doc.http is not None:
+        pair = RecordingPair.of_case(ctx.cassette_root, ctx.suite.name, case.id)
+        torn = pair.torn(doc.http, ctx.rootdir)
+        if torn is not None:
+            if mode == RunMode.LIVE_JUDGES:
+                raise pair.torn_pair(
+                    torn.problem, "re-record it with --live (--live-judges does not run the system)"
+                )
+            return doc, None
+    # judged again: a hand-edited verdict is worth nothing
+    return doc, replace(doc, verdicts=doc.usable_verdicts())
 
 
 def _holds_for(stage: Any, old: Any, judged: dict[str, Any], trace: dict[str, Any]) -> bool:
@@ -147,7 +123,7 @@ def _still_valid(
 
 
 def _verdicts_before(
-    ctx: SuiteContext, path: Path, old_doc: dict[str, Any] | None
+    ctx: SuiteContext, path: Path, old_doc: Cassette | None
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Per run, (the verdicts a cassette holds that were not edited by hand, the trace they
     were made on): what a verdict falls back on when its judge fails. None of a cassette whose
@@ -155,13 +131,11 @@ def _verdicts_before(
     if old_doc is None:
         return []
     try:
-        check_integrity(old_doc, path, ctx.rootdir, verdicts=False)
+        old_doc.check_integrity(path, ctx.rootdir, verdicts=False)
     except CassetteError:
         return []
-    edited = set(edited_verdicts(old_doc))
-    verdicts = {k: v for k, v in (old_doc.get("verdicts") or {}).items() if k not in edited}
-    return [(verdicts, old_doc["trace"])] + [
-        (run.get("verdicts") or {}, run["trace"]) for run in old_doc.get("later_runs") or ()
+    return [(old_doc.usable_verdicts(), old_doc.trace)] + [
+        (run.verdicts, run.trace) for run in old_doc.later_runs or ()
     ]
 
 
@@ -172,7 +146,7 @@ async def record(
     mode: RunMode,
     slots: CaseSlots | None = None,
     http: Callable[[], HttpLayer] | None = None,
-    offline: tuple[dict[str, Any], dict[str, Any]] | None = None,
+    offline: tuple[Cassette, dict[str, Any]] | None = None,
     dry_run: bool = False,
     spans: CaseSpans = NO_SPANS,
 ) -> Recording:
@@ -191,23 +165,24 @@ async def record(
 
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     view = system_view(case)
-    key = recording_key(ctx.key_fields, key_view(view))
+    repairs = mode != RunMode.LIVE_JUDGES  # a broken user recording: ingested again
+    key = case_key(ctx, view, repairs)
     if offline is not None:
         old_doc, offline_trace = offline
-        existing: dict[str, Any] | None = {**old_doc, "trace": offline_trace}
-        judged_on = old_doc["trace"]  # the trace the recorded verdicts were made on
+        existing: Cassette | None = replace(old_doc, trace=offline_trace)
+        judged_on = old_doc.trace  # the trace the recorded verdicts were made on
         trace_ok = True
-        wanted = recorded_runs(old_doc)
+        wanted = old_doc.run_count
     else:
         old_doc, existing = _existing(ctx, case, path, mode)
-        judged_on = existing["trace"] if existing is not None else {}
-        trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
+        judged_on = existing.trace if existing is not None else {}
+        trace_ok = existing is not None and not changed_fields(existing.key, key)
         # --eval-runs K, else what the cassette holds (--live: 1); another count re-runs all
-        wanted = ctx.runs or (recorded_runs(existing) if existing and mode != RunMode.LIVE else 1)
-        if trace_ok and existing is not None and recorded_runs(existing) != wanted:
+        wanted = ctx.runs or (existing.run_count if existing and mode != RunMode.LIVE else 1)
+        if trace_ok and existing is not None and existing.run_count != wanted:
             if mode == RunMode.LIVE_JUDGES:
                 raise StaleRecording(
-                    f"stale recording: runs changed ({recorded_runs(existing)} "
+                    f"stale recording: runs changed ({existing.run_count} "
                     f"-> {wanted}); re-record with --live"
                 )
             trace_ok = False
@@ -217,7 +192,7 @@ async def record(
                 f"no recording for {case_where(ctx, case)} to re-judge; record it with --live"
             )
         check_key(
-            existing.get("key"),
+            existing.key,
             key,
             "",
             "--live (--live-judges re-judges a current trace)",
@@ -229,11 +204,8 @@ async def record(
     runs: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
     if trace_ok:
         assert existing is not None
-        runs.append((existing["trace"], existing.get("verdicts") or {}, judged_on))
-        runs += [
-            (run["trace"], run.get("verdicts") or {}, run["trace"])
-            for run in existing.get("later_runs") or ()
-        ]
+        runs.append((existing.trace, existing.verdicts, judged_on))
+        runs += [(run.trace, run.verdicts, run.trace) for run in existing.later_runs or ()]
     else:
         for number in range(wanted):
             trace, run_exchanges, cost = await _run_system(
@@ -242,6 +214,8 @@ async def record(
             exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
             spent += cost
             runs.append((trace, {}, {}))
+        if ctx.user is not None:  # the ingestion this run's system ran on, now known
+            key = case_key(ctx, view, repairs)
 
     run_verdicts: list[dict[str, Any]] = []
     # (run index, verdict name, stage, the case and trace it judges, key, the verdict kept if
@@ -291,9 +265,7 @@ async def record(
 
     if trace_ok and not due and offline is None:
         assert existing is not None
-        return Recording(
-            trace, verdicts, "replayed", existing.get("recorded_at"), later_runs=later_runs
-        )
+        return Recording(trace, verdicts, "replayed", existing.recorded_at, later_runs=later_runs)
 
     failed: list[str] = []  # verdicts saved as pending
     not_rejudged: list[str] = []  # verdicts whose judge failed, kept as recorded before
@@ -333,7 +305,7 @@ async def record(
                 verdict.setdefault("score", None)
                 failed.append(f"{name}{where}: {verdict['error']}")
             run_verdicts[index][name] = verdict
-    http_hash = ((existing or {}).get("integrity") or {}).get("http") if trace_ok else None
+    http_hash = existing.http if trace_ok and existing is not None else None
     # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
     doc, redacted, change = await asyncio.to_thread(
         save_recording,
@@ -367,13 +339,13 @@ async def record(
         )
     note = "; ".join(notes)
     return LiveRecording(
-        doc["trace"],
-        doc["verdicts"],
+        doc.trace,
+        doc.verdicts,
         "dry_run" if dry_run else "recorded",
-        doc["recorded_at"],
+        doc.recorded_at,
         note,
         redacted,
-        later_runs=doc.get("later_runs"),
+        later_runs=doc.later_runs_doc,
         change=change,
         pending=[entry.split(":", 1)[0].split(" (run ")[0] for entry in failed],
         not_rejudged=[entry.split(":", 1)[0].split(" (run ")[0] for entry in not_rejudged],

@@ -12,14 +12,10 @@ from ..domain.scoring import score_recording
 from ..http.match import parse_json_path
 from ..http.rerecord import keep_old_volatile, with_old_ids
 from ..http.volatile import Volatility
-from ..store.cassette import (
-    build_cassette,
-    cassette_path,
-    http_path,
-    save_cassette,
-    shown_path,
-)
-from ..store.http import http_document, interactions_hash, load_http, save_http
+from ..store.cassette import Cassette, Run, build_cassette
+from ..store.files import shown_path
+from ..store.http import http_document, interactions_hash
+from ..store.pair import RecordingPair
 from ..store.redaction import redact_secrets
 from .diff import describe_changes, describe_http_changes, same_recording
 from .replay import recording_labels
@@ -37,11 +33,11 @@ def save_recording(
     verdicts: dict[str, Any],
     exchanges: list[dict[str, Any]] | None,
     http_hash: str | None,
-    old: dict[str, Any] | None = None,
+    old: Cassette | None = None,
     dry_run: bool = False,
     later_runs: list[dict[str, Any]] | None = None,
     kept: Collection[str] = (),
-) -> tuple[dict[str, Any], int, dict[str, Any]]:
+) -> tuple[Cassette, int, dict[str, Any]]:
     """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
     holds the hash of the HTTP file as written: a kill between the two leaves a pair replay
     refuses, never one that lies, and the next live run compares the cassette with the file
@@ -59,8 +55,9 @@ def save_recording(
     (trace, verdicts, exchanges, labels, later_runs), redacted = redact_secrets(
         [trace, verdicts, exchanges, labels, later_runs]
     )
-    old_http = ((old or {}).get("integrity") or {}).get("http") if old else None
-    http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
+    old_http = old.http if old is not None else None
+    pair = RecordingPair.of_case(ctx.cassette_root, ctx.suite.name, case.id)
+    http_file = pair.http_path
     http_changes: list[str] | None = None  # what changed, when the exchanges did
     on_disk = old_http  # the hash of the HTTP file there is (checked when new exchanges come)
     if exchanges is not None:
@@ -68,7 +65,7 @@ def save_recording(
         before = None
         if old is not None:
             try:
-                before = load_http(http_file, shown_path(http_file, ctx.rootdir))
+                before = pair.read_http(ctx.rootdir)
             except CassetteError:
                 before = None
             # A kill between the two writes leaves a cassette naming another file's hash:
@@ -104,40 +101,37 @@ def save_recording(
     elif http_changes is None and http_hash == old_http and same_recording(old, doc, False):
         if same_recording(old, doc):
             # The file stays byte for byte: what is returned is what it holds, bar the timings.
-            return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
+            doc.recorded_at = old.recorded_at
+            return doc, redacted, {"kind": "unchanged"}
         # Only the labels differ (a cassette recorded before them, or before a label's long
         # form): the old recording with today's labels, so the diff holds the labels alone.
         details = describe_changes(old, doc, lambda _: {})
-        doc = {k: v for k, v in old.items() if k != "labels"}
-        if labels:
-            doc["labels"] = labels
+        doc = old.with_labels(labels)
         change = {"kind": "changed", "details": details}
     else:
 
-        def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
-            return stage_scores(ctx, case, recording)
+        def scores(run: Run) -> dict[str, tuple[bool | None, float | None]]:
+            return stage_scores(ctx, case, run)
 
         details = describe_changes(old, doc, scores, http_changes or ())
         change = {"kind": "changed", "details": details}
     if repaired:
         change["repaired"] = True
     if not dry_run:
-        if exchanges is not None and http_hash != on_disk:
-            # The HTTP file first, then the cassette naming the hash of what reached the disk:
-            # a kill between the two leaves a pair the next live run finds and repairs.
-            written = save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))
-            if written != http_hash:
-                doc["integrity"]["http"] = http_hash = written
-        save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
+        # The HTTP file (when new) and the cassette naming the hash of what reached the disk,
+        # as one pair: a kill between the two leaves one the next live run finds and repairs.
+        new_http = exchanges is not None and http_hash != on_disk
+        http_doc = http_document(ctx.suite.name, case.id, exchanges) if new_http else None
+        pair.write(doc, ctx.rootdir, http_doc)
     return doc, redacted, change
 
 
 def _with_kept_labels(
-    labels: dict[str, Any], old: dict[str, Any], kept: Collection[str]
+    labels: dict[str, Any], old: Cassette, kept: Collection[str]
 ) -> dict[str, Any]:
     """Today's labels, but those of the kept verdicts as `old` had them (the judge that made
     them, not the one that failed to re-judge them)."""
-    old_labels = old.get("labels") if isinstance(old.get("labels"), dict) else {}
+    old_labels = old.labels if isinstance(old.labels, dict) else {}
     before = old_labels.get("verdicts") if isinstance(old_labels.get("verdicts"), dict) else {}
     per_stage = dict(labels.get("verdicts") or {})
     for name in kept:
@@ -169,11 +163,10 @@ def ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
 
 
 def stage_scores(
-    ctx: SuiteContext, case: Case, recording: Any
+    ctx: SuiteContext, case: Case, run: Run
 ) -> dict[str, tuple[bool | None, float | None]]:
-    """How the suite scores a recording, stage by stage: (passed, score)."""
-    trace, verdicts = dict(recording.get("trace") or {}), recording.get("verdicts") or {}
-    scores, _ = score_recording(ctx, case, trace, verdicts)
+    """How the suite scores one run of a recording, stage by stage: (passed, score)."""
+    scores, _ = score_recording(ctx, case, dict(run.trace), run.verdicts)
     return {
         name: (None if result.judge_error else result.passed, result.score)
         for name, result, _ in scores.results
