@@ -123,16 +123,16 @@ def _refresh(
     if doc.key == key and _same_trace(doc.trace, trace):
         return Recording(trace, verdicts, "replayed_http", doc.recorded_at)
     kept = doc.trace if _same_trace(doc.trace, trace) else trace
-    new_doc, redacted, change = save_recording(
+    saved = save_recording(
         ctx, case, key, kept, doc.verdicts, None, doc.http, doc, dry_run, doc.later_runs_doc
     )
-    return LiveRecording(
+    return LiveRecording(  # today's trace, not the one saved: scored by the item
         trace,
         verdicts,
         "dry_run" if dry_run else "recorded",
-        new_doc.recorded_at,
-        redacted=redacted,
-        change=change,
+        saved.doc.recorded_at,
+        redacted=saved.redacted,
+        change=saved.change,
     )
 
 

@@ -5,6 +5,7 @@ the values a provider makes fresh on every call."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CassetteError
@@ -18,11 +19,23 @@ from ..store.http import http_document, interactions_hash
 from ..store.pair import RecordingPair
 from ..store.redaction import redact_secrets
 from .diff import describe_changes, describe_http_changes, same_recording
+from .recording import SavedScores
 from .replay import recording_labels
 
 if TYPE_CHECKING:
     from ..core.schema import Case
     from ..domain.context import SuiteContext
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What saving a recording gave: the cassette (as written, or as a dry run would write it),
+    the count of secrets redacted, what changed, and the cassette's scores (computed once)."""
+
+    doc: Cassette
+    redacted: int
+    change: dict[str, Any]
+    scores: SavedScores
 
 
 def save_recording(
@@ -37,7 +50,7 @@ def save_recording(
     dry_run: bool = False,
     later_runs: list[dict[str, Any]] | None = None,
     kept: Collection[str] = (),
-) -> tuple[Cassette, int, dict[str, Any]]:
+) -> Saved:
     """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
     holds the hash of the HTTP file as written: a kill between the two leaves a pair replay
     refuses, never one that lies, and the next live run compares the cassette with the file
@@ -45,9 +58,9 @@ def save_recording(
     from both first. The values a provider makes fresh on every call (ids, times, request ids:
     http/volatile.py) take their old form again, in the exchanges and the trace. Nothing is
     written when the recording equals `old` (the cassette there was) but for those, timings
-    and usage, nor in a dry run. Returns the cassette, the count of secrets redacted and what
-    changed. `kept`: the verdicts kept from `old` because their judge failed this time; they
-    keep their labels too."""
+    and usage, nor in a dry run. Returns the cassette, the count of secrets redacted, what
+    changed and its scores. `kept`: the verdicts kept from `old` because their judge failed this
+    time; they keep their labels too."""
 
     labels = recording_labels(ctx, case, verdicts, trace)
     if kept and old is not None:
@@ -96,22 +109,24 @@ def save_recording(
     doc = build_cassette(
         ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels, later_runs
     )
+    scored: SavedScores | None = None  # made before the diff when it reads them
     if old is None:
         change: dict[str, Any] = {"kind": "new"}
     elif http_changes is None and http_hash == old_http and same_recording(old, doc, False):
         if same_recording(old, doc):
             # The file stays byte for byte: what is returned is what it holds, bar the timings.
             doc.recorded_at = old.recorded_at
-            return doc, redacted, {"kind": "unchanged"}
+            return Saved(doc, redacted, {"kind": "unchanged"}, SavedScores(ctx, case, doc))
         # Only the labels differ (a cassette recorded before them, or before a label's long
         # form): the old recording with today's labels, so the diff holds the labels alone.
         details = describe_changes(old, doc, lambda _: {})
         doc = old.with_labels(labels)
         change = {"kind": "changed", "details": details}
     else:
+        scored = SavedScores(ctx, case, doc)  # the item and -x read the same scores
 
         def scores(run: Run) -> dict[str, tuple[bool | None, float | None]]:
-            return stage_scores(ctx, case, run)
+            return stage_scores(ctx, case, run, scored)
 
         details = describe_changes(old, doc, scores, http_changes or ())
         change = {"kind": "changed", "details": details}
@@ -123,7 +138,7 @@ def save_recording(
         new_http = exchanges is not None and http_hash != on_disk
         http_doc = http_document(ctx.suite.name, case.id, exchanges) if new_http else None
         pair.write(doc, ctx.rootdir, http_doc)
-    return doc, redacted, change
+    return Saved(doc, redacted, change, scored or SavedScores(ctx, case, doc))
 
 
 def _with_kept_labels(
@@ -163,10 +178,14 @@ def ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
 
 
 def stage_scores(
-    ctx: SuiteContext, case: Case, run: Run
+    ctx: SuiteContext, case: Case, run: Run, new: SavedScores | None = None
 ) -> dict[str, tuple[bool | None, float | None]]:
-    """How the suite scores one run of a recording, stage by stage: (passed, score)."""
-    scores, _ = score_recording(ctx, case, dict(run.trace), run.verdicts)
+    """How the suite scores one run of a recording, stage by stage: (passed, score). A run of
+    the `new` recording is read from its scores (computed once, for the item too); any other
+    (the old recording's) is scored here."""
+    scores = new.of_run(run) if new is not None else None
+    if scores is None:
+        scores, _ = score_recording(ctx, case, dict(run.trace), run.verdicts)
     return {
         name: (None if result.judge_error else result.passed, result.score)
         for name, result, _ in scores.results
