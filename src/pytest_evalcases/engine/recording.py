@@ -45,22 +45,23 @@ class SavedScores:
     recording changes (its runs' stage flips), the -x / --maxfail count and the item all read
     the same scores, and a use that never comes costs nothing."""
 
-    __slots__ = ("_case", "_ctx", "_doc", "_scored")
+    __slots__ = ("_case", "_ctx", "_runs", "_scored")
 
     def __init__(self, ctx: SuiteContext, case: Case, doc: Cassette) -> None:
-        self._ctx, self._case, self._doc = ctx, case, doc
+        self._ctx, self._case = ctx, case
+        self._runs = doc.runs  # its runs, not the cassette: the item holds it until it reports
         self._scored: RecordingScores | None = None
 
     def get(self) -> RecordingScores:
         if self._scored is None:  # a scoring that raises is raised again at the next use
-            runs = [(run.trace, run.verdicts) for run in self._doc.runs]
+            runs = [(run.trace, run.verdicts) for run in self._runs]
             self._scored = score_each_run(self._ctx, self._case, runs)
         return self._scored
 
     def of_run(self, run: Run) -> CaseScores | None:
         """`run`'s scores when it is one of this recording's runs (the same trace and verdicts),
         else None."""
-        for number, own in enumerate(self._doc.runs):
+        for number, own in enumerate(self._runs):
             if own.trace is run.trace and own.verdicts is run.verdicts:
                 return self.get().each_run[number]
         return None
