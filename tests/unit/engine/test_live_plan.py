@@ -11,10 +11,10 @@ import pytest
 
 from pytest_evalcases.core.errors import MissingRecording, StaleRecording
 from pytest_evalcases.core.modes import RunMode
-from pytest_evalcases.core.schema import Case, Suite, validate_case
+from pytest_evalcases.core.schema import Case, validate_case
 from pytest_evalcases.domain.context import SuiteContext
 from pytest_evalcases.domain.stages.registry import STAGES
-from pytest_evalcases.domain.verdicts import judge_options, judged_stages, verdict_key
+from pytest_evalcases.domain.verdicts import verdict_key
 from pytest_evalcases.engine.live_plan import (
     DueVerdict,
     OldRecording,
@@ -28,65 +28,10 @@ from pytest_evalcases.engine.live_plan import (
 from pytest_evalcases.engine.recording import JudgeBinding
 from pytest_evalcases.store.cassette import Cassette, build_cassette
 
-KEY = {"system": "aaaa1111", "case": "bbbb2222"}
-JUDGE = JudgeBinding("lexical", "1")
-TRACE = {"answer": "Paris", "context": ["Paris is the capital of France."]}
-JUDGED = (
-    "faithfulness",
-    "correctness",
-)  # faithfulness reads answer+context; correctness not context
-
-
-def _context(
-    tmp_path: Path, runs: int | None = None, stages: tuple[str, ...] = ("exact_match", *JUDGED)
-) -> SuiteContext:
-    """A suite's context as suite_contexts.suite_context builds it, with no system resolved."""
-    suite = Suite.model_validate(
-        {
-            "name": "geo",
-            "system": "geo_system:run",
-            "stages": list(stages),
-            "cases": [{"id": "capital", "input": "Capital of France?", "reference": "Paris"}],
-        }
-    )
-    return SuiteContext(
-        path=tmp_path / "geo.json",
-        suite=suite,
-        system=None,  # type: ignore[arg-type]  # the plan never runs it
-        cassette_root=tmp_path / "cassettes",
-        cassette_dir=str(tmp_path / "cassettes" / "geo"),
-        rootdir=tmp_path,
-        key_fields={"system": KEY["system"]},
-        input_fields={},
-        key_labels={"system": "geo_system:run"},
-        gating=list(suite.stages),
-        report_only=[],
-        judged=judged_stages(list(suite.stages)),
-        judge_spec="lexical",
-        judge_from="suite",
-        judge_options=judge_options(suite),
-        timeout=30.0,
-        runs=runs,
-    )
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> SuiteContext:
-    return _context(tmp_path)
-
-
-@pytest.fixture
-def case() -> Case:
-    return validate_case({"id": "capital", "input": "Capital of France?", "reference": "Paris"})
-
-
-def _verdict(ctx: SuiteContext, case: Case, name: str, judge: JudgeBinding = JUDGE) -> dict:
-    key = verdict_key(STAGES[name], case, ctx.judge_options, judge.id, judge.version)
-    return {"score": 1.0, "reason": "holds", "key": key}
-
-
-def _verdicts(ctx: SuiteContext, case: Case) -> dict[str, Any]:
-    return {name: _verdict(ctx, case, name) for name in JUDGED}
+from .geo_suite import JUDGE, JUDGED, KEY, TRACE
+from .geo_suite import geo_context as _context
+from .geo_suite import verdict as _verdict
+from .geo_suite import verdicts as _verdicts
 
 
 def _cassette(

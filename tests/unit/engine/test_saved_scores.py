@@ -3,12 +3,11 @@ the recording changes, the -x / --maxfail count and the item read; a replay scor
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_evalcases.core.schema import Case, validate_case
+from pytest_evalcases.core.schema import Case
 from pytest_evalcases.domain import scoring
 from pytest_evalcases.domain.context import SuiteContext
 from pytest_evalcases.engine import recording as recording_module
@@ -17,17 +16,7 @@ from pytest_evalcases.engine.recording import LiveRecording, Recording, SavedSco
 from pytest_evalcases.engine.save import stage_scores
 from pytest_evalcases.store.cassette import Run, build_cassette
 
-from .test_live_plan import KEY, TRACE, _context, _verdicts
-
-
-@pytest.fixture
-def ctx(tmp_path: Path) -> SuiteContext:
-    return _context(tmp_path)
-
-
-@pytest.fixture
-def case() -> Case:
-    return validate_case({"id": "capital", "input": "Capital of France?", "reference": "Paris"})
+from .geo_suite import KEY, TRACE, verdicts
 
 
 def test_a_saved_recording_is_scored_once(
@@ -40,8 +29,8 @@ def test_a_saved_recording_is_scored_once(
         return scoring.score_each_run(*args)
 
     monkeypatch.setattr(recording_module, "score_each_run", counted)
-    later = [{"trace": {**TRACE, "answer": "Lyon"}, "verdicts": _verdicts(ctx, case)}]
-    doc = build_cassette("geo", case.id, KEY, TRACE, _verdicts(ctx, case), later_runs=later)
+    later = [{"trace": {**TRACE, "answer": "Lyon"}, "verdicts": verdicts(ctx, case)}]
+    doc = build_cassette("geo", case.id, KEY, TRACE, verdicts(ctx, case), later_runs=later)
     saved = SavedScores(ctx, case, doc)
     assert calls == []  # nothing is scored until something asks
     # the recording changes read each run of the new recording from it...
@@ -69,7 +58,7 @@ def test_a_saved_recording_is_scored_once(
 
 
 def test_a_replay_is_scored_in_the_item(ctx: SuiteContext, case: Case) -> None:
-    replayed = Recording({**TRACE, "answer": "Lyon"}, _verdicts(ctx, case), "replayed")
+    replayed = Recording({**TRACE, "answer": "Lyon"}, verdicts(ctx, case), "replayed")
     shown, runs = scores_of(ctx, case, replayed)
     assert runs is None
     assert shown.first_failure is not None and shown.first_failure[0] == "exact_match"
