@@ -1,4 +1,5 @@
 """Live recording of one case: run the system (or reuse a current trace), judge what is due, save.
+What runs and what is due is planned by engine/live_plan.py, purely; this module executes the plan.
 
 Live never loses what it paid for, nor a good recording for nothing: a failed system run keeps the
 old cassette; a failed judge call saves the new trace with that verdict pending (replay then asks
@@ -128,7 +129,7 @@ async def record(
     plan = plan_runs(ctx, case, key, mode, old)
     made = await _make_runs(ctx, case, view, plan, slots, http, spans, mode, dry_run)
     verdict_plan = plan_verdicts(ctx, case, judge, mode, made.runs, plan.fallbacks)
-    if plan.reused is not None and not verdict_plan.due and offline is None:
+    if plan.reused is not None and not verdict_plan.due and not old.offline:
         assert old.base is not None
         trace, verdicts, later_runs = _as_recorded(made.runs, verdict_plan.kept)
         return Recording(trace, verdicts, "replayed", old.base.recorded_at, later_runs=later_runs)
