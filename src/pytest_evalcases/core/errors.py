@@ -32,6 +32,32 @@ class NewerCassette(CassetteError):
     """A cassette written by a newer version: never replayed, never rewritten."""
 
 
+class TornPair(CassetteError):
+    """A recording whose `.http.json` is missing, unreadable or not the one its JSON names (a
+    run killed between the two writes, or an edit by hand): replay refuses it, a live run
+    records it again. One wording: `problem` (what is wrong, naming the files), then
+    `next_step`."""
+
+    def __init__(self, problem: str, next_step: str) -> None:
+        super().__init__(
+            f"mismatched recording: {problem} (a run killed between the two writes, or an edit "
+            f"by hand?); {next_step}"
+        )
+        self.problem = problem
+
+
+class IngestionConflict(EvalCaseError):
+    """Two xdist workers of one run ingested a user to different results (a fresh memory id
+    each, no `user_ready` to share one): the later one's cases are not recorded, so every
+    case recorded runs on the ingestion the user's recording keeps."""
+
+
+class RecordingWriteError(CassetteError):
+    """The plugin could not write a recording (a folder where the file goes, a read-only
+    folder, a full disk, a recording over the size cap): ours, never the system's; both files
+    of the pair are left as they were."""
+
+
 class TraceError(EvalCaseError):
     """The system returned something that is not a trace."""
 

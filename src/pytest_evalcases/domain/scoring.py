@@ -66,6 +66,12 @@ def score_runs(
     scored = [
         score_case(suite, case, trace, verdicts, gating, report_only) for trace, verdicts in runs
     ]
+    return runs_summary(scored)
+
+
+def runs_summary(scored: Sequence[CaseScores]) -> tuple[CaseScores, dict[str, Any]]:
+    """Runs scored one by one (run 1 first): the scores shown (the first failing run's, else
+    run 1's) and the result's `runs` block."""
     shown = next((s for s in scored if s.first_failure is not None), scored[0])
     passed = [s.first_failure is None for s in scored]
     stages: dict[str, list[bool | None]] = {}
@@ -73,7 +79,7 @@ def score_runs(
         for name, result, _ in scores.results:
             stages.setdefault(name, []).append(None if result.judge_error else result.passed)
     info = {
-        "k": len(runs),
+        "k": len(scored),
         "passed_runs": sum(passed),
         "passed": passed,
         "shown_run": scored.index(shown) + 1,
@@ -95,8 +101,36 @@ def score_recording(
     if later_runs:
         runs = [(trace, verdicts)]
         runs += [(run["trace"], run.get("verdicts") or {}) for run in later_runs]
-        return score_runs(ctx.suite, case, runs, ctx.gating, ctx.report_only)
+        scored = score_each_run(ctx, case, runs)
+        return scored.shown, scored.runs
     return score_case(ctx.suite, case, trace, verdicts, ctx.gating, ctx.report_only), None
+
+
+@dataclass(slots=True)
+class RecordingScores:
+    """A recording as the suite scores it: the scores shown, the result's `runs` block
+    (--eval-runs; None for one run) and each run's own scores, run 1 first."""
+
+    shown: CaseScores
+    runs: dict[str, Any] | None
+    each_run: list[CaseScores]
+
+
+def score_each_run(
+    ctx: SuiteContext,
+    case: Case,
+    runs: Sequence[tuple[dict[str, Any], Mapping[str, Any]]],
+) -> RecordingScores:
+    """`score_recording` of a recording given as its runs, (trace, verdicts) with run 1 first,
+    keeping each run's scores (what a re-recording's changes compare)."""
+    each = [
+        score_case(ctx.suite, case, trace, verdicts, ctx.gating, ctx.report_only)
+        for trace, verdicts in runs
+    ]
+    if len(each) == 1:
+        return RecordingScores(each[0], None, each)
+    shown, info = runs_summary(each)
+    return RecordingScores(shown, info, each)
 
 
 def runs_failure_message(scores: CaseScores, runs: Mapping[str, Any], whole: bool = False) -> str:

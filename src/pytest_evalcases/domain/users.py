@@ -63,12 +63,8 @@ class SuiteUser:
         self.ready_timeout = ready_timeout
         self.result: Any = None  # what setup_user returned (a memory id, counts, usage, ...)
         self.ready_wait: float | None = None  # seconds `ready` was polled, when the system has it
-        # The ingestion's figures as the reports show them (engine/ingestion.py): set when it
-        # was recorded, reused or replayed in this run, or read from its recording.
-        self.figures: dict[str, Any] | None = None
-        self.figures_read = False  # the recording was looked at for `ingestion` (plain replay)
-        self.reused_unchecked = False  # reused with no `user_ready` to say its state is there
-        self.recording_unchanged = False  # ingested again, to the recording there was
+        # The rest of this user's state in a run (the ingestion its cases run on, its figures)
+        # is the engine's: engine/user_runs.py.
         self.unpaid = 0.0  # USD the ingestion spent that --eval-budget has not counted yet
         self._lock = threading.Lock()
         self._done = False

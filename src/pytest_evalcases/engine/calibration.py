@@ -24,14 +24,10 @@ from ..core.repeats import has_repeats, later_repeats, repeats_of, with_later_re
 from ..domain.stages.judged import JUDGE_READS, scores_text
 from ..domain.stages.registry import STAGES
 from ..domain.verdicts import repeats_problem, verdict_key, verdict_labels
-from ..store.cassette import (
-    build_cassette,
-    check_integrity,
-    load_cassette,
-    save_cassette,
-    shown_path,
-)
+from ..store.cassette import Cassette, build_cassette, load_cassette
+from ..store.files import shown_path
 from ..store.keys import CASSETTE_FORMAT, check_key, stored_labels
+from ..store.pair import RecordingPair
 from .diff import same_recording
 from .judge_calls import judge_with_repeats
 
@@ -99,15 +95,15 @@ def replay(
             f"({shown_path(path, ctx.rootdir)})"
         )
     check_key(
-        doc.get("key"),
+        doc.key,
         cassette_key(target),
         "",
         "--live",
-        labels=lambda: (stored_labels(doc, "key"), {}),
+        labels=lambda: (stored_labels(doc.labels, "key"), {}),
     )
-    check_integrity(doc, path, ctx.rootdir)
+    doc.check_integrity(path, ctx.rootdir)
     stage = target.case.stage
-    verdict = (doc.get("verdicts") or {}).get(stage)
+    verdict = doc.verdicts.get(stage)
     if not isinstance(verdict, dict):
         raise MissingRecording(
             f"no recorded verdict for stage {stage} of calibration case {_where(ctx, target)}; "
@@ -127,7 +123,7 @@ def replay(
         expected,
         f" (verdict {stage})",
         "--live",
-        labels=lambda: (stored_labels(doc, "verdicts", stage), _labels(target, judge)),
+        labels=lambda: (stored_labels(doc.labels, "verdicts", stage), _labels(target, judge)),
     )
     problem = repeats_problem(_comparable(verdict, judge), expected, ctx.suite.repeats)
     if problem is not None:
@@ -135,7 +131,7 @@ def replay(
             f'stale recording (verdict {stage}): {problem} (the suite\'s "repeats"); '
             "re-record with --live"
         )
-    return CalibrationRecording(verdict, "replayed", doc.get("recorded_at"))
+    return CalibrationRecording(verdict, "replayed", doc.recorded_at)
 
 
 def _comparable(verdict: dict[str, Any], judge: JudgeBinding) -> dict[str, Any]:
@@ -220,18 +216,19 @@ async def record(
     if change["kind"] == "unchanged":
         assert old is not None
         return CalibrationRecording(
-            old["verdicts"][target.case.stage], "recorded", old.get("recorded_at"), change=change
+            old.verdicts[target.case.stage], "recorded", old.recorded_at, change=change
         )
     if not dry_run:
         import asyncio
 
-        await asyncio.to_thread(save_cassette, path, doc)
+        pair = RecordingPair.of_case(Path(ctx.cassette_dir).parent, ctx.suite.name, target.case.id)
+        await asyncio.to_thread(pair.write, doc, ctx.rootdir)
     return CalibrationRecording(
-        verdict, "dry_run" if dry_run else "recorded", doc["recorded_at"], change=change
+        verdict, "dry_run" if dry_run else "recorded", doc.recorded_at, change=change
     )
 
 
-def _change(old: dict[str, Any] | None, new: dict[str, Any], stage: str) -> dict[str, Any]:
+def _change(old: Cassette | None, new: Cassette, stage: str) -> dict[str, Any]:
     """What a re-recording changed, as the `recording changes` section lists it."""
 
     if old is None:
@@ -239,8 +236,8 @@ def _change(old: dict[str, Any] | None, new: dict[str, Any], stage: str) -> dict
     if same_recording(old, new):
         return {"kind": "unchanged"}
 
-    def scores(doc: dict[str, Any]) -> str:
-        verdict = (doc.get("verdicts") or {}).get(stage)
+    def scores(doc: Cassette) -> str:
+        verdict = doc.verdicts.get(stage)
         if not isinstance(verdict, dict):
             return "-"
         return scores_text([float(v.get("score") or 0.0) for v in repeats_of(verdict)])

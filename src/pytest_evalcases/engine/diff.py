@@ -18,6 +18,7 @@ from ..core.repeats import later_repeats, with_later_repeats
 from ..http.match import ABSENT
 from ..http.rerecord import Rerecorded, exchange_differences
 from ..http.volatile import Volatility
+from ..store.cassette import Cassette, Run
 
 # Never equal between two runs of the same system: left out wherever they appear in a trace or
 # a verdict (a verdict's `calls` counts its model requests, retries included).
@@ -31,9 +32,9 @@ SHOWN_CHARS = 60
 # Differences of the HTTP exchanges shown for one case (the rest are counted).
 SHOWN_HTTP_DIFFERENCES = 6
 
-# A recording (trace and verdicts) -> stage -> (passed, score): how the suite scores it, in the
+# A run (its trace and verdicts) -> stage -> (passed, score): how the suite scores it, in the
 # suite's stage order (passed None: the stage does not apply, or its verdict is pending).
-StageScores = Callable[[Mapping[str, Any]], "dict[str, tuple[bool | None, float | None]]"]
+StageScores = Callable[[Run], "dict[str, tuple[bool | None, float | None]]"]
 
 
 def stable(value: Any, drop: frozenset[str] = VOLATILE_KEYS) -> Any:
@@ -61,28 +62,23 @@ def _stable_verdicts(verdicts: Any) -> Any:
     return {name: stable_verdict(v) for name, v in verdicts.items()}
 
 
-def same_recording(old: Mapping[str, Any], new: Mapping[str, Any], labels: bool = True) -> bool:
+def same_recording(old: Cassette, new: Cassette, labels: bool = True) -> bool:
     """Equal but for what no two runs share (the HTTP recording is compared on its own); with
     `labels` False, whatever their labels."""
     fields = _COMPARED_FIELDS if labels else _COMPARED_FIELDS[:-1]
     return (
-        all(old.get(name) == new.get(name) for name in fields)
-        and stable(old.get("trace")) == stable(new.get("trace"))
-        and _stable_verdicts(old.get("verdicts") or {}) == _stable_verdicts(new.get("verdicts"))
-        and _stable_runs(old.get("later_runs")) == _stable_runs(new.get("later_runs"))
+        all(getattr(old, name) == getattr(new, name) for name in fields)
+        and stable(old.trace) == stable(new.trace)
+        and _stable_verdicts(old.verdicts) == _stable_verdicts(new.verdicts)
+        and _stable_runs(old.later_runs) == _stable_runs(new.later_runs)
     )
 
 
-def _stable_runs(runs: Any) -> Any:
+def _stable_runs(runs: list[Run] | None) -> Any:
     """Runs 2..K (--eval-runs) as compared: each trace and its verdicts without volatile keys."""
-    if not isinstance(runs, list):
-        return runs
-    return [
-        {"trace": stable(run.get("trace")), "verdicts": _stable_verdicts(run.get("verdicts"))}
-        if isinstance(run, dict)
-        else run
-        for run in runs
-    ]
+    if runs is None:
+        return None
+    return [(stable(run.trace), _stable_verdicts(run.verdicts)) for run in runs]
 
 
 def _short(value: Any) -> str:
@@ -194,8 +190,8 @@ def _score(verdict: Any) -> str:
 
 
 def describe_changes(
-    old: Mapping[str, Any],
-    new: Mapping[str, Any],
+    old: Cassette,
+    new: Cassette,
     scores: StageScores,
     http_changes: Sequence[str] = (),
 ) -> list[str]:
@@ -204,15 +200,25 @@ def describe_changes(
     stage that flipped pass/fail (old -> new score; judged or not), other verdict changes, then
     `http_changes` (what `describe_http_changes` said of the HTTP recording, when it changed)."""
     found: list[str] = []
-    old_key, new_key = old.get("key") or {}, new.get("key") or {}
+    old_key, new_key = old.key, new.key
     changed_key = sorted(
         n for n in old_key.keys() | new_key.keys() if old_key.get(n) != new_key.get(n)
     )
     if changed_key:
         found.append("key changed: " + ", ".join(changed_key))
-    elif old.get("labels") != new.get("labels"):  # labels follow the key: said when alone
-        found.append("labels added" if not old.get("labels") else "labels changed")
-    old_trace, new_trace = stable(old.get("trace") or {}), stable(new.get("trace") or {})
+    elif old.labels != new.labels:  # labels follow the key: said when alone
+        found.append("labels added" if not old.labels else "labels changed")
+    found += _run_differences(Run(old.trace, old.verdicts), Run(new.trace, new.verdicts), scores)
+    found += _run_changes(old, new, scores)
+    found += http_changes
+    return found
+
+
+def _run_differences(old: Run, new: Run, scores: StageScores) -> list[str]:
+    """What differs between two runs of one case: the answer, tool calls, retrieved ids, other
+    trace fields, stages that flipped, other verdict changes."""
+    found: list[str] = []
+    old_trace, new_trace = stable(old.trace), stable(new.trace)
     if old_trace.get("answer") != new_trace.get("answer"):
         found.append(
             f"answer: {_short(old_trace.get('answer', ''))} -> "
@@ -242,31 +248,22 @@ def describe_changes(
     flips = _stage_flips(old, new, scores)
     found += flips
     found += _verdict_changes(old, new, {flip.split(":", 1)[0] for flip in flips})
-    found += _run_changes(old, new, scores)
-    found += http_changes
     return found
 
 
-def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageScores) -> list[str]:
+def _run_changes(old: Cassette, new: Cassette, scores: StageScores) -> list[str]:
     """--eval-runs: `runs: 1 -> 3` when the count changed, else each later run's own changes
     (`run 2: ...`)."""
-    before, after = old.get("later_runs") or [], new.get("later_runs") or []
-    if not isinstance(before, list) or not isinstance(after, list):
-        return []
+    before, after = old.later_runs or [], new.later_runs or []
     if len(before) != len(after):
         return [f"runs: {len(before) + 1} -> {len(after) + 1}"]
     found = []
     for number, (was, now) in enumerate(zip(before, after, strict=True), start=2):
-        if not isinstance(was, dict) or not isinstance(now, dict):
-            continue
-        found += [
-            f"run {number}: {change}"
-            for change in describe_changes({"key": {}, **was}, {"key": {}, **now}, scores)
-        ]
+        found += [f"run {number}: {change}" for change in _run_differences(was, now, scores)]
     return found
 
 
-def _stage_flips(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageScores) -> list[str]:
+def _stage_flips(old: Run, new: Run, scores: StageScores) -> list[str]:
     """`stage: pass -> FAIL (1.00 -> 0.00)` for each stage whose outcome flipped."""
     try:
         before, after = scores(old), scores(new)
@@ -283,12 +280,10 @@ def _stage_flips(old: Mapping[str, Any], new: Mapping[str, Any], scores: StageSc
     return flips
 
 
-def _verdict_changes(
-    old: Mapping[str, Any], new: Mapping[str, Any], flipped: set[str]
-) -> list[str]:
+def _verdict_changes(old: Run, new: Run, flipped: set[str]) -> list[str]:
     """Verdicts that changed without a flip (`flipped` are shown already): pending, judged,
     re-scored, re-worded."""
-    old_verdicts, new_verdicts = old.get("verdicts") or {}, new.get("verdicts") or {}
+    old_verdicts, new_verdicts = old.verdicts, new.verdicts
     pending, others = [], []
     for stage in sorted(old_verdicts.keys() | new_verdicts.keys()):
         before, after = old_verdicts.get(stage), new_verdicts.get(stage)

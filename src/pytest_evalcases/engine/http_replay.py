@@ -4,10 +4,10 @@ replays clean, with no model call)."""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import (
-    CassetteError,
     MissingRecording,
     StaleRecording,
     SystemTimeout,
@@ -18,9 +18,9 @@ from ..domain.system import exit_message, normalize_trace
 from ..domain.verdicts import judged_inputs, judged_part, judged_units
 from ..http.router import CaseHttp, UnservedRequest
 from ..http.volatile import replay_ignored
-from ..store.cassette import http_path, shown_path
-from ..store.http import interactions_hash, load_http
+from ..store.cassette import Cassette
 from ..store.keys import REPLAY_HTTP_RUNS
+from ..store.pair import RecordingPair
 from .ingestion import ingest_offline
 from .limits import Interrupted
 from .recording import JudgeBinding, LiveRecording, Recording
@@ -48,7 +48,7 @@ def replay_http(
     (--live-stale), a case that ran clean gets its key (and trace) rewritten, with no model
     call (`dry_run`: said, not written)."""
     doc, key, trace = run_recorded(ctx, case, http)
-    recorded_trace, verdicts = doc["trace"], dict(doc.get("verdicts") or {})
+    recorded_trace, verdicts = doc.trace, dict(doc.verdicts)
     # Today's trace may need a verdict the recorded one did not (e.g. it now has a context).
     check_verdicts(
         ctx,
@@ -82,12 +82,12 @@ def replay_http(
             }
     if refresh and not rejudge:
         return _refresh(ctx, case, doc, key, trace, verdicts, dry_run)
-    return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
+    return Recording(trace, verdicts, "replayed_http", doc.recorded_at)
 
 
 def run_recorded(
     ctx: SuiteContext, case: Case, http: HttpLayer
-) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+) -> tuple[Cassette, dict[str, str], dict[str, Any]]:
     """The checked cassette, today's key and today's trace, from running the system offline.
 
     The code fingerprint is no reason for staleness here (the code itself runs); a request the
@@ -95,15 +95,10 @@ def run_recorded(
 
     doc, key, view = checked_cassette(ctx, case, ignore_prefix=REPLAY_HTTP_RUNS)
     where = case_where(ctx, case)
-    exchanges_path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
-    exchanges = load_http(exchanges_path, shown_path(exchanges_path, ctx.rootdir))
-    if exchanges is None or "http" not in doc["integrity"]:
+    pair = RecordingPair.of_case(ctx.cassette_root, ctx.suite.name, case.id)
+    if doc.http is None or not os.path.lexists(pair.http_path):
         raise MissingRecording(f"no HTTP recording for {where}; record it with --live")
-    if interactions_hash(exchanges) != doc["integrity"]["http"]:
-        raise CassetteError(
-            f"recording edited by hand: HTTP recording changed "
-            f"({shown_path(exchanges_path, ctx.rootdir)}); re-record with --live"
-        )
+    exchanges = pair.checked_http(doc.http, ctx.rootdir)
     return doc, key, run_offline(ctx, case, view, http, exchanges)
 
 
@@ -117,7 +112,7 @@ def _same_trace(old: dict[str, Any], new: dict[str, Any]) -> bool:
 def _refresh(
     ctx: SuiteContext,
     case: Case,
-    doc: dict[str, Any],
+    doc: Cassette,
     key: dict[str, str],
     trace: dict[str, Any],
     verdicts: dict[str, Any],
@@ -125,28 +120,19 @@ def _refresh(
 ) -> Recording:
     """--replay-http --live-stale: today's code gave a recording whose verdicts all still hold:
     write its key (and its trace, when it changed) without a model call."""
-    if doc.get("key") == key and _same_trace(doc["trace"], trace):
-        return Recording(trace, verdicts, "replayed_http", doc.get("recorded_at"))
-    kept = doc["trace"] if _same_trace(doc["trace"], trace) else trace
-    new_doc, redacted, change = save_recording(
-        ctx,
-        case,
-        key,
-        kept,
-        doc.get("verdicts") or {},
-        None,
-        doc["integrity"]["http"],
-        doc,
-        dry_run,
-        doc.get("later_runs"),
+    if doc.key == key and _same_trace(doc.trace, trace):
+        return Recording(trace, verdicts, "replayed_http", doc.recorded_at)
+    kept = doc.trace if _same_trace(doc.trace, trace) else trace
+    saved = save_recording(
+        ctx, case, key, kept, doc.verdicts, None, doc.http, doc, dry_run, doc.later_runs_doc
     )
-    return LiveRecording(
+    return LiveRecording(  # today's trace, not the one saved: scored by the item
         trace,
         verdicts,
         "dry_run" if dry_run else "recorded",
-        new_doc["recorded_at"],
-        redacted=redacted,
-        change=change,
+        saved.doc.recorded_at,
+        redacted=saved.redacted,
+        change=saved.change,
     )
 
 

@@ -15,38 +15,41 @@ first case, its HTTP exchanges and what it returned are recorded under
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
-from pathlib import Path
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import CassetteError, EvalCaseError, MissingRecording, StaleRecording
-from ..core.hashing import content_hash
+from ..core.errors import (
+    CassetteError,
+    EvalCaseError,
+    MissingRecording,
+    NewerCassette,
+    StaleRecording,
+)
+from ..domain.system import json_problem
 from ..domain.users import call_hook
 from ..http.rerecord import keep_old_volatile
 from ..http.router import CaseHttp, UnservedRequest
 from ..http.usage import exchanges_usage
 from ..http.volatile import Volatility, replay_ignored
-from ..store.cassette import shown_path
-from ..store.http import http_document, interactions_hash, load_http, save_http
-from ..store.keys import REPLAY_HTTP_RUNS, changed_fields, stored_labels, user_ingestion_key
+from ..store.files import shown_path
+from ..store.http import http_document, interactions_hash
+from ..store.keys import REPLAY_HTTP_RUNS, changed_fields, stored_labels
+from ..store.pair import exclusive
 from ..store.redaction import redact_secrets
 from ..store.user_recordings import (
     DRY_RUN,
     RECORDED,
     REPLAYED_HTTP,
     REUSED,
+    UserRecording,
     build_user_recording,
-    check_writable,
-    figures_of,
     load_user_recording,
-    save_user_recording,
-    user_http_path,
-    user_recording_path,
 )
 from .limits import Interrupted
 from .save import ignored_paths
+from .shared_ingestion import SharedIngestion
+from .user_runs import ingestion_key, run_of, user_pair
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
@@ -114,7 +117,7 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
         raise
     except Exception as exc:
         user = ctx.user
-        if user is None or not user.reused_unchecked:
+        if user is None or not run_of(user).reused_unchecked:
             raise
         raise ReusedIngestionError(
             f"{type(exc).__name__}: {exc} — user {user.id!r}'s ingestion was reused from its "
@@ -131,14 +134,11 @@ def _ingest_live(
     target = ctx.system.target
     if not callable(getattr(target, "setup_user", None)):
         return  # nothing to ingest: the system reads its users' files itself
-    if not callable(getattr(target, "user_ready", None)):
-        # Nothing can tell whether another process's ingestion is there for this one (an
-        # in-process memory is not): each process ingests for itself.
-        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run, turn_taken=False)
     # Under xdist, the workers running one user's cases take turns: the first ingests and
-    # records, the others find its recording current and ask user_ready, which may reuse it.
-    with _processes_taking_turns(_path(ctx, user)):
-        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run, turn_taken=True)
+    # records, the others find its recording current and reuse it (user_ready says so, or
+    # --live-stale trusts it), or ingest for themselves and must come to the same ingestion.
+    with exclusive(str(user_pair(ctx).json_path.resolve())):
+        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
 
 
 def _ingest_or_reuse(
@@ -148,25 +148,21 @@ def _ingest_or_reuse(
     http: HttpLayer | None,
     redo: bool,
     dry_run: bool,
-    turn_taken: bool,
 ) -> None:
-    """`turn_taken`: this process holds the user's turn already (never taken twice: two
-    opens of one lock file exclude each other, even in one process)."""
-    key, labels = user_ingestion_key(
-        ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
-    )
+    run = run_of(user)
+    key, labels = ingestion_key(ctx)
     old, before = _recording_there(ctx, user)
-    if old is not None and before is not None and old["key"] == key:
+    if old is not None and before is not None and old.key == key:
         user_ready = getattr(target, "user_ready", None)
         if callable(user_ready):  # the system knows whether its ingested state is still there
-            result = old.get("result")
+            result = old.result
             reuse = bool(call_hook("user_ready", user, ctx.suite.name, user_ready, result))
         else:
             reuse = not redo
         if reuse:
-            user.result = old.get("result")
-            user.figures = figures_of(old, REUSED)
-            user.reused_unchecked = not callable(user_ready)
+            user.result = old.result
+            run.took(old, REUSED)
+            run.reused_unchecked = not callable(user_ready)
             return
     if http is None:  # no HTTP layer (never in a live run that records): nothing to record
         user.set_up(target)
@@ -191,10 +187,8 @@ def _ingest_or_reuse(
             "usage": usage if usage is not None else spent.usage,
             "cost_usd": cost,
         }
-        doc = _save(
-            ctx, user, key, labels, result, exchanges, figures, old, before, dry_run, turn_taken
-        )
-        user.figures = figures_of(doc, DRY_RUN if dry_run else RECORDED)
+        doc = _save(ctx, user, key, labels, result, exchanges, figures, old, before, dry_run)
+        run.took(doc, DRY_RUN if dry_run else RECORDED)
     finally:  # paid for, even when a later step failed: --eval-budget counts it
         if cost is None:
             cost = exchanges_usage(case_http.interactions).cost_usd
@@ -205,29 +199,22 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
     target = ctx.system.target
     if not callable(getattr(target, "setup_user", None)):
         return
-    path, http_file = _path(ctx, user), _http_path(ctx, user)
-    shown = shown_path(path, ctx.rootdir)
-    old = load_user_recording(path, ctx.rootdir)
+    pair = user_pair(ctx)
+    shown = shown_path(pair.json_path, ctx.rootdir)
+    old = load_user_recording(pair.json_path, ctx.rootdir)
     exchanges: list[dict[str, Any]] = []
     if old is not None:
-        key, labels = user_ingestion_key(
-            ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
-        )
+        key, labels = ingestion_key(ctx)
         # The code runs today (as for a case under --replay-http): its change is no reason.
         stale = changed_fields(
-            _without_code(old["key"]), _without_code(key), stored_labels(old, "key"), labels
+            _without_code(old.key), _without_code(key), stored_labels(old.labels, "key"), labels
         )
         if stale:
             raise StaleRecording(
                 f"stale ingestion recording of user {user.id!r} ({shown}): {'; '.join(stale)}; "
                 "re-record it with --eval-ingest-only (or the user's cases with --live)"
             )
-        exchanges = load_http(http_file, shown_path(http_file, ctx.rootdir)) or []
-        if interactions_hash(exchanges) != old["integrity"]["http"]:
-            raise CassetteError(
-                f"ingestion recording edited by hand: {shown_path(http_file, ctx.rootdir)} is "
-                f"not the HTTP recording {shown} names; re-record it with --eval-ingest-only"
-            )
+        exchanges = pair.checked_http(old.http, ctx.rootdir)
     suite = ctx.suite
     case_http = CaseHttp(_where(ctx, user), exchanges, replay_ignored(suite), suite.allow_hosts)
     with http.case(case_http, sole=True):
@@ -244,48 +231,27 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
             )
         raise StaleRecording(f"stale ingestion recording of user {user.id!r}: {case_http.problem}")
     if old is not None:
-        user.figures = figures_of(old, REPLAYED_HTTP)
-
-
-@contextmanager
-def _processes_taking_turns(path: Path) -> Iterator[None]:
-    """An exclusive lock, across processes, named after the recording at `path` (in the
-    temporary folder, never beside the recordings). Where there is no `fcntl` (Windows), none:
-    each process ingests for itself, as under --live."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - POSIX here
-        yield
-        return
-    folder = Path(tempfile.gettempdir()) / "pytest-evalcases-locks"
-    try:
-        folder.mkdir(exist_ok=True)
-        handle = open(folder / f"{content_hash(str(path.resolve()))}.lock", "a")  # noqa: SIM115
-    except OSError:  # another account's lock file, a read-only temp folder: no turns
-        yield
-        return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes, or the process ends
-        yield
+        run_of(user).took(old, REPLAYED_HTTP)
 
 
 def _recording_there(
     ctx: SuiteContext, user: SuiteUser
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
+) -> tuple[UserRecording | None, list[dict[str, Any]] | None]:
     """The recording there is (None when there is none, or it cannot be read: a live run
     records it anew) and its HTTP exchanges (None when the pair does not hold: a write
-    interrupted between the two files, or one edited by hand)."""
+    interrupted between the two files, or one edited by hand). NewerCassette when a newer
+    pytest-evalcases wrote it: never ingested over."""
+    pair = user_pair(ctx)
     try:
-        old = load_user_recording(_path(ctx, user), ctx.rootdir)
-        if old is None:
-            return None, None
-        http_file = _http_path(ctx, user)
-        before = load_http(http_file, shown_path(http_file, ctx.rootdir)) or []
+        old = load_user_recording(pair.json_path, ctx.rootdir)
+    except NewerCassette:
+        raise
     except CassetteError:
         return None, None
-    if interactions_hash(before) != old["integrity"]["http"]:
-        return old, None
-    return old, before
+    if old is None:
+        return None, None
+    exchanges, torn = pair.paired_http(old.http, ctx.rootdir)
+    return old, None if torn is not None else exchanges
 
 
 def _save(
@@ -296,20 +262,16 @@ def _save(
     result: Any,
     exchanges: list[dict[str, Any]],
     figures: dict[str, Any],
-    old: dict[str, Any] | None,
+    old: UserRecording | None,
     before: list[dict[str, Any]] | None,
     dry_run: bool,
-    turn_taken: bool = False,
-) -> dict[str, Any]:
-    """Write the HTTP file, then the recording naming its hash (a kill between the two leaves
-    a pair the next run re-records). Secrets are redacted first. Nothing is written when the
-    same result came back over the same exchanges but for timings and a provider's fresh
-    values (those take their old form again); the result itself is never rewritten: a new
-    memory id is the service's state, not noise."""
+) -> UserRecording:
+    """Write the recording and its HTTP file as one pair (store/pair.py). Secrets are redacted
+    first. Nothing is written when the same result came back over the same exchanges but for
+    timings and a provider's fresh values (those take their old form again); the result itself
+    is never rewritten: a new memory id is the service's state, not noise."""
     (result, exchanges, labels), _ = redact_secrets([result, exchanges, labels])
-    same_result = (
-        old is not None and before is not None and old["key"] == key and old.get("result") == result
-    )
+    same_result = old is not None and before is not None and old.key == key and old.result == result
     if same_result:
         assert before is not None
         volatility = Volatility(ctx.suite.http_volatile)
@@ -318,38 +280,37 @@ def _save(
     doc = build_user_recording(
         ctx.suite.name, user.id, key, {"key": labels} if labels else {}, result, figures, http_hash
     )
-    unchanged = same_result and old is not None and old["integrity"]["http"] == http_hash
-    user.recording_unchanged = unchanged
-    if dry_run or unchanged:
+    unchanged = same_result and old is not None and old.http == http_hash
+    run_of(user).recording_unchanged = unchanged
+    if dry_run:
         return doc
-    path, http_file = _path(ctx, user), _http_path(ctx, user)
-    check_writable(path)  # before the first write: nothing goes through a symlinked folder
-    # Under xdist two workers may record one user (each ingests for itself without
-    # user_ready): the pair is written by one at a time.
-    try:
-        with nullcontext() if turn_taken else _processes_taking_turns(path):
-            if exchanges:
-                written = save_http(http_file, http_document(ctx.suite.name, user.id, exchanges))
-                doc["integrity"]["http"] = written
-            elif http_file.is_file() and not http_file.is_symlink():
-                http_file.unlink()  # an ingestion that now makes no request: its exchanges go
-            save_user_recording(path, doc)
-    except OSError as exc:  # ours, not setup_user's: say which file
-        raise CassetteError(
-            f"cannot record the ingestion of user {user.id!r}: {shown_path(path, ctx.rootdir)}: "
-            f"{exc.strerror or exc}; make {shown_path(path.parent, ctx.rootdir)} a writable "
-            "folder"
-        ) from None
+    shared = SharedIngestion(ctx)
+    shared.check(doc)  # under xdist: the ingestion another worker of this run recorded
+    if not unchanged:
+        # An ingestion that now makes no request: its exchanges go (no file reads as none).
+        http_doc = http_document(ctx.suite.name, user.id, exchanges) if exchanges else None
+        user_pair(ctx).write(doc, ctx.rootdir, http_doc, drop_http=not exchanges)
+    shared.note(doc)
     return doc
 
 
 def _recordable(result: Any, ctx: SuiteContext, user: SuiteUser) -> Any:
     """What `setup_user` returned, as JSON; None (said in the docs) when it is not JSON, e.g.
-    a client object. CassetteError when it is too big to be a summary."""
+    a client object. CassetteError when it is too big to be a summary, or is JSON no file can
+    hold (a lone surrogate, nesting too deep to read back): ours to say, naming the user."""
     try:
-        text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+        text: str | None = json.dumps(result, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return None
+    except RecursionError:
+        text = None
+    problem = json_problem(result)
+    if text is None or (problem is not None and ("surrogate" in problem or "deeper" in problem)):
+        raise CassetteError(
+            f"setup_user({user.id!r}) of suite {ctx.suite.name!r} returned a result its "
+            f"ingestion recording cannot hold: {problem or 'it nests too deep'}; return a small "
+            "summary of plain JSON (a memory id, counts, usage), not the data"
+        )
     if len(text) > RESULT_CAP:
         raise CassetteError(
             f"setup_user({user.id!r}) of suite {ctx.suite.name!r} returned {len(text):,} "
@@ -385,11 +346,3 @@ def _without_code(key: dict[str, str]) -> dict[str, str]:
 
 def _where(ctx: SuiteContext, user: SuiteUser) -> str:
     return f"{ctx.suite.name}::users/{user.id} (ingestion)"
-
-
-def _path(ctx: SuiteContext, user: SuiteUser) -> Path:
-    return user_recording_path(ctx.cassette_root, ctx.suite.name, user.id)
-
-
-def _http_path(ctx: SuiteContext, user: SuiteUser) -> Path:
-    return user_http_path(ctx.cassette_root, ctx.suite.name, user.id)

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.repeats import later_repeats
 from ..domain.context import case_where
-from ..domain.scoring import score_case
-from ..domain.stages.registry import STAGES
+from ..domain.scoring import score_recording
 
 if TYPE_CHECKING:
     from ..core.schema import Case
@@ -167,7 +166,8 @@ def recorded_cost_of(part: dict[str, Any]) -> float:
 
 
 def fails_without_judge(ctx: SuiteContext, case: Case, trace: dict[str, Any]) -> bool:
-    """Whether a gating stage that needs no verdict fails on this trace."""
-
-    plain = [name for name in ctx.gating if not STAGES[name].judged]
-    return score_case(ctx.suite, case, trace, {}, plain, []).first_failure is not None
+    """Whether a gating stage that needs no verdict fails on this trace: the trace scored as
+    the suite scores a recording, before any verdict is in (a judged stage without its verdict
+    is skipped, so it cannot fail)."""
+    scores, _ = score_recording(ctx, case, trace, {})
+    return scores.first_failure is not None

@@ -1,4 +1,5 @@
 """Live recording of one case: run the system (or reuse a current trace), judge what is due, save.
+What runs and what is due is planned by engine/live_plan.py, purely; this module executes the plan.
 
 Live never loses what it paid for, nor a good recording for nothing: a failed system run keeps the
 old cassette; a failed judge call saves the new trace with that verdict pending (replay then asks
@@ -8,47 +9,34 @@ for --live-judges); and a recording equal to the old one but for timings and usa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import (
-    CassetteError,
-    MissingRecording,
-    NewerCassette,
-    StaleRecording,
-    SystemTimeout,
-)
+from ..core.errors import CassetteError, NewerCassette, SystemTimeout
 from ..core.modes import RunMode
-from ..core.names import clip
 from ..domain.context import case_where
-from ..domain.system import key_view, normalize_trace, system_view
-from ..domain.verdicts import (
-    judged_inputs,
-    judged_part,
-    judged_units,
-    repeats_problem,
-    verdict_key,
-)
+from ..domain.system import normalize_trace, system_view
 from ..http.router import CaseHttp
-from ..store.cassette import (
-    cassette_path,
-    check_integrity,
-    edited_verdicts,
-    http_path,
-    load_cassette,
-    shown_path,
-)
-from ..store.http import interactions_hash, load_http
-from ..store.keys import changed_fields, check_key, recording_key
-from ..store.redaction import redact_for_output
+from ..store.cassette import Cassette, cassette_path, load_cassette
+from ..store.pair import RecordingPair
 from ..telemetry import NO_SPANS, CaseSpans
 from .ingestion import aingest_live, reuse_explained
 from .judge_calls import judge_with_repeats
 from .limits import CaseSlots, Interrupted, recorded_cost_of
+from .live_plan import (
+    DueVerdict,
+    OldRecording,
+    RecordedRun,
+    RunPlan,
+    apply_outcomes,
+    judge_notes,
+    plan_runs,
+    plan_verdicts,
+)
 from .recording import JudgeBinding, LiveRecording, Recording
-from .replay import key_labels_of, recorded_runs
+from .replay import case_key
 from .save import save_recording
 from .turns import run_conversation
 
@@ -58,14 +46,18 @@ if TYPE_CHECKING:
     from ..http.router import HttpLayer
 
 
-def _existing(
-    ctx: SuiteContext, case: Case, path: Path, mode: RunMode
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(the cassette there is, as a new recording is compared with it; the cassette a
-    --live-stale / --live-judges run may build on, None: record from scratch). A cassette of a
-    newer format is never overwritten, whatever the mode; one whose HTTP file is not the one it
-    names (a run killed between the two writes) is not built on: recorded again (--live-stale),
-    or refused (--live-judges runs no system)."""
+def _old_recording(
+    ctx: SuiteContext, case: Case, mode: RunMode, offline: tuple[Cassette, dict[str, Any]] | None
+) -> OldRecording:
+    """The case's recording before this run (live_plan.OldRecording). A cassette of a newer
+    format is never overwritten, whatever the mode; one whose HTTP file is not the one it names
+    (a run killed between the two writes) is not built on: recorded again (--live-stale), or
+    refused (--live-judges runs no system). `offline` (--replay-http --live-judges): the checked
+    cassette and today's trace."""
+    if offline is not None:
+        doc, trace = offline
+        return OldRecording(doc, replace(doc, trace=trace), judged_on=doc.trace)
+    path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     try:
         doc = load_cassette(path, ctx.rootdir)
     except NewerCassette:
@@ -73,96 +65,37 @@ def _existing(
     except CassetteError:
         if mode == RunMode.LIVE_JUDGES:
             raise
-        return None, None
+        return OldRecording(None, None)
     if doc is None or mode == RunMode.LIVE:
-        return doc, None
+        return OldRecording(doc, None)
     try:  # every verdict is judged again or checked below
-        check_integrity(doc, path, ctx.rootdir, verdicts=False)
+        doc.check_integrity(path, ctx.rootdir, verdicts=False)
     except CassetteError:
         if mode == RunMode.LIVE_JUDGES:
             raise
-        return doc, None
-    problem = _pair_problem(ctx, case, doc)
-    if problem is not None:
-        if mode == RunMode.LIVE_JUDGES:
-            raise CassetteError(
-                f"{problem}; re-record it with --live (--live-judges does not run the system)"
-            )
-        return doc, None
-    usable = {**doc, "verdicts": dict(doc.get("verdicts") or {})}
-    for name in edited_verdicts(doc):  # judged again: a hand-edited verdict is worth nothing
-        usable["verdicts"].pop(name, None)
-    return doc, usable
+        return OldRecording(doc, None)
+    if doc.http is not None:
+        pair = RecordingPair.of_case(ctx.cassette_root, ctx.suite.name, case.id)
+        torn = pair.torn(doc.http, ctx.rootdir)
+        if torn is not None:
+            if mode == RunMode.LIVE_JUDGES:
+                raise pair.torn_pair(
+                    torn.problem, "re-record it with --live (--live-judges does not run the system)"
+                )
+            return OldRecording(doc, None)
+    # judged again: a hand-edited verdict is worth nothing
+    return OldRecording(doc, replace(doc, verdicts=doc.usable_verdicts()))
 
 
-def _pair_problem(ctx: SuiteContext, case: Case, doc: dict[str, Any]) -> str | None:
-    """Why a cassette and its HTTP file do not make a pair (the file's hash is not the one the
-    cassette names), or None. Read by live modes only, before a recording is built on."""
-    recorded = (doc.get("integrity") or {}).get("http")
-    if recorded is None:
-        return None
-    path = http_path(ctx.cassette_root, ctx.suite.name, case.id)
-    shown = shown_path(path, ctx.rootdir)
-    try:
-        exchanges = load_http(path, shown)
-    except CassetteError as exc:
-        return str(exc).split("; ")[0]
-    if exchanges is not None and interactions_hash(exchanges) == recorded:
-        return None
-    what = "is missing" if exchanges is None else "is not the one its cassette names"
-    return f"mismatched recording: {shown} {what} (a run killed between the two writes?)"
+@dataclass(frozen=True, slots=True)
+class _SystemRuns:
+    """The runs the plan made (or reused), run 1's HTTP exchanges (None: keep the HTTP
+    recording there is), their recorded cost, and the key (a user's: its ingestion now known)."""
 
-
-def _holds_for(stage: Any, old: Any, judged: dict[str, Any], trace: dict[str, Any]) -> bool:
-    """A recorded verdict still says something true of `trace`: a finished verdict (not pending,
-    no error) made on the answer and context its stage reads now (`judged`: the trace it was
-    made on), whatever judge or key made it."""
-    return (
-        isinstance(old, dict)
-        and not old.get("pending")
-        and not old.get("error")
-        and all(
-            trace.get(name) == judged.get(name)
-            for name in ("answer", "context")
-            if name in stage.reads
-        )
-    )
-
-
-def _still_valid(
-    stage: Any,
-    old: Any,
-    expected: dict[str, str],
-    judged: dict[str, Any],
-    trace: dict[str, Any],
-    repeats: int | None = None,
-) -> bool:
-    """A recorded verdict holds for `trace` (see `_holds_for`), made under today's key (and
-    repeats): it needs no judge call."""
-    return (
-        _holds_for(stage, old, judged, trace)
-        and old.get("key") == expected
-        and repeats_problem(old, expected, repeats) is None
-    )
-
-
-def _verdicts_before(
-    ctx: SuiteContext, path: Path, old_doc: dict[str, Any] | None
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Per run, (the verdicts a cassette holds that were not edited by hand, the trace they
-    were made on): what a verdict falls back on when its judge fails. None of a cassette whose
-    trace was edited."""
-    if old_doc is None:
-        return []
-    try:
-        check_integrity(old_doc, path, ctx.rootdir, verdicts=False)
-    except CassetteError:
-        return []
-    edited = set(edited_verdicts(old_doc))
-    verdicts = {k: v for k, v in (old_doc.get("verdicts") or {}).items() if k not in edited}
-    return [(verdicts, old_doc["trace"])] + [
-        (run.get("verdicts") or {}, run["trace"]) for run in old_doc.get("later_runs") or ()
-    ]
+    runs: tuple[RecordedRun, ...]
+    exchanges: list[dict[str, Any]] | None
+    spent: float
+    key: dict[str, str]
 
 
 async def record(
@@ -172,7 +105,7 @@ async def record(
     mode: RunMode,
     slots: CaseSlots | None = None,
     http: Callable[[], HttpLayer] | None = None,
-    offline: tuple[dict[str, Any], dict[str, Any]] | None = None,
+    offline: tuple[Cassette, dict[str, Any]] | None = None,
     dry_run: bool = False,
     spans: CaseSpans = NO_SPANS,
 ) -> Recording:
@@ -185,200 +118,135 @@ async def record(
     is the checked cassette and today's trace from an offline run. `spans` (--eval-otel) traces
     each system run and each judge request.
 
-    --live-stale and --live-judges judge only what the trace lacks: verdicts that are pending,
-    missing, edited by hand, made under another key or on another answer or context.
+    What runs and what is judged is planned in engine/live_plan.py: --live-stale and
+    --live-judges judge only what the trace lacks (verdicts that are pending, missing, edited by
+    hand, made under another key or on another answer or context).
     """
-
-    path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
     view = system_view(case)
-    key = recording_key(ctx.key_fields, key_view(view))
-    if offline is not None:
-        old_doc, offline_trace = offline
-        existing: dict[str, Any] | None = {**old_doc, "trace": offline_trace}
-        judged_on = old_doc["trace"]  # the trace the recorded verdicts were made on
-        trace_ok = True
-        wanted = recorded_runs(old_doc)
-    else:
-        old_doc, existing = _existing(ctx, case, path, mode)
-        judged_on = existing["trace"] if existing is not None else {}
-        trace_ok = existing is not None and not changed_fields(existing.get("key") or {}, key)
-        # --eval-runs K, else what the cassette holds (--live: 1); another count re-runs all
-        wanted = ctx.runs or (recorded_runs(existing) if existing and mode != RunMode.LIVE else 1)
-        if trace_ok and existing is not None and recorded_runs(existing) != wanted:
-            if mode == RunMode.LIVE_JUDGES:
-                raise StaleRecording(
-                    f"stale recording: runs changed ({recorded_runs(existing)} "
-                    f"-> {wanted}); re-record with --live"
-                )
-            trace_ok = False
-    if mode == RunMode.LIVE_JUDGES and not trace_ok:
-        if existing is None:
-            raise MissingRecording(
-                f"no recording for {case_where(ctx, case)} to re-judge; record it with --live"
-            )
-        check_key(
-            existing.get("key"),
-            key,
-            "",
-            "--live (--live-judges re-judges a current trace)",
-            labels=key_labels_of(existing, ctx, case),
-        )
-    exchanges: list[dict[str, Any]] | None = None  # None: keep the HTTP recording there is
-    spent = 0.0
-    # Each run: (trace, its recorded verdicts, the trace those verdicts were made on)
-    runs: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
-    if trace_ok:
-        assert existing is not None
-        runs.append((existing["trace"], existing.get("verdicts") or {}, judged_on))
-        runs += [
-            (run["trace"], run.get("verdicts") or {}, run["trace"])
-            for run in existing.get("later_runs") or ()
-        ]
-    else:
-        for number in range(wanted):
-            trace, run_exchanges, cost = await _run_system(
-                ctx, case, view, slots, http, spans, number == 0, mode, dry_run
-            )
-            exchanges = run_exchanges if number == 0 else exchanges  # run 1's HTTP is recorded
-            spent += cost
-            runs.append((trace, {}, {}))
-
-    run_verdicts: list[dict[str, Any]] = []
-    # (run index, verdict name, stage, the case and trace it judges, key, the verdict kept if
-    # the judge fails): a conversation's verdicts are per turn (`turn2.faithfulness`)
-    due = []
-    # A judge that fails keeps the verdict recorded before, where it holds for today's trace.
-    before = (
-        [(run[1], run[2]) for run in runs]
-        if trace_ok or offline is not None
-        else _verdicts_before(ctx, path, old_doc)
-    )
-    for index, (trace, old_verdicts, judged) in enumerate(runs):
-        verdicts: dict[str, Any] = {}
-        inputs_judged = judged_inputs(ctx.judged, case, judged) if judged is not trace else {}
-        kept_verdicts, kept_on = before[index] if index < len(before) else ({}, {})
-        inputs_kept = None
-        for name, stage, judged_case, judged_trace in judged_units(ctx.judged, case, trace):
-            expected = verdict_key(stage, judged_case, ctx.judge_options, judge.id, judge.version)
-            old = old_verdicts.get(name)
-            same_input = "input" not in stage.reads or (
-                inputs_judged.get(name, judged_case.input) == judged_case.input
-            )
-            if (
-                mode != RunMode.LIVE
-                and same_input
-                and _still_valid(
-                    stage, old, expected, judged_part(judged, name), judged_trace, ctx.judge_repeats
-                )
-            ):
-                verdicts[name] = old
-                continue
-            fallback = kept_verdicts.get(name)
-            if "input" in stage.reads and fallback is not None:
-                if inputs_kept is None:
-                    inputs_kept = judged_inputs(ctx.judged, case, kept_on)
-                if inputs_kept.get(name, judged_case.input) != judged_case.input:
-                    fallback = None
-            if not _holds_for(stage, fallback, judged_part(kept_on, name), judged_trace):
-                fallback = None
-            due.append((index, name, stage, judged_case, judged_trace, expected, fallback))
-        run_verdicts.append(verdicts)
-    trace, verdicts = runs[0][0], run_verdicts[0]
-    later_runs = [
-        {"trace": run[0], "verdicts": found}
-        for run, found in zip(runs[1:], run_verdicts[1:], strict=True)
-    ] or None
-
-    if trace_ok and not due and offline is None:
-        assert existing is not None
-        return Recording(
-            trace, verdicts, "replayed", existing.get("recorded_at"), later_runs=later_runs
-        )
-
-    failed: list[str] = []  # verdicts saved as pending
-    not_rejudged: list[str] = []  # verdicts whose judge failed, kept as recorded before
-    kept: set[str] = set()
-    if due:
-        async with slots.judging() if slots is not None and trace_ok else nullcontext():
-            outcomes = await asyncio.gather(
-                *(
-                    judge_with_repeats(
-                        judge,
-                        stage.name,
-                        judged_case,
-                        judged_trace,
-                        ctx.judge_options,
-                        expected,
-                        ctx.judge_repeats or 1,
-                        spans,
-                    )
-                    for _, _, stage, judged_case, judged_trace, expected, _ in due
-                )
-            )
-        for (index, name, *_, fallback), verdict in zip(due, outcomes, strict=True):
-            cost = recorded_cost_of(verdict)
-            spent += cost
-            if slots is not None:
-                slots.spend(cost)
-            where = f" (run {index + 1})" if len(runs) > 1 else ""
-            if verdict.get("error") and fallback is not None:
-                # A verdict that held is never traded for a pending one: kept, with the key of
-                # the judge that made it, and the case listed as not re-judged.
-                not_rejudged.append(f"{name}{where}: {verdict['error']}")
-                kept.add(name)
-                run_verdicts[index][name] = fallback
-                continue
-            if verdict.get("error"):  # saved as pending: the trace and the other verdicts stay
-                verdict["pending"] = True
-                verdict.setdefault("score", None)
-                failed.append(f"{name}{where}: {verdict['error']}")
-            run_verdicts[index][name] = verdict
-    http_hash = ((existing or {}).get("integrity") or {}).get("http") if trace_ok else None
+    repairs = mode != RunMode.LIVE_JUDGES  # a broken user recording: ingested again
+    key = case_key(ctx, view, repairs)
+    old = _old_recording(ctx, case, mode, offline)
+    plan = plan_runs(ctx, case, key, mode, old)
+    made = await _make_runs(ctx, case, view, plan, slots, http, spans, mode, dry_run)
+    verdict_plan = plan_verdicts(ctx, case, judge, mode, made.runs, plan.fallbacks)
+    if plan.reused is not None and not verdict_plan.due and not old.offline:
+        assert old.base is not None
+        trace, verdicts, later_runs = _as_recorded(made.runs, verdict_plan.kept)
+        return Recording(trace, verdicts, "replayed", old.base.recorded_at, later_runs=later_runs)
+    reused = plan.reused is not None
+    outcomes = await _judge_due(ctx, judge, verdict_plan.due, slots, reused, spans)
+    judged = apply_outcomes(verdict_plan, outcomes, len(made.runs))
+    spent = made.spent
+    for cost in judged.costs:
+        spent += cost
+        if slots is not None:
+            slots.spend(cost)
+    trace, verdicts, later_runs = _as_recorded(made.runs, judged.verdicts)
     # In a worker thread: its fsync takes ~6 ms, time in which the event loop serves the judge.
-    doc, redacted, change = await asyncio.to_thread(
+    saved = await asyncio.to_thread(
         save_recording,
         ctx,
         case,
-        key,
+        made.key,
         trace,
         verdicts,
-        exchanges,
-        http_hash,
-        old_doc,
+        made.exchanges,
+        plan.http,
+        old.compared,
         dry_run,
         later_runs,
-        kept,
+        judged.kept,
     )
-    notes = []
-    # Redacted before it is cut short: a clip could leave half a key that no rule knows.
-    failed, not_rejudged = redact_for_output(failed), redact_for_output(not_rejudged)
-    if failed:
-        notes.append(
-            "judge error (" + "; ".join(clip(f, 160) for f in failed) + "); the new trace "
-            "was saved with the verdict pending: complete it with --live-judges"
-        )
-        if dry_run:
-            notes[-1] = "judge error (" + "; ".join(clip(f, 160) for f in failed) + ")"
-    if not_rejudged:
-        notes.append(
-            "not re-judged: "
-            + "; ".join(clip(f, 160) for f in not_rejudged)
-            + "; the verdict recorded before was kept"
-        )
-    note = "; ".join(notes)
+    notes = judge_notes(judged, dry_run)
+    doc = saved.doc
     return LiveRecording(
-        doc["trace"],
-        doc["verdicts"],
+        doc.trace,
+        doc.verdicts,
         "dry_run" if dry_run else "recorded",
-        doc["recorded_at"],
-        note,
-        redacted,
-        later_runs=doc.get("later_runs"),
-        change=change,
-        pending=[entry.split(":", 1)[0].split(" (run ")[0] for entry in failed],
-        not_rejudged=[entry.split(":", 1)[0].split(" (run ")[0] for entry in not_rejudged],
+        doc.recorded_at,
+        notes.text,
+        saved.redacted,
+        later_runs=doc.later_runs_doc,
+        change=saved.change,
+        pending=notes.pending,
+        not_rejudged=notes.not_rejudged,
         spent_usd=spent,
+        scoring=saved.scores,
     )
+
+
+def _as_recorded(
+    runs: Sequence[RecordedRun], verdicts: Sequence[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]] | None]:
+    """Run 1's trace and verdicts, and runs 2..K as a cassette holds them (None: one run)."""
+    later_runs = [
+        {"trace": run.trace, "verdicts": found}
+        for run, found in zip(runs[1:], verdicts[1:], strict=True)
+    ] or None
+    return runs[0].trace, verdicts[0], later_runs
+
+
+async def _make_runs(
+    ctx: SuiteContext,
+    case: Case,
+    view: Any,
+    plan: RunPlan,
+    slots: CaseSlots | None,
+    http: Callable[[], HttpLayer] | None,
+    spans: CaseSpans,
+    mode: RunMode,
+    dry_run: bool,
+) -> _SystemRuns:
+    """The runs the plan reuses, or its system runs, one after another (run 1's HTTP exchanges
+    are the ones recorded)."""
+    if plan.reused is not None:
+        return _SystemRuns(plan.reused, None, 0.0, plan.key)
+    runs: list[RecordedRun] = []
+    exchanges: list[dict[str, Any]] | None = None
+    spent = 0.0
+    for number in range(plan.wanted):
+        trace, run_exchanges, cost = await _run_system(
+            ctx, case, view, slots, http, spans, number == 0, mode, dry_run
+        )
+        exchanges = run_exchanges if number == 0 else exchanges
+        spent += cost
+        runs.append(RecordedRun(trace))
+    key = plan.key
+    if ctx.user is not None:  # the ingestion this run's system ran on, now known
+        key = case_key(ctx, view, mode != RunMode.LIVE_JUDGES)
+    return _SystemRuns(tuple(runs), exchanges, spent, key)
+
+
+async def _judge_due(
+    ctx: SuiteContext,
+    judge: JudgeBinding,
+    due: Sequence[DueVerdict],
+    slots: CaseSlots | None,
+    reused: bool,
+    spans: CaseSpans,
+) -> list[dict[str, Any]]:
+    """Every due verdict asked of the judge at once (it bounds its own requests); a case that
+    ran no system waits for a slot first when a stop rule is set (limits.CaseSlots.judging)."""
+    if not due:
+        return []
+    async with slots.judging() if slots is not None and reused else nullcontext():
+        return list(
+            await asyncio.gather(
+                *(
+                    judge_with_repeats(
+                        judge,
+                        verdict.stage.name,
+                        verdict.case,
+                        verdict.trace,
+                        ctx.judge_options,
+                        verdict.key,
+                        ctx.judge_repeats or 1,
+                        spans,
+                    )
+                    for verdict in due
+                )
+            )
+        )
 
 
 async def _run_system(

@@ -28,11 +28,8 @@ from ..domain.verdicts import (
     verdict_labels,
 )
 from ..judges import judge_version
-from ..store.cassette import (
-    check_integrity,
-    load_cassette,
-    shown_path,
-)
+from ..store.cassette import Cassette, load_cassette
+from ..store.files import shown_path
 from ..store.keys import (
     LabelSource,
     case_key_label,
@@ -41,6 +38,7 @@ from ..store.keys import (
     stored_labels,
 )
 from .recording import JudgeBinding, Recording
+from .user_runs import ingestion_fields
 
 if TYPE_CHECKING:
     from ..core.schema import Case
@@ -50,41 +48,29 @@ if TYPE_CHECKING:
 def replay(ctx: SuiteContext, case: Case, judge: JudgeBinding) -> Recording:
     """Load and check a cassette; raises MissingRecording, StaleRecording, CassetteError."""
     doc, _, _ = checked_cassette(ctx, case)
-    verdicts = doc.get("verdicts") or {}
-    check_verdicts(ctx, case, judge, doc["trace"], verdicts, doc=doc)
-    later = doc.get("later_runs")
+    check_verdicts(ctx, case, judge, doc.trace, doc.verdicts, doc=doc)
+    later = doc.later_runs_doc
     if later is not None or ctx.runs is not None:  # --eval-runs: every run's verdicts hold
         _check_runs(ctx, case, judge, doc)
-    return Recording(doc["trace"], verdicts, "replayed", doc.get("recorded_at"), later_runs=later)
+    return Recording(doc.trace, doc.verdicts, "replayed", doc.recorded_at, later_runs=later)
 
 
-def recorded_runs(doc: dict[str, Any]) -> int:
-    """How many system runs a cassette holds (--eval-runs)."""
-    return 1 + len(doc.get("later_runs") or ())
-
-
-def _check_runs(ctx: SuiteContext, case: Case, judge: JudgeBinding, doc: dict[str, Any]) -> None:
+def _check_runs(ctx: SuiteContext, case: Case, judge: JudgeBinding, doc: Cassette) -> None:
     """Every run of an --eval-runs cassette holds: as many as asked for, each run's verdicts."""
-    count = recorded_runs(doc)
+    count = doc.run_count
     if ctx.runs is not None and count != ctx.runs:
         raise StaleRecording(
             f"stale recording: runs changed ({count} -> {ctx.runs}); re-record with --live"
         )
-    for number, run in enumerate(doc.get("later_runs") or (), start=2):
+    for number, run in enumerate(doc.later_runs or (), start=2):
         check_verdicts(
-            ctx,
-            case,
-            judge,
-            run["trace"],
-            run.get("verdicts") or {},
-            f"--live (run {number} of {count})",
-            doc=doc,
+            ctx, case, judge, run.trace, run.verdicts, f"--live (run {number} of {count})", doc=doc
         )
 
 
 def checked_cassette(
     ctx: SuiteContext, case: Case, ignore_prefix: str | None = None
-) -> tuple[dict[str, Any], dict[str, str], CaseInput]:
+) -> tuple[Cassette, dict[str, str], CaseInput]:
     """The case's cassette, its key checked against today's (less the fields starting with
     `ignore_prefix`) and its content against its hashes; with today's key and the system's view
     of the case. Replay calls this once per case: keep it lean."""
@@ -96,29 +82,40 @@ def checked_cassette(
             f"({shown_path(path, ctx.rootdir)})"
         )
     view = system_view(case)
-    key = recording_key(ctx.key_fields, key_view(view))
+    key = case_key(ctx, view)
     check_key(
-        doc.get("key"),
+        doc.key,
         key,
         "",
         "--live",
         ignore_prefix=ignore_prefix,
         labels=key_labels_of(doc, ctx, case),
     )
-    check_integrity(doc, path, ctx.rootdir)
+    doc.check_integrity(path, ctx.rootdir)
     _check_trace_shapes(doc, path, ctx, case)
     return doc, key, view
 
 
-def _check_trace_shapes(doc: dict[str, Any], path: str, ctx: SuiteContext, case: Case) -> None:
+def case_key(ctx: SuiteContext, view: CaseInput, repairs: bool = False) -> dict[str, str]:
+    """Today's key of a case: the suite's fields, the hash of what the system gets of it, and
+    for a user's case the ingestion it runs on (`ingested.<user>`, engine/user_runs.py; a
+    recording of the user that cannot be used raises, or with `repairs` (--live,
+    --live-stale) reads as none, so the case is recorded again)."""
+    key = recording_key(ctx.key_fields, key_view(view))
+    if ctx.user is not None:
+        key.update(ingestion_fields(ctx, repairs)[0])
+    return key
+
+
+def _check_trace_shapes(doc: Cassette, path: str, ctx: SuiteContext, case: Case) -> None:
     """CassetteError naming the file, the case and the field when a recorded trace holds a field
     the stages cannot read (`"retrieved": 5`): a cassette written by a tool, or edited and its
     hashes recomputed, would otherwise end in a raw AttributeError or TypeError in a stage."""
-    problem = trace_shape_problem(doc["trace"])
+    problem = trace_shape_problem(doc.trace)
     where = ""
-    if problem is None and "later_runs" in doc:
-        for number, run in enumerate(doc["later_runs"], start=2):
-            problem = trace_shape_problem(run["trace"])
+    if problem is None and doc.later_runs_doc is not None:
+        for number, run in enumerate(doc.later_runs or (), start=2):
+            problem = trace_shape_problem(run.trace)
             if problem:
                 where = f" (run {number})"
                 break
@@ -141,7 +138,7 @@ def check_verdicts(
     trace: dict[str, Any],
     verdicts: dict[str, Any],
     rejudge: str = "--live-judges (re-judges the recorded trace)",
-    doc: dict[str, Any] | None = None,
+    doc: Cassette | None = None,
 ) -> None:
     """Every verdict the trace needs is recorded, under the key it would be made with today.
     `doc`, the cassette, holds the labels a stale message shows."""
@@ -170,7 +167,7 @@ def check_verdicts(
         if judge.id is None:  # no judge configured: accept whichever judge recorded it
             old.pop("judge", None), old.pop("judge_version", None)
         if old != expected:  # labels are read only for the message of a stale verdict
-            _stale_verdict(ctx, judged_case, judge, stage, old, expected, doc or {}, name)
+            _stale_verdict(ctx, judged_case, judge, stage, old, expected, doc, name)
         if has_repeats(recorded) or ctx.judge_repeats is not None:
             _check_repeats(ctx, judge, name, recorded, expected, rejudge)
 
@@ -208,13 +205,13 @@ def _stale_verdict(
     stage: Any,
     old: dict[str, Any],
     expected: dict[str, str],
-    doc: dict[str, Any],
+    doc: Cassette | None,
     name: str,
 ) -> None:
     """Raise StaleRecording for a verdict whose key differs, worded with the labels, and naming
     the override the verdict was recorded with when only that explains a changed judge."""
-    recorded = stored_labels(doc, "verdicts", name)
-    labels = doc.get("labels")
+    labels = doc.labels if doc is not None else None
+    recorded = stored_labels(labels, "verdicts", name)
     recorded_from = labels.get("judge_from") if isinstance(labels, dict) else None
 
     def both_labels() -> Any:
@@ -228,15 +225,17 @@ def _stale_verdict(
     )
 
 
-def key_labels_of(doc: dict[str, Any], ctx: SuiteContext, case: Case) -> LabelSource:
+def key_labels_of(doc: Cassette, ctx: SuiteContext, case: Case) -> LabelSource:
     """The recorded and current labels of the trace's key, computed only if asked (a stale
     message), never on the passing path."""
-    return lambda: (stored_labels(doc, "key"), trace_labels(ctx, case))
+    return lambda: (stored_labels(doc.labels, "key"), trace_labels(ctx, case))
 
 
 def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:
     """Labels of the trace key's fields today: the suite's and this case's."""
     labels = dict(ctx.key_labels)
+    if ctx.user is not None:
+        labels.update(ingestion_fields(ctx, repairs=True)[1])
     label = case_key_label(key_view(system_view(case)))
     if label is not None:
         labels["case"] = label

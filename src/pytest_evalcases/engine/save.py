@@ -5,6 +5,7 @@ the values a provider makes fresh on every call."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CassetteError
@@ -12,21 +13,29 @@ from ..domain.scoring import score_recording
 from ..http.match import parse_json_path
 from ..http.rerecord import keep_old_volatile, with_old_ids
 from ..http.volatile import Volatility
-from ..store.cassette import (
-    build_cassette,
-    cassette_path,
-    http_path,
-    save_cassette,
-    shown_path,
-)
-from ..store.http import http_document, interactions_hash, load_http, save_http
+from ..store.cassette import Cassette, Run, build_cassette
+from ..store.files import shown_path
+from ..store.http import http_document, interactions_hash
+from ..store.pair import RecordingPair
 from ..store.redaction import redact_secrets
 from .diff import describe_changes, describe_http_changes, same_recording
+from .recording import SavedScores
 from .replay import recording_labels
 
 if TYPE_CHECKING:
     from ..core.schema import Case
     from ..domain.context import SuiteContext
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What saving a recording gave: the cassette (as written, or as a dry run would write it),
+    the count of secrets redacted, what changed, and the cassette's scores (computed once)."""
+
+    doc: Cassette
+    redacted: int
+    change: dict[str, Any]
+    scores: SavedScores
 
 
 def save_recording(
@@ -37,11 +46,11 @@ def save_recording(
     verdicts: dict[str, Any],
     exchanges: list[dict[str, Any]] | None,
     http_hash: str | None,
-    old: dict[str, Any] | None = None,
+    old: Cassette | None = None,
     dry_run: bool = False,
     later_runs: list[dict[str, Any]] | None = None,
     kept: Collection[str] = (),
-) -> tuple[dict[str, Any], int, dict[str, Any]]:
+) -> Saved:
     """Write the case's HTTP recording (when there are new exchanges), then its cassette, which
     holds the hash of the HTTP file as written: a kill between the two leaves a pair replay
     refuses, never one that lies, and the next live run compares the cassette with the file
@@ -49,9 +58,9 @@ def save_recording(
     from both first. The values a provider makes fresh on every call (ids, times, request ids:
     http/volatile.py) take their old form again, in the exchanges and the trace. Nothing is
     written when the recording equals `old` (the cassette there was) but for those, timings
-    and usage, nor in a dry run. Returns the cassette, the count of secrets redacted and what
-    changed. `kept`: the verdicts kept from `old` because their judge failed this time; they
-    keep their labels too."""
+    and usage, nor in a dry run. Returns the cassette, the count of secrets redacted, what
+    changed and its scores. `kept`: the verdicts kept from `old` because their judge failed this
+    time; they keep their labels too."""
 
     labels = recording_labels(ctx, case, verdicts, trace)
     if kept and old is not None:
@@ -59,8 +68,9 @@ def save_recording(
     (trace, verdicts, exchanges, labels, later_runs), redacted = redact_secrets(
         [trace, verdicts, exchanges, labels, later_runs]
     )
-    old_http = ((old or {}).get("integrity") or {}).get("http") if old else None
-    http_file = http_path(ctx.cassette_root, ctx.suite.name, case.id)
+    old_http = old.http if old is not None else None
+    pair = RecordingPair.of_case(ctx.cassette_root, ctx.suite.name, case.id)
+    http_file = pair.http_path
     http_changes: list[str] | None = None  # what changed, when the exchanges did
     on_disk = old_http  # the hash of the HTTP file there is (checked when new exchanges come)
     if exchanges is not None:
@@ -68,7 +78,7 @@ def save_recording(
         before = None
         if old is not None:
             try:
-                before = load_http(http_file, shown_path(http_file, ctx.rootdir))
+                before = pair.read_http(ctx.rootdir)
             except CassetteError:
                 before = None
             # A kill between the two writes leaves a cassette naming another file's hash:
@@ -99,45 +109,44 @@ def save_recording(
     doc = build_cassette(
         ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels, later_runs
     )
+    scored: SavedScores | None = None  # made before the diff when it reads them
     if old is None:
         change: dict[str, Any] = {"kind": "new"}
     elif http_changes is None and http_hash == old_http and same_recording(old, doc, False):
         if same_recording(old, doc):
             # The file stays byte for byte: what is returned is what it holds, bar the timings.
-            return {**doc, "recorded_at": old.get("recorded_at")}, redacted, {"kind": "unchanged"}
+            doc.recorded_at = old.recorded_at
+            return Saved(doc, redacted, {"kind": "unchanged"}, SavedScores(ctx, case, doc))
         # Only the labels differ (a cassette recorded before them, or before a label's long
         # form): the old recording with today's labels, so the diff holds the labels alone.
         details = describe_changes(old, doc, lambda _: {})
-        doc = {k: v for k, v in old.items() if k != "labels"}
-        if labels:
-            doc["labels"] = labels
+        doc = old.with_labels(labels)
         change = {"kind": "changed", "details": details}
     else:
+        scored = SavedScores(ctx, case, doc)  # the item and -x read the same scores
 
-        def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
-            return stage_scores(ctx, case, recording)
+        def scores(run: Run) -> dict[str, tuple[bool | None, float | None]]:
+            return stage_scores(ctx, case, run, scored)
 
         details = describe_changes(old, doc, scores, http_changes or ())
         change = {"kind": "changed", "details": details}
     if repaired:
         change["repaired"] = True
     if not dry_run:
-        if exchanges is not None and http_hash != on_disk:
-            # The HTTP file first, then the cassette naming the hash of what reached the disk:
-            # a kill between the two leaves a pair the next live run finds and repairs.
-            written = save_http(http_file, http_document(ctx.suite.name, case.id, exchanges))
-            if written != http_hash:
-                doc["integrity"]["http"] = http_hash = written
-        save_cassette(cassette_path(ctx.cassette_root, ctx.suite.name, case.id), doc)
-    return doc, redacted, change
+        # The HTTP file (when new) and the cassette naming the hash of what reached the disk,
+        # as one pair: a kill between the two leaves one the next live run finds and repairs.
+        new_http = exchanges is not None and http_hash != on_disk
+        http_doc = http_document(ctx.suite.name, case.id, exchanges) if new_http else None
+        pair.write(doc, ctx.rootdir, http_doc)
+    return Saved(doc, redacted, change, scored or SavedScores(ctx, case, doc))
 
 
 def _with_kept_labels(
-    labels: dict[str, Any], old: dict[str, Any], kept: Collection[str]
+    labels: dict[str, Any], old: Cassette, kept: Collection[str]
 ) -> dict[str, Any]:
     """Today's labels, but those of the kept verdicts as `old` had them (the judge that made
     them, not the one that failed to re-judge them)."""
-    old_labels = old.get("labels") if isinstance(old.get("labels"), dict) else {}
+    old_labels = old.labels if isinstance(old.labels, dict) else {}
     before = old_labels.get("verdicts") if isinstance(old_labels.get("verdicts"), dict) else {}
     per_stage = dict(labels.get("verdicts") or {})
     for name in kept:
@@ -169,11 +178,14 @@ def ignored_paths(ctx: SuiteContext) -> list[list[str | int]]:
 
 
 def stage_scores(
-    ctx: SuiteContext, case: Case, recording: Any
+    ctx: SuiteContext, case: Case, run: Run, new: SavedScores | None = None
 ) -> dict[str, tuple[bool | None, float | None]]:
-    """How the suite scores a recording, stage by stage: (passed, score)."""
-    trace, verdicts = dict(recording.get("trace") or {}), recording.get("verdicts") or {}
-    scores, _ = score_recording(ctx, case, trace, verdicts)
+    """How the suite scores one run of a recording, stage by stage: (passed, score). A run of
+    the `new` recording is read from its scores (computed once, for the item too); any other
+    (the old recording's) is scored here."""
+    scores = new.of_run(run) if new is not None else None
+    if scores is None:
+        scores, _ = score_recording(ctx, case, dict(run.trace), run.verdicts)
     return {
         name: (None if result.judge_error else result.passed, result.score)
         for name, result, _ in scores.results

@@ -11,8 +11,8 @@ from ..core.exception_chain import exception_summary
 from ..core.repeats import has_repeats, later_repeats
 from ..domain.scoring import failure_details, result_stages
 from ..domain.turns import all_turns, turn_results
+from ..engine.user_runs import ingestion_figures
 from ..store.redaction import redact_for_output
-from ..store.user_recordings import ingestion_figures
 
 if TYPE_CHECKING:
     from ..engine.recording import Recording

@@ -20,7 +20,7 @@ from ..core.names import case_ids, shown_name, unsafe_id_reason
 from ..core.schema import validate_case
 from ..core.validation import format_validation_error, misspelled_fields
 from ..domain.context import SuiteContext
-from ..store.cassette import user_recording_stem
+from ..store.folders import user_recording_stem
 from .calibration_items import collect_calibration
 from .items import CaseItem, SuiteErrorItem
 from .session import get_session

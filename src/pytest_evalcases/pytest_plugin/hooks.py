@@ -80,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
             and settings.cassette_root.is_relative_to(settings.rootdir.resolve())
         ):
             # start-up: cassette files are touched by live runs only, here
-            from ..store.cassette import remove_dead_temp_files
+            from ..store.folders import remove_dead_temp_files
 
             state.removed_temp_files = remove_dead_temp_files(settings.cassette_root)
             state.live_marker = start_live_run(settings.cassette_root)

@@ -14,8 +14,8 @@ import pytest
 
 from ..core.modes import RunMode
 from ..core.names import shown_file
-from ..store.cassette import find_orphans, left_alone, user_recording_stem
 from ..store.files import CASE_FILE_CAP, problem_of, read_bounded
+from ..store.folders import find_orphans, left_alone, user_recording_stem
 
 if TYPE_CHECKING:
     from .session import EvalSession

@@ -15,7 +15,8 @@ from ..core.exception_chain import exception_lines
 from ..core.safe_text import terminal_safe
 from ..core.schema import Case
 from ..domain.context import SuiteContext
-from ..domain.scoring import failure_message, runs_failure_message, score_recording
+from ..domain.scoring import failure_message, runs_failure_message
+from ..engine.recording import scores_of
 from ..store.redaction import redact_for_output
 from .session import SESSION_KEY
 
@@ -164,10 +165,8 @@ class CaseItem(EvalItem):
         )
 
     def runtest(self) -> None:
-        recording = self.recording
-        scores, runs = score_recording(
-            self.ctx, self.case, recording.trace, recording.verdicts, recording.later_runs
-        )
+        # A live run's scores come with its recording (scored once); a replay's are made here.
+        scores, runs = scores_of(self.ctx, self.case, self.recording)
         self.scores, self.run_results = scores, runs  # runs: --eval-runs, the result's `runs`
         if runs is None and self.config.option.xmlpath:  # only JUnit reads them
             for name, result, _ in scores.results:

@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.modes import RunMode
-from ..domain.scoring import score_recording
 from ..engine.limits import CaseSlots, Interrupted, NotRun, StopRule
 from ..engine.live import record
-from ..engine.recording import JudgeBinding, Recording
+from ..engine.recording import JudgeBinding, Recording, scores_of
 from ..telemetry import NO_SPANS
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in
@@ -178,9 +177,7 @@ def _failed(item: CaseItem, recording: Recording) -> bool:
         return True
     if item.case.xfail or recording.status == "replayed":
         return False
-    scores, _ = score_recording(
-        item.ctx, item.case, recording.trace, recording.verdicts, recording.later_runs
-    )
+    scores, _ = scores_of(item.ctx, item.case, recording)  # the item reads the same scores
     return scores.first_failure is not None
 
 

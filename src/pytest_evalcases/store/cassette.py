@@ -2,14 +2,19 @@
 
 The key is a dict of named short hashes of everything the recording depends on. Replay recomputes
 the key and compares it field by field, so a stale recording names exactly which input changed.
+
+A `Cassette` is the parsed, checked document with named fields; it is built from the file's JSON
+in one place (`parse_cassette`, with every structure and format check) and written back as JSON
+in one place (`Cassette.to_doc`). Only this module reads a cassette's `integrity` and
+`later_runs`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,12 +24,9 @@ import pydantic_core
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import HASH_CHARS, content_hash
-from ..core.processes import process_alive
 from ..core.repeats import has_repeats, later_repeats
-from .files import CASSETTE_CAP, RefusedFile, read_bounded
+from .files import CASSETTE_CAP, RefusedFile, read_bounded, refused_message, shown_path
 from .keys import CASSETTE_FORMAT
-
-USERS_FOLDER = "users"  # a suite's ingestion recordings (store/user_recordings.py)
 
 
 def cassette_path(root: Path, suite: str, case_id: str) -> Path:
@@ -36,15 +38,198 @@ def http_path(root: Path, suite: str, case_id: str) -> Path:
     return root / suite / f"{case_id}.http.json"
 
 
-def shown_path(path: Path | str, rootdir: Path) -> str:
-    """A path as messages show it: relative to the rootdir, the same on every machine."""
-    return os.path.relpath(path, rootdir)
+@dataclass(slots=True)
+class Run:
+    """One system run of a case: its trace and the verdicts made on it (runs 2..K of
+    --eval-runs are kept as `Cassette.later_runs`)."""
+
+    trace: dict[str, Any]
+    verdicts: dict[str, Any]
 
 
-def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, Any] | None:
+@dataclass(slots=True)
+class Integrity:
+    """The content hashes a cassette holds of itself, so a hand edit is refused at replay: one
+    for the trace and verdicts together (checked on every replay), one per part (to name what
+    changed), the hash of its HTTP recording and of its later runs. Each as the file holds it
+    (a hand edit may have made it anything)."""
+
+    content: Any = None
+    trace: Any = None
+    verdicts: dict[str, Any] = field(default_factory=dict)
+    http: str | None = None
+    later_runs: Any = None
+
+    @classmethod
+    def from_doc(cls, found: Any) -> Integrity | None:
+        if not isinstance(found, dict):
+            return None
+        verdicts = found.get("verdicts")
+        http = found.get("http")
+        return cls(
+            found.get("content"),
+            found.get("trace"),
+            verdicts if isinstance(verdicts, dict) else {},
+            http if isinstance(http, str) else None,
+            found.get("later_runs"),
+        )
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "content": self.content,
+            "trace": self.trace,
+            "verdicts": self.verdicts,
+        }
+        if self.http is not None:
+            doc["http"] = self.http
+        if self.later_runs is not None:
+            doc["later_runs"] = self.later_runs
+        return doc
+
+
+@dataclass(slots=True)
+class Cassette:
+    """A case's recording as read (or about to be written). `later_runs_doc` is the file's
+    list of later runs as it holds them (what their hash is of); `later_runs` the same runs,
+    typed. `labels`: what a person reads beside the key hashes (see store/keys.py)."""
+
+    key: dict[str, Any]
+    trace: dict[str, Any]
+    verdicts: dict[str, Any]
+    integrity: Integrity | None
+    later_runs_doc: list[dict[str, Any]] | None = None
+    labels: Any = None
+    recorded_at: str | None = None
+    format: int | None = CASSETTE_FORMAT
+    suite: Any = None
+    case: Any = None
+    plugin_version: Any = None
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> Cassette:
+        """The cassette a document holds, as `load_cassette` checked its structure."""
+        return cls(
+            doc.get("key") or {},
+            doc["trace"],
+            doc.get("verdicts") or {},
+            Integrity.from_doc(doc.get("integrity")),
+            doc.get("later_runs"),
+            doc.get("labels"),
+            doc.get("recorded_at"),
+            doc.get("format"),
+            doc.get("suite"),
+            doc.get("case"),
+            doc.get("plugin_version"),
+        )
+
+    @property
+    def http(self) -> str | None:
+        """The hash of the case's HTTP recording this cassette names (None: it has none)."""
+        return self.integrity.http if self.integrity is not None else None
+
+    @property
+    def later_runs(self) -> list[Run] | None:
+        runs = self.later_runs_doc
+        if runs is None:
+            return None
+        return [Run(run["trace"], run.get("verdicts") or {}) for run in runs]
+
+    @property
+    def runs(self) -> list[Run]:
+        """Every run it holds: run 1 (`trace`, `verdicts`), then runs 2..K."""
+        return [Run(self.trace, self.verdicts), *(self.later_runs or ())]
+
+    @property
+    def run_count(self) -> int:
+        """How many system runs it holds (--eval-runs)."""
+        return 1 + len(self.later_runs_doc or ())
+
+    def with_http(self, http: str | None) -> None:
+        """Name the HTTP recording written beside it (its hash as a reader will load it)."""
+        if self.integrity is not None:
+            self.integrity.http = http
+
+    def to_doc(self) -> dict[str, Any]:
+        """The document its file holds (written with sorted keys)."""
+        doc: dict[str, Any] = {
+            "format": self.format,
+            "plugin_version": self.plugin_version,
+            "recorded_at": self.recorded_at,
+            "suite": self.suite,
+            "case": self.case,
+            "key": self.key,
+            "trace": self.trace,
+            "verdicts": self.verdicts,
+        }
+        if self.integrity is not None:
+            doc["integrity"] = self.integrity.to_doc()
+        if self.later_runs_doc is not None:
+            doc["later_runs"] = self.later_runs_doc
+        if self.labels:
+            doc["labels"] = self.labels
+        return doc
+
+    def with_labels(self, labels: Any) -> Cassette:
+        """The same recording with other labels (a re-record that only adds labels)."""
+        return replace(self, labels=labels or None)
+
+    def check_integrity(
+        self, path: Path | str, rootdir: Path | None, verdicts: bool = True
+    ) -> None:
+        """CassetteError (naming `path` relative to `rootdir`) when the trace (or, with
+        `verdicts`, a verdict) or the later runs no longer match their recorded hashes."""
+        integrity = self.integrity
+        if integrity is not None and verdicts:
+            if integrity.content == _content_as_read(self.trace, self.verdicts):
+                if self.later_runs_doc is not None:
+                    self._check_later_runs(path, rootdir)
+                return  # the common case, in one hash
+        shown = shown_path(path, rootdir) if rootdir else str(path)
+        if integrity is None:
+            raise CassetteError(
+                f"recording edited by hand: {shown} has no content hashes; re-record with --live"
+            )
+        if content_hash(self.trace) != integrity.trace:
+            raise CassetteError(
+                f"recording edited by hand: trace changed ({shown}); re-record with --live"
+            )
+        edited = self.edited_verdicts() if verdicts else []
+        if edited:
+            raise CassetteError(
+                f"recording edited by hand: verdict {edited[0]} changed ({shown}); re-judge with "
+                "--live-judges"
+            )
+        if self.later_runs_doc is not None:
+            self._check_later_runs(path, rootdir)
+
+    def _check_later_runs(self, path: Path | str, rootdir: Path | None) -> None:
+        assert self.integrity is not None
+        if content_hash(self.later_runs_doc) != self.integrity.later_runs:
+            shown = shown_path(path, rootdir) if rootdir else str(path)
+            raise CassetteError(
+                f"recording edited by hand: later runs changed ({shown}); re-record with --live"
+            )
+
+    def edited_verdicts(self) -> list[str]:
+        """The verdicts (or their hashes) that no longer match, by stage name."""
+        hashes = self.integrity.verdicts if self.integrity is not None else {}
+        return [
+            name
+            for name in sorted(self.verdicts.keys() | hashes.keys())
+            if name not in self.verdicts or content_hash(self.verdicts[name]) != hashes.get(name)
+        ]
+
+    def usable_verdicts(self) -> dict[str, Any]:
+        """Its verdicts less those edited by hand (a hand-edited verdict is worth nothing)."""
+        edited = set(self.edited_verdicts())
+        return {name: v for name, v in self.verdicts.items() if name not in edited}
+
+
+def load_cassette(path: Path | str, rootdir: Path | None = None) -> Cassette | None:
     """The cassette at `path`, None when there is none; CassetteError (naming the file relative
-    to `rootdir`) when it is unreadable, not a regular file or over the size cap. Replay calls
-    this once per case: keep it lean."""
+    to `rootdir`) when it is unreadable, not a regular file, over the size cap or not a
+    cassette; NewerCassette when a newer version wrote it. Replay calls this once per case:
+    keep it lean."""
     try:
         raw = read_bounded(path, CASSETTE_CAP)
     except FileNotFoundError:
@@ -68,35 +253,7 @@ def load_cassette(path: Path | str, rootdir: Path | None = None) -> dict[str, An
         shown = shown_path(path, rootdir) if rootdir else str(path)
         error = NewerCassette if "newer pytest-evalcases" in problem else CassetteError
         raise error(f"cassette {shown} {problem}")
-    return doc
-
-
-def read_recording(path: Path, what: str, shown: str) -> bytes | None:
-    """The bytes of a recording file (`what`: "HTTP recording", "ingestion recording"); None
-    when there is none. CassetteError naming it when it is refused (not a regular file, over
-    the size cap) or cannot be read."""
-    try:
-        return read_bounded(path, CASSETTE_CAP)
-    except FileNotFoundError:
-        return None
-    except RefusedFile as exc:
-        raise CassetteError(refused_message(what, shown, exc)) from None
-    except OSError as exc:
-        raise CassetteError(f"cannot read {what} {shown}: {exc}") from None
-
-
-def refused_message(what: str, shown: str, refused: RefusedFile) -> str:
-    """The error of a recording file refused before reading (`what`: "cassette", "HTTP
-    recording"), with the next step."""
-    if refused.too_big:
-        return (
-            f"{what} {shown} {refused.reason}: pytest-evalcases never writes one this big; look "
-            "at what it holds, then delete it and record again with --live"
-        )
-    return (
-        f"{what} {shown} {refused.reason}, not a regular file: it was not read; remove it and "
-        "record again with --live"
-    )
+    return Cassette.from_doc(doc)
 
 
 def _structure_problem(doc: Any) -> str | None:
@@ -197,8 +354,7 @@ def integrity_of(
     http: str | None,
     later_runs: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """Content hashes of what a cassette holds, so a hand edit is refused at replay: one for
-    the whole (checked on every replay), and one per part (to name what changed)."""
+    """Content hashes of what a cassette holds, as its file keeps them (see `Integrity`)."""
     as_written = json.loads(json.dumps([trace, verdicts], sort_keys=True))  # the file's order
     integrity: dict[str, Any] = {
         "content": _content_as_read(*as_written),
@@ -212,56 +368,6 @@ def integrity_of(
     return integrity
 
 
-def _check_later_runs(doc: Mapping[str, Any], integrity: Mapping[str, Any], shown: str) -> None:
-    if content_hash(doc["later_runs"]) != integrity.get("later_runs"):
-        raise CassetteError(
-            f"recording edited by hand: later runs changed ({shown}); re-record with --live"
-        )
-
-
-def check_integrity(
-    doc: Mapping[str, Any], path: Path | str, rootdir: Path | None = None, verdicts: bool = True
-) -> None:
-    """CassetteError (naming `path` relative to `rootdir`) when the trace (or, with `verdicts`,
-    a verdict) no longer matches its recorded hash."""
-    integrity = doc.get("integrity")
-    if isinstance(integrity, dict) and verdicts:
-        if integrity.get("content") == _content_as_read(doc["trace"], doc.get("verdicts") or {}):
-            if "later_runs" in doc:
-                shown = shown_path(path, rootdir) if rootdir else str(path)
-                _check_later_runs(doc, integrity, shown)
-            return  # the common case, in one hash
-    shown = shown_path(path, rootdir) if rootdir else str(path)
-    if not isinstance(integrity, dict):
-        raise CassetteError(
-            f"recording edited by hand: {shown} has no content hashes; re-record with --live"
-        )
-    if content_hash(doc["trace"]) != integrity.get("trace"):
-        raise CassetteError(
-            f"recording edited by hand: trace changed ({shown}); re-record with --live"
-        )
-    edited = edited_verdicts(doc) if verdicts else []
-    if edited:
-        raise CassetteError(
-            f"recording edited by hand: verdict {edited[0]} changed ({shown}); re-judge with "
-            "--live-judges"
-        )
-    if "later_runs" in doc:
-        _check_later_runs(doc, integrity, shown)
-
-
-def edited_verdicts(doc: Mapping[str, Any]) -> list[str]:
-    """The verdicts (or their hashes) that no longer match, by stage name."""
-    hashes = (doc.get("integrity") or {}).get("verdicts")
-    hashes = hashes if isinstance(hashes, dict) else {}
-    verdicts = doc.get("verdicts") or {}
-    return [
-        name
-        for name in sorted(verdicts.keys() | hashes.keys())
-        if name not in verdicts or content_hash(verdicts[name]) != hashes.get(name)
-    ]
-
-
 def build_cassette(
     suite: str,
     case_id: str,
@@ -271,160 +377,21 @@ def build_cassette(
     http: str | None = None,
     labels: Mapping[str, Any] | None = None,
     later_runs: list[Any] | None = None,
-) -> dict[str, Any]:
-    """A cassette document; `http` is the content hash of the case's HTTP recording, if any;
+) -> Cassette:
+    """A new cassette; `http` is the content hash of the case's HTTP recording, if any;
     `labels` what a person reads beside the key hashes (see `Labels`); `later_runs` the traces
-    and verdicts of runs 2..K (--eval-runs), run 1 being `trace` and `verdicts`."""
-    doc: dict[str, Any] = {
-        "format": CASSETTE_FORMAT,
-        "plugin_version": __version__,
-        "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "suite": suite,
-        "case": case_id,
-        "key": dict(key),
-        "trace": dict(trace),
-        "verdicts": dict(verdicts),
-        "integrity": integrity_of(trace, verdicts, http, later_runs),
-    }
-    if later_runs is not None:
-        doc["later_runs"] = later_runs
-    if labels:
-        doc["labels"] = dict(labels)
-    return doc
-
-
-def save_cassette(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write atomically: a reader (or a crash) sees the old file or the new one, never half.
-    CassetteError when the suite folder is a symlink (nothing is written through it)."""
-    problem = writable_folder_problem(path)
-    if problem:
-        folder = f"{path.parent.parent.name}/{path.parent.name}"  # as the ini names it
-        raise CassetteError(f"cannot record {path.name}: its cassette folder {folder} {problem}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def remove_dead_temp_files(root: Path) -> int:
-    """Remove the `<name>.tmp.<pid>` files that processes killed mid-write left in the suites'
-    folders (a live process's own are left alone); return how many were removed. A symlink
-    (a suite folder or a file) is never followed nor removed: what is behind it is not ours."""
-    removed = 0
-    if not root.is_dir():
-        return 0
-    suite_folders = (
-        entry.path for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)
+    and verdicts of runs 2..K (--eval-runs, as `{"trace": ..., "verdicts": ...}`), run 1 being
+    `trace` and `verdicts`."""
+    return Cassette(
+        dict(key),
+        dict(trace),
+        dict(verdicts),
+        Integrity.from_doc(integrity_of(trace, verdicts, http, later_runs)),
+        later_runs,
+        dict(labels) if labels else None,
+        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        CASSETTE_FORMAT,
+        suite,
+        case_id,
+        __version__,
     )
-    for folder in (path for suite in suite_folders for _, path in _recording_folders(suite)):
-        for entry in os.scandir(folder):
-            name, _, pid = entry.name.rpartition(".tmp.")
-            if (
-                name
-                and pid.isdigit()
-                and entry.is_file(follow_symlinks=False)
-                and not process_alive(int(pid))
-            ):
-                try:
-                    os.unlink(entry.path)
-                    removed += 1
-                except OSError:  # gone already, or not ours to remove: leave it
-                    pass
-    return removed
-
-
-def user_recording_stem(user_id: str) -> str:
-    """How a suite's list of expected recordings names a user's ingestion recording (a case id
-    never holds a `/`, so the two never meet)."""
-    return f"{USERS_FOLDER}/{user_id}"
-
-
-def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
-    """Cassettes (and HTTP recordings) whose case (or whole suite) no longer exists, among the
-    suites' folders and any folder of a suite that is gone; and the ingestion recordings
-    (`users/<id>.json`, `.http.json`) of a user the suite no longer declares. `suites`: each
-    suite's case ids and its users' `user_recording_stem`s. Temp files of interrupted writes
-    are not recordings; a symlink (a folder or a file) is never followed: see `left_alone`."""
-    if not root.is_dir():
-        return []
-    orphans = []
-    for folder in _real_folders(root):
-        known = set(suites.get(folder.name, ()))
-        for prefix, path in _recording_folders(folder.path):
-            orphans += [
-                Path(entry.path)
-                for entry in _json_entries(path)
-                if entry.is_file(follow_symlinks=False)
-                and prefix + _case_of(entry.name) not in known
-            ]
-    return orphans
-
-
-def left_alone(root: Path) -> list[tuple[Path, str]]:
-    """What under the cassette folder is not walked nor deleted, and why: a suite folder (or
-    its `users/` folder) that is a symlink (what it points to is not ours), and a `*.json`
-    entry there that is a symlink or not a regular file."""
-    if not root.is_dir():
-        return []
-    found = []
-    for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
-        if entry.is_symlink():
-            found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
-    for folder in _real_folders(root):
-        users = os.path.join(folder.path, USERS_FOLDER)
-        if os.path.islink(users):
-            found.append((Path(users), f"a symlink to {os.readlink(users)}"))
-        for _, path in _recording_folders(folder.path):
-            for entry in _json_entries(path):
-                if entry.is_symlink():
-                    found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
-                elif not entry.is_file(follow_symlinks=False):
-                    found.append((Path(entry.path), "not a regular file"))
-    return found
-
-
-def _recording_folders(suite_folder: str) -> list[tuple[str, str]]:
-    """(stem prefix, folder) of a suite folder's recordings: its own, and its real `users/`."""
-    folders = [("", suite_folder)]
-    users = os.path.join(suite_folder, USERS_FOLDER)
-    if os.path.isdir(users) and not os.path.islink(users):
-        folders.append((f"{USERS_FOLDER}/", users))
-    return folders
-
-
-def _real_folders(root: Path) -> list[os.DirEntry[str]]:
-    """The suite folders of the cassette folder, by name; symlinks to folders are not among them."""
-    folders = [entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)]
-    return sorted(folders, key=lambda entry: entry.name)
-
-
-def _json_entries(folder: str) -> list[os.DirEntry[str]]:
-    entries = [entry for entry in os.scandir(folder) if entry.name.endswith(".json")]
-    return sorted(entries, key=lambda entry: entry.name)
-
-
-def writable_folder_problem(path: Path) -> str | None:
-    """Why a recording may not be written at `path` (its suite folder is a symlink: writing
-    through it would change files that are not ours), or None."""
-    folder = path.parent
-    if folder.is_symlink():
-        return (
-            f"is a symlink (to {os.readlink(folder)}); pytest-evalcases does not write "
-            "through it: replace it with a real folder (move the recordings in), then record "
-            "again"
-        )
-    return None
-
-
-def _case_of(file_name: str) -> str:
-    """The case id a recording file belongs to: `<id>.json` or `<id>.http.json`."""
-    stem = file_name[: -len(".json")]
-    return stem[: -len(".http")] if stem.endswith(".http") else stem

@@ -4,6 +4,10 @@ itself is re-exported here for the store's modules."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from ..core.errors import CassetteError
 from ..core.files import MB, RefusedFile, kind_of, problem_of, read_bounded, too_big
 
 __all__ = [
@@ -16,6 +20,9 @@ __all__ = [
     "problem_of",
     "read_bounded",
     "too_big",
+    "shown_path",
+    "read_recording",
+    "refused_message",
 ]
 
 # A cassette holds one case's trace and verdicts (a few KB; a long RAG context, some MB).
@@ -27,3 +34,36 @@ CASE_FILE_CAP = 100 * MB
 # manifest.json (--eval-manifest), and every file `scan` checks. Measured: 10,000 passing cases
 # make a 20 MB results.json and a 27 MB dashboard; judged cases' reasons add a few KB each.
 REPORT_FILE_CAP = 100 * MB
+
+
+def shown_path(path: Path | str, rootdir: Path) -> str:
+    """A path as messages show it: relative to the rootdir, the same on every machine."""
+    return os.path.relpath(path, rootdir)
+
+
+def read_recording(path: Path, what: str, shown: str) -> bytes | None:
+    """The bytes of a recording file (`what`: "HTTP recording", "ingestion recording"); None
+    when there is none. CassetteError naming it when it is refused (not a regular file, over
+    the size cap) or cannot be read."""
+    try:
+        return read_bounded(path, CASSETTE_CAP)
+    except FileNotFoundError:
+        return None
+    except RefusedFile as exc:
+        raise CassetteError(refused_message(what, shown, exc)) from None
+    except OSError as exc:
+        raise CassetteError(f"cannot read {what} {shown}: {exc}") from None
+
+
+def refused_message(what: str, shown: str, refused: RefusedFile) -> str:
+    """The error of a recording file refused before reading (`what`: "cassette", "HTTP
+    recording"), with the next step."""
+    if refused.too_big:
+        return (
+            f"{what} {shown} {refused.reason}: pytest-evalcases never writes one this big; look "
+            "at what it holds, then delete it and record again with --live"
+        )
+    return (
+        f"{what} {shown} {refused.reason}, not a regular file: it was not read; remove it and "
+        "record again with --live"
+    )

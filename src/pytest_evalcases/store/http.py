@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import CassetteError
 from ..core.hashing import content_hash
-from .cassette import read_recording, save_cassette
+from .files import read_recording
 
 HTTP_FORMAT = 1
 # Request headers are not matched on; only the content type is kept (the rest is SDK noise such
@@ -106,14 +106,6 @@ def http_document(suite: str, case_id: str, interactions: list[dict[str, Any]]) 
 def interactions_hash(interactions: list[dict[str, Any]]) -> str:
     """What the case cassette records of its HTTP file: a replay refuses a file that differs."""
     return content_hash(interactions)
-
-
-def save_http(path: Path, doc: Mapping[str, Any]) -> str:
-    """Write the HTTP file atomically; return the hash of its interactions as a reader will
-    load them (JSON turns a tuple into a list, an int key into a string): the hash the cassette
-    written after it must name."""
-    save_cassette(path, doc)
-    return interactions_hash(json.loads(json.dumps(doc["interactions"], ensure_ascii=False)))
 
 
 def load_http(path: Path, shown: str) -> list[dict[str, Any]] | None:

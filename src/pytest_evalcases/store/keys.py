@@ -25,6 +25,8 @@ from ..core.word_diff import word_diff
 from ..domain.users import USER_FIELD_PREFIX, changed_user_files
 
 INGESTION_PREFIX = "ingestion."
+# A user's case: which ingestion of its user it ran on (engine/user_runs.py), `ingested.<user>`.
+INGESTED_PREFIX = "ingested."
 _INGESTION_KEY_PREFIXES = ("fingerprint.", "code.", INGESTION_PREFIX)
 # Key fields whose long labels (a prompt, an ontology) show as the words that changed.
 _TEXT_PREFIXES = ("fingerprint.", INGESTION_PREFIX)
@@ -91,6 +93,12 @@ def user_ingestion_key(
     )
 
 
+def ingested_field(user_id: str) -> str:
+    """The key field of a user's case naming the ingestion it ran on: a short hash of the
+    user's recording's result and HTTP exchanges. Not a field of the user's own recording."""
+    return f"{INGESTED_PREFIX}{user_id}"
+
+
 def recording_key(
     suite_fields: Mapping[str, str], system_view: Mapping[str, Any]
 ) -> dict[str, str]:
@@ -126,10 +134,11 @@ def case_key_label(key_view: Mapping[str, Any]) -> str | None:
     return text if len(text) <= LABEL_CHARS else None
 
 
-def stored_labels(doc: Mapping[str, Any], *path: str) -> dict[str, str] | None:
-    """The labels a cassette holds at `path` (e.g. "key", or "verdicts", stage), or None for a
-    cassette recorded before labels (its messages then show hashes, as they always did)."""
-    found: Any = doc.get("labels")
+def stored_labels(labels: Any, *path: str) -> dict[str, str] | None:
+    """The labels a recording holds (its `labels`) at `path` (e.g. "key", or "verdicts",
+    stage), or None for one recorded before labels (its messages then show hashes, as they
+    always did)."""
+    found: Any = labels
     for part in path:
         found = found.get(part) if isinstance(found, dict) else None
     if not isinstance(found, dict):

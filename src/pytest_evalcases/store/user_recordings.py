@@ -11,25 +11,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pydantic_core
 
 from .. import __version__
-from ..core.errors import CassetteError
-from .cassette import (
-    USERS_FOLDER,
-    read_recording,
-    save_cassette,
-    shown_path,
-    writable_folder_problem,
-)
-from .keys import CASSETTE_FORMAT, user_ingestion_key
-
-if TYPE_CHECKING:
-    from ..domain.context import SuiteContext
+from ..core.errors import CassetteError, NewerCassette
+from ..core.hashing import content_hash
+from .files import read_recording, shown_path
+from .folders import USERS_FOLDER
+from .keys import CASSETTE_FORMAT
 
 # How an ingestion reached this run, as the reports count them (`dry_run`: ingested by
 # --live-dry-run, not written).
@@ -47,50 +41,80 @@ def user_http_path(root: Path, suite: str, user_id: str) -> Path:
     return root / suite / USERS_FOLDER / f"{user_id}.http.json"
 
 
+@dataclass(slots=True)
+class UserRecording:
+    """A user's ingestion recording as read (or about to be written): its key, what
+    `setup_user` returned, what the ingestion took (`figures`, by the names in FIGURES) and
+    the hash of its HTTP exchanges (`http`)."""
+
+    suite: Any
+    user: Any
+    key: dict[str, str]
+    result: Any
+    figures: dict[str, Any]
+    http: str
+    labels: dict[str, Any] | None = None
+    recorded_at: str | None = None
+    format: int = CASSETTE_FORMAT
+    plugin_version: Any = None
+
+    @property
+    def identity(self) -> str:
+        """Which ingestion this is: a short hash of what `setup_user` returned and of its HTTP
+        exchanges. A case's key holds it (`ingested.<user>`), so a case recorded on another
+        ingestion (a fresh memory id) is stale; an ingestion run again to the same result
+        over the same exchanges (a provider's fresh values put back) keeps it."""
+        return content_hash([self.result, self.http])
+
+    def with_http(self, http: str | None) -> None:
+        if http is not None:
+            self.http = http
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "format": self.format,
+            "plugin_version": self.plugin_version,
+            "recorded_at": self.recorded_at,
+            "suite": self.suite,
+            "user": self.user,
+            "key": self.key,
+            "result": self.result,
+            "integrity": {"http": self.http},
+        }
+        doc.update((name, self.figures.get(name)) for name in FIGURES)
+        if self.labels:
+            doc["labels"] = self.labels
+        return doc
+
+
 def build_user_recording(
     suite: str,
     user_id: str,
     key: Mapping[str, str],
-    labels: Mapping[str, str],
+    labels: Mapping[str, Any],
     result: Any,
     figures: Mapping[str, Any],
     http: str,
-) -> dict[str, Any]:
+) -> UserRecording:
     """An ingestion recording; `http` is the content hash of its HTTP exchanges as written."""
-    doc: dict[str, Any] = {
-        "format": CASSETTE_FORMAT,
-        "plugin_version": __version__,
-        "recorded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "suite": suite,
-        "user": user_id,
-        "key": dict(key),
-        "result": result,
-        "integrity": {"http": http},
-    }
-    doc.update((name, figures.get(name)) for name in FIGURES)
-    if labels:
-        doc["labels"] = dict(labels)
-    return doc
+    return UserRecording(
+        suite,
+        user_id,
+        dict(key),
+        result,
+        {name: figures.get(name) for name in FIGURES},
+        http,
+        dict(labels) if labels else None,
+        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        CASSETTE_FORMAT,
+        __version__,
+    )
 
 
-def check_writable(path: Path) -> None:
-    """CassetteError when the users folder or the suite folder of the recording at `path` is a
-    symlink: nothing is written through it (asked before the first of the pair is written)."""
-    for folder in (path.parent, path.parent.parent):
-        problem = writable_folder_problem(folder / path.name)
-        if problem:
-            raise CassetteError(f"cannot record {path.name}: {folder.name}/ {problem}")
-
-
-def save_user_recording(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write atomically, never through a symlinked suite or users folder."""
-    check_writable(path)
-    save_cassette(path, doc)
-
-
-def load_user_recording(path: Path, rootdir: Path) -> dict[str, Any] | None:
+def load_user_recording(path: Path, rootdir: Path) -> UserRecording | None:
     """The ingestion recording at `path`, None when there is none; CassetteError naming the
-    file and the next step when it cannot be read or is not one."""
+    file and the next step when it cannot be read or is not one (NewerCassette when a newer
+    pytest-evalcases wrote it: never overwritten)."""
     shown = shown_path(path, rootdir)
     raw = read_recording(path, "ingestion recording", shown)
     if raw is None:
@@ -100,48 +124,36 @@ def load_user_recording(path: Path, rootdir: Path) -> dict[str, Any] | None:
     except ValueError as exc:
         raise CassetteError(
             f"ingestion recording {shown} is not valid JSON ({exc}); delete it and record the "
-            "ingestion again with --eval-ingest-only"
+            "ingestion again with --eval-ingest-only --live"
         ) from None
     problem = _structure_problem(doc)
     if problem:
         if "newer pytest-evalcases" in problem:
-            raise CassetteError(f"ingestion recording {shown} {problem}")
+            raise NewerCassette(f"ingestion recording {shown} {problem}")
         raise CassetteError(
             f"ingestion recording {shown} {problem}; delete it and record the ingestion again "
-            "with --eval-ingest-only"
+            "with --eval-ingest-only --live"
         )
-    return doc
+    return UserRecording(
+        doc.get("suite"),
+        doc.get("user"),
+        doc["key"],
+        doc.get("result"),
+        {name: doc.get(name) for name in FIGURES},
+        doc["integrity"]["http"],
+        doc.get("labels"),
+        doc.get("recorded_at"),
+        doc["format"],
+        doc.get("plugin_version"),
+    )
 
 
-def ingestion_figures(ctx: SuiteContext) -> dict[str, Any] | None:
-    """The user's ingestion figures for the reports: this run's; or, when this run did not
-    ingest it (a replay, --live-judges, cases all current), its recording's, if current (read
-    once per user; a broken one shows none). None after a failed ingestion: nothing came of it."""
-    user = ctx.user
-    if user is None or user.failed:
-        return None
-    if user.figures is None and not user.figures_read:
-        user.figures_read = True
-        key, _ = user_ingestion_key(
-            ctx.key_fields, ctx.key_labels, user.key_field, ctx.input_fields
-        )
-        try:
-            doc = load_user_recording(
-                user_recording_path(ctx.cassette_root, ctx.suite.name, user.id), ctx.rootdir
-            )
-        except CassetteError:
-            doc = None
-        if doc is not None and doc["key"] == key:
-            user.figures = figures_of(doc, REPLAYED)
-    return user.figures
-
-
-def figures_of(doc: dict[str, Any], source: str) -> dict[str, Any]:
+def figures_of(recording: UserRecording, source: str) -> dict[str, Any]:
     """A recording's figures as each of its user's case results carries them (`ingestion`).
     An ingestion this run paid for gets an `ingestion_id` of its own: under xdist, each worker
     ingests the users of its cases, and the reports count each ingestion once."""
-    figures = {"user": doc.get("user"), "source": source, "recorded_at": doc.get("recorded_at")}
-    figures.update((name, doc.get(name)) for name in FIGURES)
+    figures = {"user": recording.user, "source": source, "recorded_at": recording.recorded_at}
+    figures.update((name, recording.figures.get(name)) for name in FIGURES)
     if source in (RECORDED, DRY_RUN):
         figures["ingestion_id"] = os.urandom(6).hex()  # (uuid costs 3 ms to import)
     return figures

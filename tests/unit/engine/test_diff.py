@@ -6,10 +6,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pytest_evalcases.engine import diff
+from pytest_evalcases.store.cassette import Cassette
+
+
+def same_recording(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    return diff.same_recording(Cassette.from_doc(old), Cassette.from_doc(new))
+
+
+def describe_changes(old: dict[str, Any], new: dict[str, Any], scores: Any) -> list[str]:
+    return diff.describe_changes(Cassette.from_doc(old), Cassette.from_doc(new), scores)
+
 
 def test_same_recording_ignores_timings_usage_and_call_counts() -> None:
-    from pytest_evalcases.engine.diff import same_recording
-
     old = {
         "format": 2,
         "suite": "s",
@@ -79,10 +88,8 @@ def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
 def test_the_changes_of_a_later_run_are_described() -> None:
     """--eval-runs: a re-recording whose runs 2..K changed (or whose run count changed) says so,
     instead of a bare `(changed)`."""
-    from pytest_evalcases.engine.diff import describe_changes
-
     def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
-        passed = recording["trace"]["answer"] == "good"
+        passed = recording.trace["answer"] == "good"
         return {"tools": (passed, 1.0 if passed else 0.0)}
 
     def run(answer: str) -> dict[str, Any]:
@@ -102,8 +109,6 @@ def test_the_changes_of_a_later_run_are_described() -> None:
 def test_a_re_record_that_adds_labels_is_a_change_and_says_so() -> None:
     """A cassette recorded without labels (or with older ones) is rewritten by a --live that
     changes nothing else, so its stale messages can show names; equal labels stay unchanged."""
-    from pytest_evalcases.engine.diff import describe_changes, same_recording
-
     old = {
         "format": 2,
         "suite": "s",

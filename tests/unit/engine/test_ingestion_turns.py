@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evalcases.engine import ingestion
+from pytest_evalcases.store.pair import exclusive
 
 
 def test_two_holders_of_one_recordings_turn_never_overlap(
@@ -24,7 +24,7 @@ def test_two_holders_of_one_recordings_turn_never_overlap(
     overlaps: list[bool] = []
 
     def take_turn(name: str) -> None:
-        with ingestion._processes_taking_turns(recording):
+        with exclusive(str(recording)):
             overlaps.append(bool(inside))
             inside.append(name)
             time.sleep(0.05)
@@ -47,7 +47,7 @@ def test_no_lock_file_means_no_turns_not_an_error(
     not_a_folder.write_text("")
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(not_a_folder))
 
-    with ingestion._processes_taking_turns(tmp_path / "u-ana.json"):
+    with exclusive(str(tmp_path / "u-ana.json")):
         entered = True
 
     assert entered

@@ -9,12 +9,9 @@ import pytest
 
 from pytest_evalcases.core.errors import CassetteError, StaleRecording
 from pytest_evalcases.core.hashing import content_hash, value_label
-from pytest_evalcases.store.cassette import (
-    build_cassette,
-    find_orphans,
-    load_cassette,
-    save_cassette,
-)
+from pytest_evalcases.store.cassette import build_cassette, load_cassette
+from pytest_evalcases.store.folders import find_orphans
+from pytest_evalcases.store.pair import RecordingPair
 from pytest_evalcases.store.keys import (
     changed_fields,
     check_key,
@@ -156,10 +153,14 @@ def test_value_and_suite_labels():
         "fingerprint.tools": '["a"]',
         "code.demo.assistant": "demo/assistant.py",
     }
-    doc = {"labels": {"key": {"system": "a:b", "bad": 3}, "verdicts": {"x": {"judge": "j"}}}}
+    doc = {"key": {"system": "a:b", "bad": 3}, "verdicts": {"x": {"judge": "j"}}}
     assert stored_labels(doc, "key") == {"system": "a:b"}  # a hand-edited non-string is skipped
     assert stored_labels(doc, "verdicts", "x") == {"judge": "j"}
-    assert stored_labels({}, "key") is None and stored_labels(doc, "verdicts", "y") is None
+    assert stored_labels(None, "key") is None and stored_labels(doc, "verdicts", "y") is None
+
+
+def save_cassette(path, doc):
+    RecordingPair.of_case(path.parent.parent, path.parent.name, path.stem).write(doc, path.parent)
 
 
 def test_save_is_atomic_sorted_and_loads_back(tmp_path):
@@ -168,12 +169,12 @@ def test_save_is_atomic_sorted_and_loads_back(tmp_path):
     save_cassette(path, doc)
     text = path.read_text()
     assert text.index('"a"') < text.index('"b"') and text.endswith("\n")
-    assert load_cassette(path)["trace"] == {"answer": "x"}
+    assert load_cassette(path).trace == {"answer": "x"}
     assert [p.name for p in path.parent.iterdir()] == ["case.json"]
 
 
 def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
-    path = tmp_path / "case.json"
+    path = tmp_path / "s" / "case.json"
     save_cassette(path, build_cassette("s", "case", {}, {"answer": "old"}, {}))
     before = path.read_bytes()
 
@@ -181,10 +182,10 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(CassetteError, match="could not write cassette case.json: disk full"):
         save_cassette(path, build_cassette("s", "case", {}, {"answer": "new"}, {}))
     assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["case.json"]
+    assert [p.name for p in path.parent.iterdir()] == ["case.json"]
 
 
 def test_load_errors_name_the_file(tmp_path):
@@ -219,7 +220,7 @@ def test_orphans(tmp_path):
     ],
 )
 def test_a_cassette_is_checked_on_load(tmp_path, edit, message):
-    doc = build_cassette("s", "c", {}, {"answer": "x"}, {"faithfulness": {"score": 0.5}})
+    doc = build_cassette("s", "c", {}, {"answer": "x"}, {"faithfulness": {"score": 0.5}}).to_doc()
     edit(doc)
     path = tmp_path / "c.json"
     path.write_text(json.dumps(doc))
@@ -232,7 +233,8 @@ def test_a_newer_cassette_is_its_own_error(tmp_path):
     from pytest_evalcases.core.errors import NewerCassette
 
     path = tmp_path / "c.json"
-    path.write_text(json.dumps({**build_cassette("s", "c", {}, {"answer": "x"}, {}), "format": 3}))
+    doc = build_cassette("s", "c", {}, {"answer": "x"}, {}).to_doc()
+    path.write_text(json.dumps({**doc, "format": 3}))
     with pytest.raises(NewerCassette, match="upgrade pytest-evalcases"):
         load_cassette(path)
 
@@ -244,8 +246,6 @@ def test_a_folder_in_place_of_a_cassette_names_it(tmp_path):
 
 
 def test_content_hashes_refuse_a_hand_edit():
-    from pytest_evalcases.store.cassette import check_integrity, edited_verdicts
-
     doc = build_cassette(
         "s",
         "c",
@@ -253,13 +253,13 @@ def test_content_hashes_refuse_a_hand_edit():
         {"answer": "x", "tool_calls": []},
         {"faithfulness": {"score": 0.5}, "answer_relevancy": {"score": 1.0}},
     )
-    check_integrity(doc, "c.json")  # as written: accepted
-    doc["trace"]["tool_calls"] = "search"
+    doc.check_integrity("c.json", None)  # as written: accepted
+    doc.trace["tool_calls"] = "search"
     with pytest.raises(CassetteError, match=r"edited by hand: trace changed \(c.json\)"):
-        check_integrity(doc, "c.json")
-    doc["trace"]["tool_calls"] = []
-    doc["verdicts"]["faithfulness"]["score"] = 1.0
-    assert edited_verdicts(doc) == ["faithfulness"]
+        doc.check_integrity("c.json", None)
+    doc.trace["tool_calls"] = []
+    doc.verdicts["faithfulness"]["score"] = 1.0
+    assert doc.edited_verdicts() == ["faithfulness"]
     with pytest.raises(CassetteError, match="verdict faithfulness changed"):
-        check_integrity(doc, "c.json")
-    check_integrity(doc, "c.json", verdicts=False)  # --live-judges needs only the trace
+        doc.check_integrity("c.json", None)
+    doc.check_integrity("c.json", None, verdicts=False)  # --live-judges needs only the trace

@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 
 from pytest_evalcases.core.errors import CassetteError
-from pytest_evalcases.store.cassette import (
+from pytest_evalcases.store.folders import (
     find_orphans,
     left_alone,
     remove_dead_temp_files,
     user_recording_stem,
 )
+from pytest_evalcases.store.pair import RecordingPair
 from pytest_evalcases.store.user_recordings import (
+    UserRecording,
     build_user_recording,
     load_user_recording,
-    save_user_recording,
     user_http_path,
     user_recording_path,
 )
@@ -26,7 +27,12 @@ from pytest_evalcases.store.user_recordings import (
 FIGURES = {"duration_s": 1.5, "ready_wait_s": None, "requests": 2, "usage": None, "cost_usd": None}
 
 
-def recording() -> dict:
+def save_user_recording(path: Path, doc: UserRecording) -> None:
+    root = path.parent.parent.parent
+    RecordingPair.of_user(root, path.parent.parent.name, path.stem).write(doc, root)
+
+
+def recording() -> UserRecording:
     return build_user_recording(
         "memory",
         "u-ana",
@@ -47,8 +53,8 @@ def test_a_recording_is_written_under_users_and_read_back(tmp_path: Path) -> Non
     assert path.relative_to(tmp_path).as_posix() == "cassettes/memory/users/u-ana.json"
     assert user_http_path(tmp_path, "memory", "u-ana").name == "u-ana.http.json"
     assert doc is not None
-    assert doc["result"] == {"memory_id": "m-1"} and doc["requests"] == 2
-    assert doc["integrity"] == {"http": "h1"}
+    assert doc.result == {"memory_id": "m-1"} and doc.figures["requests"] == 2
+    assert doc.http == "h1" and doc.to_doc()["integrity"] == {"http": "h1"}
     assert load_user_recording(tmp_path / "none.json", tmp_path) is None
 
 
@@ -65,7 +71,7 @@ def test_a_recording_is_written_under_users_and_read_back(tmp_path: Path) -> Non
 def test_a_malformed_recording_is_refused_naming_the_file_and_the_next_step(
     tmp_path: Path, edit, said: str
 ) -> None:
-    doc = recording()
+    doc = recording().to_doc()
     edit(doc)
     path = tmp_path / "users" / "u-ana.json"
     path.parent.mkdir()
@@ -76,7 +82,7 @@ def test_a_malformed_recording_is_refused_naming_the_file_and_the_next_step(
 
     message = str(error.value)
     assert message.startswith("ingestion recording users/u-ana.json ") and said in message
-    next_step = "upgrade pytest-evalcases" if "newer" in said else "with --eval-ingest-only"
+    next_step = "upgrade pytest-evalcases" if "newer" in said else "with --eval-ingest-only --live"
     assert message.endswith(next_step)
 
 

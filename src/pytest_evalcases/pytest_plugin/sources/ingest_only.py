@@ -17,6 +17,7 @@ from ...core.modes import RunMode
 from ...core.safe_text import terminal_safe
 from ...engine.ingestion import ingest_live
 from ...engine.limits import INTERRUPTED, StopRule, interrupted_reason
+from ...engine.user_runs import run_of
 from ...store.redaction import redact_for_output
 from ...store.user_recordings import DRY_RUN, RECORDED, REUSED
 
@@ -104,7 +105,8 @@ def _outcome(ctx: SuiteContext, dry_run: bool) -> str:
     """`recorded in 1.2 s (3 requests, 1,000 tokens)`, `reused: its recording is current`."""
     user = ctx.user
     assert user is not None
-    figures: dict[str, Any] | None = user.figures
+    run = run_of(user)
+    figures: dict[str, Any] | None = run.figures
     if figures is None:
         return "has nothing to ingest (the system has no setup_user)"
     if figures["source"] == REUSED:
@@ -119,6 +121,6 @@ def _outcome(ctx: SuiteContext, dry_run: bool) -> str:
     said = f"in {figures['duration_s']:.1f} s ({', '.join(parts)})"
     if dry_run:
         return f"ingested {said}; a dry run: nothing written"
-    if user.recording_unchanged:  # only timings and fresh ids differed: the file stays
+    if run.recording_unchanged:  # only timings and fresh ids differed: the file stays
         return f"ingested again {said}; its recording is unchanged"
     return f"recorded {said}"

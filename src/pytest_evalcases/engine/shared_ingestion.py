@@ -1,0 +1,72 @@
+"""A user's ingestion shared by the xdist workers of one run.
+
+Without `user_ready`, nothing tells one worker whether another worker's ingestion is there for
+it (an in-process memory is not), so each worker that runs the user's cases ingests for itself,
+taking turns (engine/ingestion.py). When the ingestions come to the same result (the same memory
+id, the same exchanges but for a provider's fresh values), the cases of both workers run on the
+ingestion `users/<id>.json` keeps. When they do not (a service that makes a fresh memory id per
+ingestion), the later worker's cases would be recorded against an ingestion the recording does
+not keep: that worker writes nothing and its cases of the user error, saying how to share one
+ingestion. The first worker leaves a note of what it recorded, named after the recording and the
+run (`PYTEST_XDIST_TESTRUNUID`), in the folder of the locks.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ..core.errors import IngestionConflict
+from ..core.hashing import content_hash
+from ..store.files import shown_path
+from ..store.pair import lock_folder
+from .user_runs import user_pair
+
+if TYPE_CHECKING:
+    from ..domain.context import SuiteContext
+    from ..store.user_recordings import UserRecording
+
+
+class SharedIngestion:
+    """This run's note of a user's ingestion (none outside xdist)."""
+
+    def __init__(self, ctx: SuiteContext) -> None:
+        self.ctx = ctx
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        path = user_pair(ctx).json_path.resolve()
+        self.note_path = (
+            lock_folder() / f"{content_hash(f'{path}#{run}')}.ingested" if run else None
+        )
+
+    def check(self, recording: UserRecording) -> None:
+        """IngestionConflict when another worker of this run recorded another ingestion of
+        the user (this worker's `recording` is then not written)."""
+        if self.note_path is None:
+            return
+        try:
+            earlier = self.note_path.read_text()
+        except OSError:  # the first worker to ingest the user
+            return
+        if earlier and earlier != recording.identity:
+            user = self.ctx.user
+            assert user is not None
+            shown = shown_path(user_pair(self.ctx).json_path, self.ctx.rootdir)
+            raise IngestionConflict(
+                f"user {user.id!r} was ingested by another xdist worker of this run to another "
+                f"result ({shown} keeps that one); without user_ready(user, result) each worker "
+                "ingests for itself, and this worker's cases of the user would be recorded "
+                "against an ingestion the recording does not keep: they are not recorded. "
+                "Ingest first with --eval-ingest-only --live, then run -n with --live-stale "
+                "(which reuses the recording); or give the system a user_ready "
+                "(docs/memory.md)"
+            )
+
+    def note(self, recording: UserRecording) -> None:
+        """Say which ingestion of the user this run's recording keeps."""
+        if self.note_path is None:
+            return
+        try:
+            self.note_path.parent.mkdir(exist_ok=True)
+            self.note_path.write_text(recording.identity)
+        except OSError:  # no note: the workers cannot compare (as without fcntl)
+            pass

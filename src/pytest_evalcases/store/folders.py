@@ -1,0 +1,129 @@
+"""The cassette folder as a whole: its suites' folders and their `users/` folders, the
+recordings there that no case or user owns any more (orphans), what is left alone (symlinks, not
+regular files), and the temp files of writes a killed process left behind."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..core.processes import process_alive
+
+USERS_FOLDER = "users"  # a suite's ingestion recordings (store/user_recordings.py)
+
+
+def remove_dead_temp_files(root: Path) -> int:
+    """Remove the `<name>.tmp.<pid>` files that processes killed mid-write left in the suites'
+    folders (a live process's own are left alone); return how many were removed. A symlink
+    (a suite folder or a file) is never followed nor removed: what is behind it is not ours."""
+    removed = 0
+    if not root.is_dir():
+        return 0
+    suite_folders = (
+        entry.path for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)
+    )
+    for folder in (path for suite in suite_folders for _, path in _recording_folders(suite)):
+        for entry in os.scandir(folder):
+            name, _, pid = entry.name.rpartition(".tmp.")
+            if (
+                name
+                and pid.isdigit()
+                and entry.is_file(follow_symlinks=False)
+                and not process_alive(int(pid))
+            ):
+                try:
+                    os.unlink(entry.path)
+                    removed += 1
+                except OSError:  # gone already, or not ours to remove: leave it
+                    pass
+    return removed
+
+
+def user_recording_stem(user_id: str) -> str:
+    """How a suite's list of expected recordings names a user's ingestion recording (a case id
+    never holds a `/`, so the two never meet)."""
+    return f"{USERS_FOLDER}/{user_id}"
+
+
+def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
+    """Cassettes (and HTTP recordings) whose case (or whole suite) no longer exists, among the
+    suites' folders and any folder of a suite that is gone; and the ingestion recordings
+    (`users/<id>.json`, `.http.json`) of a user the suite no longer declares. `suites`: each
+    suite's case ids and its users' `user_recording_stem`s. Temp files of interrupted writes
+    are not recordings; a symlink (a folder or a file) is never followed: see `left_alone`."""
+    if not root.is_dir():
+        return []
+    orphans = []
+    for folder in _real_folders(root):
+        known = set(suites.get(folder.name, ()))
+        for prefix, path in _recording_folders(folder.path):
+            orphans += [
+                Path(entry.path)
+                for entry in _json_entries(path)
+                if entry.is_file(follow_symlinks=False)
+                and prefix + _case_of(entry.name) not in known
+            ]
+    return orphans
+
+
+def left_alone(root: Path) -> list[tuple[Path, str]]:
+    """What under the cassette folder is not walked nor deleted, and why: a suite folder (or
+    its `users/` folder) that is a symlink (what it points to is not ours), and a `*.json`
+    entry there that is a symlink or not a regular file."""
+    if not root.is_dir():
+        return []
+    found = []
+    for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
+        if entry.is_symlink():
+            found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
+    for folder in _real_folders(root):
+        users = os.path.join(folder.path, USERS_FOLDER)
+        if os.path.islink(users):
+            found.append((Path(users), f"a symlink to {os.readlink(users)}"))
+        for _, path in _recording_folders(folder.path):
+            for entry in _json_entries(path):
+                if entry.is_symlink():
+                    found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
+                elif not entry.is_file(follow_symlinks=False):
+                    found.append((Path(entry.path), "not a regular file"))
+    return found
+
+
+def _recording_folders(suite_folder: str) -> list[tuple[str, str]]:
+    """(stem prefix, folder) of a suite folder's recordings: its own, and its real `users/`."""
+    folders = [("", suite_folder)]
+    users = os.path.join(suite_folder, USERS_FOLDER)
+    if os.path.isdir(users) and not os.path.islink(users):
+        folders.append((f"{USERS_FOLDER}/", users))
+    return folders
+
+
+def _real_folders(root: Path) -> list[os.DirEntry[str]]:
+    """The suite folders of the cassette folder, by name; symlinks to folders are not among them."""
+    folders = [entry for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False)]
+    return sorted(folders, key=lambda entry: entry.name)
+
+
+def _json_entries(folder: str) -> list[os.DirEntry[str]]:
+    entries = [entry for entry in os.scandir(folder) if entry.name.endswith(".json")]
+    return sorted(entries, key=lambda entry: entry.name)
+
+
+def writable_folder_problem(path: Path) -> str | None:
+    """Why a recording may not be written at `path` (its suite folder is a symlink: writing
+    through it would change files that are not ours), or None."""
+    folder = path.parent
+    if folder.is_symlink():
+        return (
+            f"is a symlink (to {os.readlink(folder)}); pytest-evalcases does not write "
+            "through it: replace it with a real folder (move the recordings in), then record "
+            "again"
+        )
+    return None
+
+
+def _case_of(file_name: str) -> str:
+    """The case id a recording file belongs to: `<id>.json` or `<id>.http.json`."""
+    stem = file_name[: -len(".json")]
+    return stem[: -len(".http")] if stem.endswith(".http") else stem
