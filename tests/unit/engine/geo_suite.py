@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_evalcases.core.schema import Case, Suite, validate_case
+from pytest_evalcases.core.schema import Case, validate_case
+from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.domain.context import SuiteContext
 from pytest_evalcases.domain.stages.registry import STAGES
 from pytest_evalcases.domain.verdicts import judge_options, judged_stages, verdict_key
