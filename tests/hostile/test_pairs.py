@@ -5,7 +5,8 @@ it and records the case again, so `--replay-http` and plain replay pass.
 
 The kill is a real one (`os._exit` in a fresh interpreter), at each point between the writes:
 the project's conftest wraps the engine's two writers and ends the process where `fault.txt`
-says. Every run here is a subprocess: a test process cannot `os._exit` itself.
+says. The killed run is a subprocess (a test process cannot `os._exit` itself); the runs before
+and after it, with no fault set, run in this process and leave the engine's writers alone.
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ def save_cassette(path, doc):
         os._exit(9)
 
 
-save.save_http, save.save_cassette = save_http, save_cassette
+# Only a run with a fault wraps the writers: the runs without one are in the test's process.
+if fault():
+    save.save_http, save.save_cassette = save_http, save_cassette
 """
 
 
@@ -81,7 +84,6 @@ def _paired(project: Project) -> bool:
     return cassette["integrity"].get("http") == interactions_hash(http["interactions"])
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "fault, style, mode",
     [
@@ -100,7 +102,12 @@ def _paired(project: Project) -> bool:
     ],
 )
 def test_a_kill_between_the_two_writes_is_repaired_by_the_next_live_run(
-    project: Project, echo_server: EchoServer, fault: str, style: str, mode: str
+    project: Project,
+    pytester: pytest.Pytester,
+    echo_server: EchoServer,
+    fault: str,
+    style: str,
+    mode: str,
 ) -> None:
     """Break: a kill between writing `<id>.http.json` and `<id>.json` left a mismatched pair
     that --replay-http refused and --live kept mismatched forever (0 of 6 repaired), because an
@@ -111,7 +118,7 @@ def test_a_kill_between_the_two_writes_is_repaired_by_the_next_live_run(
     project.steer(style="pirate")  # the next recording sends another request
     project.write_text("fault.txt", fault)
 
-    killed = project.run("--live", "-p", "no:cacheprovider")
+    killed = pytester.runpytest_subprocess("--live", "-p", "no:cacheprovider")
 
     assert killed.ret == 9, output(killed)
     assert not _paired(project), "the kill left a matching pair: the test proves nothing"
