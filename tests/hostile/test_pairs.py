@@ -102,12 +102,7 @@ def _paired(project: Project) -> bool:
     ],
 )
 def test_a_kill_between_the_two_writes_is_repaired_by_the_next_live_run(
-    project: Project,
-    pytester: pytest.Pytester,
-    echo_server: EchoServer,
-    fault: str,
-    style: str,
-    mode: str,
+    project: Project, echo_server: EchoServer, fault: str, style: str, mode: str
 ) -> None:
     """Break: a kill between writing `<id>.http.json` and `<id>.json` left a mismatched pair
     that --replay-http refused and --live kept mismatched forever (0 of 6 repaired), because an
@@ -118,7 +113,7 @@ def test_a_kill_between_the_two_writes_is_repaired_by_the_next_live_run(
     project.steer(style="pirate")  # the next recording sends another request
     project.write_text("fault.txt", fault)
 
-    killed = pytester.runpytest_subprocess("--live", "-p", "no:cacheprovider")
+    killed = project.run_in_subprocess("--live", "-p", "no:cacheprovider")
 
     assert killed.ret == 9, output(killed)
     assert not _paired(project), "the kill left a matching pair: the test proves nothing"
