@@ -19,11 +19,13 @@ def project(
 
     Its runs are pytest sessions in this process (`pytester.runpytest_inprocess`), each importing
     the project's modules afresh. A test marked `subprocess` runs them in a fresh interpreter
-    instead: where a run must be a process of its own (a signal, a pid, what it imports)."""
+    instead: where a run must be a process of its own (a signal, a pid, what it imports). A test
+    whose other runs need no process of their own starts that one with `run_in_subprocess`."""
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
     if request.node.get_closest_marker("subprocess"):
-        return Project(pytester.path, pytester.runpytest_subprocess).write_base()
+        runner = pytester.runpytest_subprocess
+        return Project(pytester.path, runner, runner).write_base()
     # As a subprocess started for the project would be: no worker of this run's xdist, and the
     # project's folder importable (`python -m pytest` puts the working directory first).
     for name in XDIST_VARIABLES:
@@ -34,4 +36,6 @@ def project(
     # pytester's private hooks (pytest 8-9): fail here, loudly, if they change.
     monkeypatch.setattr(pytester, "_Pytester__take_sys_modules_snapshot", snapshot)
     monkeypatch.setattr(pytester, "_sys_modules_snapshot", snapshot())
-    return Project(pytester.path, pytester.runpytest_inprocess).write_base()
+    return Project(
+        pytester.path, pytester.runpytest_inprocess, pytester.runpytest_subprocess
+    ).write_base()

@@ -179,9 +179,15 @@ def run_pytest(root: Path, *args: str) -> pytest.RunResult:
 class Project:
     """A tiny pytest-evalcases project rooted at `root`."""
 
-    def __init__(self, root: Path, runner: Callable[..., pytest.RunResult] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        runner: Callable[..., pytest.RunResult] | None = None,
+        subprocess_runner: Callable[..., pytest.RunResult] | None = None,
+    ) -> None:
         self.root = root
         self._runner = runner
+        self._subprocess_runner = subprocess_runner
 
     # ---- writing ----------------------------------------------------------------------------
     def write_base(self, ini: str = INI) -> Project:
@@ -221,6 +227,13 @@ class Project:
         if self._runner is not None:
             return self._runner(*args)
         return run_pytest(self.root, *args)
+
+    def run_in_subprocess(self, *args: str) -> pytest.RunResult:
+        """One run in a fresh interpreter, where the other runs of the test are in its process:
+        the run that must be a process of its own (a signal, `os._exit`, asyncio's noise as an
+        interpreter ends). The `project` fixture's projects have one."""
+        assert self._subprocess_runner is not None, "a project of the `project` fixture has one"
+        return self._subprocess_runner(*args)
 
     # ---- reading ----------------------------------------------------------------------------
     def cassette_path(self, suite: str, case_id: str) -> Path:

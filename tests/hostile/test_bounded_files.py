@@ -3,8 +3,9 @@ dangling symlink, a symlink loop, a folder, a device, a FIFO) is one error item 
 and devices are refused before reading, as a case file or as a cassette; cassettes, HTTP
 recordings and case files have a size cap, checked on the open file before anything is read.
 
-The runs that hung or ate the memory before (a FIFO, `/dev/zero`) run in a fresh interpreter
-with a timeout: a hang then fails the test instead of the suite."""
+The runs that hung or ate the memory before (a FIFO, `/dev/zero`) run in another interpreter,
+one the module's runs share (tests/guarded.py), with a timeout and a cap on its address space: a
+hang or a read of everything then fails the test instead of the suite."""
 
 from __future__ import annotations
 
@@ -13,18 +14,14 @@ from pathlib import Path
 
 import pytest
 from evalhelpers import Project, assert_not_aborted, error_block, output, suite_doc
+from guarded import GuardedInterpreter, guarded_interpreter_fixture
 
 from pytest_evalcases.store.files import CASE_FILE_CAP, CASSETTE_CAP
 
 HANG_GUARD = 120  # seconds before a run that hangs is killed (not a timed assertion)
+MEMORY_CAP = 700_000_000  # bytes of address space a guarded run may take
 
-
-def run(project: Project, pytester: pytest.Pytester, request: pytest.FixtureRequest, *args: str):
-    """A run of the project; in a fresh interpreter, killed if it hangs, for the cases marked
-    `subprocess`."""
-    if request.node.get_closest_marker("subprocess"):
-        return pytester.runpytest_subprocess(*args, timeout=HANG_GUARD)
-    return project.run(*args)
+guarded_interpreter = guarded_interpreter_fixture(MEMORY_CAP, HANG_GUARD)
 
 
 def make_dangling(path: Path) -> None:
@@ -53,16 +50,12 @@ def make_fifo(path: Path) -> None:
         pytest.param(make_dangling, "is a dangling symlink to missing.json", id="dangling"),
         pytest.param(make_loop, "is a symlink loop", id="loop"),
         pytest.param(make_folder, "is a directory", id="directory"),
-        pytest.param(make_device, "is a device", id="dev-zero", marks=pytest.mark.subprocess),
-        pytest.param(make_fifo, "is a FIFO (named pipe)", id="fifo", marks=pytest.mark.subprocess),
+        pytest.param(make_device, "is a device", id="dev-zero"),
+        pytest.param(make_fifo, "is a FIFO (named pipe)", id="fifo"),
     ],
 )
 def test_an_unreadable_case_file_is_one_error_item_naming_why(
-    project: Project,
-    pytester: pytest.Pytester,
-    request: pytest.FixtureRequest,
-    make,
-    why: str,
+    project: Project, guarded_interpreter: GuardedInterpreter, make, why: str
 ) -> None:
     """Break: a case file that cannot be read (a dangling symlink, a symlink loop, a directory
     named `x.json`, a symlink to `/dev/zero`, a FIFO) was silently not run, exit 0 (and the FIFO
@@ -71,7 +64,7 @@ def test_an_unreadable_case_file_is_one_error_item_naming_why(
     project.run("--live").assert_outcomes(passed=3)
     make(project.root / "cases" / "x.json")
 
-    result = run(project, pytester, request)
+    result = guarded_interpreter.run(project.root)
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=3, errors=1)
@@ -88,9 +81,8 @@ def test_an_unreadable_case_file_is_one_error_item_naming_why(
         pytest.param(make_device, "is a device", id="dev-zero"),
     ],
 )
-@pytest.mark.subprocess
 def test_a_fifo_or_device_as_a_cassette_is_refused_before_reading(
-    project: Project, pytester: pytest.Pytester, request: pytest.FixtureRequest, make, why: str
+    project: Project, guarded_interpreter: GuardedInterpreter, make, why: str
 ) -> None:
     """Break: a FIFO as a cassette hung the replay; `<id>.json` -> `/dev/zero` ended in
     `INTERNALERROR MemoryError`."""
@@ -100,7 +92,7 @@ def test_a_fifo_or_device_as_a_cassette_is_refused_before_reading(
     cassette.unlink()
     make(cassette)
 
-    result = run(project, pytester, request)
+    result = guarded_interpreter.run(project.root)
 
     assert_not_aborted(result)
     result.assert_outcomes(passed=2, errors=1)

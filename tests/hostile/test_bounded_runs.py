@@ -4,8 +4,9 @@ the cases not run counted as interrupted, exit code 2 as pytest's own interrupt)
 that ends the process with `os._exit` under --live is reported by the next run, from the marker
 file a live run leaves in the cassettes root until it ends.
 
-Each run is a fresh interpreter (`subprocess`): an interrupt's asyncio noise is printed as the
-interpreter cleans up, and `os._exit` ends the process it runs in.
+Each interrupted or ended run is a fresh interpreter (`subprocess`, `run_in_subprocess`): an
+interrupt's asyncio noise is printed as the interpreter cleans up, and `os._exit` ends the
+process it runs in. The runs before and after it are in the test's process.
 """
 
 from __future__ import annotations
@@ -93,7 +94,6 @@ def test_keyboard_interrupt_in_run_ends_the_live_run_cleanly(project: Project, r
     assert _cassettes(project) == ["c1.http.json", "c1.json"]  # what was written is kept
 
 
-@pytest.mark.subprocess
 def test_keyboard_interrupt_in_run_ends_a_replay_http_run_cleanly(project: Project) -> None:
     """Break (a gap issue 21 left): KeyboardInterrupt in run(case) under --replay-http took
     pytest's own interrupt path: a traceback, no per-stage summary, the case not said."""
@@ -101,7 +101,7 @@ def test_keyboard_interrupt_in_run_ends_a_replay_http_run_cleanly(project: Proje
     assert project.run("--live", "-p", "no:cacheprovider").ret == 0
     project.write_text("steer.txt", "run_interrupt")
 
-    result = project.run("--replay-http", "-rs", "-p", "no:cacheprovider")
+    result = project.run_in_subprocess("--replay-http", "-rs", "-p", "no:cacheprovider")
 
     text = output(result)
     assert result.ret == pytest.ExitCode.INTERRUPTED, text
@@ -112,7 +112,6 @@ def test_keyboard_interrupt_in_run_ends_a_replay_http_run_cleanly(project: Proje
     assert "1 passed, 1 skipped" in text  # c1 replayed; c2 not run; c3 not started
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", ["--live", "replay"])
 def test_keyboard_interrupt_at_import_ends_the_run_cleanly(project: Project, mode: str) -> None:
     """Break: KeyboardInterrupt at import of the system module ended the run with no summary."""
@@ -122,7 +121,9 @@ def test_keyboard_interrupt_at_import_ends_the_run_cleanly(project: Project, mod
     recorded = {path: content for path, (content, _) in project.files(http=True).items()}
     project.write_text("steer.txt", "import_interrupt")
 
-    result = project.run(*([mode] if mode != "replay" else []), "-p", "no:cacheprovider")
+    result = project.run_in_subprocess(
+        *([mode] if mode != "replay" else []), "-p", "no:cacheprovider"
+    )
 
     text = output(result)
     assert result.ret == pytest.ExitCode.INTERRUPTED, text
@@ -132,14 +133,15 @@ def test_keyboard_interrupt_at_import_ends_the_run_cleanly(project: Project, mod
     assert {path: c for path, (c, _) in project.files(http=True).items()} == recorded
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("where", ["import_exit", "run_exit"])
 def test_os_exit_under_live_is_reported_by_the_next_run(project: Project, where: str) -> None:
     """Break: os._exit in a system under --live (at import or in run) left no report."""
     _project(project)
     project.write_text("steer.txt", where)
 
-    killed = project.run("--live", "--eval-concurrency", "1", "-p", "no:cacheprovider")
+    killed = project.run_in_subprocess(
+        "--live", "--eval-concurrency", "1", "-p", "no:cacheprovider"
+    )
 
     assert killed.ret == 7, output(killed)
     project.write_text("steer.txt", "")

@@ -3,21 +3,21 @@ hashing, code fingerprints, the `scan` command and `--eval-manifest` (a FIFO the
 hang)"). A FIFO, a device or an oversized file given to any of them is one error naming the
 file, the field or option, and the next step; an input file of any size is hashed in chunks.
 
-Every run of the reader under test is a fresh interpreter with a hang guard and a cap on its
-address space: on the old code a FIFO blocked it (killed at the guard: the test fails instead of
-hanging the suite) and `/dev/zero` or a huge file was read whole (a MemoryError under the cap,
-instead of the machine's memory)."""
+Every run of the reader under test is in another interpreter with a hang guard and a cap on its
+address space, one the module's runs share (tests/guarded.py): on the old code a FIFO blocked it
+(killed at the guard: the test fails instead of hanging the suite) and `/dev/zero` or a huge
+file was read whole (a MemoryError under the cap, instead of the machine's memory)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from evalhelpers import Project, error_block, make_case, output, suite_doc
+from guarded import GuardedInterpreter, guarded_interpreter_fixture
 
 from pytest_evalcases.domain.code import CODE_FILE_CAP
 from pytest_evalcases.store.files import REPORT_FILE_CAP
@@ -29,29 +29,21 @@ HUGE_INPUT = 2**30  # a sparse data file bigger than MEMORY_CAP: hashed whole, i
 # `head -c 1073741824 /dev/zero | sha256sum`.
 HUGE_INPUT_SHA256 = "49bc20df15e412a64472421e13fe86ff1c5165e18b2afccf160d4dc19fe68a14"
 
-_LAUNCH = (
-    "import resource, runpy, sys; "
-    "resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap})); "
-    "sys.argv[0] = {module!r}; "
-    "runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
-)
+guarded_interpreter = guarded_interpreter_fixture(MEMORY_CAP, HANG_GUARD)
+
+Guarded = Callable[..., pytest.RunResult]
 
 
-def guarded(project: Project, *args: str, module: str = "pytest") -> pytest.RunResult:
-    """`python -m <module> <args>` in the project's folder, in a fresh interpreter under
-    MEMORY_CAP, killed (and the test failed) when it blocks for HANG_GUARD seconds."""
-    launch = _LAUNCH.format(cap=MEMORY_CAP, module=module)
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", launch, *args],
-            cwd=project.root,
-            capture_output=True,
-            text=True,
-            timeout=HANG_GUARD,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"python -m {module} {' '.join(args)} blocked: killed after {HANG_GUARD} s")
-    return pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), 0)
+@pytest.fixture
+def guarded(guarded_interpreter: GuardedInterpreter) -> Guarded:
+    """`guarded(project, *args, module="pytest")`: `python -m <module> <args>` in the project's
+    folder, in the guarded interpreter under MEMORY_CAP; the test fails if it blocks for
+    HANG_GUARD seconds."""
+
+    def run(project: Project, *args: str, module: str = "pytest") -> pytest.RunResult:
+        return guarded_interpreter.run(project.root, *args, module=module)
+
+    return run
 
 
 def make_fifo(path: Path) -> None:
@@ -80,7 +72,9 @@ NOT_REGULAR = [
 # ---- `inputs` and the users' data files ------------------------------------------------------
 
 
-def test_a_fifo_in_a_suites_inputs_is_one_error_naming_it(project: Project) -> None:
+def test_a_fifo_in_a_suites_inputs_is_one_error_naming_it(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: a FIFO named in the suite's `inputs` blocked collection forever (hashing opened it
     for reading and waited for a writer). A device cannot be named there: it resolves outside
     the rootdir, which was refused already."""
@@ -97,7 +91,9 @@ def test_a_fifo_in_a_suites_inputs_is_one_error_naming_it(project: Project) -> N
     )
 
 
-def test_a_fifo_in_a_cases_inputs_errors_that_case_alone(project: Project) -> None:
+def test_a_fifo_in_a_cases_inputs_errors_that_case_alone(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: a FIFO named in one case's own `inputs` blocked collection of every suite."""
     project.write_suite(suite_doc())
     project.run("--live").assert_outcomes(passed=3)
@@ -117,7 +113,9 @@ def test_a_fifo_in_a_cases_inputs_errors_that_case_alone(project: Project) -> No
     )
 
 
-def test_a_fifo_as_a_users_data_file_errors_that_users_cases(project: Project) -> None:
+def test_a_fifo_as_a_users_data_file_errors_that_users_cases(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: a FIFO as a suite user's data file (hashed into `user.<id>`) blocked collection."""
     project.write_suite(suite_doc())
     project.run("--live").assert_outcomes(passed=3)
@@ -140,7 +138,9 @@ def test_a_fifo_as_a_users_data_file_errors_that_users_cases(project: Project) -
     )
 
 
-def test_an_input_bigger_than_the_memory_is_hashed_in_chunks(project: Project) -> None:
+def test_an_input_bigger_than_the_memory_is_hashed_in_chunks(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: an input file was read whole to be hashed: a 1 GiB data file (sparse here) took
     1 GiB of memory (a MemoryError under this run's cap). A data file may be big: it has no
     size cap, its hash is the hash of all its bytes."""
@@ -153,7 +153,9 @@ def test_an_input_bigger_than_the_memory_is_hashed_in_chunks(project: Project) -
     assert project.cassette("suite", "alpha")["key"]["data/big.bin"] == HUGE_INPUT_SHA256[:16]
 
 
-def test_a_fifo_as_a_totals_ids_file_is_one_error_naming_it(project: Project) -> None:
+def test_a_fifo_as_a_totals_ids_file_is_one_error_naming_it(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: a total whose `"exclude": {"ids": FILE}` named a FIFO blocked collection."""
     totals = [{"name": "gold", "exclude": {"ids": "data/exclusions.json"}}]
     project.write_suite(suite_doc(totals=totals))
@@ -169,7 +171,9 @@ def test_a_fifo_as_a_totals_ids_file_is_one_error_naming_it(project: Project) ->
     )
 
 
-def test_a_fifo_in_place_of_the_live_run_marker_does_not_block_the_run(project: Project) -> None:
+def test_a_fifo_in_place_of_the_live_run_marker_does_not_block_the_run(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: every run reads `<cassettes>/.live-run-in-progress.json` (the marker of a live run
     that never ended); a FIFO there blocked every run, a plain replay too. Refused unread, it is
     no marker: nothing to report."""
@@ -188,7 +192,7 @@ def test_a_fifo_in_place_of_the_live_run_marker_does_not_block_the_run(project: 
 
 @pytest.mark.parametrize(("make", "why"), NOT_REGULAR)
 def test_a_fifo_or_device_among_the_code_files_is_one_error_naming_it(
-    project: Project, make, why: str
+    project: Project, guarded: Guarded, make, why: str
 ) -> None:
     """Break: a `.py` entry of a folder named in `"code"` that is a FIFO blocked collection;
     one that links to `/dev/zero` was read until the memory ran out."""
@@ -209,6 +213,7 @@ def test_a_fifo_or_device_among_the_code_files_is_one_error_naming_it(
 
 def test_a_code_file_over_the_cap_is_refused_naming_its_size_and_the_cap(
     project: Project,
+    guarded: Guarded,
 ) -> None:
     """Break: a source file had no size cap: any size was read whole and parsed (a 12 MB
     module of one statement and a long comment was keyed as any other)."""
@@ -232,7 +237,7 @@ def test_a_code_file_over_the_cap_is_refused_naming_its_size_and_the_cap(
 @pytest.mark.parametrize(("make", "why"), NOT_REGULAR)
 @pytest.mark.parametrize("name", ["odd.json", "odd.md"])
 def test_scan_of_a_fifo_or_device_lists_it_as_not_checked(
-    project: Project, make, why: str, name: str
+    project: Project, guarded: Guarded, make, why: str, name: str
 ) -> None:
     """Break: `scan` of a FIFO (a `.json` read as a document, a `.md` as text) blocked; of a
     link to `/dev/zero`, read until the memory ran out."""
@@ -249,7 +254,9 @@ def test_scan_of_a_fifo_or_device_lists_it_as_not_checked(
     ]
 
 
-def test_scan_of_a_file_over_the_cap_lists_it_as_not_checked(project: Project) -> None:
+def test_scan_of_a_file_over_the_cap_lists_it_as_not_checked(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: `scan` read a file of any size whole (a 150 MB file was read, then reported as
     not JSON)."""
     assert REPORT_FILE_CAP == 100_000_000
@@ -270,7 +277,7 @@ def test_scan_of_a_file_over_the_cap_lists_it_as_not_checked(project: Project) -
 
 @pytest.mark.parametrize(("make", "why"), NOT_REGULAR)
 def test_a_fifo_or_device_as_the_manifest_stops_the_run_naming_it(
-    project: Project, make, why: str
+    project: Project, guarded: Guarded, make, why: str
 ) -> None:
     """Break: `--eval-manifest` naming a FIFO blocked the run before it started; naming a link
     to `/dev/zero`, read until the memory ran out."""
@@ -286,7 +293,9 @@ def test_a_fifo_or_device_as_the_manifest_stops_the_run_naming_it(
     )
 
 
-def test_a_manifest_over_the_cap_stops_the_run_naming_its_size(project: Project) -> None:
+def test_a_manifest_over_the_cap_stops_the_run_naming_its_size(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: a manifest of any size was read whole (150 MB, then reported as invalid JSON)."""
     project.write_suite(suite_doc())
     make_sparse(project.root / "lock" / "manifest.json", REPORT_FILE_CAP + 50_000_000)
@@ -300,7 +309,7 @@ def test_a_manifest_over_the_cap_stops_the_run_naming_its_size(project: Project)
     )
 
 
-def test_a_fifo_as_the_baseline_stops_the_run_naming_it(project: Project) -> None:
+def test_a_fifo_as_the_baseline_stops_the_run_naming_it(project: Project, guarded: Guarded) -> None:
     """Break: `--eval-baseline` naming a FIFO blocked the run before it started."""
     project.write_suite(suite_doc())
     make_fifo(project.root / "base" / "results.json")
@@ -317,7 +326,9 @@ def test_a_fifo_as_the_baseline_stops_the_run_naming_it(project: Project) -> Non
 
 
 @pytest.mark.parametrize(("make", "why"), NOT_REGULAR)
-def test_merge_of_a_fifo_or_device_errors_naming_it(project: Project, make, why: str) -> None:
+def test_merge_of_a_fifo_or_device_errors_naming_it(
+    project: Project, guarded: Guarded, make, why: str
+) -> None:
     """Break: `merge` of a shard given as a FIFO blocked; as a link to `/dev/zero`, read until
     the memory ran out."""
     make(project.root / "shard" / "results.json")
@@ -334,7 +345,9 @@ def test_merge_of_a_fifo_or_device_errors_naming_it(project: Project, make, why:
     assert not (project.root / "merged").exists()
 
 
-def test_compare_of_a_results_file_over_the_cap_errors_naming_its_size(project: Project) -> None:
+def test_compare_of_a_results_file_over_the_cap_errors_naming_its_size(
+    project: Project, guarded: Guarded
+) -> None:
     """Break: `compare` (and `merge`) read a results.json of any size whole (150 MB, then
     reported as not valid JSON)."""
     make_sparse(project.root / "a" / "results.json", REPORT_FILE_CAP + 50_000_000)

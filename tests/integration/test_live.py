@@ -214,14 +214,13 @@ def test_a_first_live_run_that_fails_keeps_its_whole_reason_on_one_line(
     assert short.endswith(fields), short
 
 
-@pytest.mark.subprocess  # the system sends SIGINT to its own process
 def test_interrupted_live_run_leaves_every_cassette_whole(project: Project) -> None:
     project.write_suite(suite_doc())
     project.run("--live").assert_outcomes(passed=3)
     before = project.files()
     project.steer(suffix=" (v2)", interrupt=["gamma"])
 
-    result = project.run("--live")
+    result = project.run_in_subprocess("--live")  # the system sends SIGINT to its own process
 
     assert result.ret == pytest.ExitCode.INTERRUPTED, output(result)
     after = project.files()

@@ -233,7 +233,9 @@ def limited_project(root: Path, n: int) -> Project:
 def test_a_live_run_under_a_rate_limit_records_every_case_and_says_what_it_cost(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:
-    judge_server.rate_limit = RateLimit(1200, burst_seconds=0.25, announce=False, retry_after="0.2")
+    # Refused in the first burst (4 at once, well over 20 a second). The client then paces at
+    # the rate it was served at before the refusal: a bucket of 10, not 5, halves the run.
+    judge_server.rate_limit = RateLimit(1200, burst_seconds=0.5, announce=False, retry_after="0.2")
     project = limited_project(tmp_path, 10)
 
     result = run_live_openai(project, judge_server.base_url, "--eval-concurrency", "4")

@@ -32,10 +32,6 @@ from typing import Any
 import pytest
 from evalhelpers import Project, changes_section
 
-# A fresh interpreter per run: the example's own tests import its `support_agent` package from
-# the repository into this process, and a run in this project's copy must import the copy's.
-pytestmark = pytest.mark.subprocess
-
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openai-agent"
 CASES = ("refund-window", "order-shipped", "cancel-processing-order")
 OLD_WORDS = "Search the Kettlebird knowledge base"
@@ -117,7 +113,11 @@ def fresh_model() -> Iterator[FreshValuesModel]:
 @pytest.fixture
 def support(project: Project, fresh_model: FreshValuesModel, monkeypatch: pytest.MonkeyPatch):
     """The example's agent and three of its cases (one, two and three model requests each), in
-    a git repository; the agent's trace notes each tool call's id as well."""
+    a git repository; the agent's trace notes each tool call's id as well.
+
+    Its runs are in this process (`run_pytest`), which sets aside for each run the
+    `support_agent` package the example's own tests import from the repository: a run in this
+    copy imports the copy's."""
     shutil.copytree(EXAMPLE / "support_agent", project.root / "support_agent")
     agent = project.root / "support_agent" / "agent.py"
     noted = 'trace["tool_calls"].append({"name": name, "args": args})'
@@ -134,7 +134,7 @@ def support(project: Project, fresh_model: FreshValuesModel, monkeypatch: pytest
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     git(project.root, "init", "-q")
-    return project
+    return Project(project.root)
 
 
 def git(root: Path, *args: str) -> str:
