@@ -1,14 +1,15 @@
 """Replay benchmark: N recorded eval cases against N trivial parametrised tests.
 
-    python benchmarks/replay.py [N] [-r R] [--startup-repeats S] [--keep] [--profile FILE]
-                                [--imported]
+    python benchmarks/replay.py [N] [-r R] [--files F] [--startup-repeats S] [--phase-rounds P]
+                                [--keep | --reuse DIR] [--no-bare] [--profile FILE] [--imported]
 
 A script, not a test: it prints figures and exits 0 whether or not the targets are met.
 
-In a fresh temporary project it writes one suite of N cases over a trivial deterministic system,
-records them with `pytest --live` (untimed), then times R rounds (default 7), each running every
-command once, back to back, in an order that rotates from round to round so that drift hits all
-of them:
+In a fresh temporary project it writes N cases over a trivial deterministic system, as one suite
+file (or, with `--files F`, as F suite files of N/F cases each, beside F plain test files of N/F
+tests each), records them with `pytest --live` (untimed), then times R rounds (default 7), each
+running every command once, back to back, in an order that rotates from round to round so that
+drift hits all of them:
 
   replay      python -m pytest -q -p no:cacheprovider cases/
   plain       python -m pytest -q -p no:cacheprovider plain/     N trivial parametrised tests
@@ -18,8 +19,11 @@ All three run in this virtualenv (sys.executable) with the same pytest.ini. Peak
 child's own ru_maxrss, read with os.wait4 on that child (not RUSAGE_CHILDREN, which is a running
 maximum over every child ever waited for). Start-up is collecting an empty folder, with and
 without the plugin, in S paired rounds: the overhead is the median of the per-round differences.
-Untimed diagnostic runs report whether a replay imported deepeval, openai or vcrpy, and the time
-each run spent in the garbage collector (a tiny conftest does this when asked to).
+Untimed diagnostic runs (P rounds of a replay and a plain run, default 3) report whether a replay
+imported deepeval, openai or vcrpy, the time each run spent in the garbage collector, and each
+run's wall, CPU and GC time split into phases: start-up, collection, the run loop, session
+finish (our results document), terminal summary, exit. A tiny conftest does this when asked to;
+its hooks are defined only then, so the timed runs carry none of them.
 
 Each command's wall time is shown as min / median / max over the R rounds. The ratios replay /
 plain and replay / plain-bare are taken per round (the two runs of a round are minutes apart at
@@ -30,9 +34,14 @@ and the min-max of the R paired ratios; the CPU-time ratio likewise.
 reference, gold context and the report-only `retrieval`, `locomo_f1` and `context_coverage`
 stages (issue 22: "replay of imported suites stays within P1"; needs nltk, the benchmarks extra).
 
-Targets (issue 2, at N = 10,000): replay wall <= 1.0x plain on the median of the paired rounds
-(issue 19: one machine gave 0.84x-1.11x within an hour, wider than the margin), peak memory <=
-1.2x plain, the plugin adds <= 50 ms to start-up.
+`--keep` keeps the recorded project; `--reuse DIR` times such a project again without writing
+and recording it (at N = 100,000 the recording takes minutes); `--no-bare` leaves out the
+plain-bare runs.
+
+Targets (issue 2 at N = 10,000, issue 28 also at N = 100,000 in one file and in 100 files):
+replay wall <= 1.0x plain on the median of the paired rounds (issue 19: one machine gave
+0.84x-1.11x within an hour, wider than the margin), peak memory <= 1.2x plain, the plugin adds
+<= 50 ms to start-up.
 """
 
 from __future__ import annotations
