@@ -342,11 +342,11 @@ Phase = tuple[float, float, float]  # wall s, CPU s, of which in the garbage col
 
 
 def phase_seconds(doc: dict[str, Any], run: Run) -> dict[str, Phase]:
-    """A diagnostic run's time split into its phases (they add up to the whole): start-up to
-    the start of collection, collection, the run loop, pytest_sessionfinish without the terminal
-    summary (our results document, report files), the terminal summary (ours and pytest's), and
-    the exit (unconfigure, the interpreter's teardown). Each as (wall, CPU, GC) seconds: on a
-    busy machine the CPU time is the steadier one."""
+    """A diagnostic run's time split into its phases (they add up to the whole but for the
+    instants between two hooks): start-up to the start of collection, collection, the run loop,
+    pytest_sessionfinish without the terminal summary (our results document, report files), the
+    terminal summary (ours and pytest's), and the exit (unconfigure, the interpreter's teardown).
+    Each as (wall, CPU, GC) seconds: on a busy machine the CPU time is the steadier one."""
     st = doc["stamps"]
 
     def span(start: str, end: str) -> Phase:
