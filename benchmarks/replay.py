@@ -338,7 +338,7 @@ def diagnostics(root: Path, env: dict[str, str], target: str) -> tuple[dict[str,
 PHASES = ("start-up", "collection", "run", "session finish", "terminal summary", "exit")
 
 
-Phase = tuple[float, float, float]  # wall s, CPU s, of which in the garbage collector s
+Phase = tuple[float, float, float]  # wall s, CPU s, wall s in the garbage collector
 
 
 def phase_seconds(doc: dict[str, Any], run: Run) -> dict[str, Phase]:
@@ -367,7 +367,7 @@ def phase_seconds(doc: dict[str, Any], run: Run) -> dict[str, Phase]:
 
 def phase_table(phases: dict[str, list[dict[str, Phase]]], n: int) -> list[str]:
     """The medians of each phase over the diagnostic rounds, replay against plain: wall, CPU
-    and the CPU's part in the garbage collector."""
+    and the wall time spent in the garbage collector (gc.callbacks)."""
     rounds = len(phases["replay"])
     lines = [
         f"phases (untimed diagnostic runs with the GC timer on; median of {rounds} round"
