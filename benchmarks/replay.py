@@ -1,14 +1,15 @@
 """Replay benchmark: N recorded eval cases against N trivial parametrised tests.
 
-    python benchmarks/replay.py [N] [-r R] [--startup-repeats S] [--keep] [--profile FILE]
-                                [--imported]
+    python benchmarks/replay.py [N] [-r R] [--files F] [--startup-repeats S] [--phase-rounds P]
+                                [--keep | --reuse DIR] [--no-bare] [--profile FILE] [--imported]
 
 A script, not a test: it prints figures and exits 0 whether or not the targets are met.
 
-In a fresh temporary project it writes one suite of N cases over a trivial deterministic system,
-records them with `pytest --live` (untimed), then times R rounds (default 7), each running every
-command once, back to back, in an order that rotates from round to round so that drift hits all
-of them:
+In a fresh temporary project it writes N cases over a trivial deterministic system, as one suite
+file (or, with `--files F`, as F suite files of N/F cases each, beside F plain test files of N/F
+tests each), records them with `pytest --live` (untimed), then times R rounds (default 7), each
+running every command once, back to back, in an order that rotates from round to round so that
+drift hits all of them:
 
   replay      python -m pytest -q -p no:cacheprovider cases/
   plain       python -m pytest -q -p no:cacheprovider plain/     N trivial parametrised tests
@@ -18,8 +19,11 @@ All three run in this virtualenv (sys.executable) with the same pytest.ini. Peak
 child's own ru_maxrss, read with os.wait4 on that child (not RUSAGE_CHILDREN, which is a running
 maximum over every child ever waited for). Start-up is collecting an empty folder, with and
 without the plugin, in S paired rounds: the overhead is the median of the per-round differences.
-Untimed diagnostic runs report whether a replay imported deepeval, openai or vcrpy, and the time
-each run spent in the garbage collector (a tiny conftest does this when asked to).
+Untimed diagnostic runs (P rounds of a replay and a plain run, default 3) report whether a replay
+imported deepeval, openai or vcrpy, the time each run spent in the garbage collector, and each
+run's wall, CPU and GC time split into phases: start-up, collection, the run loop, session
+finish (our results document), terminal summary, exit. A tiny conftest does this when asked to;
+its hooks are defined only then, so the timed runs carry none of them.
 
 Each command's wall time is shown as min / median / max over the R rounds. The ratios replay /
 plain and replay / plain-bare are taken per round (the two runs of a round are minutes apart at
@@ -30,9 +34,14 @@ and the min-max of the R paired ratios; the CPU-time ratio likewise.
 reference, gold context and the report-only `retrieval`, `locomo_f1` and `context_coverage`
 stages (issue 22: "replay of imported suites stays within P1"; needs nltk, the benchmarks extra).
 
-Targets (issue 2, at N = 10,000): replay wall <= 1.0x plain on the median of the paired rounds
-(issue 19: one machine gave 0.84x-1.11x within an hour, wider than the margin), peak memory <=
-1.2x plain, the plugin adds <= 50 ms to start-up.
+`--keep` keeps the recorded project; `--reuse DIR` times such a project again without writing
+and recording it (at N = 100,000 the recording takes minutes); `--no-bare` leaves out the
+plain-bare runs.
+
+Targets (issue 2 at N = 10,000, issue 28 also at N = 100,000 in one file and in 100 files):
+replay wall <= 1.0x plain on the median of the paired rounds (issue 19: one machine gave
+0.84x-1.11x within an hour, wider than the margin), peak memory <= 1.2x plain, the plugin adds
+<= 50 ms to start-up.
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ DEFAULT_ROUNDS = 7  # ~15 s a round at N = 10,000 on the 2-vCPU machine
 RSS_TARGET = 1.2
 STARTUP_TARGET_MS = 50.0
 MODULES_ENV = "EVALCASES_BENCH_MODULES"
+PROJECT_META = "bench-project.json"  # what a kept project holds, for --reuse
 FORBIDDEN = ("deepeval", "openai", "vcr")  # vcrpy's import name is `vcr`
 ALSO_SHOWN = ("pydantic", "numpy", "jinja2")
 
@@ -69,8 +79,9 @@ asyncio_default_fixture_loop_scope = function
 """
 
 # Loaded in every run (so all runs pay for it alike); does something only in the untimed
-# diagnostic runs: then it times the garbage collector and, at the end, writes which of the
-# modules were imported and the GC totals.
+# diagnostic runs: then it times the garbage collector and the phases of the run (its hooks are
+# defined only then, so the timed runs carry none of them), and at the end writes which of the
+# modules were imported, the GC totals and the phases' timestamps (time.time()).
 CONFTEST = f'''\
 import gc
 import json
@@ -78,8 +89,11 @@ import os
 import sys
 import time
 
+import pytest
+
 TARGET = os.environ.get("{MODULES_ENV}")
 GC = {{"seconds": 0.0, "full": 0, "started": 0.0}}
+STAMPS = {{}}
 
 
 def _gc_timer(phase, info):
@@ -93,12 +107,35 @@ def _gc_timer(phase, info):
 if TARGET:
     gc.callbacks.append(_gc_timer)
 
+    def _timed(name):
+        STAMPS[name + "_start"] = (time.time(), time.process_time(), GC["seconds"])
+        try:
+            return (yield)  # the hook's result, unchanged
+        finally:
+            STAMPS[name + "_end"] = (time.time(), time.process_time(), GC["seconds"])
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection(session):
+        return (yield from _timed("collection"))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(session):
+        return (yield from _timed("run"))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(session):
+        return (yield from _timed("sessionfinish"))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(terminalreporter):
+        return (yield from _timed("summary"))
+
 
 def pytest_unconfigure(config):
     if TARGET:
         names = {list(FORBIDDEN + ALSO_SHOWN)!r}
         doc = {{"modules": {{name: name in sys.modules for name in names}},
-               "gc_seconds": GC["seconds"], "gc_full": GC["full"]}}
+               "gc_seconds": GC["seconds"], "gc_full": GC["full"], "stamps": STAMPS}}
         with open(TARGET, "w", encoding="utf-8") as handle:
             json.dump(doc, handle)
 '''
@@ -120,7 +157,7 @@ PLAIN_TESTS = """\
 import pytest
 
 
-@pytest.mark.parametrize("i", range({n}))
+@pytest.mark.parametrize("i", range({start}, {stop}))
 def test_plain(i):
     assert i >= 0
 """
@@ -133,19 +170,24 @@ class Run:
     cpu: float  # user + system seconds of the child
     returncode: int
     output: str
+    spawned: float = 0.0  # time.time() at the spawn and at the exit: the phases' bounds
+    exited: float = 0.0
 
 
 def run_measured(cmd: list[str], cwd: Path, env: dict[str, str]) -> Run:
     """Run one command; its wall time, and its own peak RSS and CPU time from wait4."""
     with tempfile.TemporaryFile() as out:
+        spawned = time.time()
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+        exited = time.time()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode("utf-8", errors="replace")
-    return Run(wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, proc.returncode, text)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(wall, usage.ru_maxrss, cpu, proc.returncode, text, spawned, exited)
 
 
 def clean_env(pycache: Path | None) -> dict[str, str]:
@@ -191,14 +233,36 @@ def imported_suite(n: int) -> dict[str, Any]:
     }
 
 
-def write_project(root: Path, n: int, imported: bool = False) -> None:
+def suite_files(n: int, files: int) -> list[range]:
+    """The case indices of each of `files` files: N split as evenly as it goes, in order."""
+    return [range(n * f // files, n * (f + 1) // files) for f in range(files)]
+
+
+def write_project(root: Path, n: int, imported: bool = False, files: int = 1) -> None:
+    """The project: N cases in `files` case files (one suite each) and N plain tests in as many
+    test files, so that both runs collect the same number of files."""
     (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (root / "benchsys.py").write_text(SYSTEM, encoding="utf-8")
     (root / "cases").mkdir()
     (root / "plain").mkdir()
     (root / "empty").mkdir()
-    (root / "plain" / "test_plain.py").write_text(PLAIN_TESTS.format(n=n), encoding="utf-8")
+    whole = imported_suite(n) if imported else plain_suite(n)
+    for f, indices in enumerate(suite_files(n, files)):
+        stem = "bench" if files == 1 else f"bench_{f:03d}"
+        tests = "test_plain" if files == 1 else f"test_plain_{f:03d}"
+        test_text = PLAIN_TESTS.format(start=indices.start, stop=indices.stop)
+        (root / "plain" / f"{tests}.py").write_text(test_text, encoding="utf-8")
+        suite = {**whole, "name": stem, "cases": whole["cases"][indices.start : indices.stop]}
+        text = json.dumps(suite, indent=1)
+        (root / "cases" / f"{stem}.json").write_text(text, encoding="utf-8")
+    (root / PROJECT_META).write_text(
+        json.dumps({"n": n, "files": files, "imported": imported}), encoding="utf-8"
+    )
+
+
+def plain_suite(n: int) -> dict[str, Any]:
+    """The default suite: `tools` and `retrieval` gating, `token_f1` report-only."""
     cases = [
         {
             "id": f"case-{i:05d}",
@@ -210,7 +274,7 @@ def write_project(root: Path, n: int, imported: bool = False) -> None:
         }
         for i in range(n)
     ]
-    suite = {
+    return {
         "name": "bench",
         "version": 1,
         "system": "benchsys:run",
@@ -219,9 +283,6 @@ def write_project(root: Path, n: int, imported: bool = False) -> None:
         "k": 3,
         "cases": cases,
     }
-    if imported:
-        suite = imported_suite(n)
-    (root / "cases" / "bench.json").write_text(json.dumps(suite, indent=1), encoding="utf-8")
 
 
 def pytest_cmd(*args: str) -> list[str]:
@@ -266,11 +327,73 @@ def timed_rounds(
 
 
 def diagnostics(root: Path, env: dict[str, str], target: str) -> tuple[dict[str, Any], Run]:
-    """An untimed run whose conftest reports the imported modules and the time spent in GC."""
+    """An untimed run whose conftest reports the imported modules, the time spent in GC and
+    the timestamps of the run's phases."""
     out = root / "diagnostics.json"
     run = run_measured(pytest_cmd(target), root, {**env, MODULES_ENV: str(out)})
     check_run(f"diagnostics {target}", run, None)
     return json.loads(out.read_text(encoding="utf-8")), run
+
+
+PHASES = ("start-up", "collection", "run", "session finish", "terminal summary", "exit")
+
+
+Phase = tuple[float, float, float]  # wall s, CPU s, wall s in the garbage collector
+
+
+def phase_seconds(doc: dict[str, Any], run: Run) -> dict[str, Phase]:
+    """A diagnostic run's time split into its phases (they add up to the whole but for the
+    instants between two hooks): start-up to the start of collection, collection, the run loop,
+    pytest_sessionfinish without the terminal summary (our results document, report files), the
+    terminal summary (ours and pytest's), and the exit (unconfigure, the interpreter's teardown).
+    Each as (wall, CPU, GC) seconds: on a busy machine the CPU time is the steadier one."""
+    st = doc["stamps"]
+
+    def span(start: str, end: str) -> Phase:
+        return st[end][0] - st[start][0], st[end][1] - st[start][1], st[end][2] - st[start][2]
+
+    summary = span("summary_start", "summary_end")
+    finish = span("sessionfinish_start", "sessionfinish_end")
+    last = st["sessionfinish_end"]
+    return {
+        "start-up": (st["collection_start"][0] - run.spawned, *st["collection_start"][1:]),
+        "collection": span("collection_start", "collection_end"),
+        "run": span("run_start", "run_end"),
+        "session finish": (finish[0] - summary[0], finish[1] - summary[1], finish[2] - summary[2]),
+        "terminal summary": summary,
+        "exit": (run.exited - last[0], run.cpu - last[1], doc["gc_seconds"] - last[2]),
+    }
+
+
+def phase_table(phases: dict[str, list[dict[str, Phase]]], n: int) -> list[str]:
+    """The medians of each phase over the diagnostic rounds, replay against plain: wall, CPU
+    and the wall time spent in the garbage collector (gc.callbacks)."""
+    rounds = len(phases["replay"])
+    lines = [
+        f"phases (untimed diagnostic runs with the GC timer on; median of {rounds} round"
+        f"{'s' * (rounds != 1)}; us/case = replay s / N; GC s: replay / plain):",
+        f"  {'phase':<17} {'replay s':>9} {'plain s':>8} {'ratio':>6} {'us/case':>8}"
+        f" {'CPU: replay s':>14} {'plain s':>8} {'ratio':>6} {'us/case':>8} {'GC s':>13}",
+    ]
+    for phase in (*PHASES, "total"):
+        values = {
+            name: [
+                statistics.median(
+                    sum(one[p][kind] for p in PHASES) if phase == "total" else one[phase][kind]
+                    for one in runs
+                )
+                for kind in (0, 1, 2)
+            ]
+            for name, runs in phases.items()
+        }
+        cells = []
+        for kind, width in ((0, 9), (1, 14)):  # wall, CPU
+            replay, plain = values["replay"][kind], values["plain"][kind]
+            ratio = f"{replay / plain:5.2f}x" if plain > 0.0005 else f"{'-':>6}"
+            cells.append(f"{replay:{width}.3f} {plain:8.3f} {ratio} {1e6 * replay / n:8.1f}")
+        gc_cell = f"{values['replay'][2]:6.2f}/{values['plain'][2]:.2f}"
+        lines.append(f"  {phase:<17} {cells[0]} {cells[1]} {gc_cell:>13}")
+    return lines
 
 
 def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) -> None:
@@ -391,7 +514,34 @@ def main(argv: list[str] | None = None) -> int:
         default=10,
         help="start-up rounds (10): paired with/without runs",
     )
+    parser.add_argument(
+        "--files",
+        type=int,
+        default=1,
+        help="write the N cases as F case files (one suite each) and the N plain tests as F "
+        "test files (1)",
+    )
+    parser.add_argument(
+        "--phase-rounds",
+        type=int,
+        default=3,
+        help="untimed diagnostic rounds (a replay and a plain run each) that split the wall time "
+        "into collection, run and summary (3)",
+    )
+    parser.add_argument(
+        "--no-bare",
+        action="store_true",
+        help="leave out the plain -p no:evalcases runs (a third of the time; at N = 100,000 a "
+        "round takes minutes)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary project")
+    parser.add_argument(
+        "--reuse",
+        metavar="DIR",
+        type=Path,
+        help="time a project that --keep left (already recorded, same N, --files and "
+        "--imported) instead of writing and recording a new one; it is kept",
+    )
     parser.add_argument(
         "--imported",
         action="store_true",
@@ -412,24 +562,44 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n = args.n
 
+    if args.files < 1 or args.files > n:
+        parser.error(f"--files must be between 1 and N ({n}), got {args.files}")
+
     load_before = os.getloadavg()[0]
-    root = Path(tempfile.mkdtemp(prefix="evalcases-bench-"))
+    if args.reuse is not None:
+        root = args.reuse.resolve()
+        wanted = {"n": n, "files": args.files, "imported": args.imported}
+        meta = root / PROJECT_META
+        found = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else None
+        if found != wanted:
+            parser.error(f"--reuse {root}: holds {found}, not {wanted} (run with --keep first)")
+        args.keep = True
+        (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")  # this script's own
+    else:
+        root = Path(tempfile.mkdtemp(prefix="evalcases-bench-"))
     env = clean_env(None if args.no_bytecode_cache else root / "pycache")
     try:
-        write_project(root, n, args.imported)
-        started = time.perf_counter()
-        record_cmd = pytest_cmd("--live", "--eval-concurrency", "32", "cases/")
-        recorded = run_measured(record_cmd, root, env)
-        check_run("record (--live)", recorded, n)
-        print(f"recorded {n} cases with --live in {time.perf_counter() - started:.1f} s (untimed)")
+        if args.reuse is None:
+            write_project(root, n, args.imported, args.files)
+            started = time.perf_counter()
+            record_cmd = pytest_cmd("--live", "--eval-concurrency", "32", "cases/")
+            recorded = run_measured(record_cmd, root, env)
+            check_run("record (--live)", recorded, n)
+            took = time.perf_counter() - started
+            print(
+                f"recorded {n} cases in {args.files} file(s) with --live in {took:.1f} s (untimed)"
+            )
 
         commands = {
             "replay": pytest_cmd("cases/"),
             "plain": pytest_cmd("plain/"),
             "plain-bare": pytest_cmd("-p", "no:evalcases", "plain/"),
         }
+        if args.no_bare:
+            del commands["plain-bare"]
         expect = {name: (n, 0) for name in commands}
-        timed_rounds(commands, root, env, 1, expect)  # warm-up: caches, bytecode, a sanity check
+        if args.reuse is None:  # a kept project has its bytecode; every timed run is checked
+            timed_rounds(commands, root, env, 1, expect)  # warm-up: caches, bytecode, a check
         runs = timed_rounds(commands, root, env, args.repeats, expect)
 
         startup_cmds = {
@@ -442,8 +612,12 @@ def main(argv: list[str] | None = None) -> int:
         }
         timed_rounds(startup_cmds, root, env, 1, startup_expect)
         startup = timed_rounds(startup_cmds, root, env, args.startup_repeats, startup_expect)
-        replay_diag, _ = diagnostics(root, env, "cases/")
-        plain_diag, _ = diagnostics(root, env, "plain/")
+        phases: dict[str, list[dict[str, Phase]]] = {"replay": [], "plain": []}
+        for _ in range(max(1, args.phase_rounds)):
+            replay_diag, replay_run = diagnostics(root, env, "cases/")
+            plain_diag, plain_run = diagnostics(root, env, "plain/")
+            phases["replay"].append(phase_seconds(replay_diag, replay_run))
+            phases["plain"].append(phase_seconds(plain_diag, plain_run))
         modules = replay_diag["modules"]
 
         best = {name: min(r.wall for r in rs) for name, rs in runs.items()}
@@ -459,11 +633,13 @@ def main(argv: list[str] | None = None) -> int:
             a.wall - b.wall for a, b in zip(startup["with"], startup["without"], strict=True)
         )
         base = {"replay": start_with, "plain": start_with, "plain-bare": start_without}
+        bottoms = [name for name in ("plain", "plain-bare") if name in runs]
 
         wall_ratio = paired(runs, "replay", "plain", "wall")
         rss_ratio = rss["replay"] / rss["plain"]
         print(
-            f"\npytest-evalcases replay benchmark: N={n}, {args.repeats} rounds (the commands "
+            f"\npytest-evalcases replay benchmark: N={n} in {args.files} file(s), {args.repeats} "
+            f"rounds (the commands "
             f"back to back in each, the order rotated), peak RSS = max over runs of each child's "
             f"ru_maxrss (wait4)"
         )
@@ -495,6 +671,8 @@ def main(argv: list[str] | None = None) -> int:
             "plain-bare": "plain -p no:evalcases",
         }
         for name, label in labels.items():
+            if name not in runs:
+                continue
             print(
                 f"{label:<24} {best[name]:10.3f} {median[name]:8.3f} {worst[name]:8.3f} "
                 f"{1000 * median[name] / n:8.3f} {1000 * (median[name] - base[name]) / n:12.3f} "
@@ -505,14 +683,16 @@ def main(argv: list[str] | None = None) -> int:
             "plugin set; CPU s: the median of the child's user + system time)"
         )
         print(f"paired ratios, one per round ({args.repeats} rounds):")
-        for bottom in ("plain", "plain-bare"):
+        for bottom in bottoms:
             wall_text = paired(runs, "replay", bottom, "wall").ratio_text()
             print(f"  replay / {bottom:<11} wall {wall_text}")
             print(f"  {'':20} CPU  {paired(runs, 'replay', bottom, 'cpu').ratio_text()}")
-        print(
-            f"  peak RSS replay / plain {rss_ratio:.3f}x, replay / plain-bare "
-            f"{rss['replay'] / rss['plain-bare']:.3f}x (max over the rounds)"
+        bare_rss = (
+            f", replay / plain-bare {rss['replay'] / rss['plain-bare']:.3f}x"
+            if "plain-bare" in rss
+            else ""
         )
+        print(f"  peak RSS replay / plain {rss_ratio:.3f}x{bare_rss} (max over the rounds)")
         print(
             f"start-up (collect an empty folder, {args.startup_repeats} paired rounds): best "
             f"{1000 * start_with:.0f} ms with the plugin, {1000 * start_without:.0f} ms without; "
@@ -528,6 +708,8 @@ def main(argv: list[str] | None = None) -> int:
             f"time in the garbage collector (untimed runs): replay {gc_text['replay']}, "
             f"plain {gc_text['plain']}"
         )
+        for line in phase_table(phases, n):
+            print(line)
 
         print("targets:")
         print(
