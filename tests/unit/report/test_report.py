@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pytest_evalcases.report.run_report import judges_used
 
 from pytest_evalcases.__main__ import main
 from pytest_evalcases.core.stats import bootstrap_ci, wilson_interval
@@ -29,6 +28,7 @@ from pytest_evalcases.report.baseline import compare
 from pytest_evalcases.report.dashboard import histogram_bars, interval_chart
 from pytest_evalcases.report.markdown import escape_cell
 from pytest_evalcases.report.merge import merge_orders
+from pytest_evalcases.report.run_report import judges_used
 
 TEMPLATES = Path(__file__).parents[3] / "src" / "pytest_evalcases" / "report" / "templates"
 RUN = {
