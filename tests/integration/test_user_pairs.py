@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,13 @@ import pytest
 from evalhelpers import Project, error_block, output
 from fact_model import FactModel
 
-from .test_ingestion_faults import MemoryService
+from . import test_ingestion_faults
+from .test_ingestion_faults import MEMORY_SERVICE_SYSTEM, MemoryService
 from .test_ingestion_recorded import extracting_project
 from .test_users import users_suite, write_memory_project
 
 ANA, BO = ("ana-cat", "ana-city"), ("bo-car", "bo-dog")
+service = test_ingestion_faults.service  # the fixture of a loopback memory service
 USERS = Path("cassettes/memory/users")
 
 
@@ -174,34 +176,9 @@ def test_a_user_recording_of_a_newer_format_is_refused_and_kept(
 
 # ---- the ingestion a case ran on is in its key --------------------------------------------------
 
-SERVICE_SYSTEM = """\
-import json
-import urllib.error
-import urllib.request
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent
-
-
-def log(line):
-    with open(ROOT / "calls.log", "a") as handle:
-        handle.write(line + "\\n")
-
-
-def call(method, path, body=None):
-    request = urllib.request.Request(
-        (ROOT / "service_url.txt").read_text() + path,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method=method,
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            return json.loads(reply.read())
-    except urllib.error.HTTPError:
-        return None
-
-
+SERVICE_SYSTEM = (
+    MEMORY_SERVICE_SYSTEM.split("class Memory:")[0]
+    + """\
 class Memory:
     def __init__(self):
         self.ids = {}  # the memory id of each user this process ingested
@@ -225,14 +202,7 @@ class Memory:
 
 system = Memory()
 """
-
-
-@pytest.fixture
-def service() -> Iterator[MemoryService]:
-    server = MemoryService()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
+)
 
 
 def service_project(project: Project, service: MemoryService, cases: int = 0) -> Project:
