@@ -157,6 +157,15 @@ def test_the_ingest_only_runs_repair_a_torn_user_pair(recorded: Project, mode: t
     recorded.run("--replay-http").assert_outcomes(passed=4)
 
 
+def test_live_repairs_a_torn_user_pair_and_records_the_cases_on_it(recorded: Project) -> None:
+    broken(recorded, "HTTP recording of another")
+
+    recorded.run("--live").assert_outcomes(passed=4)
+
+    recorded.run("--replay-http").assert_outcomes(passed=4)
+    recorded.run().assert_outcomes(passed=4)
+
+
 @pytest.mark.parametrize(
     "mode", [("--eval-ingest-only",), ("--eval-ingest-only", "--live"), ("--live",)]
 )
