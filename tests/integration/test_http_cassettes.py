@@ -693,7 +693,7 @@ HAND_EDITS = {
         "alpha.http.json",
         lambda d: d["interactions"][0]["response"]["body"]["json"].update(answer="edited"),
         ("--replay-http",),
-        "recording edited by hand: HTTP recording changed",
+        "mismatched recording: cassettes/http/alpha.http.json is not the HTTP recording",
     ),
 }
 

@@ -40,8 +40,8 @@ class TornPair(CassetteError):
 
     def __init__(self, problem: str, next_step: str) -> None:
         super().__init__(
-            f"mismatched recording: {problem} (a run killed between the two writes, or an edit "
-            f"by hand?); {next_step}"
+            f"mismatched recording: {problem} (a run killed between the two writes, or a file "
+            f"edited by hand?); {next_step}"
         )
         self.problem = problem
 

@@ -61,11 +61,9 @@ class SuiteUser:
         self.label = label
         self.data = data
         self.ready_timeout = ready_timeout
-        self.result: Any = None  # what setup_user returned (a memory id, counts, usage, ...)
-        self.ready_wait: float | None = None  # seconds `ready` was polled, when the system has it
-        # The rest of this user's state in a run (the ingestion its cases run on, its figures)
-        # is the engine's: engine/user_runs.py.
-        self.unpaid = 0.0  # USD the ingestion spent that --eval-budget has not counted yet
+        # This user's state in a run (the ingestion its cases run on, its figures, what it
+        # spent) is the engine's: engine/user_runs.py. Only the ingestion's once-per-process
+        # guard is here.
         self._lock = threading.Lock()
         self._done = False
         self._error: BaseException | None = None
@@ -103,36 +101,30 @@ class SuiteUser:
         else:
             await asyncio.to_thread(self.once, work, suite_name)
 
-    def take_spent(self) -> float:
-        """What the ingestion spent and no caller has counted yet (then 0: counted once)."""
-        with self._lock:
-            spent, self.unpaid = self.unpaid, 0.0
-        return spent
-
     @property
     def failed(self) -> bool:
         """Whether this run's ingestion of the user ended in an error."""
         return self._error is not None
 
-    def set_up(self, system_target: Any) -> float:
-        """Call the system's `setup_user(user)` (when it has one), keeping what it returns:
-        the seconds it took."""
+    def set_up(self, system_target: Any) -> tuple[Any, float]:
+        """Call the system's `setup_user(user)` (when it has one): (what it returned, the
+        seconds it took)."""
         method = getattr(system_target, "setup_user", None)
         started = time.perf_counter()
-        if callable(method):
-            self.result = method(self.data)
-        return time.perf_counter() - started
+        result = method(self.data) if callable(method) else None
+        return result, time.perf_counter() - started
 
-    def wait_ready(self, system_target: Any, suite_name: str) -> None:
-        """Poll the system's `ready(user, result)` (when it has one) until it is true; its
-        error is said as `ready`'s."""
+    def wait_ready(self, system_target: Any, suite_name: str, result: Any) -> float | None:
+        """Poll the system's `ready(user, result)` (when it has one) until it is true: the
+        seconds it was polled (None without `ready`); its error is said as `ready`'s."""
         ready = getattr(system_target, "ready", None)
-        if callable(ready):
+        if not callable(ready):
+            return None
 
-            def looked(user: Any, result: Any) -> Any:
-                return call_hook("ready", self, suite_name, ready, result)
+        def looked(user: Any, result: Any) -> Any:
+            return call_hook("ready", self, suite_name, ready, result)
 
-            self.ready_wait = wait_until_ready(looked, self.data, self.result, self.ready_timeout)
+        return wait_until_ready(looked, self.data, result, self.ready_timeout)
 
 
 class UserSetupError(CaseFileError):

@@ -75,7 +75,7 @@ def ingest_live(
     try:
         user.once(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
     finally:
-        spend(user.take_spent())
+        spend(run_of(user).take_spent())
 
 
 async def aingest_live(
@@ -92,7 +92,7 @@ async def aingest_live(
     try:
         await user.aonce(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
     finally:
-        spend(user.take_spent())
+        spend(run_of(user).take_spent())
 
 
 def ingest_offline(ctx: SuiteContext, http: HttpLayer) -> None:
@@ -160,29 +160,28 @@ def _ingest_or_reuse(
         else:
             reuse = not redo
         if reuse:
-            user.result = old.result
             run.took(old, REUSED)
             run.reused_unchecked = not callable(user_ready)
             return
     if http is None:  # no HTTP layer (never in a live run that records): nothing to record
-        user.set_up(target)
-        user.wait_ready(target, ctx.suite.name)
+        returned, _ = user.set_up(target)
+        run.ready_wait = user.wait_ready(target, ctx.suite.name, returned)
         return
     case_http = CaseHttp(_where(ctx, user))
     cost: float | None = None
     try:
         with http.case(case_http):
-            duration = user.set_up(target)
+            returned, duration = user.set_up(target)
         # Outside the recording: how often ready() looks differs from run to run.
-        user.wait_ready(target, ctx.suite.name)
+        run.ready_wait = user.wait_ready(target, ctx.suite.name, returned)
         exchanges = case_http.interactions
-        result = _recordable(user.result, ctx, user)
+        result = _recordable(returned, ctx, user)
         spent = exchanges_usage(exchanges)
         usage, reported_cost = _reported_usage(result)
         cost = reported_cost if reported_cost is not None else spent.cost_usd
         figures = {
             "duration_s": round(duration, 3),
-            "ready_wait_s": None if user.ready_wait is None else round(user.ready_wait, 3),
+            "ready_wait_s": None if run.ready_wait is None else round(run.ready_wait, 3),
             "requests": spent.requests,
             "usage": usage if usage is not None else spent.usage,
             "cost_usd": cost,
@@ -192,7 +191,7 @@ def _ingest_or_reuse(
     finally:  # paid for, even when a later step failed: --eval-budget counts it
         if cost is None:
             cost = exchanges_usage(case_http.interactions).cost_usd
-        user.unpaid += cost or 0.0
+        run.paid(cost or 0.0)
 
 
 def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None:

@@ -8,12 +8,13 @@ ingestion `users/<id>.json` keeps. When they do not (a service that makes a fres
 ingestion), the later worker's cases would be recorded against an ingestion the recording does
 not keep: that worker writes nothing and its cases of the user error, saying how to share one
 ingestion. The first worker leaves a note of what it recorded, named after the recording and the
-run (`PYTEST_XDIST_TESTRUNUID`), in the folder of the locks.
+xdist run (its `testrunuid`, which the pytest layer gives a worker of a live run:
+`work_for_xdist_run`; not the environment, which a subprocess of a worker inherits), in the
+folder of the locks.
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from ..core.errors import IngestionConflict
@@ -27,12 +28,21 @@ if TYPE_CHECKING:
     from ..store.user_recordings import UserRecording
 
 
+# The xdist run this process is a worker of, in a live run (None: not a worker).
+_XDIST_RUN: list[str | None] = [None]
+
+
+def work_for_xdist_run(run: str | None) -> None:
+    """Say which xdist run this process works for (the pytest layer, at configure)."""
+    _XDIST_RUN[0] = run
+
+
 class SharedIngestion:
     """This run's note of a user's ingestion (none outside xdist)."""
 
     def __init__(self, ctx: SuiteContext) -> None:
         self.ctx = ctx
-        run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        run = _XDIST_RUN[0]
         path = user_pair(ctx).json_path.resolve()
         self.note_path = (
             lock_folder() / f"{content_hash(f'{path}#{run}')}.ingested" if run else None

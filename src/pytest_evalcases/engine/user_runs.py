@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import EvalCaseError, MissingRecording
@@ -49,6 +49,19 @@ class UserRun:
     problem: EvalCaseError | None = None  # why the recording on disk cannot be used
     reused_unchecked: bool = False  # reused with no `user_ready` to say its state is there
     recording_unchanged: bool = False  # ingested again, to the recording there was
+    ready_wait: float | None = None  # seconds `ready` was polled in this run
+    unpaid: float = 0.0  # USD the ingestion spent that --eval-budget has not counted yet
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def paid(self, usd: float) -> None:
+        with self.lock:
+            self.unpaid += usd
+
+    def take_spent(self) -> float:
+        """What the ingestion spent and no caller has counted yet (then 0: counted once)."""
+        with self.lock:
+            spent, self.unpaid = self.unpaid, 0.0
+        return spent
 
     def took(self, recording: UserRecording, source: str) -> None:
         """This run's cases run on `recording`, which reached the run as `source` (recorded,

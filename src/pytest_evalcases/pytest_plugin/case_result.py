@@ -11,7 +11,7 @@ from ..core.exception_chain import exception_summary
 from ..core.repeats import has_repeats, later_repeats
 from ..domain.scoring import failure_details, result_stages
 from ..domain.turns import all_turns, turn_results
-from ..engine.user_runs import ingestion_figures
+from ..engine.user_runs import ingestion_figures, run_of
 from ..store.redaction import redact_for_output
 
 if TYPE_CHECKING:
@@ -133,8 +133,9 @@ def _case_result(
     if case.user is not None:  # the group is a suite user: the reports title it so
         result["user"] = case.user
         user = item.ctx.user
-        if user is not None and user.ready_wait is not None:  # polled ready() in this run
-            result["recording"]["ready_wait_s"] = round(user.ready_wait, 3)
+        waited = run_of(user).ready_wait if user is not None else None
+        if waited is not None:  # polled ready() in this run
+            result["recording"]["ready_wait_s"] = round(waited, 3)
         ingestion = ingestion_figures(item.ctx)  # the user's: one dict shared by its cases
         if ingestion is not None:
             result["ingestion"] = ingestion

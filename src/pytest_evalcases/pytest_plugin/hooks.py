@@ -53,6 +53,11 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     state = EvalSession(config, settings)
+    if settings.is_worker and settings.live:
+        # start-up: a worker of a live run shares its users' ingestion with the other workers
+        from ..engine.shared_ingestion import work_for_xdist_run
+
+        work_for_xdist_run(getattr(config, "workerinput", {}).get("testrunuid"))
     if not settings.is_worker:
         check_report_options(config)
         state.baseline = load_baseline(config)

@@ -151,16 +151,8 @@ class Cassette:
 
     def to_doc(self) -> dict[str, Any]:
         """The document its file holds (written with sorted keys)."""
-        doc: dict[str, Any] = {
-            "format": self.format,
-            "plugin_version": self.plugin_version,
-            "recorded_at": self.recorded_at,
-            "suite": self.suite,
-            "case": self.case,
-            "key": self.key,
-            "trace": self.trace,
-            "verdicts": self.verdicts,
-        }
+        doc = recording_header(self.format, self.plugin_version, self.recorded_at, self.suite)
+        doc.update(case=self.case, key=self.key, trace=self.trace, verdicts=self.verdicts)
         if self.integrity is not None:
             doc["integrity"] = self.integrity.to_doc()
         if self.later_runs_doc is not None:
@@ -223,6 +215,11 @@ class Cassette:
         """Its verdicts less those edited by hand (a hand-edited verdict is worth nothing)."""
         edited = set(self.edited_verdicts())
         return {name: v for name, v in self.verdicts.items() if name not in edited}
+
+
+def recording_header(fmt: Any, version: Any, recorded_at: Any, suite: Any) -> dict[str, Any]:
+    """The fields every recording's file starts with (a cassette's, a user's)."""
+    return {"format": fmt, "plugin_version": version, "recorded_at": recorded_at, "suite": suite}
 
 
 def load_cassette(path: Path | str, rootdir: Path | None = None) -> Cassette | None:

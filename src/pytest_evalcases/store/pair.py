@@ -289,10 +289,11 @@ def _write_synced(path: Path, data: bytes) -> None:
 
 def biggest_field(doc: Any, where: str = "") -> str:
     """Where most of a document's size is, as a JSON path (`trace.context`): its biggest
-    member, then that member's biggest while one holds over half of its parent."""
-    for _ in range(4):
+    member, then that member's biggest while one holds over half of its parent (into a list's
+    item only when it is an object or a list itself: `interactions[3].response.body`)."""
+    for _ in range(5):
         if isinstance(doc, dict) and doc:
-            members = list(doc.items())
+            members = [(f".{name}", value) for name, value in doc.items()]
         elif isinstance(doc, list) and doc:
             members = [(f"[{index}]", value) for index, value in enumerate(doc)]
         else:
@@ -303,11 +304,10 @@ def biggest_field(doc: Any, where: str = "") -> str:
         size, name, value = max(sizes, key=lambda entry: entry[0])
         if where and size * 2 < sum(entry[0] for entry in sizes):
             break
-        where = (
-            name if not where else f"{where}{name}" if name.startswith("[") else f"{where}.{name}"
-        )
-        doc = value
-    return where or "the whole recording"
+        if isinstance(doc, list) and not isinstance(value, dict | list):
+            break
+        where, doc = f"{where}{name}", value
+    return where.lstrip(".") or "the whole recording"
 
 
 def lock_folder() -> Path:

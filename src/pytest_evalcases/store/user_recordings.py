@@ -21,6 +21,7 @@ import pydantic_core
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import content_hash
+from .cassette import recording_header
 from .files import read_recording, shown_path
 from .folders import USERS_FOLDER
 from .keys import CASSETTE_FORMAT
@@ -71,16 +72,8 @@ class UserRecording:
             self.http = http
 
     def to_doc(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "format": self.format,
-            "plugin_version": self.plugin_version,
-            "recorded_at": self.recorded_at,
-            "suite": self.suite,
-            "user": self.user,
-            "key": self.key,
-            "result": self.result,
-            "integrity": {"http": self.http},
-        }
+        doc = recording_header(self.format, self.plugin_version, self.recorded_at, self.suite)
+        doc.update(user=self.user, key=self.key, result=self.result, integrity={"http": self.http})
         doc.update((name, self.figures.get(name)) for name in FIGURES)
         if self.labels:
             doc["labels"] = self.labels

@@ -88,6 +88,7 @@ def test_same_exchanges_ignores_headers_ids_and_order_but_not_content() -> None:
 def test_the_changes_of_a_later_run_are_described() -> None:
     """--eval-runs: a re-recording whose runs 2..K changed (or whose run count changed) says so,
     instead of a bare `(changed)`."""
+
     def scores(recording: Any) -> dict[str, tuple[bool | None, float | None]]:
         passed = recording.trace["answer"] == "good"
         return {"tools": (passed, 1.0 if passed else 0.0)}

@@ -11,7 +11,6 @@ from pytest_evalcases.core.errors import CassetteError, StaleRecording
 from pytest_evalcases.core.hashing import content_hash, value_label
 from pytest_evalcases.store.cassette import build_cassette, load_cassette
 from pytest_evalcases.store.folders import find_orphans
-from pytest_evalcases.store.pair import RecordingPair
 from pytest_evalcases.store.keys import (
     changed_fields,
     check_key,
@@ -20,6 +19,7 @@ from pytest_evalcases.store.keys import (
     suite_key_fields,
     suite_key_labels,
 )
+from pytest_evalcases.store.pair import RecordingPair
 
 
 def test_content_hash_ignores_key_order_and_sees_values():

@@ -140,3 +140,21 @@ def test_the_users_folder_is_no_orphan_and_its_dead_temp_files_are_swept(tmp_pat
     assert find_orphans(tmp_path, {"memory": [user_recording_stem("u-ana")]}) == []
     assert remove_dead_temp_files(tmp_path) == 1
     assert not dead.exists() and live.exists() and (users / "u-ana.json").exists()
+
+
+def test_the_identity_of_an_ingestion_is_its_result_and_its_exchanges(tmp_path: Path) -> None:
+    """What a case's key names (`ingested.<user>`): read back, the same; another result (a
+    fresh memory id) or other exchanges, another ingestion; timings and figures, the same."""
+    path = user_recording_path(tmp_path, "memory", "u-ana")
+    written = recording()
+    save_user_recording(path, written)
+    read = load_user_recording(path, tmp_path)
+
+    assert read is not None and read.identity == written.identity
+    later = build_user_recording(
+        "memory", "u-ana", read.key, {}, {"memory_id": "m-1"}, {"duration_s": 9.0}, "h1"
+    )
+    assert later.identity == written.identity
+    fresh = build_user_recording("memory", "u-ana", read.key, {}, {"memory_id": "m-2"}, {}, "h1")
+    other = build_user_recording("memory", "u-ana", read.key, {}, {"memory_id": "m-1"}, {}, "h2")
+    assert len({written.identity, fresh.identity, other.identity}) == 3
