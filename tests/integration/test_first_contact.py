@@ -10,7 +10,7 @@ import sys
 import pytest
 from evalhelpers import Project, error_block, make_case, output, suite_doc
 
-from pytest_evalcases.pytest_plugin.options import noisy_plugins_line, read_settings
+from pytest_evalcases.pytest_plugin.settings import noisy_plugins_line, read_settings
 
 
 def test_a_case_field_near_a_known_one_is_an_error_naming_it(project: Project) -> None:

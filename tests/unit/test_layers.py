@@ -34,7 +34,8 @@ FLOORS: dict[str, tuple[int, str]] = {
     # The pytest layer (pytest_plugin/), on sub-floors of its own: an import along the layer
     # points down a sub-floor too.
     "pytest_plugin": (5, "pytest layer: the package"),
-    "pytest_plugin.options": (5, "pytest layer: options and settings"),
+    "pytest_plugin.options": (5, "pytest layer: the flags and ini keys"),
+    "pytest_plugin.settings": (5, "pytest layer: Settings, read from the options once per run"),
     "pytest_plugin.session": (6, "pytest layer: run state and registries"),
     "pytest_plugin.suite_contexts": (7, "pytest layer: building suite contexts"),
     "pytest_plugin.housekeeping": (7, "pytest layer: orphans, prune"),
@@ -62,6 +63,7 @@ FLOORS: dict[str, tuple[int, str]] = {
 START_UP_MODULES = {
     "pytest_evalcases.pytest_plugin.hooks",
     "pytest_evalcases.pytest_plugin.options",
+    "pytest_evalcases.pytest_plugin.settings",
     "pytest_evalcases.pytest_plugin.session",
     "pytest_evalcases.pytest_plugin.gathering",
 }

@@ -68,51 +68,15 @@ def save_recording(
     (trace, verdicts, exchanges, labels, later_runs), redacted = redact_secrets(
         [trace, verdicts, exchanges, labels, later_runs]
     )
-    old_http = old.http if old is not None else None
     pair = RecordingPair.of_case(ctx.cassette_root, ctx.suite.name, case.id)
-    http_file = pair.http_path
-    http_changes: list[str] | None = None  # what changed, when the exchanges did
-    on_disk = old_http  # the hash of the HTTP file there is (checked when new exchanges come)
-    if exchanges is not None:
-        volatility, ignore = Volatility(ctx.suite.http_volatile), ignored_paths(ctx)
-        before = None
-        if old is not None:
-            try:
-                before = pair.read_http(ctx.rootdir)
-            except CassetteError:
-                before = None
-            # A kill between the two writes leaves a cassette naming another file's hash:
-            # compared with the file itself, never with what the old cassette says of it.
-            on_disk = None if before is None else interactions_hash(before)
-        rerecorded = None
-        if before is not None:
-            # Fresh ids, times and request ids take their old form again: in the exchanges
-            # and in the trace, which may hold the tool-call ids.
-            rerecorded = keep_old_volatile(before, exchanges, volatility, ignore)
-            exchanges, trace = rerecorded.exchanges, with_old_ids(trace, rerecorded.fresh_ids)
-        http_hash = interactions_hash(exchanges)
-        if old is not None and http_hash != on_disk:
-            if rerecorded is not None and rerecorded.unchanged:
-                http_hash = on_disk  # the same requests and answers: keep the file there is
-            else:
-                before_count = None if before is None else len(before)
-                http_changes = describe_http_changes(
-                    before_count, rerecorded, len(exchanges), volatility, ignore
-                )
-    repaired = old_http is not None and on_disk != old_http
-    if repaired:
-        http_changes = [
-            f"repaired a mismatched pair: {shown_path(http_file, ctx.rootdir)} did not hold the "
-            "HTTP recording its cassette names (a run killed between the two writes?)",
-            *(http_changes or ()),
-        ]
+    side = _http_side(ctx, pair, old, trace, exchanges, http_hash)
     doc = build_cassette(
-        ctx.suite.name, case.id, key, trace, verdicts, http_hash, labels, later_runs
+        ctx.suite.name, case.id, key, side.trace, verdicts, side.http_hash, labels, later_runs
     )
     scored: SavedScores | None = None  # made before the diff when it reads them
     if old is None:
         change: dict[str, Any] = {"kind": "new"}
-    elif http_changes is None and http_hash == old_http and same_recording(old, doc, False):
+    elif side.changes is None and side.http_hash == old.http and same_recording(old, doc, False):
         if same_recording(old, doc):
             # The file stays byte for byte: what is returned is what it holds, bar the timings.
             doc.recorded_at = old.recorded_at
@@ -128,17 +92,79 @@ def save_recording(
         def scores(run: Run) -> dict[str, tuple[bool | None, float | None]]:
             return stage_scores(ctx, case, run, scored)
 
-        details = describe_changes(old, doc, scores, http_changes or ())
+        details = describe_changes(old, doc, scores, side.changes or ())
         change = {"kind": "changed", "details": details}
-    if repaired:
+    if side.repaired:
         change["repaired"] = True
     if not dry_run:
         # The HTTP file (when new) and the cassette naming the hash of what reached the disk,
         # as one pair: a kill between the two leaves one the next live run finds and repairs.
-        new_http = exchanges is not None and http_hash != on_disk
-        http_doc = http_document(ctx.suite.name, case.id, exchanges) if new_http else None
+        new_http = side.exchanges is not None and side.http_hash != side.on_disk
+        http_doc = http_document(ctx.suite.name, case.id, side.exchanges) if new_http else None
         pair.write(doc, ctx.rootdir, http_doc)
     return Saved(doc, redacted, change, scored or SavedScores(ctx, case, doc))
+
+
+@dataclass(frozen=True, slots=True)
+class _HttpSide:
+    """The HTTP half of a new recording: its exchanges (a provider's fresh values in their old
+    form; None: keep the file there is), the trace with its old ids, the hash the cassette
+    names, the hash of the file on disk, what changed in the exchanges (None: nothing), and
+    whether the pair on disk was torn (repaired by this write)."""
+
+    exchanges: list[dict[str, Any]] | None
+    trace: dict[str, Any]
+    http_hash: str | None
+    on_disk: str | None
+    changes: list[str] | None
+    repaired: bool
+
+
+def _http_side(
+    ctx: SuiteContext,
+    pair: RecordingPair,
+    old: Cassette | None,
+    trace: dict[str, Any],
+    exchanges: list[dict[str, Any]] | None,
+    http_hash: str | None,
+) -> _HttpSide:
+    """The new exchanges compared with the HTTP file on disk (never with what the old cassette
+    says of it: a kill between the two writes leaves a cassette naming another file's hash)."""
+    old_http = old.http if old is not None else None
+    changes: list[str] | None = None
+    on_disk = old_http  # the hash of the HTTP file there is (checked when new exchanges come)
+    if exchanges is not None:
+        volatility, ignore = Volatility(ctx.suite.http_volatile), ignored_paths(ctx)
+        before = None
+        if old is not None:
+            try:
+                before = pair.read_http(ctx.rootdir)
+            except CassetteError:
+                before = None
+            on_disk = None if before is None else interactions_hash(before)
+        rerecorded = None
+        if before is not None:
+            # Fresh ids, times and request ids take their old form again: in the exchanges
+            # and in the trace, which may hold the tool-call ids.
+            rerecorded = keep_old_volatile(before, exchanges, volatility, ignore)
+            exchanges, trace = rerecorded.exchanges, with_old_ids(trace, rerecorded.fresh_ids)
+        http_hash = interactions_hash(exchanges)
+        if old is not None and http_hash != on_disk:
+            if rerecorded is not None and rerecorded.unchanged:
+                http_hash = on_disk  # the same requests and answers: keep the file there is
+            else:
+                before_count = None if before is None else len(before)
+                changes = describe_http_changes(
+                    before_count, rerecorded, len(exchanges), volatility, ignore
+                )
+    repaired = old_http is not None and on_disk != old_http
+    if repaired:
+        changes = [
+            f"repaired a mismatched pair: {shown_path(pair.http_path, ctx.rootdir)} did not hold "
+            "the HTTP recording its cassette names (a run killed between the two writes?)",
+            *(changes or ()),
+        ]
+    return _HttpSide(exchanges, trace, http_hash, on_disk, changes, repaired)
 
 
 def _with_kept_labels(

@@ -24,15 +24,15 @@ from .gathering import (
     load_locked_manifest,
     results_collector,
 )
-from .options import (
-    add_options,
+from .options import add_options
+from .session import SESSION_KEY, EvalSession, get_session
+from .settings import (
     check_otel_installed,
     check_vcrpy_installed,
     dont_rewrite_deepeval,
     noisy_plugins_line,
     read_settings,
 )
-from .session import SESSION_KEY, EvalSession, get_session
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from ..core.errors import EvalCaseError
 from ..engine.recording import JudgeBinding
-from .options import Settings
+from .settings import Settings
 
 if TYPE_CHECKING:
     from ..domain.code import CodeFingerprints
