@@ -18,8 +18,8 @@ from ..store.files import shown_path
 from ..store.http import http_document, interactions_hash
 from ..store.pair import RecordingPair
 from ..store.redaction import redact_secrets
+from .case_scores import SavedScores
 from .diff import describe_changes, describe_http_changes, same_recording
-from .recording import SavedScores
 from .replay import recording_labels
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from ..core.safe_text import terminal_safe
 from ..core.schema import Case
 from ..domain.context import SuiteContext
 from ..domain.scoring import failure_message, runs_failure_message
-from ..engine.recording import scores_of
+from ..engine.case_scores import scores_of
 from ..store.redaction import redact_for_output
 from .session import SESSION_KEY
 

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.modes import RunMode
+from ..engine.case_scores import scores_of
 from ..engine.limits import CaseSlots, Interrupted, NotRun, StopRule
 from ..engine.live import record
-from ..engine.recording import JudgeBinding, Recording, scores_of
+from ..engine.recording import JudgeBinding, Recording
 from ..telemetry import NO_SPANS
 
 # Cases between their start and their last verdict, at most: only a memory bound (a case in

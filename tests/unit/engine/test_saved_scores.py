@@ -10,9 +10,10 @@ import pytest
 from pytest_evalcases.core.schema import Case
 from pytest_evalcases.domain import scoring
 from pytest_evalcases.domain.context import SuiteContext
-from pytest_evalcases.engine import recording as recording_module
+from pytest_evalcases.engine import case_scores as case_scores_module
+from pytest_evalcases.engine.case_scores import SavedScores, scores_of
 from pytest_evalcases.engine.limits import fails_without_judge
-from pytest_evalcases.engine.recording import LiveRecording, Recording, SavedScores, scores_of
+from pytest_evalcases.engine.recording import LiveRecording, Recording
 from pytest_evalcases.engine.save import stage_scores
 from pytest_evalcases.store.cassette import Run, build_cassette
 
@@ -28,7 +29,7 @@ def test_a_saved_recording_is_scored_once(
         calls.append(1)
         return scoring.score_each_run(*args)
 
-    monkeypatch.setattr(recording_module, "score_each_run", counted)
+    monkeypatch.setattr(case_scores_module, "score_each_run", counted)
     later = [{"trace": {**TRACE, "answer": "Lyon"}, "verdicts": verdicts(ctx, case)}]
     doc = build_cassette("geo", case.id, KEY, TRACE, verdicts(ctx, case), later_runs=later)
     saved = SavedScores(ctx, case, doc)
