@@ -51,6 +51,9 @@ class UserRun:
     recording_unchanged: bool = False  # ingested again, to the recording there was
     ready_wait: float | None = None  # seconds `ready` was polled in this run
     unpaid: float = 0.0  # USD the ingestion spent that --eval-budget has not counted yet
+    # The `ingested.<user>` field and label of `recording`, hashed once per recording (every
+    # case of the user asks for them on replay)
+    fields: tuple[UserRecording, dict[str, str], dict[str, str]] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def paid(self, usd: float) -> None:
@@ -147,8 +150,16 @@ def ingestion_fields(ctx: SuiteContext, repairs: bool) -> tuple[dict[str, str], 
         if repairs:
             return {name: UNKNOWN_INGESTION}, {}
         raise
-    label = _result_label(recording.result)
-    return {name: recording.identity}, ({name: label} if label is not None else {})
+    run = run_of(ctx.user)
+    cached = run.fields
+    if cached is None or cached[0] is not recording:
+        label = _result_label(recording.result)
+        cached = run.fields = (
+            recording,
+            {name: recording.identity},
+            {name: label} if label is not None else {},
+        )
+    return dict(cached[1]), dict(cached[2])
 
 
 def _result_label(result: Any) -> str | None:
