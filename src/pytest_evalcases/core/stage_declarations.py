@@ -1,0 +1,170 @@
+"""Your own stages, as a conftest.py (or a stage module, or a stage pack) declares them:
+`@ev.stage("name", threshold=..., reads=[...])` over a function `(case, trace)` returning a
+number in [0, 1], a bool or a `Score`. This module only records the declaration (it is imported
+with the package, in every pytest run: nothing heavy); the stage registry
+(`domain/stages/registry.py`) turns each declaration into a Stage when a suite is collected,
+and checks there that its name is not taken.
+
+A declaration remembers where it was made (file and line) and in which pytest session: a
+session that ends (`end_declaration_session`) leaves its declarations to be replaced by the
+next session's (pytest run twice in one process re-imports its conftest files).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any, TypeVar
+
+__all__ = ["DeclaredStage", "Score", "declared_stages", "end_declaration_session", "stage"]
+
+StageFunction = TypeVar("StageFunction", bound=Callable[..., Any])
+
+# Stage names are keys of results.json, columns of report.md and JUnit property names.
+_STAGE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """What a stage returns when it has more to say than a number.
+
+    `value`: a number in [0, 1] or a bool (True is 1.0); None: the stage does not apply to this
+    case (it is skipped, as a stage with nothing to compare is). `reason`: one line for the
+    stage table and the failure. `shows`: what a failure of the stage shows, label -> value
+    (`{"rows": rows}`), beside the answer."""
+
+    value: float | bool | None
+    reason: str = ""
+    shows: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredStage:
+    """One `@ev.stage` declaration."""
+
+    name: str
+    function: Callable[..., Any]
+    threshold: float | None  # None: the suite's `threshold`
+    reads: tuple[str, ...]  # case fields the stage reads: not typos, not the system's
+    share_with_system: bool  # True: the fields in `reads` are given to the system too
+    module: str  # the declaring module's name
+    file: str  # where the declaration is (the decorator's line)
+    line: int
+    namespace: dict[str, Any]  # the declaring module's globals: is that module still loaded?
+    session: int  # the pytest session it was made in
+
+    @property
+    def place(self) -> str:
+        """`checks.py:12 (module checks)`: the file relative to the working directory."""
+        return f"{shown_source_file(self.file)}:{self.line} (module {self.module})"
+
+
+# Every declaration made in this process, in order; the registry adopts the ones it has not
+# seen yet.
+_DECLARED: list[DeclaredStage] = []
+_SESSION = [0]
+
+
+def declared_stages() -> list[DeclaredStage]:
+    return _DECLARED
+
+
+def current_session() -> int:
+    return _SESSION[0]
+
+
+def end_declaration_session() -> None:
+    """A pytest session ended: the declarations made so far may be replaced by the next
+    session's (its conftest files are imported afresh)."""
+    _SESSION[0] += 1
+
+
+def stage(
+    name: str,
+    *,
+    threshold: float | None = None,
+    reads: Iterable[str] = (),
+    share_with_system: bool = False,
+) -> Callable[[StageFunction], StageFunction]:
+    """Declare the decorated function `(case, trace)` as the stage `name` (sync or async).
+
+    `threshold`: the score it passes at (a suite's `"thresholds"` entry wins; None: the suite's
+    `"threshold"`). `reads`: case fields it reads, e.g. `["expected_rows"]`: a suite that runs
+    the stage takes them for the stage's, not for typos, and does not give them to the system
+    (nor key recordings by them) unless `share_with_system` is True. Returns the function
+    unchanged, so it can be tested by calling it."""
+    if not isinstance(name, str) or not _STAGE_NAME.fullmatch(name):
+        raise ValueError(
+            f"ev.stage({name!r}): a stage name is 1 to 64 letters, digits, '_' or '-' (it "
+            "names a key of results.json and a column of report.md)"
+        )
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, Real)
+        or not math.isfinite(threshold)
+        or not 0 <= threshold <= 1
+    ):
+        raise ValueError(
+            f"ev.stage({name!r}): threshold={threshold!r}; give a number in [0, 1] (or leave "
+            'it out: the suite\'s "threshold")'
+        )
+    if isinstance(reads, str) or not all(isinstance(field, str) and field for field in reads):
+        raise ValueError(
+            f"ev.stage({name!r}): reads={reads!r}; give a list of case field names, e.g. "
+            'reads=["expected_rows"]'
+        )
+    caller = sys._getframe(1)  # the decorator's line: where the declaration is
+    where = (caller.f_code.co_filename, caller.f_lineno, caller.f_globals)
+
+    def declare(function: StageFunction) -> StageFunction:
+        if not _takes_case_and_trace(function):
+            raise TypeError(
+                f"ev.stage({name!r}) decorates a function of (case, trace); "
+                f"{getattr(function, '__name__', function)!r} does not take those two arguments"
+            )
+        file, line, namespace = where
+        _DECLARED.append(
+            DeclaredStage(
+                name=name,
+                function=function,
+                threshold=None if threshold is None else float(threshold),
+                reads=tuple(dict.fromkeys(reads)),
+                share_with_system=bool(share_with_system),
+                module=str(namespace.get("__name__", "?")),
+                file=file,
+                line=line,
+                namespace=namespace,
+                session=_SESSION[0],
+            )
+        )
+        return function
+
+    return declare
+
+
+def _takes_case_and_trace(function: Any) -> bool:
+    import inspect  # (pytest has loaded it: a declaration is checked as it is made)
+
+    if not callable(function):
+        return False
+    try:
+        inspect.signature(function).bind(None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): let the call decide
+        return True
+    return True
+
+
+def shown_source_file(file: str) -> str:
+    """A file as messages show it: relative to the working directory when inside it."""
+    try:
+        relative = os.path.relpath(file)
+    except ValueError:  # another drive (Windows)
+        return file
+    return file if relative.startswith("..") else relative
