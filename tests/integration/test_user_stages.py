@@ -14,7 +14,7 @@ from evalhelpers import Project, error_block, make_case, output, suite_doc, summ
 # The user's stages: the answer's word count against the case's own `expected_words` (a field
 # a near-miss check would take for `expected_docs`, were it not read by a stage), and an async
 # stage that reads a trace field the built-in stages do not know.
-CONFTEST = '''\
+CONFTEST = """\
 import asyncio
 
 import pytest_evalcases as ev
@@ -37,7 +37,7 @@ def word_count(case, trace):
 async def searched_once(case, trace):
     await asyncio.sleep(0)
     return [call.name for call in trace.tool_calls] == ["search"]
-'''
+"""
 
 
 def _cases() -> list[dict]:
@@ -93,9 +93,7 @@ def test_a_user_stage_replays_like_a_built_in_one(recorded: Project) -> None:
 
 
 def test_the_suites_thresholds_win_over_the_declared_one(recorded: Project) -> None:
-    recorded.edit_suite(
-        "cases/suite.json", lambda doc: doc.update(thresholds={"word_count": 0.0})
-    )
+    recorded.edit_suite("cases/suite.json", lambda doc: doc.update(thresholds={"word_count": 0.0}))
     result = recorded.run("-q")
     assert result.ret == pytest.ExitCode.OK, output(result)
 
@@ -191,3 +189,19 @@ def test_a_stage_pack_installed_with_pip(project: Project) -> None:
     assert "1 passed" in output(result)
     # Uninstalled (off sys.path), the stage is unknown again: nothing was left registered.
     assert "unknown stage(s) word_count" in output(project.run("-q"))
+
+
+def test_a_read_field_shared_with_the_system_keys_its_recordings(project: Project) -> None:
+    shared = CONFTEST.replace(
+        'reads=["expected_words"])', 'reads=["expected_words"], share_with_system=True)'
+    )
+    project.write_text("conftest.py", shared)
+    project.write_suite(suite_doc(cases=_cases()[:1], stages=["tools", "word_count"]))
+    result = project.run("-q", "--live")
+    assert result.ret == pytest.ExitCode.OK, output(result)  # not taken for a typo
+    # Kept from the system now: the recording was made with it, so it is stale, and says why.
+    project.write_text("conftest.py", CONFTEST)
+    result = project.run("-q")
+    assert 'case changed ({"expected_words":2,"input":"alpha beta"} -> "alpha beta")' in (
+        error_block(result, "two")
+    )

@@ -243,8 +243,9 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         known = known_stage_names()
         raise CaseFileError(
             f"{nodeid}: unknown stage(s) {', '.join(_with_suggestion(n, known) for n in unknown)}"
-            f"; known stages: {', '.join(known)} (your own: @ev.stage in conftest.py or in a "
-            'module the suite lists in "stage_modules", see docs/extending.md)'
+            f"; known stages: {', '.join(known)}; a stage of your own is declared with "
+            '@ev.stage in conftest.py or in a module of the suite\'s "stage_modules" '
+            "(docs/extending.md)"
         )
     threshold_problems = _threshold_problems(suite)
     if threshold_problems:

@@ -70,9 +70,14 @@ def scored(name: str, returned: Any, threshold: float) -> StageResult:
             return skipped(reason or "does not apply")
     number = _as_score(value)
     if number is None:
-        hint = " (did the function forget to return?)" if returned is None else ""
+        if returned is None:
+            what = "None (did the function forget to return?)"
+        elif isinstance(value, Real):
+            what = _kind(value, "not a number" if math.isnan(float(value)) else "outside [0, 1]")
+        else:
+            what = _kind(value)
         return _failed(
-            f"returned {_kind(value)}{hint}; a stage returns a number in [0, 1], a bool, or "
+            f"returned {what}; a stage returns a number in [0, 1], a bool, or "
             "ev.Score(value, reason=..., shows={...})",
             threshold,
         )
@@ -93,17 +98,13 @@ def _as_score(value: Any) -> float | None:
     return None
 
 
-def _kind(value: Any) -> str:
-    """A returned value as a message names it: `1.5 (a float, outside [0, 1])`."""
+def _kind(value: Any, problem: str = "") -> str:
+    """A returned value as a message names it: `'0.5' (a str)`, `1.5 (a float, outside [0, 1])`."""
     shown = repr(value)
     shown = shown if len(shown) <= 80 else shown[:77] + "..."
-    if value is None:
-        return "None"
     kind = type(value).__name__
-    if isinstance(value, Real) and not isinstance(value, bool):
-        problem = "not a number" if math.isnan(float(value)) else "outside [0, 1]"
-        return f"{shown} (a {kind}, {problem})"
-    return f"{shown} (a {kind})"
+    note = f", {problem}" if problem else ""
+    return f"{shown} ({'an' if kind[0] in 'aeiou' else 'a'} {kind}{note})"
 
 
 def _failed(reason: str, threshold: float) -> StageResult:
