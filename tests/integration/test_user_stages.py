@@ -89,7 +89,18 @@ def test_a_user_stage_replays_like_a_built_in_one(recorded: Project) -> None:
     # The expectation never reached the system: not a typo, not an input, not in the key.
     assert "expected_words" not in json.dumps(recorded.cassette("suite", "two")["key"])
     markdown = (recorded.root / "reports" / "report.md").read_text()
-    assert "word_count" in markdown and "searched_once" in markdown
+    assert "| word_count |" in markdown and "searched_once" in markdown
+    assert (
+        'data-first-failure="word_count"'
+        in (recorded.root / "reports" / "dashboard.html").read_text()
+    )
+
+    # The expectation edited: no re-record (the system never saw it), and the baseline gate
+    # names the case that regressed at the user's stage.
+    recorded.edit_suite("cases/suite.json", lambda doc: doc["cases"][0].update(expected_words=5))
+    result = recorded.run("-q", "--eval-baseline", "reports/results.json")
+    assert "suite::two: passed -> failed at word_count: 2 words, expected 5" in output(result)
+    assert "stale" not in output(result).replace("0 stale", "")
 
 
 def test_the_suites_thresholds_win_over_the_declared_one(recorded: Project) -> None:
@@ -143,7 +154,7 @@ def test_stage_modules_and_a_clash_with_a_built_in(project: Project) -> None:
         suite_doc(name="other", stages=["tools", "word_cuont"], stage_modules=["checks.answers"]),
         "cases/other.json",
     )
-    result = project.run("-q", "--live")
+    result = project.run("-q", "--live", "-n", "2")  # each worker imports the stage module
     text = output(result)
     assert "1 passed" in text, text
     assert "unknown stage(s) word_cuont (did you mean 'word_count'?)" in text

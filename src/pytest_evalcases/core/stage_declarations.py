@@ -17,8 +17,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from numbers import Real
 from typing import Any, TypeVar
 
 __all__ = ["DeclaredStage", "Score", "declared_stages", "end_declaration_session", "stage"]
@@ -26,10 +24,10 @@ __all__ = ["DeclaredStage", "Score", "declared_stages", "end_declaration_session
 StageFunction = TypeVar("StageFunction", bound=Callable[..., Any])
 
 # Stage names are keys of results.json, columns of report.md and JUnit property names.
-_STAGE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+# (Compiled on first use, by re's own cache: not at the import every pytest run makes.)
+_STAGE_NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}"
 
 
-@dataclass(frozen=True, slots=True)
 class Score:
     """What a stage returns when it has more to say than a number.
 
@@ -38,30 +36,75 @@ class Score:
     stage table and the failure. `shows`: what a failure of the stage shows, label -> value
     (`{"rows": rows}`), beside the answer."""
 
-    value: float | bool | None
-    reason: str = ""
-    shows: Mapping[str, Any] | None = None
+    # A plain class, not a dataclass: this module loads in every pytest run, and making a
+    # dataclass costs about a millisecond.
+    __slots__ = ("reason", "shows", "value")
+
+    def __init__(
+        self,
+        value: float | bool | None,
+        reason: str = "",
+        shows: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.value = value
+        self.reason = reason
+        self.shows = shows
+
+    def __repr__(self) -> str:
+        return f"Score({self.value!r}, reason={self.reason!r}, shows={self.shows!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Score):
+            return NotImplemented
+        return (self.value, self.reason, self.shows) == (other.value, other.reason, other.shows)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, slots=True)
 class DeclaredStage:
-    """One `@ev.stage` declaration."""
+    """One `@ev.stage` declaration: the function, its settings, and where and when (which
+    pytest session) it was made. `namespace` is the declaring module's globals: is that module
+    still the one loaded?"""
 
-    name: str
-    function: Callable[..., Any]
-    threshold: float | None  # None: the suite's `threshold`
-    reads: tuple[str, ...]  # case fields the stage reads: not typos, not the system's
-    share_with_system: bool  # True: the fields in `reads` are given to the system too
-    module: str  # the declaring module's name
-    file: str  # where the declaration is (the decorator's line)
-    line: int
-    namespace: dict[str, Any]  # the declaring module's globals: is that module still loaded?
-    session: int  # the pytest session it was made in
+    __slots__ = (
+        "file",
+        "function",
+        "line",
+        "module",
+        "name",
+        "namespace",
+        "reads",
+        "session",
+        "share_with_system",
+        "threshold",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        function: Callable[..., Any],
+        threshold: float | None,
+        reads: tuple[str, ...],
+        share_with_system: bool,
+        where: tuple[str, int, dict[str, Any]],
+        session: int,
+    ) -> None:
+        self.name = name
+        self.function = function
+        self.threshold = threshold  # None: the suite's `threshold`
+        self.reads = reads  # case fields the stage reads: not typos, not the system's
+        self.share_with_system = share_with_system  # the fields in `reads` go to the system too
+        self.file, self.line, self.namespace = where
+        self.module = str(self.namespace.get("__name__", "?"))
+        self.session = session
 
     @property
     def place(self) -> str:
         """`checks.py:12 (module checks)`: the file relative to the working directory."""
         return f"{shown_source_file(self.file)}:{self.line} (module {self.module})"
+
+    def __repr__(self) -> str:
+        return f"<stage {self.name!r} declared at {self.place}>"
 
 
 # Every declaration made in this process, in order; the registry adopts the ones it has not
@@ -98,14 +141,14 @@ def stage(
     the stage takes them for the stage's, not for typos, and does not give them to the system
     (nor key recordings by them) unless `share_with_system` is True. Returns the function
     unchanged, so it can be tested by calling it."""
-    if not isinstance(name, str) or not _STAGE_NAME.fullmatch(name):
+    if not isinstance(name, str) or not re.fullmatch(_STAGE_NAME, name):
         raise ValueError(
             f"ev.stage({name!r}): a stage name is 1 to 64 letters, digits, '_' or '-' (it "
             "names a key of results.json and a column of report.md)"
         )
     if threshold is not None and (
         isinstance(threshold, bool)
-        or not isinstance(threshold, Real)
+        or not isinstance(threshold, int | float)
         or not math.isfinite(threshold)
         or not 0 <= threshold <= 1
     ):
@@ -127,19 +170,15 @@ def stage(
                 f"ev.stage({name!r}) decorates a function of (case, trace); "
                 f"{getattr(function, '__name__', function)!r} does not take those two arguments"
             )
-        file, line, namespace = where
         _DECLARED.append(
             DeclaredStage(
-                name=name,
-                function=function,
-                threshold=None if threshold is None else float(threshold),
-                reads=tuple(dict.fromkeys(reads)),
-                share_with_system=bool(share_with_system),
-                module=str(namespace.get("__name__", "?")),
-                file=file,
-                line=line,
-                namespace=namespace,
-                session=_SESSION[0],
+                name,
+                function,
+                None if threshold is None else float(threshold),
+                tuple(dict.fromkeys(reads)),
+                bool(share_with_system),
+                where,
+                _SESSION[0],
             )
         )
         return function

@@ -70,12 +70,15 @@ class CaseFile(pytest.File):
         state.collected_suites[self.path] = (ctx.suite.name, case_ids(raw_cases) + users)
         variants = ContextVariants(state)
         seen: dict[str, int] = {}
-        fields = stage_field_names(ctx.gating + ctx.report_only)  # the suite's own stages read
+        # The case fields the suite's own stages read: kept from the system, or shared with it
+        # (either way not typos of case fields).
+        hidden, shared = stage_field_names(ctx.gating + ctx.report_only)
+        not_typos = [*ctx.suite.system_fields, *shared] if shared else ctx.suite.system_fields
         for index, raw in enumerate(raw_cases):
             # Each raw case let go once its item holds the validated one: the peak memory of a
             # large suite is not both at once (its freed dicts hold the next items).
             raw_cases[index] = None
-            yield self._case_item(ctx, state, variants, index, raw, seen, fields)
+            yield self._case_item(ctx, state, variants, index, raw, seen, hidden, not_typos)
 
     def _case_item(
         self,
@@ -85,7 +88,8 @@ class CaseFile(pytest.File):
         index: int,
         raw: Any,
         seen: dict[str, int],
-        stage_fields: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+        stage_fields: frozenset[str],
+        not_typos: list[str],
     ) -> pytest.Item:
         def error(name: str, message: str) -> SuiteErrorItem:
             item = SuiteErrorItem.from_parent(
@@ -124,10 +128,9 @@ class CaseFile(pytest.File):
                 label,
                 f"invalid case {label}\n" + format_validation_error(exc, prefix=f"cases[{index}]"),
             )
-        hidden, shared = stage_fields
-        if hidden and case.extra and not hidden.isdisjoint(case.extra):
-            case = _with_stage_fields(case, hidden)
-        misspelled = misspelled_fields(case.extra, [*ctx.suite.system_fields, *shared])
+        if stage_fields and case.extra and not stage_fields.isdisjoint(case.extra):
+            case = _with_stage_fields(case, stage_fields)
+        misspelled = misspelled_fields(case.extra, not_typos)
         if misspelled:
             prefix = f"cases[{index}]."
             return error(
