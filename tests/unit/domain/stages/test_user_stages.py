@@ -204,7 +204,8 @@ def test_a_declared_stage_scores_in_suite_order_with_the_suites_threshold_first(
 def test_a_stage_that_raises_errors_the_case_even_report_only() -> None:
     _declare_in_module(
         "boom",
-        'import pytest_evalcases as ev\n\n@ev.stage("boom")\ndef boom(case, trace):\n    return 1 / 0\n',
+        'import pytest_evalcases as ev\n\n@ev.stage("boom")\n'
+        "def boom(case, trace):\n    return 1 / 0\n",
     )
     registry.adopt_declared_stages()
     case = validate_case({"id": "c", "input": "q", "expected_tools": ["s"]})
@@ -254,7 +255,8 @@ def test_a_name_taken_twice_names_both_places() -> None:
 def test_a_built_in_name_is_taken() -> None:
     _declare_in_module(
         "mine",
-        'import pytest_evalcases as ev\n\n@ev.stage("tools")\ndef t(case, trace):\n    return True\n',
+        'import pytest_evalcases as ev\n\n@ev.stage("tools")\n'
+        "def t(case, trace):\n    return True\n",
     )
     with pytest.raises(CaseFileError, match=r"stage name 'tools' is a built-in stage's \(module "):
         registry.adopt_declared_stages()
