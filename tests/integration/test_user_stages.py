@@ -126,7 +126,10 @@ def test_a_stage_that_raises_errors_its_case_only(recorded: Project) -> None:
         "stage word_count could not score this case: raised ZeroDivisionError: no rows "
         "(at conftest.py:13)"
     ) in block
+    row = next(line for line in summary_section(result) if line.startswith("suite::two "))
+    assert row.split()[2:4] == ["error", "1.00"] and row.split()[4] == "ERROR", row
     results = json.loads((recorded.root / "reports" / "results.json").read_text())
+    assert results["cases"][0]["stages"]["word_count"]["stage_error"] is True
     outcomes = {case["id"]: case["outcome"] for case in results["cases"]}
     assert outcomes == {"two": "error", "three": "failed", "none": "passed"}
 
