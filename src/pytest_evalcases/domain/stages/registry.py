@@ -81,10 +81,13 @@ def _adopt(new: DeclaredStage) -> None:
     name = new.name
     known = USER_STAGES.get(name)
     if name in STAGES and known is None:
-        where = getattr(STAGES[name].score, "__module__", "pytest_evalcases")
+        score = STAGES[name].score
+        code = getattr(score, "__code__", None)
+        line = f", line {code.co_firstlineno}" if code is not None else ""
         _clash(
             new,
-            f"stage name {name!r} is a built-in stage's (module {where}), declared again at "
+            f"stage name {name!r} is a built-in stage's (module "
+            f"{getattr(score, '__module__', 'pytest_evalcases')}{line}), declared again at "
             f"{new.place}; rename yours",
         )
         return

@@ -89,7 +89,12 @@ def scored(name: str, returned: Any, threshold: float) -> StageResult:
 
 def _as_score(value: Any) -> float | None:
     """A bool as 1.0 or 0.0, a finite number in [0, 1] as a float; else None."""
-    if isinstance(value, bool):
+    kind = type(value)
+    if kind is bool:
+        return 1.0 if value else 0.0
+    if kind is float or kind is int:  # before the ABC check below, ten times slower
+        return float(value) if 0 <= value <= 1 else None  # NaN fails both comparisons
+    if isinstance(value, bool):  # a subclass of bool
         return 1.0 if value else 0.0
     if isinstance(value, Real):
         number = float(value)

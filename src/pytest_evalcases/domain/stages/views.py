@@ -142,6 +142,16 @@ class CaseView(_ReadOnly):
         return f"CaseView(id={self._case.id!r})"
 
 
+def _field_property(name: str) -> property:
+    """`view.<name>` read without first failing the ordinary attribute look-up (a property is
+    found at once; `__getattr__` is reached only after that look-up raised)."""
+    return property(lambda view: view.__getattr__(name), doc=f"the {name!r} field")
+
+
+for _name in _CASE_FIELDS:
+    setattr(CaseView, _name, _field_property(_name))
+
+
 class TraceView(_ReadOnly, Mapping[str, Any]):
     """A recorded trace as a user stage reads it: `trace.answer`, `trace.context`,
     `trace.tool_calls`, ... (a field the recording lacks reads as its default: "", [] or None),
@@ -188,3 +198,7 @@ class TraceView(_ReadOnly, Mapping[str, Any]):
 
     def __repr__(self) -> str:
         return f"TraceView(fields: {', '.join(self._trace)})"
+
+
+for _name in TRACE_DEFAULTS:
+    setattr(TraceView, _name, property(lambda view, name=_name: view[name], doc=f"{_name!r}"))
