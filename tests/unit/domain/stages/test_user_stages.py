@@ -6,6 +6,7 @@ not a clash)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import sys
 import types
@@ -294,3 +295,19 @@ def test_the_fields_a_suites_stages_read() -> None:
     registry.adopt_declared_stages()
     assert registry.stage_field_names(["tools", "a"]) == ({"rows", "db"}, frozenset())
     assert registry.stage_field_names(["a", "b"]) == ({"rows"}, {"db"})
+
+
+def test_a_conversation_scores_a_user_stage_on_each_scored_turn() -> None:
+    _declare_in_module(
+        "turns",
+        "import pytest_evalcases as ev\n\n"
+        '@ev.stage("mentions", reads=["must_mention"])\ndef mentions(case, trace):\n'
+        "    return case.fields['must_mention'] in trace.answer\n",
+    )
+    registry.adopt_declared_stages()
+    case = validate_case({"id": "c", "turns": ["hi", "and then?"], "must_mention": "order"})
+    case = dataclasses.replace(case, extra=None, stage_fields={"must_mention": "order"})
+    trace = {"answer": "", "turns": [{"answer": "order 1"}, {"answer": "nothing"}]}
+    scores = score_case(_suite(stages=["mentions"]), case, trace, {}, ["mentions"], [])
+    assert scores.failure_turn == 2 and scores.first_failure is not None
+    assert scores.first_failure[1].reason == "mentions 0.00 < 0.50"
