@@ -37,6 +37,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "pytest_plugin.options": (5, "pytest layer: the flags and ini keys"),
     "pytest_plugin.settings": (5, "pytest layer: Settings, read from the options once per run"),
     "pytest_plugin.session": (6, "pytest layer: run state and registries"),
+    "pytest_plugin.user_stages": (6, "pytest layer: stage modules and stage packs, imported"),
     "pytest_plugin.suite_contexts": (7, "pytest layer: building suite contexts"),
     "pytest_plugin.housekeeping": (7, "pytest layer: orphans, prune"),
     "pytest_plugin.items": (7, "pytest layer: the items of eval cases"),

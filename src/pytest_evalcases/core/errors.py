@@ -66,6 +66,12 @@ class StageFailure(EvalCaseError):
     """A gating stage failed; the only failure an `xfail` case may absorb."""
 
 
+class StageError(EvalCaseError):
+    """A stage's own code failed to score a case (a user stage raised, or returned what is not
+    a score): the case could not be evaluated, which is an error (never absorbed by `xfail`),
+    not a stage failure."""
+
+
 class JudgeFailure(EvalCaseError):
     """A gating stage has no verdict because its judge failed: the case could not be evaluated,
     which is an error (never absorbed by `xfail`), not a stage failure."""

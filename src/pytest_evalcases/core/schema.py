@@ -219,6 +219,9 @@ class Case:
     rubric: tuple[tuple[str, float], ...] | None = None  # (item, weight) pairs
     turns: tuple[Turn, ...] | None = None  # a conversation case's turns (None: one question)
     extra: dict[str, Any] | None = None  # the case file's other fields, for the system
+    # The case file's fields that the suite's own stages read (`@ev.stage(..., reads=[...])`):
+    # moved out of `extra` at collection, so never given to the system nor in its key.
+    stage_fields: dict[str, Any] | None = None
 
 
 def validate_case(raw: Any) -> Case:

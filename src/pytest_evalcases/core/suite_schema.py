@@ -174,6 +174,9 @@ class Suite(BaseModel):
     # Case fields for the system whose names are near a case field's (`references`): without
     # this, such a field is taken for a typo of the case field and errors its case.
     system_fields: list[str] = []
+    # Modules that declare the suite's own stages (`@ev.stage`), imported at collection with
+    # the rootdir on sys.path, as the system's module is (dotted names: "checks", "qa.sql").
+    stage_modules: list[str] = []
     cases: list[Any]  # validated one by one, so one bad case errors only itself
 
     @property
@@ -209,6 +212,17 @@ class Suite(BaseModel):
                 "given to the system; list only the other fields of your cases whose names are "
                 "near a case field's"
             )
+        return names
+
+    @field_validator("stage_modules")
+    @classmethod
+    def _module_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not all(part.isidentifier() for part in name.split(".")):
+                raise ValueError(
+                    f"{name!r} is not a module name: write it as Python imports it, e.g. "
+                    '"checks" for checks.py or "qa.sql" for qa/sql.py (relative to the rootdir)'
+                )
         return names
 
     @field_validator("users")

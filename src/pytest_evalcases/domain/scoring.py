@@ -48,7 +48,12 @@ def score_case(
         for name in names:
             result = STAGES[name].score(case, trace, suite, verdicts.get(name))
             results.append((name, result, is_gating))
-            if is_gating and first_failure is None and result.passed is False:
+            # A report-only stage fails the case only when its own code could not score it.
+            if (
+                result.passed is False
+                and first_failure is None
+                and (is_gating or result.stage_error)
+            ):
                 first_failure = (name, result)
     return CaseScores(results, first_failure, case=case, trace=trace, suite=suite)
 
@@ -159,6 +164,8 @@ def stage_table(scores: CaseScores) -> list[str]:
             verdict = "-" if result.passed is None else "pass" if result.passed else "FAIL"
             if result.judge_error:
                 verdict = "JUDGE ERROR"
+            elif result.stage_error:
+                verdict = "ERROR"
             elif result.unstable:
                 verdict = "UNSTABLE"
             label = prefix + (name if gating else f"{name} (report only)")
@@ -187,7 +194,8 @@ def failure_details(scores: CaseScores, whole: bool = False) -> list[tuple[str, 
     if unit.case is None or unit.trace is None or unit.suite is None:
         return []
     stage = STAGES[scores.first_failure[0]]
-    return stage_details(stage, unit.case, unit.trace, unit.suite, whole)
+    shown = scores.first_failure[1].shows  # what a user stage said it compared
+    return stage_details(stage, unit.case, unit.trace, unit.suite, whole, shown)
 
 
 def details_lines(details: Sequence[tuple[str, str]]) -> list[str]:
@@ -203,7 +211,10 @@ def failure_message(scores: CaseScores, whole: bool = False) -> str:
     if scores.failure_turn is not None:
         name = f"turn {scores.failure_turn} {name}"
     details = failure_details(scores, whole)
-    lines = [f"first failing stage: {name} ({result.reason})", *details_lines(details)]
+    heading = f"first failing stage: {name} ({result.reason})"
+    if result.stage_error:  # the stage's own code, not the system, failed
+        heading = f"stage {name} could not score this case: {result.reason}"
+    lines = [heading, *details_lines(details)]
     if not whole and details != failure_details(scores, whole=True):
         lines.append("  (values cut short: -vv shows them whole)")
     return "\n".join([*lines, "", *stage_table(scores)])
@@ -278,6 +289,7 @@ def summed_up(per_turn: list[tuple[int, StageResult]]) -> StageResult:
             result.judge_error,
             repeat_scores,
             unstable,
+            result.stage_error,
         )
     reason = "; ".join(f"turn {number}: {result.reason}" for number, result in applied)
     return StageResult(

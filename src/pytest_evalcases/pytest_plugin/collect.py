@@ -6,6 +6,7 @@ becomes one item that errors in setup, a case-level problem errors only that cas
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Iterator
@@ -17,9 +18,10 @@ from pydantic import ValidationError
 
 from ..core.errors import CaseFileError, StageFailure
 from ..core.names import case_ids, shown_name, unsafe_id_reason
-from ..core.schema import validate_case
+from ..core.schema import Case, validate_case
 from ..core.validation import format_validation_error, misspelled_fields
 from ..domain.context import SuiteContext
+from ..domain.stages.registry import stage_field_names
 from ..store.folders import user_recording_stem
 from .calibration_items import collect_calibration
 from .items import CaseItem, SuiteErrorItem
@@ -68,11 +70,15 @@ class CaseFile(pytest.File):
         state.collected_suites[self.path] = (ctx.suite.name, case_ids(raw_cases) + users)
         variants = ContextVariants(state)
         seen: dict[str, int] = {}
+        # The case fields the suite's own stages read: kept from the system, or shared with it
+        # (either way not typos of case fields).
+        hidden, shared = stage_field_names(ctx.gating + ctx.report_only)
+        not_typos = [*ctx.suite.system_fields, *shared] if shared else ctx.suite.system_fields
         for index, raw in enumerate(raw_cases):
             # Each raw case let go once its item holds the validated one: the peak memory of a
             # large suite is not both at once (its freed dicts hold the next items).
             raw_cases[index] = None
-            yield self._case_item(ctx, state, variants, index, raw, seen)
+            yield self._case_item(ctx, state, variants, index, raw, seen, hidden, not_typos)
 
     def _case_item(
         self,
@@ -82,6 +88,8 @@ class CaseFile(pytest.File):
         index: int,
         raw: Any,
         seen: dict[str, int],
+        stage_fields: frozenset[str],
+        not_typos: list[str],
     ) -> pytest.Item:
         def error(name: str, message: str) -> SuiteErrorItem:
             item = SuiteErrorItem.from_parent(
@@ -120,7 +128,9 @@ class CaseFile(pytest.File):
                 label,
                 f"invalid case {label}\n" + format_validation_error(exc, prefix=f"cases[{index}]"),
             )
-        misspelled = misspelled_fields(case.extra, ctx.suite.system_fields)
+        if stage_fields and case.extra and not stage_fields.isdisjoint(case.extra):
+            case = _with_stage_fields(case, stage_fields)
+        misspelled = misspelled_fields(case.extra, not_typos)
         if misspelled:
             prefix = f"cases[{index}]."
             return error(
@@ -153,6 +163,15 @@ class CaseFile(pytest.File):
             # raises=StageFailure: a stale, missing or crashing case stays an error under xfail.
             item.add_marker(pytest.mark.xfail(reason=case.xfail, raises=StageFailure))
         return item
+
+
+def _with_stage_fields(case: Case, names: frozenset[str]) -> Case:
+    """The case with the fields its suite's own stages read (and keep from the system) moved
+    out of `extra`: never given to the system, never in its recordings' key."""
+    extra = case.extra or {}
+    own = {name: value for name, value in extra.items() if name in names}
+    rest = {name: value for name, value in extra.items() if name not in names}
+    return dataclasses.replace(case, extra=rest or None, stage_fields=own)
 
 
 def unreadable_case_files(folder: pytest.Directory) -> list[CaseFile]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from ..core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageError, StageFailure
 from ..core.exception_chain import exception_lines
 from ..core.safe_text import terminal_safe
 from ..core.schema import Case
@@ -173,7 +173,14 @@ class CaseItem(EvalItem):
                 if result.score is not None:
                     self.user_properties.append((f"evalcases.{name}", f"{result.score:.4f}"))
         if scores.first_failure is not None:
-            error = JudgeFailure if scores.first_failure[1].judge_error else StageFailure
+            failed = scores.first_failure[1]
+            error = (
+                JudgeFailure
+                if failed.judge_error
+                else StageError
+                if failed.stage_error
+                else StageFailure
+            )
             whole = self.config.option.verbose >= 2  # -vv: what the stage compared, whole
             message = (
                 failure_message(scores, whole)

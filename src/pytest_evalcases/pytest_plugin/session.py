@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.errors import EvalCaseError
+from ..core.stage_declarations import end_declaration_session
 from ..engine.recording import JudgeBinding
 from .settings import Settings
 
@@ -43,6 +44,11 @@ class EvalSession:
         self.config = config
         self.settings = settings
         self.systems: dict[str, Any] = {}
+        # suite "stage_modules" imported this session: module name -> module, or its error
+        self.stage_modules: dict[str, Any] = {}
+        # The user's stages declared until now may be replaced by the next session's (pytest
+        # run again in this process imports its conftest files afresh).
+        config.add_cleanup(end_declaration_session)
         # suite name -> the case files declaring it (node ids); two or more is a conflict.
         self._suite_files: dict[str, list[str]] = {}
         self.seen_case_files: set[Path] = set()  # every case file this run collected

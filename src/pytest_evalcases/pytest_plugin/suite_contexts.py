@@ -28,6 +28,7 @@ from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from .user_stages import gather_stages, known_stage_names
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -79,12 +80,12 @@ def _threshold_problems(suite: Suite) -> list[str]:
     return problems
 
 
-def _with_suggestion(name: str) -> str:
+def _with_suggestion(name: str, known: list[str]) -> str:
     """An unknown stage's name, with the known stage it is close to (`retreival (did you mean
     'retrieval'?)`)."""
     import difflib  # only for a typo: not on every run's import path
 
-    close = difflib.get_close_matches(name, list(STAGES), n=1, cutoff=0.8)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
     return f"{name} (did you mean {close[0]!r}?)" if close else name
 
 
@@ -231,11 +232,20 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         suite = Suite.model_validate(raw)
     except ValidationError as exc:
         raise CaseFileError(f"{nodeid}: invalid suite\n{format_validation_error(exc)}") from None
+    try:  # the suite's own stages: its stage modules, conftest files, installed packs
+        gather_stages(suite, state.settings.rootdir, state.stage_modules)
+    except CaseFileError as exc:
+        if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
+            state.interrupted = state.interrupted or exc.what
+        raise CaseFileError(f"{nodeid}: {exc}") from None
     unknown = [name for name in suite.stages + suite.report_only if name not in STAGES]
     if unknown:
+        known = known_stage_names()
         raise CaseFileError(
-            f"{nodeid}: unknown stage(s) {', '.join(map(_with_suggestion, unknown))}; known "
-            f"stages: {', '.join(STAGES)}"
+            f"{nodeid}: unknown stage(s) {', '.join(_with_suggestion(n, known) for n in unknown)}"
+            f"; known stages: {', '.join(known)}; a stage of your own is declared with "
+            '@ev.stage in conftest.py or in a module of the suite\'s "stage_modules" '
+            "(docs/extending.md)"
         )
     threshold_problems = _threshold_problems(suite)
     if threshold_problems:

@@ -38,6 +38,8 @@ def stage_cell(stage: Mapping[str, Any] | None) -> str:
         return "-"
     if stage.get("judge_error"):
         return "JUDGE-ERR"
+    if stage.get("stage_error"):  # a user stage that could not score the case
+        return "ERROR"
     score = "" if stage["score"] is None else f"{stage['score']:.2f}"
     if stage.get("unstable"):
         return f"UNSTABLE {score}".strip()

@@ -18,8 +18,13 @@ from pytest_evalcases.domain.system import key_view, system_view
 
 
 def test_case_has_the_model_fields_and_the_extra_ones() -> None:
-    """A field added to CaseModel must reach the Case the stages read."""
-    assert [f.name for f in dataclasses.fields(Case)] == [*CaseModel.model_fields, "extra"]
+    """A field added to CaseModel must reach the Case the stages read (beside the case file's
+    other fields: the system's, and those the suite's own stages read)."""
+    assert [f.name for f in dataclasses.fields(Case)] == [
+        *CaseModel.model_fields,
+        "extra",
+        "stage_fields",
+    ]
 
 
 def test_validated_case_keeps_every_field() -> None:

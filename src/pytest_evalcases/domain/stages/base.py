@@ -26,6 +26,11 @@ class StageResult:
     # of the pass rule (then `passed` is the suite's "unstable" choice).
     repeat_scores: list[float] | None = None
     unstable: bool = False
+    # A user stage's own code raised or returned what is not a score: the case errors (the
+    # reason says what and where), never the session.
+    stage_error: bool = False
+    # What a failure of a user stage shows, as it returned it (`ev.Score(shows={...})`).
+    shows: dict[str, Any] | None = None
 
     @property
     def skipped(self) -> bool:
@@ -45,6 +50,8 @@ class StageResult:
         if self.repeat_scores is not None:  # only judged stages with repeats: results stay small
             result["repeat_scores"] = self.repeat_scores
             result["unstable"] = self.unstable
+        if self.stage_error:  # only a user stage that could not score: results stay small
+            result["stage_error"] = True
         return result
 
 

@@ -9,6 +9,7 @@ cannot restyle the terminal."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.names import listed, shown_value
@@ -45,11 +46,20 @@ def answer_and_reference(
 
 
 def stage_details(
-    stage: Stage, case: Case, trace: dict[str, Any], suite: Suite, whole: bool = False
+    stage: Stage,
+    case: Case,
+    trace: dict[str, Any],
+    suite: Suite,
+    whole: bool = False,
+    shown: Mapping[str, Any] | None = None,
 ) -> list[tuple[str, str]]:
-    """The (label, text) lines a failure of `stage` shows: the stage's own, else what its judge
-    read; the answer always (last when the stage did not show it)."""
-    if stage.shows is not None:
+    """The (label, text) lines a failure of `stage` shows: what its result says it compared
+    (`shown`: a user stage's `ev.Score(shows=...)`), the stage's own, else what its judge read;
+    the answer always (last when the stage did not show it)."""
+    if shown:
+        limit = None if whole else ANSWER_CHARS
+        lines = [(str(label), shown_value(value, limit)) for label, value in shown.items()]
+    elif stage.shows is not None:
         lines = list(stage.shows(case, trace, suite, whole))
     else:
         lines = []
