@@ -74,6 +74,67 @@ def test_a_genuine_input_near_a_case_field_runs_when_the_suite_lists_it(project:
     assert "stale recording" in output(project.run("-q"))  # the system's input: in the key
 
 
+# A system that writes down the fields each case handed it (the peer-name tests' witness).
+SPY_SYSTEM = """
+import json, pathlib
+
+def run(case):
+    with open(pathlib.Path(__file__).parent / "seen.jsonl", "a") as seen:
+        seen.write(json.dumps(sorted(case)) + "\\n")
+    return {"answer": case["input"], "tool_calls": [], "retrieved": [], "context": []}
+"""
+PEER_NAMES = {
+    "expected_output": "DeepEval",
+    "expected_answer": "",
+    "ground_truth": "ragas",
+    "gold_answer": "",
+    "expected": "Braintrust",
+    "golden": "DeepEval",
+    "target": "inspect-ai",
+}
+
+
+def _seen_fields(project: Project) -> list[list[str]]:
+    path = project.root / "seen.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_peers_name_for_the_gold_answer_is_an_error_never_an_input(project: Project) -> None:
+    """Break (issue 29): a case from another tool names its gold answer as that tool does
+    (`expected_output`, `ground_truth`, `target`, ...): the field was handed to the system as an
+    input, the gating answer_accuracy stage was skipped (no reference) and the run passed with
+    exit 0. Each is an error naming `reference`, the tool whose name it is, and the way out."""
+    project.write_text("spy.py", SPY_SYSTEM)
+    cases = [
+        {"id": f"c-{name}", "input": "alpha beta", name: "the gold answer"} for name in PEER_NAMES
+    ]
+    project.write_suite(
+        suite_doc(cases=cases, system="spy:run", stages=["answer_accuracy"], judge="lexical")
+    )
+    result = project.run("--live", "-q")
+    assert result.ret != pytest.ExitCode.OK, output(result)
+    for index, (name, peer) in enumerate(PEER_NAMES.items()):
+        block = error_block(result, f"c-{name}")
+        assert f'cases[{index}].{name}: the gold answer goes in "reference"' in block, block
+        assert peer in block, block
+        assert f'"system_fields": ["{name}"]' in block, block
+    assert _outcomes(result) == {"errors": len(PEER_NAMES)}, output(result)
+    assert _seen_fields(project) == []  # the system never saw a gold answer
+
+
+def test_a_peers_name_listed_in_system_fields_is_an_input_on_purpose(project: Project) -> None:
+    """The way out: a field named as a peer names its gold answer (`target`) that is genuinely an
+    input for the system runs when the suite lists it in `system_fields`, and reaches it."""
+    project.write_text("spy.py", SPY_SYSTEM)
+    cases = [make_case("c1", "alpha beta", target="the 'target' audience: children")]
+    project.write_suite(
+        suite_doc(cases=cases, system="spy:run", stages=["exact_match"], system_fields=["target"])
+    )
+    result = project.run("--live", "-q")
+    assert result.ret == pytest.ExitCode.OK, output(result)
+    assert _seen_fields(project) == [["id", "input", "target"]]
+
+
 UNSAFE = {
     "c1-control-U+0085": "next\u0085line",
     "bidi-U+202E": "evil\u202etxt.exe",

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pytest_evalcases.core.validation import format_validation_error, one_line_validation_error
+from pytest_evalcases.core.field_checks import PEER_REFERENCE_NAMES
+from pytest_evalcases.core.schema import validate_case
+from pytest_evalcases.core.validation import (
+    format_validation_error,
+    misspelled_fields,
+    one_line_validation_error,
+)
 from pytest_evalcases.schema import Trace
 
 
@@ -27,3 +33,22 @@ def test_every_bad_field_on_one_line_in_words() -> None:
 def test_one_line_per_field_is_unchanged() -> None:
     error = trace_error({"answer": "x", "retrieved": "abc"})
     assert format_validation_error(error).startswith("retrieved: ")
+
+
+def test_a_peers_gold_answer_field_names_reference_and_whose_name_it_is() -> None:
+    extra = {name: "gold" for name in PEER_REFERENCE_NAMES} | {"customer_tier": "gold"}
+    problems = misspelled_fields(extra)
+    assert len(problems) == len(PEER_REFERENCE_NAMES)  # customer_tier stays an input
+    assert problems[0].startswith(
+        "expected_output: the gold answer goes in \"reference\" ('expected_output' is DeepEval's"
+    )
+    assert "('target' is inspect-ai's name for it" in problems[-1]
+    assert misspelled_fields({"target": "kids"}, system_fields=["target"]) == []
+
+
+def test_a_peers_gold_answer_field_in_a_conversation_turn_names_reference() -> None:
+    with pytest.raises(ValidationError) as caught:
+        validate_case({"id": "c", "turns": [{"input": "hi", "ground_truth": "hello"}]})
+    assert "(did you mean 'reference'? 'ground_truth' is ragas's name" in format_validation_error(
+        caught.value
+    )
