@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from evalhelpers import Project, error_block, make_case, output, suite_doc
+from evalhelpers import SPY_SYSTEM, Project, error_block, make_case, output, seen_fields, suite_doc
 
 
 def _outcomes(result: pytest.RunResult) -> dict[str, int]:
@@ -74,15 +74,6 @@ def test_a_genuine_input_near_a_case_field_runs_when_the_suite_lists_it(project:
     assert "stale recording" in output(project.run("-q"))  # the system's input: in the key
 
 
-# A system that writes down the fields each case handed it (the peer-name tests' witness).
-SPY_SYSTEM = """
-import json, pathlib
-
-def run(case):
-    with open(pathlib.Path(__file__).parent / "seen.jsonl", "a") as seen:
-        seen.write(json.dumps(sorted(case)) + "\\n")
-    return {"answer": case["input"], "tool_calls": [], "retrieved": [], "context": []}
-"""
 PEER_NAMES = {
     "expected_output": "DeepEval",
     "expected_answer": "",
@@ -92,11 +83,6 @@ PEER_NAMES = {
     "golden": "DeepEval",
     "target": "inspect-ai",
 }
-
-
-def _seen_fields(project: Project) -> list[list[str]]:
-    path = project.root / "seen.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_a_peers_name_for_the_gold_answer_is_an_error_never_an_input(project: Project) -> None:
@@ -119,7 +105,7 @@ def test_a_peers_name_for_the_gold_answer_is_an_error_never_an_input(project: Pr
         assert peer in block, block
         assert f'"system_fields": ["{name}"]' in block, block
     assert _outcomes(result) == {"errors": len(PEER_NAMES)}, output(result)
-    assert _seen_fields(project) == []  # the system never saw a gold answer
+    assert seen_fields(project) == []  # the system never saw a gold answer
 
 
 def test_a_peers_name_listed_in_system_fields_is_an_input_on_purpose(project: Project) -> None:
@@ -132,7 +118,7 @@ def test_a_peers_name_listed_in_system_fields_is_an_input_on_purpose(project: Pr
     )
     result = project.run("--live", "-q")
     assert result.ret == pytest.ExitCode.OK, output(result)
-    assert _seen_fields(project) == [["id", "input", "target"]]
+    assert seen_fields(project) == [["id", "input", "target"]]
 
 
 UNSAFE = {
