@@ -41,7 +41,9 @@ this module to change how a check is made.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import json
 import re
 from pathlib import Path
 

@@ -274,6 +274,10 @@ def test_the_written_stage_module_checks_each_case_by_its_own_values(
     assert score("promptfoo_regex", "test-002", '{"status": "lost"}')[0] == 0.0
     assert score("promptfoo_equals", "test-003", "Hello, Ada!")[0] == 1.0
     assert score("promptfoo_equals", "test-003", "hello, ada!")[0] == 0.0  # promptfoo: exact
+    as_json = {"type": "equals", "value": {"order": 1042}, "stage": "promptfoo_equals"}
+    cases["json"] = SimpleNamespace(input="q", metadata={"promptfoo": {"assert": [as_json]}})
+    assert score("promptfoo_equals", "json", '{"order":  1042}')[0] == 1.0  # the same JSON
+    assert score("promptfoo_equals", "json", "order 1042")[0] == 0.0
     assert score("promptfoo_python_2", "test-003", "Hello there") == (1.0, "returned True")
     assert score("promptfoo_python_2", "test-003", "Hi")[0] == 0.0
     # file://checks/length.py:short_enough, with promptfoo's context (vars.max_words is 40)
