@@ -74,14 +74,14 @@ def test_a_genuine_input_near_a_case_field_runs_when_the_suite_lists_it(project:
     assert "stale recording" in output(project.run("-q"))  # the system's input: in the key
 
 
-PEER_NAMES = {
-    "expected_output": "DeepEval",
-    "expected_answer": "",
-    "ground_truth": "ragas",
-    "gold_answer": "",
-    "expected": "Braintrust",
-    "golden": "DeepEval",
-    "target": "inspect-ai",
+PEER_NAMES = {  # the field -> how its error begins: whose name it is
+    "expected_output": "DeepEval's name for the gold answer",
+    "expected_answer": "a common name for the gold answer",
+    "ground_truth": "ragas's name for the gold answer before ragas 0.2",
+    "gold_answer": "a common name for the gold answer",
+    "expected": "Braintrust's name for the gold answer",
+    "golden": "DeepEval's word for a gold case",
+    "target": "inspect-ai's name for the gold answer",
 }
 
 
@@ -101,8 +101,8 @@ def test_a_peers_name_for_the_gold_answer_is_an_error_never_an_input(project: Pr
     assert result.ret != pytest.ExitCode.OK, output(result)
     for index, (name, peer) in enumerate(PEER_NAMES.items()):
         block = error_block(result, f"c-{name}")
-        assert f'cases[{index}].{name}: the gold answer goes in "reference"' in block, block
-        assert peer in block, block
+        assert f"cases[{index}].{name}: {peer}" in block, block
+        assert 'here the gold answer goes in "reference": rename the field' in block, block
         assert f'"system_fields": ["{name}"]' in block, block
     assert _outcomes(result) == {"errors": len(PEER_NAMES)}, output(result)
     assert seen_fields(project) == []  # the system never saw a gold answer

@@ -41,13 +41,13 @@ RESERVED_MARKERS = frozenset(
 # against `reference` skip the case for want of one: so it is an error, unless the suite lists it
 # in `system_fields` (an input of that name on purpose).
 PEER_REFERENCE_NAMES: dict[str, str] = {
-    "expected_output": "DeepEval's name for it (a Golden's expected_output)",
-    "expected_answer": "a common name for it",
-    "ground_truth": "ragas's name for it before ragas 0.2 (now `reference` there too)",
-    "gold_answer": "a common name for it",
-    "expected": "Braintrust's name for it (an eval case's expected)",
+    "expected_output": "DeepEval's name for the gold answer (a Golden's expected_output)",
+    "expected_answer": "a common name for the gold answer",
+    "ground_truth": "ragas's name for the gold answer before ragas 0.2 (`reference` since)",
+    "gold_answer": "a common name for the gold answer",
+    "expected": "Braintrust's name for the gold answer (an eval case's expected)",
     "golden": "DeepEval's word for a gold case (a Golden)",
-    "target": "inspect-ai's name for it (a Sample's target)",
+    "target": "inspect-ai's name for the gold answer (a Sample's target)",
 }
 
 
@@ -57,10 +57,10 @@ def peer_field_problem(name: str) -> str | None:
     if whose is None:
         return None
     return (
-        f'the gold answer goes in "reference" ({name!r} is {whose}); rename the field, or it '
-        "is handed to your system as an input and no stage grades the answer against it (if it "
-        "is an input for your system on purpose, list it in the suite's "
-        f'"system_fields": [{json.dumps(name)}])'
+        f'{whose}; here the gold answer goes in "reference": rename the field (as it stands it '
+        "is handed to your system as an input, and no stage grades the answer against it), or, "
+        "if it is an input for your system on purpose, list it in the suite's "
+        f'"system_fields": [{json.dumps(name)}]'
     )
 
 

@@ -39,16 +39,20 @@ def test_a_peers_gold_answer_field_names_reference_and_whose_name_it_is() -> Non
     extra = {name: "gold" for name in PEER_REFERENCE_NAMES} | {"customer_tier": "gold"}
     problems = misspelled_fields(extra)
     assert len(problems) == len(PEER_REFERENCE_NAMES)  # customer_tier stays an input
-    assert problems[0].startswith(
-        "expected_output: the gold answer goes in \"reference\" ('expected_output' is DeepEval's"
+    assert problems[0] == (
+        "expected_output: DeepEval's name for the gold answer (a Golden's expected_output); here "
+        'the gold answer goes in "reference": rename the field (as it stands it is handed to your '
+        "system as an input, and no stage grades the answer against it), or, if it is an input "
+        'for your system on purpose, list it in the suite\'s "system_fields": ["expected_output"]'
     )
-    assert "('target' is inspect-ai's name for it" in problems[-1]
+    assert problems[-1].startswith("target: inspect-ai's name for the gold answer")
     assert misspelled_fields({"target": "kids"}, system_fields=["target"]) == []
 
 
 def test_a_peers_gold_answer_field_in_a_conversation_turn_names_reference() -> None:
     with pytest.raises(ValidationError) as caught:
         validate_case({"id": "c", "turns": [{"input": "hi", "ground_truth": "hello"}]})
-    assert "(did you mean 'reference'? 'ground_truth' is ragas's name" in format_validation_error(
-        caught.value
+    assert (
+        "(did you mean 'reference'? 'ground_truth' is ragas's name for the gold"
+        in format_validation_error(caught.value)
     )
