@@ -154,7 +154,8 @@ def _print_notes(source: dict[str, Any]) -> None:
             print(f"  {kind}: {why} ({shown})")
     recorded = source.get("recorded_outputs")
     if recorded:
+        held = "case holds" if recorded == 1 else "cases hold"
         print(
-            f"{recorded} cases hold outputs the file recorded (kept in metadata.recorded, never "
+            f"{recorded} {held} outputs the file recorded (kept in metadata.recorded, never "
             "graded): record your system with pytest --live to grade its own answers"
         )
