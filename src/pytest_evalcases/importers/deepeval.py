@@ -12,8 +12,9 @@ Each golden is a case: `expected_output` -> `reference`, `context` (DeepEval's i
 `additional_metadata` -> `metadata`, `name` -> the case id (else `golden-001`, ...). What the
 golden recorded of a run (`actual_output`, `retrieval_context`, `tools_called`) is kept in
 `metadata.recorded`, never given to the system; the rest (`comments`, `source_file`, ...) in
-`metadata.deepeval`. A multi-turn golden (`scenario`, `turns`) is refused: import single-turn
-goldens.
+`metadata.deepeval`, and so are the expected tools as given when one expects more than the
+tools stage checks (an `output`). A multi-turn golden (`scenario`, `turns`) is refused: import
+single-turn goldens.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _unit(path: Path, index: int, record: Any, count: int) -> Unit:
     context = text_list(reader, "context", CONTEXT_DELIMITER)
     if context:
         case["expected_context"] = context
-    tools = _expected_tools(reader)
+    tools, unchecked = _expected_tools(reader)
     if tools:
         case["expected_tools"] = tools
     metadata = json_cell(reader, "additional_metadata")
@@ -104,21 +105,24 @@ def _unit(path: Path, index: int, record: Any, count: int) -> Unit:
     }
     if name and name != case["id"]:
         others["name"] = name  # not a safe id: kept, the case numbered instead
+    if unchecked:  # what the tools stage does not check (a tool's expected output): kept
+        others["expected_tools"] = unchecked
     if others:
         case.setdefault("metadata", {})["deepeval"] = others
     return Unit(case)
 
 
-def _expected_tools(reader: RecordReader) -> list[Any] | None:
+def _expected_tools(reader: RecordReader) -> tuple[list[Any] | None, list[Any] | None]:
     """DeepEval ToolCalls as tool expectations: the name, and `input_parameters` (or its alias
-    `inputParameters`) as the arguments the call must have."""
+    `inputParameters`) as the arguments the call must have; and the ToolCalls as given when one
+    expects more than the tools stage checks (an `output`, a `description`), else None."""
     value = reader.record.get("expected_tools")
     in_cell = isinstance(reader.record, TableRow)
     if in_cell and isinstance(value, str) and not value.lstrip().startswith("["):  # names
-        return [name.strip() for name in value.split(TOOLS_DELIMITER) if name.strip()]
+        return [name.strip() for name in value.split(TOOLS_DELIMITER) if name.strip()], None
     value = json_cell(reader, "expected_tools")
     if value is None:
-        return None
+        return None, None
     if not isinstance(value, list):
         raise reader.error("expected_tools", f"is {type(value).__name__}, expected a list")
     tools: list[Any] = []
@@ -133,4 +137,6 @@ def _expected_tools(reader: RecordReader) -> list[Any] | None:
         if args is not None and not isinstance(args, dict):
             raise reader.error(f"{where}.input_parameters", "must be an object")
         tools.append({"name": tool["name"], "args": args} if args else tool["name"])
-    return tools
+    checked = {"name", "type", "input_parameters", "inputParameters"}
+    unchecked = [t for t in value if isinstance(t, dict) and set(t) - checked]
+    return tools, value if unchecked else None

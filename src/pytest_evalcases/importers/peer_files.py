@@ -45,12 +45,7 @@ def read_table_or_json(path: Path) -> list[Any]:
     """A `.csv` file's rows (empty cells as absent), else a JSON array or JSON Lines."""
     if path.suffix.lower() != ".csv":
         return read_records(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
-    if not text.strip():
-        raise BenchmarkFormatError(f"{path}: the file is empty; expected a header row and rows")
+    text = _text(path, "a header row and rows")
     reader = csv.DictReader(text.splitlines(keepends=True))
     rows: list[Any] = []
     try:
@@ -79,12 +74,7 @@ def read_yaml(path: Path) -> Any:
         raise BenchmarkFormatError(
             f"{path}: reading YAML needs the PyYAML package, which is not installed: {YAML_HINT}"
         ) from None
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
-    if not text.strip():
-        raise BenchmarkFormatError(f"{path}: the file is empty; expected a YAML document")
+    text = _text(path, "a YAML document")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -92,6 +82,18 @@ def read_yaml(path: Path) -> Any:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise BenchmarkFormatError(f"{path}: not valid YAML{where}: {problem}") from None
+
+
+def _text(path: Path, expected: str) -> str:
+    """The file's text (a byte-order mark dropped); an empty file is an error naming what was
+    expected."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
+    if not text.strip():
+        raise BenchmarkFormatError(f"{path}: the file is empty; expected {expected}")
+    return text
 
 
 def text_list(reader: RecordReader, name: str, delimiter: str | None = None) -> list[str] | None:

@@ -88,6 +88,17 @@ def test_deepeval_goldens_map_to_cases_from_json_and_csv_alike(project: Path, fi
     assert suite["source"]["recorded_outputs"] == 1
 
 
+def test_a_tools_expected_output_is_kept_where_the_tools_stage_does_not_check_it(
+    project: Path,
+) -> None:
+    tool = {"name": "lookup_order", "inputParameters": {"id": 7}, "output": {"status": "sent"}}
+    (project / "goldens.json").write_text(json.dumps([{"input": "q", "expected_tools": [tool]}]))
+    assert run_import("deepeval", "goldens.json") == 0
+    case = json.loads(Path("cases/peer.json").read_text())["cases"][0]
+    assert case["expected_tools"] == [{"name": "lookup_order", "args": {"id": 7}}]
+    assert case["metadata"]["deepeval"]["expected_tools"] == [tool]
+
+
 def test_a_multi_turn_golden_is_refused_with_the_next_step(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
