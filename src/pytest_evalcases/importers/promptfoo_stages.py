@@ -5,8 +5,8 @@ in the suite's `stage_modules`.
 
 Each stage reads the values to check from the case's `metadata["promptfoo"]["assert"]` (the
 assertions the import mapped to it), so the suite stays the one place a check's value lives. A
-case none of whose assertions maps to a stage scores 1.0 there, with a reason saying so: every
-stage runs on every case of a suite.
+case none of whose assertions maps to a stage is skipped there (`ev.Score(None, reason=...)`):
+every stage of a suite runs on every case.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ HEADER = '''"""User stages for {suite}, written by
 The suite names this module in "stage_modules".
 
 Each stage checks the values the case's metadata["promptfoo"]["assert"] gives it; a case with no
-such assertion scores 1.0 here, with a reason saying so. Edit the values in the suite; edit
+such assertion is skipped here (ev.Score(None)). Edit the values in the suite; edit
 this module to change how a check is made.
 """
 
@@ -69,7 +69,9 @@ def _vars(case):
 
 
 def _not_asserted(stage):
-    return ev.Score(1.0, reason=f"no assertion of this case maps to {{stage}}")
+    """Not this case's check: skipped (`ev.Score(None)`), as a built-in stage with nothing to
+    compare."""
+    return ev.Score(None, reason=f"no assertion of this case maps to {{stage}}")
 
 
 def _equals(answer, value):
