@@ -453,3 +453,48 @@ def test_a_bad_peer_file_is_one_error_naming_the_row_and_the_next_step(
     assert err.startswith(f"error: {name}: {message}"), err
     assert err.count("error:") == 1 and err.rstrip().endswith("nothing was written")
     assert written_files(project) == before
+
+
+def test_promptfoo_negations_and_what_changes_a_checks_meaning(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tests = """
+tests:
+  - vars: {question: "Where is Ada?", name: Ada}
+    assert:
+      - {type: not-contains, value: "sorry"}
+      - {type: contains, value: "{{name}}", weight: 2}
+      - {type: contains, value: "{{ name | upper }}"}
+      - {type: icontains, value: "ada", transform: "output.lower()"}
+"""
+    (project / "tests.yaml").write_text(tests)
+    assert run_import("promptfoo", "tests.yaml") == 0
+    suite = json.loads(Path("cases/peer.json").read_text())
+    assert suite["stages"] == ["promptfoo_not_contains", "promptfoo_contains"]
+    assert suite["source"]["unmapped"] == [
+        {
+            "case": "test-001",
+            "type": "contains",
+            "why": "weight 2 not reproduced (stages here are not weighted)",
+        },
+        {"case": "test-001", "type": "contains", "why": "its value uses templating beyond {{var}}"},
+        {
+            "case": "test-001",
+            "type": "icontains",
+            "why": "sets transform, which no stage here reproduces",
+        },
+    ]
+    asserted = suite["cases"][0]["metadata"]["promptfoo"]["assert"]
+    assert [a["stage"] for a in asserted] == [
+        "promptfoo_not_contains",
+        "promptfoo_contains",  # weighted: mapped, the weight listed
+        None,
+        None,
+    ]
+    assert asserted[1]["value"] == "Ada"  # {{name}} filled in
+    registry = _Registry()
+    _load_module(project / "cases" / "peer_promptfoo.py", registry, monkeypatch)
+    case = SimpleNamespace(**suite["cases"][0], fields={})
+    not_contains, _ = registry.stages["promptfoo_not_contains"]
+    assert not_contains(case, SimpleNamespace(answer="Ada is here")).value == 1.0
+    assert not_contains(case, SimpleNamespace(answer="sorry, no idea")).value == 0.0
