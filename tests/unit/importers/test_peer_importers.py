@@ -24,13 +24,9 @@ from pytest_evalcases.core.suite_schema import Suite
 from pytest_evalcases.core.validation import misspelled_fields
 from pytest_evalcases.importers import PENDING_SUITE_FIELDS
 
+from .conftest import written_files
+
 PEERS = Path(__file__).parents[2] / "data" / "peers"
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def run_import(fmt: str, source: Path | str, *args: str) -> int:
@@ -46,10 +42,6 @@ def imported(fmt: str, file: str, *args: str) -> dict[str, Any]:
         extra = validate_case(case).extra
         assert misspelled_fields(extra, suite.get("system_fields", ())) == [], case["id"]
     return suite
-
-
-def written_files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
 
 
 # ---- DeepEval --------------------------------------------------------------------------------
