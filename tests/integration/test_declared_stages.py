@@ -1,0 +1,239 @@
+"""End to end: a suite's own judged stages (`"judged_stages"`, graded by deepeval's GEval on the
+suite's LLM judge) and its own deepeval metric classes (`"metrics"`), in pytest runs of a small
+project: recorded live against the loopback judge server (tests/judge_server.py), replayed,
+staled by an edited criterion, and replayed where the metric's class and deepeval cannot be
+imported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from evalhelpers import (
+    Project,
+    make_case,
+    output,
+    run_live_openai,
+    run_pytest_env_in_process,
+    suite_doc,
+)
+from judge_server import OWN_METRIC_TASK, POISON, JudgeServer, judge_server_fixture
+
+judge_server = judge_server_fixture()
+
+POLITE = "The answer is courteous and does not blame the user."
+
+# The project's own deepeval metric: one request to the judge's model, answered by the server
+# (0.8, or 0.2 for an answer holding POISON); it reports a cost of its own, as a metric paying
+# for calls the judge's model does not see would.
+METRIC_SOURCE = f'''\
+"""The team's own deepeval metric."""
+from deepeval.metrics import BaseMetric
+from pydantic import BaseModel
+
+from team_voice import VOICE
+
+
+class Grade(BaseModel):
+    score: float
+    reason: str
+
+
+class BrandVoice(BaseMetric):
+    def __init__(self, model=None, threshold=0.6):
+        self.model = model
+        self.threshold = threshold
+        self.evaluation_cost = None
+
+    async def a_measure(self, test_case, _show_indicator=True, **kwargs):
+        prompt = (
+            "{OWN_METRIC_TASK} " + VOICE + "\\n<answer>\\n" + test_case.actual_output
+            + "\\n</answer>"
+        )
+        reply = await self.model.a_generate(prompt, schema=Grade)
+        self.score, self.reason = reply.score, reply.reason
+        self.evaluation_cost = 0.25
+        self.success = self.score >= self.threshold
+        return self.score
+
+    def measure(self, test_case, *args, **kwargs):
+        raise NotImplementedError
+
+    def is_successful(self):
+        return self.success
+
+    @property
+    def __name__(self):
+        return "Brand voice"
+'''
+
+
+def own_suite(**fields: Any) -> dict[str, Any]:
+    cases = [
+        make_case("kind", "thanks for asking here it is"),
+        make_case("rude", f"{POISON} you should have read the manual"),
+    ]
+    doc = suite_doc(
+        "own",
+        cases=cases,
+        stages=["polite", "brand_voice"],
+        judged_stages={
+            "polite": {"criteria": POLITE, "reads": ["input", "answer"], "threshold": 0.7}
+        },
+        metrics={"brand_voice": "team_metrics:BrandVoice"},
+    )
+    doc.update(fields)
+    return doc
+
+
+def write_project(project: Project, **fields: Any) -> None:
+    project.write_text("team_metrics.py", METRIC_SOURCE)
+    project.write_text("team_voice.py", 'VOICE = "Warm, plain words."\n')
+    project.write_suite(own_suite(**fields))
+
+
+def results(project: Project, folder: str = "out") -> dict[str, Any]:
+    return json.loads((project.root / folder / "results.json").read_text())
+
+
+def stage_row(doc: dict[str, Any], case: str, stage: str) -> dict[str, Any]:
+    found = next(c for c in doc["cases"] if c["id"] == case)
+    return found["stages"][stage]
+
+
+def replay(project: Project, *args: str) -> pytest.RunResult:
+    """A replay that sees no judge key or endpoint (nothing could be judged live)."""
+    return run_pytest_env_in_process(project.root, "-p", "no:cacheprovider", *args)
+
+
+def test_own_stages_are_judged_live_recorded_and_replayed(
+    project: Project, judge_server: JudgeServer
+) -> None:
+    write_project(project)
+    live = run_live_openai(project, judge_server.base_url, "--eval-report", "out")
+    live.assert_outcomes(passed=1, failed=1)
+    text = output(live)
+    assert "first failing stage: polite (0.20 < 0.70; canned GEval reasoning)" in text
+    assert "brand_voice  0.20   0.60       FAIL  0.20 < 0.60; canned: brand voice" in text
+    # GEval drafted the criteria's steps once for both cases; each case: one GEval score, one
+    # request of the metric
+    assert sorted(judge_server.kinds()) == sorted(
+        ["geval_steps", "geval_score", "geval_score", "own_metric", "own_metric"]
+    )
+    doc = project.cassette("own", "rude")
+    polite, voice = doc["verdicts"]["polite"], doc["verdicts"]["brand_voice"]
+    assert polite["score"] == 0.2 and polite["details"]["evaluation_steps"]
+    assert set(polite["key"]) == {"criteria", "reads", "params", "judge", "judge_version"}
+    assert doc["labels"]["verdicts"]["polite"]["criteria"] == json.dumps(POLITE)
+    # the metric's verdict: keyed by its class and its source (its module and what it
+    # imports of the project), its threshold and cost recorded
+    assert voice["score"] == 0.2 and voice["details"]["threshold"] == 0.6
+    assert {"metric", "code.team_metrics", "code.team_voice", "reference"} <= set(voice["key"])
+    assert voice["usage"]["cost_usd"] >= 0.25
+    recorded = results(project)
+    assert recorded["cost"]["judge"]["cost_usd"] >= 0.5  # the metric's own cost, both cases
+    assert stage_row(recorded, "kind", "polite")["passed"] is True
+    assert stage_row(recorded, "kind", "brand_voice")["threshold"] == 0.6
+
+    replayed = replay(project, "--eval-report", "again")
+    replayed.assert_outcomes(passed=1, failed=1)
+    assert "2 replayed" in output(replayed)
+    again = results(project, "again")
+    for case in ("kind", "rude"):
+        for stage in ("polite", "brand_voice"):
+            assert stage_row(again, case, stage) == stage_row(recorded, case, stage)
+    assert len(judge_server.requests) == 5  # nothing judged again
+
+    # --thresholds names the suite's own stages like any other
+    project.edit_suite("cases/own.json", lambda d: d.update(thresholds={"brand_voice": 0.1}))
+    lowered = replay(project)
+    assert "brand_voice  0.20   0.10       pass  0.20 >= 0.10" in output(lowered)
+
+
+def test_a_changed_criterion_or_metric_source_stales_exactly_those_verdicts(
+    project: Project, judge_server: JudgeServer
+) -> None:
+    write_project(project)
+    run_live_openai(project, judge_server.base_url).assert_outcomes(passed=1, failed=1)
+
+    def reword(doc: dict[str, Any]) -> None:
+        doc["judged_stages"]["polite"]["criteria"] = POLITE.replace("courteous", "kind")
+
+    project.edit_suite("cases/own.json", reword)
+    stale = replay(project)
+    stale.assert_outcomes(errors=2)
+    assert (
+        'stale recording (verdict polite): criteria changed ("The answer is courteous and does '
+        'not blame the user." -> "The answer is kind and does not blame the user."); re-record '
+        "with --live-judges"
+    ) in output(stale)
+    assert "verdict brand_voice" not in output(stale)
+
+    before = len(judge_server.requests)
+    rejudged = run_pytest_env_in_process(
+        project.root,
+        "-p",
+        "no:cacheprovider",
+        "--live-judges",
+        "--eval-judge",
+        "openai:gpt-4o-mini",
+        env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": judge_server.base_url},
+    )
+    rejudged.assert_outcomes(passed=1, failed=1)
+    # only the stale verdicts were judged again: polite's steps and two scores, no metric
+    assert sorted(judge_server.kinds()[before:]) == ["geval_score", "geval_score", "geval_steps"]
+    project.write_text("team_voice.py", 'VOICE = "Warm, plain, short words."\n')
+    stale = replay(project)
+    stale.assert_outcomes(errors=2)
+    assert re.search(
+        r"stale recording \(verdict brand_voice\): code\.team_voice changed \([0-9a-f]{6} -> "
+        r"[0-9a-f]{6}\); re-record with --live-judges",
+        output(stale),
+    )
+    assert "verdict polite" not in output(stale)
+
+
+GUARD = """\
+import sys
+
+
+class NoDeepEval:
+    \"\"\"Replay must need neither deepeval nor the suite's metric class.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("deepeval", "team_metrics"):
+            raise ImportError(f"{name} is not installed here")
+        return None
+
+
+sys.meta_path.insert(0, NoDeepEval())
+try:
+    import team_metrics  # noqa: F401
+except ImportError:
+    GUARDED = "guarded"
+else:
+    GUARDED = "not guarded"
+
+
+def pytest_sessionfinish(session):
+    loaded = sorted(m for m in sys.modules if m.partition(".")[0] in ("deepeval", "team_metrics"))
+    with open("guard.txt", "w") as handle:
+        handle.write(GUARDED + " " + ",".join(loaded))
+"""
+
+
+@pytest.mark.subprocess
+def test_replay_needs_neither_deepeval_nor_the_metric_class(
+    project: Project, judge_server: JudgeServer
+) -> None:
+    write_project(project)
+    run_live_openai(project, judge_server.base_url).assert_outcomes(passed=1, failed=1)
+    project.write_text("conftest.py", GUARD)
+    guarded = project.run("-p", "no:cacheprovider")
+    guarded.assert_outcomes(passed=1, failed=1)
+    assert "first failing stage: polite (0.20 < 0.70" in output(guarded)
+    assert "2 replayed" in output(guarded)
+    assert (project.root / "guard.txt").read_text() == "guarded "  # and nothing of either loaded
