@@ -237,3 +237,74 @@ def test_replay_needs_neither_deepeval_nor_the_metric_class(
     assert "first failing stage: polite (0.20 < 0.70" in output(guarded)
     assert "2 replayed" in output(guarded)
     assert (project.root / "guard.txt").read_text() == "guarded "  # and nothing of either loaded
+
+
+def test_mistakes_in_a_suites_own_stages_are_collection_errors(project: Project) -> None:
+    write_project(project)
+    polite = {"criteria": POLITE}
+    bad = {
+        "lexical": own_suite(name="lexical", judge="lexical"),
+        "builtin": own_suite(
+            name="builtin", stages=["faithfulness"], judged_stages={"faithfulness": polite}
+        ),
+        "twice": own_suite(
+            name="twice", stages=["brand_voice"], judged_stages={"brand_voice": polite}
+        ),
+        "typo": own_suite(name="typo", stages=["polit"]),
+        "nomodule": own_suite(name="nomodule", metrics={"brand_voice": "no_such:Metric"}),
+        "bands": own_suite(
+            name="bands",
+            judged_stages={
+                "polite": {
+                    **polite,
+                    "rubric": [
+                        {"score_range": [0, 5], "expected_outcome": "rude"},
+                        {"score_range": [5, 10], "expected_outcome": "kind"},
+                    ],
+                }
+            },
+        ),
+    }
+    for name, doc in bad.items():
+        project.write_suite(doc, f"cases/{name}.json")
+    (project.root / "cases" / "own.json").unlink()
+    result = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=len(bad))
+    text = output(result)
+    assert (
+        'stage(s) polite, brand_voice (the suite\'s own "judged_stages"/"metrics") need an LLM '
+        "judge, and this suite's judge is lexical (from the suite's \"judge\")"
+    ) in text
+    assert (
+        "cases/builtin.json: \"judged_stages\" declares 'faithfulness', the name of a stage the "
+        "plugin already has (the built-in 'faithfulness'); give yours another name"
+    ) in text
+    assert (
+        'cases/twice.json: \'brand_voice\' declared both in "judged_stages" and in "metrics"'
+    ) in text
+    assert "cases/typo.json: unknown stage(s) polit (did you mean 'polite'?)" in text
+    assert "cases/nomodule.json: \"metrics\": 'no_such:Metric': its source keys" in text
+    assert "rubric bands [0, 5] and [5, 10] overlap" in text
+
+
+def test_own_stages_take_repeats_and_runs_under_xdist(
+    project: Project, judge_server: JudgeServer
+) -> None:
+    write_project(project)
+    live = run_live_openai(
+        project, judge_server.base_url, "-n", "2", "--eval-judge-repeats", "2", "--eval-runs", "2"
+    )
+    live.assert_outcomes(passed=1, failed=1)
+    doc = project.cassette("own", "kind")
+    for stage in ("polite", "brand_voice"):
+        assert len(doc["verdicts"][stage]["later_repeats"]) == 1  # repeat 2 beside repeat 1
+    (run2,) = doc["later_runs"]  # run 2 beside run 1, judged alike
+    assert set(run2["verdicts"]) == {"polite", "brand_voice"}
+    replayed = replay(project)
+    replayed.assert_outcomes(passed=1, failed=1)
+    text = output(replayed)
+    assert (
+        "0/2 runs passed (pass^k needs all); run 1: first failing stage: polite (0.20 < 0.70 "
+        "over 2 repeats [0.20, 0.20])"
+    ) in text
+    assert "brand_voice  0.20   0.60       FAIL  0.20 < 0.60 over 2 repeats [0.20, 0.20]" in text

@@ -335,7 +335,12 @@ def _declare_stages(state: EvalSession, suite: Suite, nodeid: str) -> None:
 
     def metric_code(spec: str) -> tuple[dict[str, str], dict[str, str]]:
         paths: dict[str, str] = {}
-        fields = state.code_fingerprints.default_key_fields(spec, paths)
+        try:
+            fields = state.code_fingerprints.default_key_fields(spec, paths)
+        except CaseFileError as exc:
+            raise CaseFileError(
+                f'"metrics": {spec!r}: its source keys the metric\'s verdicts, and {exc}'
+            ) from None
         return fields, {name: path for name, path in paths.items() if len(path) <= LABEL_CHARS}
 
     try:
