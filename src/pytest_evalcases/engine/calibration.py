@@ -21,8 +21,8 @@ from ..core.errors import (
 )
 from ..core.hashing import content_hash
 from ..core.repeats import has_repeats, later_repeats, repeats_of, with_later_repeats
-from ..domain.stages.judged import JUDGE_READS, scores_text
 from ..domain.stages.declared import stage_of
+from ..domain.stages.judged import JUDGE_READS, scores_text
 from ..domain.verdicts import repeats_problem, verdict_key, verdict_labels
 from ..store.cassette import Cassette, build_cassette, load_cassette
 from ..store.files import shown_path
