@@ -308,3 +308,41 @@ def test_own_stages_take_repeats_and_runs_under_xdist(
         "over 2 repeats [0.20, 0.20])"
     ) in text
     assert "brand_voice  0.20   0.60       FAIL  0.20 < 0.60 over 2 repeats [0.20, 0.20]" in text
+
+
+def test_a_calibration_suite_tests_the_suites_own_criteria(
+    project: Project, judge_server: JudgeServer
+) -> None:
+    polite = {"criteria": POLITE, "reads": ["input", "answer"], "threshold": 0.7}
+    cases = [
+        {
+            "id": "blames",
+            "stage": "polite",
+            "input": "Why was I charged twice?",
+            "answer": f"You clicked twice {POISON}.",
+            "expect": "fail",
+            "defect": "blames the user for the double charge",
+        },
+        {
+            "id": "kind",
+            "stage": "polite",
+            "input": "Why was I charged twice?",
+            "answer": "Sorry about that: the second charge is refunded today.",
+            "expect": "pass",
+        },
+    ]
+    cal = {"name": "cal", "kind": "calibration", "judged_stages": {"polite": polite}}
+    project.write_suite({**cal, "repeats": 2, "cases": cases})
+    recorded = run_live_openai(project, judge_server.base_url, "--eval-report", "out")
+    recorded.assert_outcomes(passed=2)
+    assert judge_server.kinds().count("geval_score") == 4  # two repeats of each case
+    by_id = {c["case"]: c for c in results(project)["calibration"]["cases"]}
+    assert by_id["cal::blames"]["scores"] == [0.2, 0.2]
+    assert by_id["cal::kind"]["scores"] == [0.9, 0.9]
+    replay(project).assert_outcomes(passed=2)
+    project.edit_suite(
+        "cases/cal.json", lambda d: d["judged_stages"]["polite"].update(criteria="Be brief.")
+    )
+    stale = replay(project)
+    stale.assert_outcomes(errors=2)
+    assert "stale recording (verdict polite): criteria changed (" in output(stale)

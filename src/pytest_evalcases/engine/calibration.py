@@ -22,7 +22,7 @@ from ..core.errors import (
 from ..core.hashing import content_hash
 from ..core.repeats import has_repeats, later_repeats, repeats_of, with_later_repeats
 from ..domain.stages.declared import stage_of
-from ..domain.stages.judged import JUDGE_READS, scores_text
+from ..domain.stages.judged import scores_text
 from ..domain.verdicts import repeats_problem, verdict_key, verdict_labels
 from ..store.cassette import Cassette, build_cassette, load_cassette
 from ..store.files import shown_path
@@ -56,7 +56,8 @@ def material(target: CalibrationTarget) -> dict[str, Any]:
         "reference": case.reference,
         "unanswerable": case.unanswerable,
     }
-    return {"stage": case.stage, **{name: fields[name] for name in JUDGE_READS[case.stage]}}
+    reads = stage_of(target.rule, case.stage).reads
+    return {"stage": case.stage, **{name: fields[name] for name in reads if name in fields}}
 
 
 def cassette_key(target: CalibrationTarget) -> dict[str, str]:
