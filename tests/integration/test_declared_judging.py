@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 from judge_server import (
-    OWN_METRIC_TASK,
     POISON,
     JudgeServer,
     judge_server_fixture,
     use_judge_server,
 )
-from judgehelpers import assert_verdict_shape
+from judgehelpers import assert_verdict_shape, brand_voice_metric
 
 from pytest_evalcases.judges import (
     Judge,
@@ -95,53 +94,9 @@ async def test_the_lexical_judge_refuses_free_criteria() -> None:
             await lexical.evaluate("polite", DATA, options)
 
 
-METRICS = f'''\
-from deepeval.metrics import BaseMetric
-from pydantic import BaseModel
-
-
-class Grade(BaseModel):
-    score: float
-    reason: str
-
-
-class Voice(BaseMetric):
-    def __init__(self, model=None, threshold=0.75):
-        self.model, self.threshold = model, threshold
-
-    async def a_measure(self, test_case, _show_indicator=True, **kwargs):
-        called = ",".join(call.name for call in test_case.tools_called)
-        reply = await self.model.a_generate(
-            "{OWN_METRIC_TASK}\\n<answer>\\n" + test_case.actual_output + "\\n</answer>",
-            schema=Grade,
-        )
-        self.score, self.reason = reply.score, reply.reason + " after " + called
-        self.evaluation_cost = 0.5
-        self.success = self.score >= self.threshold
-        return self.score
-
-    def measure(self, test_case, *args, **kwargs):
-        raise NotImplementedError
-
-
-class SyncOnly:
-    """Not a deepeval metric: measure() only, no model."""
-
-    threshold = 0.5
-
-    def measure(self, test_case):
-        self.score, self.reason = 1.0, "expected: " + str(test_case.expected_output)
-
-
-class NoScore(SyncOnly):
-    def measure(self, test_case):
-        self.score, self.reason = None, "forgot"
-'''
-
-
 @pytest.fixture
 def metrics_module(tmp_path: Path) -> Any:
-    (tmp_path / "declared_metrics_mod.py").write_text(METRICS)
+    (tmp_path / "declared_metrics_mod.py").write_text(brand_voice_metric(cost=0.5))
     yield str(tmp_path)
     sys.modules.pop("declared_metrics_mod", None)
 
@@ -155,17 +110,17 @@ def metric(cls: str, rootdir: str) -> dict[str, Any]:
 async def test_a_suites_metric_class_runs_with_the_judges_model(
     judge: Judge, judge_server: JudgeServer, metrics_module: str
 ) -> None:
-    verdict = await judge.evaluate("voice", DATA, metric("Voice", metrics_module))
+    verdict = await judge.evaluate("voice", DATA, metric("BrandVoice", metrics_module))
     assert_verdict_shape(verdict, judge)
-    assert verdict["score"] == 0.8
-    assert verdict["reason"] == "canned: brand voice after lookup_order"
+    assert (verdict["score"], verdict["reason"]) == (0.8, "canned: brand voice")
     assert verdict["details"] == {
-        "metric": "declared_metrics_mod:Voice",
-        "threshold": 0.75,
+        "metric": "declared_metrics_mod:BrandVoice",
+        "threshold": 0.6,
         "success": True,
     }
-    assert verdict["params"] == {"metric": "declared_metrics_mod:Voice"}
-    assert judge_server.kinds() == ["own_metric"]
+    assert verdict["params"] == {"metric": "declared_metrics_mod:BrandVoice"}
+    (asked,) = judge_server.requests
+    assert asked.kind == "own_metric" and "(tools: lookup_order)" in asked.prompt
     # its own evaluation_cost is the judge's cost too, beside the model's tokens
     assert verdict["usage"]["cost_usd"] >= 0.5 and judge.stats.cost_usd >= 0.5
     assert verdict["usage"]["prompt_tokens"] > 0

@@ -20,55 +20,12 @@ from evalhelpers import (
     run_pytest_env_in_process,
     suite_doc,
 )
-from judge_server import OWN_METRIC_TASK, POISON, JudgeServer, judge_server_fixture
+from judge_server import POISON, JudgeServer, judge_server_fixture
+from judgehelpers import brand_voice_metric
 
 judge_server = judge_server_fixture()
 
 POLITE = "The answer is courteous and does not blame the user."
-
-# The project's own deepeval metric: one request to the judge's model, answered by the server
-# (0.8, or 0.2 for an answer holding POISON); it reports a cost of its own, as a metric paying
-# for calls the judge's model does not see would.
-METRIC_SOURCE = f'''\
-"""The team's own deepeval metric."""
-from deepeval.metrics import BaseMetric
-from pydantic import BaseModel
-
-from team_voice import VOICE
-
-
-class Grade(BaseModel):
-    score: float
-    reason: str
-
-
-class BrandVoice(BaseMetric):
-    def __init__(self, model=None, threshold=0.6):
-        self.model = model
-        self.threshold = threshold
-        self.evaluation_cost = None
-
-    async def a_measure(self, test_case, _show_indicator=True, **kwargs):
-        prompt = (
-            "{OWN_METRIC_TASK} " + VOICE + "\\n<answer>\\n" + test_case.actual_output
-            + "\\n</answer>"
-        )
-        reply = await self.model.a_generate(prompt, schema=Grade)
-        self.score, self.reason = reply.score, reply.reason
-        self.evaluation_cost = 0.25
-        self.success = self.score >= self.threshold
-        return self.score
-
-    def measure(self, test_case, *args, **kwargs):
-        raise NotImplementedError
-
-    def is_successful(self):
-        return self.success
-
-    @property
-    def __name__(self):
-        return "Brand voice"
-'''
 
 
 def own_suite(**fields: Any) -> dict[str, Any]:
@@ -90,7 +47,8 @@ def own_suite(**fields: Any) -> dict[str, Any]:
 
 
 def write_project(project: Project, **fields: Any) -> None:
-    project.write_text("team_metrics.py", METRIC_SOURCE)
+    metric = "from team_voice import VOICE\n" + brand_voice_metric("VOICE")
+    project.write_text("team_metrics.py", metric)
     project.write_text("team_voice.py", 'VOICE = "Warm, plain words."\n')
     project.write_suite(own_suite(**fields))
 
@@ -146,6 +104,12 @@ def test_own_stages_are_judged_live_recorded_and_replayed(
         for stage in ("polite", "brand_voice"):
             assert stage_row(again, case, stage) == stage_row(recorded, case, stage)
     assert len(judge_server.requests) == 5  # nothing judged again
+    # --replay-http runs the system again (its HTTP served from the recording) and scores the
+    # new trace with the recorded verdicts, checked against their keys
+    offline = replay(project, "--replay-http")
+    offline.assert_outcomes(passed=1, failed=1)
+    assert "first failing stage: polite (0.20 < 0.70; canned GEval reasoning)" in output(offline)
+    assert len(judge_server.requests) == 5
 
     # --thresholds names the suite's own stages like any other
     project.edit_suite("cases/own.json", lambda d: d.update(thresholds={"brand_voice": 0.1}))
