@@ -251,12 +251,12 @@ def test_mistakes_in_a_suites_own_stages_are_collection_errors(project: Project)
     assert "rubric bands [0, 5] and [5, 10] overlap" in text
 
 
-def test_own_stages_take_repeats_and_runs_under_xdist(
+def test_own_stages_take_repeats_and_runs_and_replay_under_xdist(
     project: Project, judge_server: JudgeServer
 ) -> None:
     write_project(project)
     live = run_live_openai(
-        project, judge_server.base_url, "-n", "2", "--eval-judge-repeats", "2", "--eval-runs", "2"
+        project, judge_server.base_url, "--eval-judge-repeats", "2", "--eval-runs", "2"
     )
     live.assert_outcomes(passed=1, failed=1)
     doc = project.cassette("own", "kind")
@@ -264,7 +264,7 @@ def test_own_stages_take_repeats_and_runs_under_xdist(
         assert len(doc["verdicts"][stage]["later_repeats"]) == 1  # repeat 2 beside repeat 1
     (run2,) = doc["later_runs"]  # run 2 beside run 1, judged alike
     assert set(run2["verdicts"]) == {"polite", "brand_voice"}
-    replayed = replay(project)
+    replayed = replay(project, "-n", "2")  # each worker builds the suite's own stages
     replayed.assert_outcomes(passed=1, failed=1)
     text = output(replayed)
     assert (
