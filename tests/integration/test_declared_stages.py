@@ -240,8 +240,8 @@ def test_mistakes_in_a_suites_own_stages_are_collection_errors(project: Project)
         "judge, and this suite's judge is lexical (from the suite's \"judge\")"
     ) in text
     assert (
-        "cases/builtin.json: \"judged_stages\" declares 'faithfulness', the name of a stage the "
-        "plugin already has (the built-in 'faithfulness'); give yours another name"
+        "cases/builtin.json: \"judged_stages\" declares 'faithfulness', already the name of a "
+        "stage of the plugin's (built in, or registered by a stage module)"
     ) in text
     assert (
         'cases/twice.json: \'brand_voice\' declared both in "judged_stages" and in "metrics"'

@@ -51,7 +51,9 @@ class DeclaredStage(Stage):
 MetricCodeKey = Callable[[str], tuple[dict[str, str], dict[str, str]]]
 
 
-def declared_stages(suite: Suite, metric_code: MetricCodeKey | None = None) -> dict[str, Stage]:
+def declared_stages(
+    suite: Suite, metric_code: MetricCodeKey | None = None
+) -> dict[str, DeclaredStage]:
     """The suite's own stages by name, built on first use and kept on the suite. Collection
     builds them with `metric_code` (so a metric's verdict is keyed by its source); built
     without it (a suite made in code), a metric is keyed by its class name alone. Raises
@@ -60,7 +62,7 @@ def declared_stages(suite: Suite, metric_code: MetricCodeKey | None = None) -> d
     if known is not None and (metric_code is None or not suite.metrics):
         return known
     _check_names(suite)
-    stages: dict[str, Stage] = {}
+    stages: dict[str, DeclaredStage] = {}
     for name, options in suite.judged_stages.items():
         stages[name] = _criteria_stage(name, options)
     for name, spec in suite.metrics.items():
@@ -88,7 +90,7 @@ def declared_specs(suite: Suite) -> dict[str, dict[str, Any]]:
     """What the judge needs of each declared stage (the suite's judge options carry it)."""
     if not (suite.judged_stages or suite.metrics):
         return {}
-    return {name: dict(stage.spec) for name, stage in declared_stages(suite).items()}  # type: ignore[attr-defined]
+    return {name: dict(stage.spec) for name, stage in declared_stages(suite).items()}
 
 
 def _check_names(suite: Suite) -> None:
@@ -96,8 +98,9 @@ def _check_names(suite: Suite) -> None:
         for name in names:
             if name in STAGES:
                 raise CaseFileError(
-                    f'"{field_name}" declares {name!r}, the name of a stage the plugin already '
-                    f"has (the built-in {name!r}); give yours another name"
+                    f'"{field_name}" declares {name!r}, already the name of a stage of the '
+                    "plugin's (built in, or registered by a stage module); give yours another "
+                    "name"
                 )
     both = sorted(set(suite.judged_stages) & set(suite.metrics))
     if both:

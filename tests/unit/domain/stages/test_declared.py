@@ -128,7 +128,7 @@ def test_judge_options_carry_what_grading_needs() -> None:
     [
         (
             {"judged_stages": {"tools": {"criteria": "x"}}},
-            "\"judged_stages\" declares 'tools', the name of a stage the plugin already has",
+            "\"judged_stages\" declares 'tools', already the name of a stage of the plugin",
         ),
         (
             {"metrics": {"polite": "team.metrics:Voice"}},
