@@ -231,10 +231,19 @@ def test_mistakes_in_a_suites_own_stages_are_collection_errors(project: Project)
     }
     for name, doc in bad.items():
         project.write_suite(doc, f"cases/{name}.json")
+    # deepeval's own metric, from the installed package: keyed by its release, collected
+    installed = own_suite(
+        name="installed",
+        stages=["bias"],
+        metrics={"bias": "deepeval.metrics:BiasMetric"},
+        judged_stages={},
+    )
+    project.write_suite({**installed, "cases": installed["cases"][:1]}, "cases/installed.json")
     (project.root / "cases" / "own.json").unlink()
     result = run_pytest_env_in_process(project.root, "-p", "no:cacheprovider")
-    result.assert_outcomes(errors=len(bad))
+    result.assert_outcomes(errors=len(bad) + 1)
     text = output(result)
+    assert "no recording for installed::kind; record it with --live" in text  # collected
     assert (
         'stage(s) polite, brand_voice (the suite\'s own "judged_stages"/"metrics") need an LLM '
         "judge, and this suite's judge is lexical (from the suite's \"judge\")"

@@ -174,13 +174,24 @@ def _score_metric(name: str) -> Callable[..., StageResult]:
     was recorded, else the suite's."""
 
     def one(suite: Suite, verdict: dict[str, Any]) -> StageResult:
-        threshold = None
-        if name not in suite.thresholds:
-            details = verdict.get("details")
-            recorded = details.get(METRIC_THRESHOLD) if isinstance(details, dict) else None
-            if isinstance(recorded, int | float) and 0 <= recorded <= 1:
-                threshold = float(recorded)
-        return score_verdict(name, suite, verdict, threshold)
+        if name in suite.thresholds:
+            return score_verdict(name, suite, verdict)
+        details = verdict.get("details")
+        details = details if isinstance(details, dict) else {}
+        recorded = details.get(METRIC_THRESHOLD)
+        threshold = float(recorded) if isinstance(recorded, int | float) else None
+        result = score_verdict(name, suite, verdict, threshold)
+        success = details.get("success")
+        if threshold is None or not isinstance(success, bool) or success == result.passed:
+            return result
+        # The metric's own rule disagrees with `score >= threshold`: one where lower is better
+        # (deepeval's bias and toxicity metrics), or an is_successful() of its own. It decides.
+        assert result.score is not None
+        rule = "passes" if success else "fails"
+        text = f"{result.score:.2f} {rule} the metric's own rule at {threshold:.2f}" + (
+            f"; {verdict['reason']}" if verdict.get("reason") else ""
+        )
+        return StageResult(result.score, success, text, threshold, label=result.label)
 
     def score(case: Case, trace: dict[str, Any], suite: Suite, verdict: Any) -> StageResult:
         unusable = unusable_verdict(stage_of(suite, name), case, trace, verdict)

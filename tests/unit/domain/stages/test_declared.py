@@ -3,6 +3,8 @@ looked up per suite, scored and keyed from the verdict alone."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,6 +84,14 @@ def test_a_metric_is_gated_by_the_threshold_it_recorded_unless_the_suite_sets_on
     assert (result.passed, result.threshold) == (False, 0.6)
     lowered = own.model_copy(update={"thresholds": {"voice": 0.5}})
     assert stage_of(lowered, "voice").score(CASE, TRACE, lowered, recorded).passed is True
+    # a metric whose own rule is not `score >= threshold` (lower is better: deepeval's bias
+    # metric) decides by the success it recorded
+    bias = verdict(0.1, details={"threshold": 0.5, "success": True})
+    result = stage_of(own, "voice").score(CASE, TRACE, own, bias)
+    assert (result.passed, result.reason) == (
+        True,
+        "0.10 passes the metric's own rule at 0.50; why",
+    )
     # a metric reads the reference when there is one, and is judged without one too
     assert stage_of(own, "voice").score(Case(id="c", input="q"), TRACE, own, recorded).threshold
 
@@ -139,3 +149,20 @@ def test_judge_options_carry_what_grading_needs() -> None:
 def test_a_name_taken_twice_is_refused(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(CaseFileError, match=message):
         declared_stages(suite(**fields))
+
+
+def test_a_metric_from_an_installed_package_is_keyed_by_its_release(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    from pytest_evalcases.pytest_plugin.suite_contexts import installed_package
+
+    assert installed_package("deepeval.metrics", tmp_path) == f"deepeval=={version('deepeval')}"
+    assert installed_package("no_such_package_anywhere.metrics", tmp_path) is None
+    # a module of the project (under the rootdir) is keyed by its source instead
+    (tmp_path / "team_pack").mkdir()
+    (tmp_path / "team_pack" / "__init__.py").write_text("")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert installed_package("team_pack.metrics", tmp_path) is None
+    finally:
+        sys.path.remove(str(tmp_path))
