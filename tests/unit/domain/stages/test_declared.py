@@ -56,6 +56,8 @@ def test_a_suites_own_stage_is_scored_with_the_others() -> None:
     ]
     missing = score_case(own, CASE, TRACE, {}, own.stages, [])
     assert missing.results[0][1].reason == "no verdict recorded"
+    shown = score_case(own, CASE, TRACE, {"polite": verdict(0.1)}, [], ["polite"])
+    assert shown.results[0][1].passed is False and shown.first_failure is None  # report_only
 
 
 def test_reads_decide_when_a_stage_does_not_apply() -> None:
