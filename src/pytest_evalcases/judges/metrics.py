@@ -102,12 +102,6 @@ def build_metric(
     raise JudgeError(f"stage {stage!r} is not a deepeval metric")
 
 
-def is_criteria_stage(stage: str, options: StageOptions) -> bool:
-    """Whether `stage` is graded by GEval against criteria (correctness, or a suite's own)."""
-    own = options.declared.get(stage)
-    return stage == "correctness" or (own is not None and own.get("kind") == "criteria")
-
-
 def steps_key(stage: str, options: StageOptions) -> tuple[str, ...] | None:
     """What GEval's evaluation steps are drafted from (its steps prompt sees the criteria and
     the fields read, never the case), or None when no steps are drafted (given ones, or no

@@ -18,6 +18,7 @@ from ..core.names import shown_file, shown_name, unsafe_id_reason
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationSuite
+from ..domain.code import METRIC_PACKAGE, installed_package
 from ..domain.context import CalibrationContext, SuiteContext
 from ..domain.stages.declared import declared_stages, known_stage
 from ..domain.stages.registry import STAGES, prepare_stages
@@ -334,12 +335,14 @@ def _declare_stages(state: EvalSession, suite: Suite, nodeid: str) -> None:
     naming the file for a name taken twice or a metric module that cannot be found."""
 
     def metric_code(spec: str) -> tuple[dict[str, str], dict[str, str]]:
-        installed = installed_package(spec.partition(":")[0], state.settings.rootdir)
+        module = spec.partition(":")[0]
+        fingerprints = state.code_fingerprints
+        installed = None if fingerprints.in_project(module) else installed_package(module)
         if installed is not None:  # e.g. deepeval's own metrics: keyed by the release
             return {METRIC_PACKAGE: content_hash(installed)}, {METRIC_PACKAGE: installed}
         paths: dict[str, str] = {}
         try:
-            fields = state.code_fingerprints.default_key_fields(spec, paths)
+            fields = fingerprints.default_key_fields(spec, paths)
         except CaseFileError as exc:
             raise CaseFileError(
                 f'"metrics": {spec!r}: its source keys the metric\'s verdicts, and {exc}'
@@ -350,37 +353,6 @@ def _declare_stages(state: EvalSession, suite: Suite, nodeid: str) -> None:
         declared_stages(suite, metric_code)
     except CaseFileError as exc:
         raise CaseFileError(f"{nodeid}: {exc}") from None
-
-
-# The verdict key field of a metric from an installed package: its distribution and version.
-METRIC_PACKAGE = "metric.package"
-
-
-def installed_package(module: str, rootdir: Path) -> str | None:
-    """`dist==version` of the installed distribution that holds `module`'s top-level package,
-    found without importing it; None for a module of the project (under the rootdir), one not
-    found, or one no distribution lists (its source is keyed instead)."""
-    import importlib.metadata  # only for a suite's own metrics
-    import importlib.util
-
-    top = module.partition(".")[0]
-    try:
-        found = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return None
-    if found is None:
-        return None
-    places = [*(found.submodule_search_locations or ()), found.origin or ""]
-    root = rootdir.resolve()
-    if any(place and Path(place).resolve().is_relative_to(root) for place in places):
-        return None
-    names = importlib.metadata.packages_distributions().get(top) or []
-    if not names:
-        return None
-    try:
-        return f"{names[0]}=={importlib.metadata.version(names[0])}"
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _check_free_criteria_judge(

@@ -3,7 +3,6 @@ looked up per suite, scored and keyed from the verdict alone."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -156,15 +155,14 @@ def test_a_name_taken_twice_is_refused(fields: dict[str, Any], message: str) -> 
 def test_a_metric_from_an_installed_package_is_keyed_by_its_release(tmp_path: Path) -> None:
     from importlib.metadata import version
 
-    from pytest_evalcases.pytest_plugin.suite_contexts import installed_package
+    from pytest_evalcases.domain.code import CodeFingerprints, installed_package
 
-    assert installed_package("deepeval.metrics", tmp_path) == f"deepeval=={version('deepeval')}"
-    assert installed_package("no_such_package_anywhere.metrics", tmp_path) is None
-    # a module of the project (under the rootdir) is keyed by its source instead
+    assert installed_package("deepeval.metrics") == f"deepeval=={version('deepeval')}"
+    assert installed_package("no_such_package_anywhere.metrics") is None
+    # a package of the project (under the rootdir) is keyed by its source instead; an installed
+    # one is not the project's
     (tmp_path / "team_pack").mkdir()
     (tmp_path / "team_pack" / "__init__.py").write_text("")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        assert installed_package("team_pack.metrics", tmp_path) is None
-    finally:
-        sys.path.remove(str(tmp_path))
+    fingerprints = CodeFingerprints(tmp_path)
+    assert fingerprints.in_project("team_pack.metrics")
+    assert not fingerprints.in_project("deepeval.metrics")
