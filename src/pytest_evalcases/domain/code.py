@@ -235,6 +235,11 @@ class CodeFingerprints:
             )
         return self._fields(modules, paths)
 
+    def in_project(self, module: str) -> bool:
+        """Whether `module`'s top-level package is the project's (under the rootdir, not in an
+        environment folder there): found without importing it."""
+        return self._finder.find(module.partition(".")[0]) is not None
+
     def import_closure(self, module: str) -> list[tuple[str, Path]]:
         """Module `module` (every module of it, if a package folder), the packages holding it and
         every module of the project they import, transitively: (module name, file), by name."""
@@ -296,3 +301,24 @@ class CodeFingerprints:
 def default_code(system_spec: str) -> list[str]:
     """The module that holds the suite's system: where its default `"code"` starts."""
     return [system_spec.partition(":")[0]]
+
+
+# The verdict key field of a suite's own metric from an installed package (deepeval's own
+# metrics): its distribution and release, in place of the hundreds of modules of its source.
+METRIC_PACKAGE = "metric.package"
+
+
+def installed_package(module: str) -> str | None:
+    """`dist==version` of the installed distribution that holds `module`'s top-level package,
+    found without importing it; None for a module no distribution lists (its source is keyed
+    instead). Ask only for a module that is not the project's (`CodeFingerprints.in_project`)."""
+    import importlib.metadata  # only for a suite's own metrics: not on every run's import path
+
+    top = module.partition(".")[0]
+    names = importlib.metadata.packages_distributions().get(top) or []
+    if not names:
+        return None
+    try:
+        return f"{names[0]}=={importlib.metadata.version(names[0])}"
+    except importlib.metadata.PackageNotFoundError:
+        return None

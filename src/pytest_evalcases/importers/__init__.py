@@ -35,8 +35,6 @@ FORMATS: dict[str, ModuleType] = {
     module.FORMAT: module
     for module in (hotpotqa, musique, twowiki, locomo, deepeval, promptfoo, inspect_ai, ragas)
 }
-# Suite fields other parts of the plugin add (issue 29): validated by Suite once it has them.
-PENDING_SUITE_FIELDS = ("stage_modules", "judged_stages")
 
 __all__ = ["FORMATS", "BenchmarkFormatError", "ImportOptions", "import_suite", "build_suite"]
 
@@ -310,14 +308,9 @@ def _check_suite(path: Path, suite: dict[str, Any]) -> None:
             "another --name"
         )
 
-    checked = {
-        key: value
-        for key, value in suite.items()
-        if key in Suite.model_fields or key not in PENDING_SUITE_FIELDS
-    }
     problems = []
     try:
-        Suite.model_validate(checked)
+        Suite.model_validate(suite)
         for index, case in enumerate(suite["cases"]):
             extra = validate_case(case).extra
             for line in misspelled_fields(extra, suite.get("system_fields", ())):
