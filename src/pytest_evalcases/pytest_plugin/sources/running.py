@@ -22,6 +22,7 @@ from ...engine.recording import Recording
 from ...http.router import subprocess_permission
 from ...store.cassette import cassette_path
 from ..live_batch import LiveRecorder, LiveServices, Progress
+from ..system_fixtures import build_now
 from .replay import JudgeOf
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class HttpReplaySource:
 
     def recording_for(self, item: CaseItem) -> Recording:
         ctx = item.ctx
+        build_now(ctx.system)  # a fixture's system: here, not under the case's recorded HTTP
         try:
             with subprocess_permission(ctx.suite.allow_subprocess):
                 return replay_http(
@@ -69,6 +71,7 @@ class LiveSource:
         self.recorder, self.http, self.offline = recorder, http, offline
 
     def recording_for(self, item: CaseItem) -> Recording:
+        build_now(item.ctx.system)  # a fixture's system: on this thread, not the batch's
         try:
             if self.offline:
                 with subprocess_permission(item.ctx.suite.allow_subprocess):
@@ -147,6 +150,8 @@ def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[],
         and not item.case.skip
         and item.suite_conflict(state) is None
     ]
+    for system in {id(item.ctx.system): item.ctx.system for item in items}.values():
+        build_now(system)  # fixtures' systems, on this thread, before the batch starts
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write if reporter else (lambda text: None)
     progress = Progress(len(items), write, bool(reporter and reporter.isatty))
