@@ -59,6 +59,10 @@ def fixture_project(project: Project, *suites: dict) -> Project:
     return project
 
 
+def two_suites(system: str) -> tuple[dict, dict]:
+    return suite_doc("first", system=system), suite_doc("second", system=system)
+
+
 def builds(project: Project) -> list[str]:
     path = project.root / "builds.log"
     return path.read_text().split()[::2] if path.exists() else []
@@ -96,11 +100,7 @@ def test_the_fixture_is_built_by_live_and_replay_http_runs_and_never_to_replay(
 def test_a_session_fixture_is_built_once_per_process_and_shared_with_tests(
     project: Project,
 ) -> None:
-    fixture_project(
-        project,
-        suite_doc("first", system="fixture:support_agent"),
-        suite_doc("second", system="fixture:support_agent"),
-    )
+    fixture_project(project, *two_suites("fixture:support_agent"))
     project.write_text(
         "test_plain.py",
         "def test_uses_the_agent(support_agent):\n"
@@ -113,11 +113,7 @@ def test_a_session_fixture_is_built_once_per_process_and_shared_with_tests(
 
 
 def test_under_xdist_each_worker_builds_a_session_fixture_once(project: Project) -> None:
-    fixture_project(
-        project,
-        suite_doc("first", system="fixture:support_agent"),
-        suite_doc("second", system="fixture:support_agent"),
-    )
+    fixture_project(project, *two_suites("fixture:support_agent"))
 
     project.run("--live", "-n", "2").assert_outcomes(passed=6)
 
@@ -214,11 +210,7 @@ def test_evalcases_system_builds_the_system_of_each_suite_that_names_none(
 
 
 def test_a_function_scoped_fixture_is_built_once_for_each_suite(project: Project) -> None:
-    fixture_project(
-        project,
-        suite_doc("first", system="fixture:per_suite_agent"),
-        suite_doc("second", system="fixture:per_suite_agent"),
-    )
+    fixture_project(project, *two_suites("fixture:per_suite_agent"))
     project.write_text(
         "conftest.py",
         CONFTEST

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ..core.names import shown_file
 from ..store.redaction import redact_for_output
 
 CASE_RESULT = "pytest_evalcases_case_result"
@@ -135,9 +136,7 @@ def _implementation_of(config: pytest.Config, name: str, exc: BaseException) -> 
         return None
     code = found.function.__code__
     path = Path(code.co_filename)
-    root = config.rootpath
-    shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-    where = f"{shown}:{code.co_firstlineno}"
+    where = f"{shown_file(path, config.rootpath)}:{code.co_firstlineno}"
     if path.name == "conftest.py":
         return where
     return f"plugin {found.plugin_name!r}, {where}"

@@ -31,6 +31,7 @@ from _pytest.outcomes import OutcomeException
 from _pytest.scope import Scope
 
 from ..core.errors import CaseFileError
+from ..core.names import shown_file
 from ..core.suite_schema import Suite
 from ..domain.system import FIXTURE_PREFIX, System, SystemOnDemand, fixture_name
 
@@ -201,9 +202,7 @@ def _where(func: Any, rootdir: Path) -> str:
     code = getattr(_function(func), "__code__", None)
     if code is None:
         return "<unknown>"
-    path = Path(code.co_filename)
-    shown = path.relative_to(rootdir).as_posix() if path.is_relative_to(rootdir) else str(path)
-    return f"{shown}:{code.co_firstlineno}"
+    return f"{shown_file(Path(code.co_filename), rootdir)}:{code.co_firstlineno}"
 
 
 def _code_of(func: Any, rootdir: Path) -> tuple[str, Path | None]:
