@@ -74,7 +74,7 @@ def build_lines(project: Project) -> list[tuple[str, str]]:
     return [(line.split()[0], line.split()[1]) for line in lines]
 
 
-def test_the_fixture_is_built_by_live_and_replay_http_runs_and_never_to_replay(
+def test_the_fixture_is_built_by_runs_of_the_system_and_never_to_replay(
     project: Project,
 ) -> None:
     fixture_project(project)
@@ -92,6 +92,9 @@ def test_the_fixture_is_built_by_live_and_replay_http_runs_and_never_to_replay(
     project.run().assert_outcomes(passed=3)  # a plain replay: no fixture, no system
     assert builds(project) == ["build", "teardown"]
     assert project.calls() == []
+
+    project.run("--live-judges").assert_outcomes(passed=3)  # judges recorded traces only
+    assert builds(project) == ["build", "teardown"]
 
     project.run("--replay-http").assert_outcomes(passed=3)
     assert builds(project) == ["build", "teardown"] * 2
