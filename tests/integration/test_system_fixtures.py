@@ -160,7 +160,10 @@ def test_an_error_in_the_fixture_errors_its_suites_cases_only(project: Project) 
     result.assert_outcomes(passed=3, errors=3)
     block = error_block(result, "built::alpha")
     assert "system 'fixture:support_agent': fixture 'support_agent' (conftest.py:16)" in block
-    assert "raised RuntimeError: the database did not start" in block
+    assert (
+        "raised RuntimeError: the database did not start (at conftest.py:20 in support_agent)"
+        in block
+    )
     assert builds(project) == ["build"]  # built once: its error is every case's
 
 

@@ -169,12 +169,31 @@ def _builder(
                 f"system {spec!r}: fixture {name!r} ({where}): {message}{hint}"
             ) from None
         except Exception as exc:
+            at = _raised_at(exc, node.config.rootpath)
             raise CaseFileError(
                 f"system {spec!r}: fixture {name!r} ({where}) raised {type(exc).__name__}: "
-                f"{exc}; none of this suite's cases can run the system until it builds"
+                f"{exc}{f' (at {at})' if at else ''}; none of this suite's cases can run the "
+                "system until it builds"
             ) from exc
 
     return build
+
+
+def _raised_at(exc: BaseException, rootdir: Path) -> str | None:
+    """`evals/conftest.py:11 in orders_db`: the project's last line the exception came
+    through (a fixture the system's fixture requests, the agent's constructor)."""
+    root = rootdir.resolve()
+    last = None
+    traceback = exc.__traceback__
+    while traceback is not None:
+        file = Path(traceback.tb_frame.f_code.co_filename)
+        if file.is_absolute() and file.resolve().is_relative_to(root):
+            last = traceback
+        traceback = traceback.tb_next
+    if last is None:
+        return None
+    file = Path(last.tb_frame.f_code.co_filename).resolve()
+    return f"{shown_file(file, root)}:{last.tb_lineno} in {last.tb_frame.f_code.co_name}"
 
 
 def _unknown_fixture(spec: str, name: str, node: pytest.Collector) -> str:
