@@ -158,12 +158,11 @@ def test_an_error_in_the_fixture_errors_its_suites_cases_only(project: Project) 
     result = project.run("--live")
 
     result.assert_outcomes(passed=3, errors=3)
-    block = error_block(result, "built::alpha")
-    assert "system 'fixture:support_agent': fixture 'support_agent' (conftest.py:16)" in block
-    assert (
-        "raised RuntimeError: the database did not start (at conftest.py:20 in support_agent)"
-        in block
+    expected = (
+        "system 'fixture:support_agent': fixture 'support_agent' (conftest.py:16) raised "
+        "RuntimeError: the database did not start (at conftest.py:20 in support_agent)"
     )
+    assert expected in error_block(result, "built::alpha")
     assert builds(project) == ["build"]  # built once: its error is every case's
 
 
