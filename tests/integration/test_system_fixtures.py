@@ -5,6 +5,7 @@ fixture (xdist workers too), torn down at the end; its error errors its suite's 
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 
@@ -261,3 +262,18 @@ def test_a_parametrized_fixture_is_refused(project: Project) -> None:
 
     result.assert_outcomes(errors=1)
     assert "system 'fixture:odd': fixture 'odd' (conftest.py:25) is parametrized" in output(result)
+
+
+def test_the_run_manifest_describes_a_fixture_suite_the_run_did_not_collect(
+    project: Project,
+) -> None:
+    fixture_project(project, *two_suites("fixture:support_agent"))
+
+    project.run("cases/first.json", "--eval-report", "out").assert_outcomes(errors=3)  # missing
+
+    config = json.loads((project.root / "out" / "manifest.json").read_text())["config"]
+    assert config["unloadable"] == {}
+    second = config["suites"]["second"]
+    assert second["system"] == "fixture:support_agent"
+    assert {"conftest", "agent_parts", "mysys"} <= set(second["code"])
+    assert builds(project) == []

@@ -109,7 +109,27 @@ def remember_case_file(config: pytest.Config, path: Path, node: pytest.Collector
 def _node_of(
     config: pytest.Config, path: Path, node: pytest.Collector | None
 ) -> pytest.Collector | None:
-    return node if node is not None else config.stash.get(_NODES, {}).get(path)
+    """Where the case file's fixtures are looked up: its collector; for a file this run did
+    not collect (the run manifest describes every suite), the deepest collected folder above
+    it (the conftests pytest loaded for it)."""
+    if node is not None:
+        return node
+    collected = config.stash.get(_NODES, {})
+    known = collected.get(path)
+    if known is not None:
+        return known
+    best: pytest.Collector | None = None
+    for other in collected.values():
+        for parent in other.listchain():
+            folder = getattr(parent, "path", None)
+            if (
+                isinstance(parent, pytest.Directory)
+                and folder is not None
+                and path.is_relative_to(folder)
+                and (best is None or len(folder.parts) > len(best.path.parts))
+            ):
+                best = parent
+    return best
 
 
 def build_now(system: System) -> None:
