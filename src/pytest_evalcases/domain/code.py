@@ -224,7 +224,20 @@ class CodeFingerprints:
         """The key fields of a suite without `"code"`: the system's module and every module of
         the project it imports. CaseFileError past the bound."""
         module = default_code(system_spec)[0]
-        modules = self.import_closure(module)
+        return self._bounded_fields(module, self.import_closure(module), paths)
+
+    def fixture_key_fields(
+        self, module: str, path: Path, paths: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """The default key fields of a system a pytest fixture builds: the file defining the
+        fixture (module `module`: a conftest.py is no importable name) and every module of the
+        project it imports, found without calling the fixture."""
+        modules = self._closure(str(path), [(module, path)])
+        return self._bounded_fields(module, modules, paths)
+
+    def _bounded_fields(
+        self, module: str, modules: list[tuple[str, Path]], paths: dict[str, str] | None
+    ) -> dict[str, str]:
         if len(modules) > self.bound:
             top = module.partition(".")[0]
             raise CaseFileError(
@@ -246,9 +259,15 @@ class CodeFingerprints:
         known = self._closures.get(module)
         if known is not None:
             return known
+        return self._closure(module, resolve_code_entry(module, self.rootdir))
+
+    def _closure(self, cache_key: str, start: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
+        known = self._closures.get(cache_key)
+        if known is not None:
+            return known
         found: dict[str, Path] = {}
         imported_by: dict[str, str] = {}
-        queue = deque(resolve_code_entry(module, self.rootdir))
+        queue = deque(start)
         while queue:
             name, path = queue.popleft()
             if name in found:
@@ -274,7 +293,7 @@ class CodeFingerprints:
                     imported_by[candidate] = name
                     queue.append((candidate, file))
         closure = sorted(found.items())
-        self._closures[module] = closure
+        self._closures[cache_key] = closure
         return closure
 
     def _read(

@@ -22,7 +22,7 @@ from ..domain.code import METRIC_PACKAGE, installed_package
 from ..domain.context import CalibrationContext, SuiteContext
 from ..domain.stages.declared import declared_stages, known_stage
 from ..domain.stages.registry import STAGES, prepare_stages
-from ..domain.system import resolve_system
+from ..domain.system import fixture_name, resolve_system
 from ..domain.totals import resolve_totals
 from ..domain.users import SuiteUser, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
@@ -30,6 +30,7 @@ from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge, parse_spec
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from .system_fixtures import default_spec, fixture_system
 from .user_stages import gather_stages, known_stage_names
 
 if TYPE_CHECKING:
@@ -226,9 +227,12 @@ def refused_case_file(refused: RefusedFile) -> str:
     )
 
 
-def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> SuiteContext:
-    """The context of a suite file's cases, exactly as collection and the manifest see it.
-    Raises CaseFileError naming the file."""
+def suite_context(
+    state: EvalSession, raw: Any, path: Path, nodeid: str, node: Any = None
+) -> SuiteContext:
+    """The context of a suite file's cases, exactly as collection and the manifest see it
+    (`node`: the case file's collector, where its fixtures are looked up). Raises
+    CaseFileError naming the file."""
     if not isinstance(raw, dict):
         raise CaseFileError(f"{nodeid}: a case file holds one JSON object (a suite)")
     if isinstance(raw.get("name"), str):
@@ -275,22 +279,40 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
             f"{nodeid}: suite name {shown_name(suite.name)} cannot name a folder: "
             f"{reason}; rename the suite"
         )
-    spec = suite.system or state.settings.default_system
+    spec = (
+        suite.system
+        or default_spec(state.config, path, node)  # a conftest's evalcases_system fixture
+        or state.settings.default_system
+    )
     if not spec:
         raise CaseFileError(
-            f'{nodeid}: no system: set "system": "module:attribute" in the suite or '
-            "eval_system in the pytest ini"
+            f'{nodeid}: no system: set "system": "module:attribute" (or "fixture:NAME") in the '
+            "suite, eval_system in the pytest ini, or define an evalcases_system fixture"
         )
     input_hashes = hash_inputs(suite.inputs, state, f"{nodeid}: ")
     timeout = state.settings.timeout_override or suite.timeout or state.settings.default_timeout
     try:
         # bounded like a run: an import or fingerprint() that hangs errors this suite alone
-        system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
+        built_by = (
+            fixture_system(spec, suite, path, node, state.config, state.systems)
+            if fixture_name(spec) is not None
+            else None
+        )
+        if built_by is not None:  # found, not built: a replay never builds it
+            system = built_by.system
+        else:
+            system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
         fingerprint = system.fingerprint(timeout)
         key_fields = suite_key_fields(spec, input_hashes, fingerprint)
         code_paths: dict[str, str] = {}
         if suite.code is not None:
             code_fields = state.code_fingerprints.key_fields(suite.code, code_paths)
+        elif built_by is not None:  # the fixture's file and the project modules it imports
+            code_fields = {}
+            if built_by.path is not None:
+                code_fields = state.code_fingerprints.fixture_key_fields(
+                    built_by.module, built_by.path, code_paths
+                )
         else:  # the system's module and the project modules it imports
             code_fields = state.code_fingerprints.default_key_fields(spec, code_paths)
         key_fields.update(code_fields)
