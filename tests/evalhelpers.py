@@ -176,6 +176,23 @@ def run_pytest(root: Path, *args: str) -> pytest.RunResult:
     return run_pytest_in_process(root, *args, env={"COLUMNS": TEST_COLUMNS})
 
 
+# A system that writes down the fields each case handed it (the peer-name tests' witness).
+SPY_SYSTEM = """
+import json, pathlib
+
+def run(case):
+    with open(pathlib.Path(__file__).parent / "seen.jsonl", "a") as seen:
+        seen.write(json.dumps(sorted(case)) + "\\n")
+    return {"answer": case["input"], "tool_calls": [], "retrieved": [], "context": []}
+"""
+
+
+def seen_fields(project: Project) -> list[list[str]]:
+    """The field names of each case SPY_SYSTEM was handed, in call order."""
+    path = project.root / "seen.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 class Project:
     """A tiny pytest-evalcases project rooted at `root`."""
 

@@ -42,6 +42,9 @@ import pytest_asyncio
 POISON = "zzz"
 BORDERLINE = "yyy"
 OFF_SCALE = "xxx"  # a half-scale rubric item holding it is graded 0.7: off the 0 / 0.5 / 1 scale
+# The opening of the prompt the test projects' own deepeval metric sends (a suite's "metrics"):
+# answered with score 0.2 for an answer holding POISON, else 0.8.
+OWN_METRIC_TASK = "Task: grade brand voice."
 
 FaultKind = Literal[
     "429",
@@ -166,6 +169,7 @@ _KINDS: tuple[tuple[str, str], ...] = (
     ("answer_relevancy_reason", "Answer Relevancy Score:"),
     ("geval_steps", "generate 3-4 concise evaluation steps"),
     ("geval_score", "You are an evaluator. Given the following evaluation steps"),
+    ("own_metric", OWN_METRIC_TASK),
 )
 
 
@@ -214,6 +218,16 @@ def _reason(prompt: str, score_header: str) -> dict[str, Any]:
     return {"reason": f"The score is {score} because of canned judge_server reasoning."}
 
 
+def _geval_score(prompt: str) -> int:
+    """GEval's score on 0-10: from the answer (correctness, or a suite's own criteria reading
+    it), else from every field the criteria read (`Test Case:` up to `Parameters:`)."""
+    if "Actual Output:\n" in prompt:  # deepeval writes each field as "<Name>:\n<value> \n\n"
+        graded = _after(prompt, "Actual Output:\n", " \n\n")
+    else:
+        graded = _after(prompt, "Test Case:\n", "\nParameters:")
+    return 2 if POISON in graded else 5 if BORDERLINE in graded else 9
+
+
 def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
     """The JSON object the server answers a recognised prompt with."""
     if kind == "faithfulness_truths":
@@ -252,9 +266,11 @@ def canned_reply(kind: str, prompt: str) -> dict[str, Any]:
     if kind == "geval_steps":
         return {"steps": ["Compare the facts.", "Look for contradictions.", "Score the match."]}
     if kind == "geval_score":
-        answer = _after(prompt, "Actual Output:\n", "\n\nExpected Output:")
-        score = 2 if POISON in answer else 5 if BORDERLINE in answer else 9
+        score = _geval_score(prompt)
         return {"reason": "canned GEval reasoning", "score": score}
+    if kind == "own_metric":  # the test projects' own metric class (OWN_METRIC_TASK)
+        answer = _after(prompt, "<answer>\n", "\n</answer>")
+        return {"score": 0.2 if POISON in answer else 0.8, "reason": "canned: brand voice"}
     if kind == "completeness":
         context = _after(prompt, "<context>\n", "\n</context>")
         reference = _sentences(_after(prompt, "<golden_answer>\n", "\n</golden_answer>"))
@@ -695,6 +711,7 @@ def judge_server_fixture(name: str = "judge_server") -> Callable[..., Any]:
 
 __all__ = [
     "BORDERLINE",
+    "OWN_METRIC_TASK",
     "POISON",
     "Fault",
     "JudgeServer",

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from evalhelpers import Project, error_block, make_case, output, suite_doc
+from evalhelpers import SPY_SYSTEM, Project, error_block, make_case, output, seen_fields, suite_doc
 
 
 def _outcomes(result: pytest.RunResult) -> dict[str, int]:
@@ -72,6 +72,53 @@ def test_a_genuine_input_near_a_case_field_runs_when_the_suite_lists_it(project:
     assert project.cassette_path("suite", "c1").exists()
     project.edit_suite("cases/suite.json", lambda doc: doc["cases"][0].update(references=["d2"]))
     assert "stale recording" in output(project.run("-q"))  # the system's input: in the key
+
+
+PEER_NAMES = {  # the field -> how its error begins: whose name it is
+    "expected_output": "DeepEval's name for the gold answer",
+    "expected_answer": "a common name for the gold answer",
+    "ground_truth": "ragas's name for the gold answer before ragas 0.2",
+    "gold_answer": "a common name for the gold answer",
+    "expected": "Braintrust's name for the gold answer",
+    "golden": "DeepEval's word for a gold case",
+    "target": "inspect-ai's name for the gold answer",
+}
+
+
+def test_a_peers_name_for_the_gold_answer_is_an_error_never_an_input(project: Project) -> None:
+    """Break (issue 29): a case from another tool names its gold answer as that tool does
+    (`expected_output`, `ground_truth`, `target`, ...): the field was handed to the system as an
+    input, the gating answer_accuracy stage was skipped (no reference) and the run passed with
+    exit 0. Each is an error naming `reference`, the tool whose name it is, and the way out."""
+    project.write_text("spy.py", SPY_SYSTEM)
+    cases = [
+        {"id": f"c-{name}", "input": "alpha beta", name: "the gold answer"} for name in PEER_NAMES
+    ]
+    project.write_suite(
+        suite_doc(cases=cases, system="spy:run", stages=["answer_accuracy"], judge="lexical")
+    )
+    result = project.run("--live", "-q")
+    assert result.ret != pytest.ExitCode.OK, output(result)
+    for index, (name, peer) in enumerate(PEER_NAMES.items()):
+        block = error_block(result, f"c-{name}")
+        assert f"cases[{index}].{name}: {peer}" in block, block
+        assert 'here the gold answer goes in "reference": rename the field' in block, block
+        assert f'"system_fields": ["{name}"]' in block, block
+    assert _outcomes(result) == {"errors": len(PEER_NAMES)}, output(result)
+    assert seen_fields(project) == []  # the system never saw a gold answer
+
+
+def test_a_peers_name_listed_in_system_fields_is_an_input_on_purpose(project: Project) -> None:
+    """The way out: a field named as a peer names its gold answer (`target`) that is genuinely an
+    input for the system runs when the suite lists it in `system_fields`, and reaches it."""
+    project.write_text("spy.py", SPY_SYSTEM)
+    cases = [make_case("c1", "alpha beta", target="the 'target' audience: children")]
+    project.write_suite(
+        suite_doc(cases=cases, system="spy:run", stages=["exact_match"], system_fields=["target"])
+    )
+    result = project.run("--live", "-q")
+    assert result.ret == pytest.ExitCode.OK, output(result)
+    assert seen_fields(project) == [["id", "input", "target"]]
 
 
 UNSAFE = {

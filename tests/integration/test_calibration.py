@@ -217,7 +217,11 @@ def test_calibration_cases_run_beside_eval_cases_and_dry_runs_write_nothing(
             'cases[0]: Value error, a case with "expect": "fail" plants a defect: describe it in '
             '"defect"',
         ),
-        (lambda d: d["cases"][0].update(stage="tools"), "cases[0].stage: Input should be "),
+        (
+            lambda d: d["cases"][0].update(stage="tools"),
+            "cases[0].stage: Value error, stage 'tools' is not a judged stage to calibrate; one "
+            "of 'faithfulness'",
+        ),
         (
             lambda d: d["cases"][3].update(answer_relevancy={"threshold": 0.9}),
             "cases[3]: Value error, options for answer_relevancy in a case judged at faithfulness",

@@ -1,4 +1,6 @@
-"""``python -m pytest_evalcases import FORMAT FILE -o OUT``: a suite from a benchmark file.
+"""``python -m pytest_evalcases import FORMAT FILE -o OUT``: a suite from a benchmark file, or
+from another eval tool's own file (DeepEval goldens, promptfoo tests, inspect-ai samples, a
+ragas dataset).
 
 Exit codes: 0 written; 2 bad arguments, or a file not in the format (nothing written).
 """
@@ -19,14 +21,17 @@ STRATA = ("category", "user")
 def add_parser(sub: Any) -> None:
     command = sub.add_parser(
         "import",
-        help="write a suite from a benchmark file (HotpotQA, MuSiQue, 2WikiMultihopQA, LoCoMo)",
+        help="write a suite from a benchmark file (HotpotQA, MuSiQue, 2WikiMultihopQA, LoCoMo) "
+        "or another eval tool's file (DeepEval, promptfoo, inspect-ai, ragas)",
         description=(
-            "Write a suite from a local file in a benchmark's published format (nothing is "
-            "downloaded). Every record is checked first: a bad file gives one error naming "
-            "the record and the field, and nothing is written. The corpus paragraphs (and, "
-            "for LoCoMo, each conversation, one user each) go to data files under --data, "
-            "named relative to the current directory, which must be the project's root. "
-            "See docs/benchmarks.md for the fields each format maps."
+            "Write a suite from a local file in a benchmark's published format, or in another "
+            "eval tool's own format (nothing is downloaded). Every record is checked first: a "
+            "bad file gives one error naming the record and the field, and nothing is written. "
+            "The corpus paragraphs (and, for LoCoMo, each conversation, one user each) go to "
+            "data files under --data, named relative to the current directory, which must be "
+            "the project's root. A promptfoo file's checks go to a stage module written next "
+            "to the suite. See docs/benchmarks.md and docs/extending.md for the fields each "
+            "format maps."
         ),
     )
     command.add_argument(
@@ -74,6 +79,12 @@ def add_parser(sub: Any) -> None:
         "evidence lies in them",
     )
     command.add_argument(
+        "--input-var",
+        metavar="NAME",
+        help="promptfoo: the var that is the case's input (default: the only var, else the one "
+        "named input, question, query, prompt or message)",
+    )
+    command.add_argument(
         "--system",
         metavar="MODULE:ATTR",
         help="the suite's system (default: none; set it or ini eval_system)",
@@ -106,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         system=args.system,
         name=args.name,
         force=args.force,
+        input_var=args.input_var,
     )
     try:
         suite, written = import_suite(options)
@@ -120,9 +132,30 @@ def run(args: argparse.Namespace) -> int:
         f"imported {source['cases']} of {source['records']} cases{users} from "
         f"{args.file} ({args.format}, sha256 {source['sha256'][:12]}, seed {args.seed})"
     )
+    _print_notes(source)
     if not suite.get("system"):
         print(
             'next: set the suite\'s "system" (or --system, or ini eval_system), then '
             "record it with pytest --live"
         )
     return 0
+
+
+def _print_notes(source: dict[str, Any]) -> None:
+    """What the import could not carry over, by kind, and the recorded outputs it kept aside."""
+    unmapped = source.get("unmapped") or []
+    if unmapped:
+        print(f"not reproduced here ({len(unmapped)}; listed in the suite's source.unmapped):")
+        by_kind: dict[tuple[str, str], list[str]] = {}
+        for item in unmapped:
+            by_kind.setdefault((item["type"], item["why"]), []).append(item["case"])
+        for (kind, why), cases in by_kind.items():
+            shown = ", ".join(cases[:5]) + (f" and {len(cases) - 5} more" if len(cases) > 5 else "")
+            print(f"  {kind}: {why} ({shown})")
+    recorded = source.get("recorded_outputs")
+    if recorded:
+        held = "case holds" if recorded == 1 else "cases hold"
+        print(
+            f"{recorded} {held} outputs the file recorded (kept in metadata.recorded, never "
+            "graded): record your system with pytest --live to grade its own answers"
+        )

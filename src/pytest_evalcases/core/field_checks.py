@@ -1,8 +1,11 @@
 """Checks of single case-file fields that a type cannot state: an `answer_schema` must be a valid
 JSON Schema, a category or mark must be a marker name pytest leaves alone, an `http_volatile`
-entry must be a JSONPath or a response header name. The case and suite models
-(`core/schema.py`, `core/suite_schema.py`) attach them as pydantic field validators; each raises
-ValueError with the message the user sees under the field's path.
+entry must be a JSONPath or a response header name, and a field another eval tool gives the gold
+answer (`expected_output`, `ground_truth`, `target`, ...) is not an input for the system. The
+case and suite models (`core/schema.py`, `core/suite_schema.py`) attach them as pydantic field
+validators; each raises ValueError with the message the user sees under the field's path (the
+peers' names are checked with a case's typos, by core/validation.py, where the suite's
+`system_fields` are known).
 """
 
 from __future__ import annotations
@@ -31,6 +34,35 @@ RESERVED_MARKERS = frozenset(
         "timeout",
     }
 )
+
+# The names other eval tools (and common habit) give a case's gold answer, which is `reference`
+# here, with whose name each is (as their docs name it). A case field of one of these names would
+# reach the system as an input (the gold answer handed to the agent) while the stages that grade
+# against `reference` skip the case for want of one: so it is an error, unless the suite lists it
+# in `system_fields` (an input of that name on purpose).
+PEER_REFERENCE_NAMES: dict[str, str] = {
+    "expected_output": "DeepEval's name for the gold answer (a Golden's expected_output)",
+    "expected_answer": "a common name for the gold answer",
+    "ground_truth": "ragas's name for the gold answer before ragas 0.2 (`reference` since)",
+    "gold_answer": "a common name for the gold answer",
+    "expected": "Braintrust's name for the gold answer (an eval case's expected)",
+    "golden": "DeepEval's word for a gold case (a Golden)",
+    "target": "inspect-ai's name for the gold answer (a Sample's target)",
+}
+
+
+def peer_field_problem(name: str) -> str | None:
+    """What is wrong with a case field named as another tool names the gold answer, or None."""
+    whose = PEER_REFERENCE_NAMES.get(name)
+    if whose is None:
+        return None
+    return (
+        f'{whose}; here the gold answer goes in "reference": rename the field (as it stands it '
+        "is handed to your system as an input, and no stage grades the answer against it), or, "
+        "if it is an input for your system on purpose, list it in the suite's "
+        f'"system_fields": [{json.dumps(name)}]'
+    )
+
 
 # A response header name as `http_volatile` lists it (RFC 9110 token), `*` at the end: a prefix.
 _HEADER_NAME = re.compile(r"[!#$%&'+.^_`|~0-9A-Za-z-]+\*?")

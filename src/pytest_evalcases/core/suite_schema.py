@@ -15,7 +15,9 @@ from .schema import CaseModel
 
 __all__ = [
     "CitationOptions",
+    "DeclaredRubricBand",
     "GraphOptions",
+    "JudgedStageOptions",
     "RubricOptions",
     "RubricScale",
     "Suite",
@@ -93,6 +95,67 @@ class CitationOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     every_sentence: bool = False  # with per-sentence citations: each sentence cites a document
+
+
+# What a judged stage of the suite's own may read (`"reads"`): the case's input and reference,
+# the trace's answer, context and tool calls.
+JudgedRead = Literal["input", "answer", "reference", "context", "tool_calls"]
+# A stage name of the suite's own (`judged_stages`, `metrics`): a word, so verdict names
+# (`turn2.polite`), key fields and report columns read it back unchanged.
+DECLARED_NAME = r"^[A-Za-z][A-Za-z0-9_]*$"
+
+
+class DeclaredRubricBand(BaseModel):
+    """One band of a judged stage's GEval rubric: the outcome a score range (0-10) stands for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    score_range: tuple[int, int]
+    expected_outcome: str = Field(min_length=1)
+
+    @field_validator("score_range")
+    @classmethod
+    def _on_the_scale(cls, bounds: tuple[int, int]) -> tuple[int, int]:
+        low, high = bounds
+        if not 0 <= low <= high <= 10:
+            raise ValueError(
+                f"score_range {list(bounds)} must be two integers 0-10, low first (GEval's scale)"
+            )
+        return bounds
+
+
+class JudgedStageOptions(BaseModel):
+    """A judged stage a suite declares with its own criteria (`"judged_stages"`), graded by the
+    suite's LLM judge with deepeval's GEval; `steps` and `rubric` go to GEval as they are."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    criteria: str = Field(min_length=1)
+    reads: list[JudgedRead] = Field(default=["input", "answer"], min_length=1)
+    threshold: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    steps: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
+    rubric: list[DeclaredRubricBand] | None = Field(None, min_length=1)
+
+    @field_validator("reads")
+    @classmethod
+    def _distinct_reads(cls, reads: list[str]) -> list[str]:
+        if len(set(reads)) != len(reads):
+            raise ValueError(f"each field is read once: {reads}")
+        return reads
+
+    @field_validator("rubric")
+    @classmethod
+    def _bands_apart(
+        cls, bands: list[DeclaredRubricBand] | None
+    ) -> list[DeclaredRubricBand] | None:
+        ordered = sorted(bands or [], key=lambda band: band.score_range)
+        for before, after in zip(ordered, ordered[1:], strict=False):
+            if after.score_range[0] <= before.score_range[1]:
+                raise ValueError(
+                    f"rubric bands {list(before.score_range)} and {list(after.score_range)} "
+                    "overlap; each score belongs to one band"
+                )
+        return bands
 
 
 class TotalExclusion(BaseModel):
@@ -177,15 +240,29 @@ class Suite(BaseModel):
     # Modules that declare the suite's own stages (`@ev.stage`), imported at collection with
     # the rootdir on sys.path, as the system's module is (dotted names: "checks", "qa.sql").
     stage_modules: list[str] = []
+    # Judged stages of the suite's own: name -> criteria, what the judge reads, threshold
+    # (domain/stages/declared.py builds them; the names go in "stages" like any other).
+    judged_stages: dict[Annotated[str, Field(pattern=DECLARED_NAME)], JudgedStageOptions] = {}
+    # The suite's own deepeval metrics: name -> "module:Class" (a BaseMetric subclass).
+    metrics: dict[
+        Annotated[str, Field(pattern=DECLARED_NAME)],
+        Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")],
+    ] = {}
     cases: list[Any]  # validated one by one, so one bad case errors only itself
+    # The stages `judged_stages` and `metrics` declare, built once (domain/stages/declared.py).
+    _declared_stages: Any = PrivateAttr(default=None)
 
     @property
     def rubric_scale(self) -> str:
         return self.rubric.scale if self.rubric is not None else "binary"
 
     def threshold_for(self, stage: str, default: float | None = None) -> float:
+        """`thresholds`, else the threshold of a stage the suite declares, else the default."""
         if stage in self.thresholds:
             return self.thresholds[stage]
+        declared = self.judged_stages.get(stage)
+        if declared is not None and declared.threshold is not None:
+            return declared.threshold
         return self.threshold if default is None else default
 
     @field_validator("totals")

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .field_checks import PEER_REFERENCE_NAMES, peer_field_problem
 from .schema import CaseModel, RubricItem, ToolExpectation, TurnModel
 from .suite_schema import CitationOptions, GraphOptions, RubricOptions, Suite
 
@@ -21,7 +22,9 @@ def misspelled_fields(
     of a case field (`expected_doc`, `refrence`): a typo would reach the system as an input and
     the stage it meant would silently not run, so the case passes. Fields far from every known
     one stay inputs, and so do those the suite lists in `system_fields` (an input whose name
-    happens to be near a case field's, e.g. `references`)."""
+    happens to be near a case field's, e.g. `references`). A field named as another tool names the
+    gold answer (`expected_output`, `ground_truth`, `target`) is an error of its own: it says
+    `reference`, whose name it is, and the same way out."""
     if not extra:
         return []
     import difflib  # only for a case with extra fields: not on every replay's path
@@ -30,6 +33,10 @@ def misspelled_fields(
     problems = []
     for name in extra:
         if name in system_fields:
+            continue
+        peer = peer_field_problem(name)
+        if peer:
+            problems.append(f"{name}: {peer}")
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
         if close:
@@ -79,6 +86,9 @@ def _did_you_mean(item: Any, title: str) -> str:
     model = _STRICT_MODELS.get(parent) or _STRICT_SUITE_FIELDS.get(parent)
     if model is None:
         return ""
+    whose = PEER_REFERENCE_NAMES.get(loc[-1])
+    if whose is not None and "reference" in model.model_fields:  # a conversation turn's
+        return f" (did you mean 'reference'? {loc[-1]!r} is {whose})"
     import difflib  # only for an error: not on every run's path
 
     close = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1, cutoff=0.8)

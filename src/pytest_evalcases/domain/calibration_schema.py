@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ..core.suite_schema import DECLARED_NAME, JudgedStageOptions
 from .stages.judged import JUDGE_READS, OWN_SCORER
 
 # The judged stages a calibration case can test: those scored from the verdict alone (a rubric
@@ -44,7 +45,9 @@ class CalibrationCase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
-    stage: Literal[CALIBRATED_STAGES]  # type: ignore[valid-type]
+    # a judged stage of CALIBRATED_STAGES, or one the suite declares (`judged_stages`: the
+    # validation context's "declared", name -> its options)
+    stage: str
     input: str = ""
     answer: str = ""
     context: list[str] = []
@@ -58,8 +61,17 @@ class CalibrationCase(BaseModel):
 
     _blocks = model_validator(mode="before")(_stage_blocks)
 
+    @field_validator("stage")
+    @classmethod
+    def _judged_stage(cls, stage: str, info: ValidationInfo) -> str:
+        declared = (info.context or {}).get("declared") or {}
+        if stage not in CALIBRATED_STAGES and stage not in declared:
+            known = ", ".join(repr(name) for name in (*CALIBRATED_STAGES, *declared))
+            raise ValueError(f"stage {stage!r} is not a judged stage to calibrate; one of {known}")
+        return stage
+
     @model_validator(mode="after")
-    def _defect_named(self) -> CalibrationCase:
+    def _defect_named(self, info: ValidationInfo) -> CalibrationCase:
         others = sorted(set(self.stage_options) - {self.stage})
         if others:
             raise ValueError(
@@ -71,9 +83,11 @@ class CalibrationCase(BaseModel):
                 'a case with "expect": "fail" plants a defect: describe it in "defect" '
                 '(e.g. "claims --format csv removes colour codes")'
             )
+        declared = ((info.context or {}).get("declared") or {}).get(self.stage)
+        reads = JUDGE_READS[self.stage] if declared is None else declared.reads
         if (
             self.reference is None
-            and "reference" in JUDGE_READS[self.stage]
+            and "reference" in reads
             and not (self.stage == "answer_accuracy" and self.unanswerable)
         ):
             raise ValueError(
@@ -104,9 +118,22 @@ class CalibrationSuite(BaseModel):
     repeats: int = Field(DEFAULT_REPEATS, ge=1)
     threshold: float = Field(0.5, ge=0, le=1, allow_inf_nan=False)
     stage_options: dict[str, StageOptions] = {}
+    # Judged stages of the suite's own, as an eval suite declares them: its cases may test them.
+    judged_stages: dict[Annotated[str, Field(pattern=DECLARED_NAME)], JudgedStageOptions] = {}
     cases: list[Any]
 
     _blocks = model_validator(mode="before")(_stage_blocks)
+
+    @field_validator("judged_stages")
+    @classmethod
+    def _own_names(cls, declared: dict[str, JudgedStageOptions]) -> dict[str, JudgedStageOptions]:
+        taken = [name for name in declared if name in JUDGE_READS]
+        if taken:
+            raise ValueError(
+                f"{', '.join(map(repr, taken))}: the name of a built-in judged stage; give "
+                "yours another name"
+            )
+        return declared
 
     def options_for(self, case: CalibrationCase) -> dict[str, Any]:
         """The stage options a case is judged and scored with: the case's block, then the

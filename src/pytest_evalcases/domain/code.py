@@ -224,7 +224,20 @@ class CodeFingerprints:
         """The key fields of a suite without `"code"`: the system's module and every module of
         the project it imports. CaseFileError past the bound."""
         module = default_code(system_spec)[0]
-        modules = self.import_closure(module)
+        return self._bounded_fields(module, self.import_closure(module), paths)
+
+    def fixture_key_fields(
+        self, module: str, path: Path, paths: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """The default key fields of a system a pytest fixture builds: the file defining the
+        fixture (module `module`: a conftest.py is no importable name) and every module of the
+        project it imports, found without calling the fixture."""
+        modules = self._closure(str(path), [(module, path)])
+        return self._bounded_fields(module, modules, paths)
+
+    def _bounded_fields(
+        self, module: str, modules: list[tuple[str, Path]], paths: dict[str, str] | None
+    ) -> dict[str, str]:
         if len(modules) > self.bound:
             top = module.partition(".")[0]
             raise CaseFileError(
@@ -235,15 +248,26 @@ class CodeFingerprints:
             )
         return self._fields(modules, paths)
 
+    def in_project(self, module: str) -> bool:
+        """Whether `module`'s top-level package is the project's (under the rootdir, not in an
+        environment folder there): found without importing it."""
+        return self._finder.find(module.partition(".")[0]) is not None
+
     def import_closure(self, module: str) -> list[tuple[str, Path]]:
         """Module `module` (every module of it, if a package folder), the packages holding it and
         every module of the project they import, transitively: (module name, file), by name."""
         known = self._closures.get(module)
         if known is not None:
             return known
+        return self._closure(module, resolve_code_entry(module, self.rootdir))
+
+    def _closure(self, cache_key: str, start: list[tuple[str, Path]]) -> list[tuple[str, Path]]:
+        known = self._closures.get(cache_key)
+        if known is not None:
+            return known
         found: dict[str, Path] = {}
         imported_by: dict[str, str] = {}
-        queue = deque(resolve_code_entry(module, self.rootdir))
+        queue = deque(start)
         while queue:
             name, path = queue.popleft()
             if name in found:
@@ -269,7 +293,7 @@ class CodeFingerprints:
                     imported_by[candidate] = name
                     queue.append((candidate, file))
         closure = sorted(found.items())
-        self._closures[module] = closure
+        self._closures[cache_key] = closure
         return closure
 
     def _read(
@@ -296,3 +320,24 @@ class CodeFingerprints:
 def default_code(system_spec: str) -> list[str]:
     """The module that holds the suite's system: where its default `"code"` starts."""
     return [system_spec.partition(":")[0]]
+
+
+# The verdict key field of a suite's own metric from an installed package (deepeval's own
+# metrics): its distribution and release, in place of the hundreds of modules of its source.
+METRIC_PACKAGE = "metric.package"
+
+
+def installed_package(module: str) -> str | None:
+    """`dist==version` of the installed distribution that holds `module`'s top-level package,
+    found without importing it; None for a module no distribution lists (its source is keyed
+    instead). Ask only for a module that is not the project's (`CodeFingerprints.in_project`)."""
+    import importlib.metadata  # only for a suite's own metrics: not on every run's import path
+
+    top = module.partition(".")[0]
+    names = importlib.metadata.packages_distributions().get(top) or []
+    if not names:
+        return None
+    try:
+        return f"{names[0]}=={importlib.metadata.version(names[0])}"
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -87,6 +87,9 @@ class CalibrationTarget:
             strict=chosen.get("strict", False),
             accept_partial=chosen.get("accept_partial", False),
             correctness_criteria=chosen.get("correctness_criteria"),
+            judged_stages={
+                name: options for name, options in suite.judged_stages.items() if name == case.stage
+            },
             cases=[],
         )
         as_case = Case(

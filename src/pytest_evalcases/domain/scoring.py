@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.schema import Case
 from ..core.suite_schema import Suite
 from .stages import StageResult, skipped
-from .stages.registry import STAGES
+from .stages.declared import stage_of
 from .stages.shown import stage_details
 from .turns import turn_units, verdict_name
 
@@ -46,7 +46,7 @@ def score_case(
     first_failure = None
     for names, is_gating in ((gating, True), (report_only, False)):
         for name in names:
-            result = STAGES[name].score(case, trace, suite, verdicts.get(name))
+            result = stage_of(suite, name).score(case, trace, suite, verdicts.get(name))
             results.append((name, result, is_gating))
             # A report-only stage fails the case only when its own code could not score it.
             if (
@@ -193,7 +193,7 @@ def failure_details(scores: CaseScores, whole: bool = False) -> list[tuple[str, 
         unit = dict(scores.turns)[scores.failure_turn]
     if unit.case is None or unit.trace is None or unit.suite is None:
         return []
-    stage = STAGES[scores.first_failure[0]]
+    stage = stage_of(unit.suite, scores.first_failure[0])
     shown = scores.first_failure[1].shows  # what a user stage said it compared
     return stage_details(stage, unit.case, unit.trace, unit.suite, whole, shown)
 

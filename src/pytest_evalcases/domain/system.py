@@ -63,6 +63,20 @@ class System:
 
     def __init__(self, spec: str, target: Any) -> None:
         self.spec = spec
+        self._fingerprint: dict[str, Any] | None = None
+        self._fingerprint_stuck: str | None = None  # why fingerprint() never returned
+        self._set_up = False
+        self._setup_error: BaseException | None = None
+        self._setup_lock = threading.Lock()  # setup runs in worker threads, once
+        self._bind(target)
+
+    @property
+    def built(self) -> bool:
+        """Whether the object `system` names exists yet (a fixture's is built on demand)."""
+        return True
+
+    def _bind(self, target: Any) -> None:
+        spec = self.spec
         run = getattr(target, "run", None)
         if run is None and callable(target):
             run = target
@@ -78,11 +92,6 @@ class System:
             run_turn if callable(run_turn) else None
         )
         self._target = target
-        self._fingerprint: dict[str, Any] | None = None
-        self._fingerprint_stuck: str | None = None  # why fingerprint() never returned
-        self._set_up = False
-        self._setup_error: BaseException | None = None
-        self._setup_lock = threading.Lock()  # setup runs in worker threads, once
 
     @property
     def target(self) -> Any:
@@ -181,6 +190,63 @@ class System:
             if type(exc).__name__ == "CancelledError":  # a timeout or Ctrl-C cancelling us
                 raise
             raise UserCodeExit(exit_message("run(case)", exc)) from exc
+
+
+FIXTURE_PREFIX = "fixture:"
+
+
+def fixture_name(spec: str) -> str | None:
+    """The pytest fixture a `fixture:NAME` system names, or None for another form."""
+    return spec[len(FIXTURE_PREFIX) :] if spec.startswith(FIXTURE_PREFIX) else None
+
+
+class SystemOnDemand(System):
+    """A system a pytest fixture builds: nothing of it runs at collection (its key holds the
+    fixture's code, not a fingerprint() of its value) and a plain replay never builds it.
+    `build` (the pytest layer's) returns the fixture's value, the same kind of object a
+    `module:attribute` names; what it raised is the error of every case of the suite."""
+
+    def __init__(self, spec: str, build: Callable[[], Any]) -> None:
+        super().__init__(spec, _unbuilt)
+        self._build = build
+        self._built = False
+        self._build_error: BaseException | None = None
+        self._build_lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        return self._built
+
+    def build(self) -> None:
+        """Build it once, in the calling thread; every later call re-raises the build's error."""
+        with self._build_lock:
+            if not self._built and self._build_error is None:
+                try:
+                    self._bind(self._build())
+                    self._built = True
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # SystemExit & co. of a fixture: this suite's error
+                    self._build_error = exc
+        if self._build_error is not None:
+            raise self._build_error
+
+    @property
+    def target(self) -> Any:
+        self.build()
+        return self._target
+
+    def fingerprint(self, timeout: float | None = None) -> dict[str, Any]:
+        """Read at collection, where no fixture is built: the fixture's code is in the key."""
+        return {}
+
+    def setup(self, suite: Any) -> None:
+        self.build()
+        super().setup(suite)
+
+
+def _unbuilt(case: Any) -> Any:  # run(case) of a SystemOnDemand before build(): never called
+    raise RuntimeError("the system's fixture was not built before its first case ran")
 
 
 def exit_message(what: str, exc: BaseException) -> str:

@@ -13,8 +13,8 @@ from ..core.repeats import LATER_REPEATS, repeat_key, repeats_of
 from ..core.schema import Case
 from ..core.suite_schema import Suite
 from .stages import Stage
+from .stages.declared import DeclaredStage, declared_specs, stage_of
 from .stages.judged import judged_skip_reason
-from .stages.registry import STAGES
 from .turns import turn_units, verdict_name
 
 DEFAULT_CORRECTNESS_CRITERIA = (
@@ -33,14 +33,22 @@ def clipped_text(text: str, limit: int) -> str:
     return f"{text[:limit]}… [clipped: {len(text):,} characters, limit {limit:,}]"
 
 
+# The judge options' entry for the suite's own judged stages: name -> what grading it takes.
+DECLARED_OPTION = "declared"
+
+
 def judge_options(suite: Suite) -> dict[str, Any]:
     """The suite settings judges receive."""
-    return {
+    options = {
         "strict": suite.strict,
         "correctness_criteria": suite.correctness_criteria or DEFAULT_CORRECTNESS_CRITERIA,
         "accept_partial": suite.accept_partial,
         "rubric_scale": suite.rubric_scale,
     }
+    declared = declared_specs(suite)
+    if declared:
+        options[DECLARED_OPTION] = declared
+    return options
 
 
 def stage_params(stage: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +125,10 @@ def verdict_key(
     for field in KEYED_CASE_FIELDS:
         if field in stage.reads:
             key[field] = content_hash(keyed_value(case, field))
+    if isinstance(stage, DeclaredStage):  # a suite's own: its criteria, or its metric's source
+        key.update(stage.key_fields)
+        for field in stage.keyed_case_fields:
+            key[field] = content_hash(keyed_value(case, field))
     return key
 
 
@@ -139,6 +151,10 @@ def verdict_labels(
         found["judge_version"] = name_label(judge_version or "")
     for field in KEYED_CASE_FIELDS:
         if field in stage.reads:
+            found[field] = value_label(keyed_value(case, field))
+    if isinstance(stage, DeclaredStage):
+        found.update(stage.key_labels)
+        for field in stage.keyed_case_fields:
             found[field] = value_label(keyed_value(case, field))
     return {name: label for name, label in found.items() if label is not None}
 
@@ -179,8 +195,9 @@ def judge_source_advice(
     return None
 
 
-def judged_stages(names: list[str]) -> list[Stage]:
-    return [STAGES[name] for name in names if STAGES[name].judged]
+def judged_stages(names: list[str], suite: Suite) -> list[Stage]:
+    stages = [stage_of(suite, name) for name in names]
+    return [stage for stage in stages if stage.judged]
 
 
 def applicable(stages: list[Stage], case: Case, trace: dict[str, Any]) -> list[Stage]:

@@ -21,8 +21,8 @@ from ..core.errors import (
 )
 from ..core.hashing import content_hash
 from ..core.repeats import has_repeats, later_repeats, repeats_of, with_later_repeats
-from ..domain.stages.judged import JUDGE_READS, scores_text
-from ..domain.stages.registry import STAGES
+from ..domain.stages.declared import stage_of
+from ..domain.stages.judged import scores_text
 from ..domain.verdicts import repeats_problem, verdict_key, verdict_labels
 from ..store.cassette import Cassette, build_cassette, load_cassette
 from ..store.files import shown_path
@@ -56,7 +56,8 @@ def material(target: CalibrationTarget) -> dict[str, Any]:
         "reference": case.reference,
         "unanswerable": case.unanswerable,
     }
-    return {"stage": case.stage, **{name: fields[name] for name in JUDGE_READS[case.stage]}}
+    reads = stage_of(target.rule, case.stage).reads
+    return {"stage": case.stage, **{name: fields[name] for name in reads if name in fields}}
 
 
 def cassette_key(target: CalibrationTarget) -> dict[str, str]:
@@ -69,7 +70,7 @@ def cassette_key(target: CalibrationTarget) -> dict[str, str]:
 
 def expected_verdict_key(target: CalibrationTarget, judge: JudgeBinding) -> dict[str, str]:
     """Repeat 1's key: what ordinary verdicts are keyed on, plus the material."""
-    stage = STAGES[target.case.stage]
+    stage = stage_of(target.rule, target.case.stage)
     key = verdict_key(stage, target.as_case, target.options, judge.id, judge.version)
     return {**key, "material": content_hash(material(target))}
 
@@ -150,7 +151,7 @@ def _comparable(verdict: dict[str, Any], judge: JudgeBinding) -> dict[str, Any]:
 
 
 def _labels(target: CalibrationTarget, judge: JudgeBinding) -> dict[str, str]:
-    stage = STAGES[target.case.stage]
+    stage = stage_of(target.rule, target.case.stage)
     return verdict_labels(stage, target.as_case, target.options, judge.id, judge.version)
 
 

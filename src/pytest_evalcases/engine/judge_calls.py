@@ -66,6 +66,7 @@ async def _verdict(
         context=list(trace.get("context") or []),
         unanswerable=case.unanswerable,
         rubric=case.rubric or (),
+        tool_calls=tuple(call for call in trace.get("tool_calls") or () if isinstance(call, dict)),
     )
     started = time.perf_counter()
     try:

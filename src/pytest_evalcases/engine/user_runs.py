@@ -19,6 +19,7 @@ import json
 import threading
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import EvalCaseError, MissingRecording
@@ -101,7 +102,19 @@ def user_pair(ctx: SuiteContext) -> RecordingPair:
 def ingests(ctx: SuiteContext) -> bool:
     """Whether the context's cases run on an ingestion of their user (its system has
     `setup_user`)."""
-    return ctx.user is not None and callable(getattr(ctx.system.target, "setup_user", None))
+    if ctx.user is None:
+        return False
+    if not ctx.system.built:  # a fixture's system, never built to replay: as recorded
+        path = user_pair(ctx).json_path
+        known = _RECORDED_USERS.get(path)
+        if known is None:
+            known = _RECORDED_USERS[path] = path.is_file()
+        return known
+    return callable(getattr(ctx.system.target, "setup_user", None))
+
+
+# Whether a user's ingestion recording exists, by its path: asked once per process.
+_RECORDED_USERS: dict[Path, bool] = {}
 
 
 def recorded_ingestion(ctx: SuiteContext) -> UserRecording:

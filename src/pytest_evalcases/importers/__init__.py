@@ -1,9 +1,12 @@
-"""Benchmark importers: a local file in a benchmark's published format becomes a suite.
+"""Importers: a local file in a benchmark's published format, or in another eval tool's own
+format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite.
 
-One module a format (hotpotqa, musique, twowiki, locomo); each has `FORMAT`, `DESCRIPTION`
-and `parse(path, records) -> Parsed`, which checks every record (a problem is one
-BenchmarkFormatError naming the record and the field). `import_suite` then samples, builds the
-suite and its data files, and writes them all or nothing.
+One module a format (hotpotqa, musique, twowiki, locomo; deepeval, promptfoo, inspect_ai,
+ragas); each has `FORMAT`, `DESCRIPTION` and `parse(path, records) -> Parsed`, which checks
+every record (a problem is one BenchmarkFormatError naming the record and the field), and may
+have `read(path) -> records` (CSV, YAML; default: JSON or JSON Lines) and `OPTIONS` (the
+format's own options, e.g. promptfoo's `input_var`). `import_suite` then samples, builds the
+suite, its data files and any stage module, and writes them all or nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -19,15 +23,17 @@ from typing import Any
 from ..core.names import unsafe_id_reason
 from ..core.schema import ValidationError, validate_case
 from ..core.suite_schema import Suite
-from ..core.validation import format_validation_error
-from . import hotpotqa, locomo, musique, twowiki
+from ..core.validation import format_validation_error, misspelled_fields
+from . import deepeval, hotpotqa, inspect_ai, locomo, musique, promptfoo, ragas, twowiki
 from .base import BenchmarkFormatError, Parsed, Unit, read_records
+from .peer_files import recorded_count
 from .sampling import SAMPLING, STRATIFIED, named_cases, sample, stratified_sample
 
 EXCLUSIONS_FILE = "exclusions.json"
 EXCLUSION_TOTAL = "without gold exclusions"
 FORMATS: dict[str, ModuleType] = {
-    module.FORMAT: module for module in (hotpotqa, musique, twowiki, locomo)
+    module.FORMAT: module
+    for module in (hotpotqa, musique, twowiki, locomo, deepeval, promptfoo, inspect_ai, ragas)
 }
 
 __all__ = ["FORMATS", "BenchmarkFormatError", "ImportOptions", "import_suite", "build_suite"]
@@ -50,6 +56,7 @@ class ImportOptions:
     system: str | None = None
     name: str | None = None
     force: bool = False
+    input_var: str | None = None  # promptfoo: the var that is the case's input
 
 
 def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
@@ -58,11 +65,18 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     module = FORMATS[options.format]
     _check_paths(options)
     raw = _read_bytes(options.file)
-    records = read_records(options.file)
+    records = getattr(module, "read", read_records)(options.file)
+    if not records:
+        raise BenchmarkFormatError(
+            f"{options.file}: holds no records; check that it is the {options.format} file "
+            "you meant"
+        )
+    own: dict[str, Any] = {}
     if options.max_sessions is not None:
-        parsed = module.parse(options.file, records, max_sessions=options.max_sessions)
-    else:
-        parsed = module.parse(options.file, records)
+        own["max_sessions"] = options.max_sessions
+    if options.input_var is not None:
+        own["input_var"] = options.input_var
+    parsed = module.parse(options.file, records, **own)
     _check_unique_ids(options.file, parsed.units)
     if options.ids is not None:
         picked = named_cases(parsed.units, _read_ids(options.ids), str(options.ids))
@@ -112,6 +126,11 @@ def build_suite(
                 entry[field] = _relative(path, options.root)
             suite["users"].append(entry)
     suite.update(stages=parsed.stages, report_only=parsed.report_only, k=parsed.k)
+    suite.update(parsed.suite_fields)
+    modules = _stage_modules(parsed, options, name)
+    if modules:
+        suite["stage_modules"] = list(modules)
+        files.update(modules.values())
     totals = list(parsed.totals)
     if excluded is not None:  # the excluded cases stay in the suite: only this total skips them
         path = options.data_dir / EXCLUSIONS_FILE
@@ -130,6 +149,12 @@ def build_suite(
         "sampling": _sampling(options),
         **parsed.source_notes,
     }
+    unmapped = [item for unit in chosen for item in unit.unmapped]
+    if unmapped:
+        suite["source"]["unmapped"] = unmapped
+    recorded = recorded_count([unit.case for unit in chosen])
+    if recorded:
+        suite["source"]["recorded_outputs"] = recorded
     if options.exclude_ids is not None:
         suite["source"]["exclusions"] = {
             "file": options.exclude_ids.name,
@@ -143,6 +168,32 @@ def build_suite(
         }
     suite["cases"] = [unit.case for unit in chosen]
     return suite, files
+
+
+def _stage_modules(
+    parsed: Parsed, options: ImportOptions, suite_name: str
+) -> dict[str, tuple[Path, str]]:
+    """Module name -> (file, source) of each stage module, written next to the suite and
+    imported by its dotted path from the rootdir (`cases.hotpot_promptfoo`)."""
+    modules = {}
+    folder = options.output.parent
+    for key, source in parsed.modules.items():
+        stem = re.sub(r"\W+", "_", f"{options.output.stem}_{key}").strip("_")
+        path = folder / f"{stem}.py"
+        parts = Path(_relative(path, options.root)).with_suffix("").parts
+        if not all(part.isidentifier() for part in parts):
+            raise BenchmarkFormatError(
+                f"{path}: the suite's stage module would be imported as "
+                f"{'.'.join(parts)!r}, which is not a module name; write the suite into a "
+                "folder whose name is a Python identifier (e.g. cases/)"
+            )
+        text = source(folder.resolve(), _relative(options.output, options.root))
+        modules[".".join(parts)] = (path, _Text(text))
+    return modules
+
+
+class _Text(str):
+    """A file written as it is (a stage module), not as JSON."""
 
 
 def _sampling(options: ImportOptions) -> str:
@@ -191,6 +242,10 @@ def _check_paths(options: ImportOptions) -> None:
         )
     if options.stratify is not None and options.limit is None:
         raise BenchmarkFormatError(f"--stratify {options.stratify}: give --limit N as well")
+    if options.input_var is not None and "input_var" not in getattr(
+        FORMATS[options.format], "OPTIONS", ()
+    ):
+        raise BenchmarkFormatError("--input-var applies to promptfoo files only")
     if options.max_sessions is not None:
         if options.format != "locomo":
             raise BenchmarkFormatError("--max-sessions applies to locomo files only")
@@ -253,14 +308,19 @@ def _check_suite(path: Path, suite: dict[str, Any]) -> None:
             "another --name"
         )
 
+    problems = []
     try:
         Suite.model_validate(suite)
-        for case in suite["cases"]:
-            validate_case(case)
+        for index, case in enumerate(suite["cases"]):
+            extra = validate_case(case).extra
+            for line in misspelled_fields(extra, suite.get("system_fields", ())):
+                problems.append(f"cases[{index}].{line}")
     except ValidationError as exc:
+        problems.append(format_validation_error(exc))
+    if problems:
         raise BenchmarkFormatError(
-            f"{path}: the imported suite would not load:\n{format_validation_error(exc)}"
-        ) from None
+            f"{path}: the imported suite would not load:\n" + "\n".join(problems)
+        )
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -275,9 +335,12 @@ def _write_all(documents: dict[Path, Any], force: bool) -> list[Path]:
         for path, content in documents.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-            tmp.write_text(
-                json.dumps(content, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            text = (
+                content
+                if isinstance(content, _Text)
+                else json.dumps(content, indent=1, ensure_ascii=False) + "\n"
             )
+            tmp.write_text(text, encoding="utf-8")
             staged.append((tmp, path))
         for tmp, path in staged:
             os.replace(tmp, path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ class Unit:
 
     case: dict[str, Any]
     paragraphs: list[dict[str, str]] = field(default_factory=list)  # corpus entries it reads
+    # what of the record has no counterpart here (a promptfoo assertion type): listed in the
+    # suite's `source` and by the command, never dropped silently
+    unmapped: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -37,6 +41,11 @@ class Parsed:
     totals: list[dict[str, Any]] = field(default_factory=list)
     # what the format's own limits left out (LoCoMo's --max-sessions): source field -> value
     source_notes: dict[str, Any] = field(default_factory=dict)
+    # further suite fields (a peer's file: judged_stages, stage_modules, system_fields, ...)
+    suite_fields: dict[str, Any] = field(default_factory=dict)
+    # Python modules written next to the suite, named in its "stage_modules" (promptfoo's
+    # checks become user stages there): name suffix -> source(module folder, suite path)
+    modules: dict[str, Callable[[Path, str], str]] = field(default_factory=dict)
 
 
 def read_records(path: Path) -> list[Any]:
@@ -45,6 +54,10 @@ def read_records(path: Path) -> list[Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
+    if not text.strip():
+        raise BenchmarkFormatError(
+            f"{path}: the file is empty; expected a JSON array of records or JSON Lines"
+        )
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as whole:
@@ -79,12 +92,24 @@ class RecordReader:
     """Checked access to one record's fields: a problem raises BenchmarkFormatError naming the
     file, the record (by position and id) and the field."""
 
-    def __init__(self, path: Path, index: int, record: Any, id_field: str | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        index: int,
+        record: Any,
+        id_field: str | None,
+        place: str | None = None,
+        next_step: str = "",
+    ) -> None:
+        """`place`: how the record is named (default `record <index>`; a CSV row says its
+        line); `next_step`: what every error of this file adds (how to fix or re-export it)."""
         self.path = path
         self.index = index
+        self.place = place or f"record {index}"
+        self.next_step = next_step
         if not isinstance(record, dict):
             raise BenchmarkFormatError(
-                f"{path}: record {index} is {type(record).__name__}, not an object"
+                f"{path}: {self.place} is {type(record).__name__}, not an object{next_step}"
             )
         self.record = record
         self.id = None
@@ -93,10 +118,10 @@ class RecordReader:
 
     def where(self, field_path: str) -> str:
         named = f" ({self.id})" if self.id else ""
-        return f"{self.path}: record {self.index}{named}: field {field_path!r}"
+        return f"{self.path}: {self.place}{named}: field {field_path!r}"
 
     def error(self, field_path: str, problem: str) -> BenchmarkFormatError:
-        return BenchmarkFormatError(f"{self.where(field_path)} {problem}")
+        return BenchmarkFormatError(f"{self.where(field_path)} {problem}{self.next_step}")
 
     def get(
         self,

@@ -14,9 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from ..domain.stages.declared import METRIC_READS
 from ..domain.stages.judged import JUDGE_READS
-from ..domain.verdicts import DEFAULT_CORRECTNESS_CRITERIA, REASON_LIMIT, clipped_text
-from .errors import JudgeError, JudgeInputError
+from ..domain.verdicts import (
+    DECLARED_OPTION,
+    DEFAULT_CORRECTNESS_CRITERIA,
+    REASON_LIMIT,
+    clipped_text,
+)
+from .errors import JudgeConfigError, JudgeError, JudgeInputError
 from .usage import JudgeStats, metering
 
 # One table for both sides: the spine keys verdicts on what each stage reads.
@@ -40,6 +46,8 @@ class JudgeInput:
     context: list[str] = field(default_factory=list)
     unanswerable: bool = False
     rubric: tuple[tuple[str, float], ...] = ()  # (item, weight) pairs, for the rubric stage
+    # the trace's tool calls ({"name", "args"}), for a suite's own stages that read them
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,10 @@ class StageOptions:
     strict: bool = False
     correctness_criteria: str = DEFAULT_CORRECTNESS_CRITERIA
     rubric_scale: str = "binary"  # "half": each rubric item graded 0, 0.5 or 1
+    # The suite's own judged stages (domain/stages/declared.py): name -> {"kind": "criteria",
+    # "criteria", "reads", "steps"?, "rubric"?} or {"kind": "metric", "class": "module:Class"}.
+    declared: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False)
+    rootdir: str | None = None  # where a metric's module is imported from
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any] | None) -> StageOptions:
@@ -63,7 +75,16 @@ class StageOptions:
             strict=bool(options.get("strict", False)),
             correctness_criteria=str(criteria),
             rubric_scale=scale,
+            declared=options.get(DECLARED_OPTION) or {},
+            rootdir=options.get("rootdir"),
         )
+
+    def reads(self, stage: str) -> tuple[str, ...]:
+        """What `stage` reads: a built-in stage's fields, or a declared stage's `reads`."""
+        own = self.declared.get(stage)
+        if own is None:
+            return STAGE_READS[stage]
+        return tuple(own.get("reads") or METRIC_READS)
 
 
 @dataclass
@@ -97,6 +118,8 @@ class Judge(ABC):
 
     id: str
     uses_model: bool = True  # False: no model calls, the verdict's usage is None
+    # False: word overlap and the like, which cannot grade a suite's own criteria or metrics
+    grades_free_criteria: bool = True
 
     def __init__(self, judge_id: str) -> None:
         self.id = judge_id
@@ -104,8 +127,13 @@ class Judge(ABC):
 
     def stage_params(self, stage: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
         """JSON-able parameters that change this stage's verdict."""
-        check_stage(stage)
         opts = StageOptions.from_mapping(options)
+        check_stage(stage, opts)
+        own = opts.declared.get(stage)
+        if own is not None:  # the suite's own: its criteria, or its metric's class
+            if own.get("kind") == "metric":
+                return {"metric": own.get("class")}
+            return {"criteria_sha": criteria_sha(str(own.get("criteria") or ""))}
         if stage == "faithfulness":
             return {"strict": opts.strict}
         if stage == "correctness":
@@ -114,22 +142,30 @@ class Judge(ABC):
             return {"scale": opts.rubric_scale}
         return {}
 
-    def reads(self, stage: str) -> tuple[str, ...]:
-        check_stage(stage)
-        return STAGE_READS[stage]
+    def reads(self, stage: str, options: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+        opts = StageOptions.from_mapping(options)
+        check_stage(stage, opts)
+        return opts.reads(stage)
 
     async def evaluate(
         self, stage: str, data: JudgeInput, options: Mapping[str, Any] | None = None
     ) -> Verdict:
         """Judge one stage of one case. Raises JudgeError (after retries, or at once on auth)."""
-        check_stage(stage)
-        _check_input(stage, data)
         opts = StageOptions.from_mapping(options)
+        check_stage(stage, opts)
+        if stage in opts.declared and not self.grades_free_criteria:
+            raise JudgeConfigError(
+                f"the {self.id} judge cannot grade {stage!r}, a stage of the suite's own "
+                '("judged_stages" or "metrics"): it has no model to read free criteria, and '
+                'never gives a made-up score; set an LLM judge (e.g. "judge": '
+                '"openai:gpt-4o-mini")'
+            )
+        _check_input(stage, data, opts)
         params = self.stage_params(stage, options)
         started = time.perf_counter()
         with metering() as meter:
             try:
-                if "answer" in STAGE_READS[stage] and not data.answer.strip():
+                if "answer" in opts.reads(stage) and not data.answer.strip():
                     # deepeval refuses an empty answer; an empty answer is a real outcome, score 0.
                     grade = _empty_answer_grade(stage, data, opts)
                 else:
@@ -167,16 +203,19 @@ class Judge(ABC):
         return None  # nothing to release for judges without a client
 
 
-def check_stage(stage: str) -> None:
-    """Raise JudgeInputError for a name that is not a judged stage."""
-    if stage not in STAGE_READS:
+def check_stage(stage: str, options: StageOptions | None = None) -> None:
+    """Raise JudgeInputError for a name that is neither a judged stage nor one the suite's
+    options declare."""
+    if stage not in STAGE_READS and (options is None or stage not in options.declared):
+        declared = list(options.declared) if options is not None else []
         raise JudgeInputError(
-            f"unknown judged stage {stage!r}; judged stages are: {', '.join(JUDGED_STAGES)}"
+            f"unknown judged stage {stage!r}; judged stages are: "
+            f"{', '.join([*JUDGED_STAGES, *declared])}"
         )
 
 
-def _check_input(stage: str, data: JudgeInput) -> None:
-    reads = STAGE_READS[stage]
+def _check_input(stage: str, data: JudgeInput, options: StageOptions) -> None:
+    reads = options.reads(stage)
     abstention_expected = stage == "answer_accuracy" and data.unanswerable
     needs_reference = "reference" in reads and not abstention_expected
     if "rubric" in reads and not data.rubric:

@@ -51,7 +51,10 @@ from .metrics import (
     detail_texts,
     metric_details,
     metric_score,
+    steps_key,
+    test_case_of,
 )
+from .own_metrics import new_metric, own_metric_grade, run_metric
 from .pacing import RateLimits
 from .prompts import (
     AnswerAccuracyGrade,
@@ -223,8 +226,9 @@ class DeepEvalJudge(Judge):
         # the hundreds of stages waiting for deepeval's import do not all start (and build their
         # metric, and hold its state) in the same instant the import ends.
         self._metric_slots = LoopBound(4 * max_concurrency if max_concurrency else None)
-        # GEval's steps prompt sees only the criteria, never the case: draft them once per criteria
-        self._correctness_steps: dict[str, list[str]] = {}
+        # GEval's steps prompt sees only the criteria, never the case: draft them once per
+        # criteria (metrics.steps_key)
+        self._drafted_steps: dict[tuple[str, ...], list[str]] = {}
         # One drafting of GEval steps per criteria, even when many cases start at once: every
         # case of a run is then scored under the same steps. Keyed by loop (locks are per loop).
         self._steps_locks: dict[tuple[int, str], asyncio.Lock] = {}
@@ -395,32 +399,27 @@ class DeepEvalJudge(Judge):
                 options.rubric_scale,
             )
         model = await self.model()
-        criteria = options.correctness_criteria
-        if stage == "correctness" and criteria not in self._correctness_steps:
-            key = (id(asyncio.get_running_loop()), criteria)
+        own = options.declared.get(stage)
+        if own is not None and own.get("kind") == "metric":  # the suite's own deepeval metric
+            return await self._measure_own_metric(stage, str(own["class"]), data, options, model)
+        drafted = steps_key(stage, options)
+        if drafted is not None and drafted not in self._drafted_steps:
+            key = (id(asyncio.get_running_loop()), *drafted)
             async with self._steps_locks.setdefault(key, asyncio.Lock()):
-                if criteria not in self._correctness_steps:  # the first one drafts, in the lock
+                if drafted not in self._drafted_steps:  # the first one drafts, in the lock
                     return await self._measure(stage, data, options, model)
         return await self._measure(stage, data, options, model)
 
     async def _measure(
         self, stage: str, data: JudgeInput, options: StageOptions, model: Any
     ) -> Grade:
-        # deepeval: heavy; loaded in the background by now (model() waits for it)
-        from deepeval.test_case import LLMTestCase
-
-        steps = self._correctness_steps.get(options.correctness_criteria)
+        drafted = steps_key(stage, options)
+        steps = self._drafted_steps.get(drafted) if drafted is not None else None
         self._metric_slots.current(None)
         try:
             async with self._metric_slots.slot():
                 metric = build_metric(stage, model, options, steps)  # stateful: one per call
-                test_case = LLMTestCase(
-                    input=data.input,
-                    actual_output=data.answer,
-                    expected_output=data.reference,
-                    retrieval_context=list(data.context),
-                )
-                await metric.a_measure(test_case, _show_indicator=False)
+                await metric.a_measure(test_case_of(data), _show_indicator=False)
         except JudgeError:
             raise
         except Exception as exc:  # deepeval's own errors (bad test case, unexpected reply shape)
@@ -430,11 +429,29 @@ class DeepEvalJudge(Judge):
             ) from exc
         check_extractions(self.id, stage, metric, data)
         score = metric_score(self.id, stage, metric)
-        if stage == "correctness" and metric.evaluation_steps:
-            self._correctness_steps.setdefault(
-                options.correctness_criteria, list(metric.evaluation_steps)
-            )
+        if drafted is not None and metric.evaluation_steps:
+            self._drafted_steps.setdefault(drafted, list(metric.evaluation_steps))
         return Grade(score, metric.reason or "", None, metric_details(stage, metric))
+
+    async def _measure_own_metric(
+        self, stage: str, spec: str, data: JudgeInput, options: StageOptions, model: Any
+    ) -> Grade:
+        """A suite's own metric class (`"metrics"`), made with this judge's model and run on
+        the case; what it reports (score, reason, threshold) becomes the verdict, its
+        `evaluation_cost` joins the judge's cost."""
+        self._metric_slots.current(None)
+        try:
+            async with self._metric_slots.slot():
+                metric = new_metric(spec, model, options.rootdir)
+                await run_metric(metric, test_case_of(data))
+        except JudgeError:
+            raise
+        except Exception as exc:  # the user's metric, or deepeval under it, raised
+            raise JudgeError(
+                f"{self.id}: metric {spec} ({stage!r}) raised {type(exc).__name__}: "
+                + clip(str(exc), 1000, one_line=False)
+            ) from exc
+        return own_metric_grade(self.id, stage, spec, metric, self.stats)
 
     async def aclose(self) -> None:
         if self._chat is not None:

@@ -209,6 +209,7 @@ class LexicalJudge(Judge):
     """Deterministic word-overlap judge; see the module docstring for every rule."""
 
     uses_model = False
+    grades_free_criteria = False  # a suite's own criteria or metric: an error, never a score
 
     def __init__(self) -> None:
         super().__init__("lexical")

@@ -59,8 +59,15 @@ def build_metric(
         return ContextualRelevancyMetric(**common)
     if stage == "answer_relevancy":
         return AnswerRelevancyMetric(**common)
+    # GEval takes neither include_reason (it always reasons) nor eval_mode (LLM only).
+    geval: dict[str, Any] = {
+        "model": model,
+        "threshold": 0.5,
+        "async_mode": True,
+        "strict_mode": False,
+        "verbose_mode": False,
+    }
     if stage == "correctness":
-        # GEval takes neither include_reason (it always reasons) nor eval_mode (LLM only).
         return GEval(
             name="Correctness",
             criteria=options.correctness_criteria,
@@ -70,13 +77,41 @@ def build_metric(
                 SingleTurnParams.ACTUAL_OUTPUT,
                 SingleTurnParams.EXPECTED_OUTPUT,
             ],
-            model=model,
-            threshold=0.5,
-            async_mode=True,
-            strict_mode=False,
-            verbose_mode=False,
+            **geval,
+        )
+    own = options.declared.get(stage)
+    if own is not None and own.get("kind") == "criteria":  # a suite's own criteria
+        from deepeval.metrics.g_eval import Rubric
+
+        params = {
+            "input": SingleTurnParams.INPUT,
+            "answer": SingleTurnParams.ACTUAL_OUTPUT,
+            "reference": SingleTurnParams.EXPECTED_OUTPUT,
+            "context": SingleTurnParams.RETRIEVAL_CONTEXT,
+            "tool_calls": SingleTurnParams.TOOLS_CALLED,
+        }
+        bands = own.get("rubric")
+        return GEval(
+            name=stage,
+            criteria=own["criteria"],
+            evaluation_steps=list(own.get("steps") or []) or steps,
+            evaluation_params=[params[read] for read in own["reads"]],
+            rubric=[Rubric(**band) for band in bands] if bands else None,
+            **geval,
         )
     raise JudgeError(f"stage {stage!r} is not a deepeval metric")
+
+
+def steps_key(stage: str, options: StageOptions) -> tuple[str, ...] | None:
+    """What GEval's evaluation steps are drafted from (its steps prompt sees the criteria and
+    the fields read, never the case), or None when no steps are drafted (given ones, or no
+    GEval): every case judged under one key in a run shares the steps drafted first."""
+    if stage == "correctness":
+        return ("correctness", options.correctness_criteria)
+    own = options.declared.get(stage)
+    if own is None or own.get("kind") != "criteria" or own.get("steps"):
+        return None
+    return ("criteria", str(own["criteria"]), *own["reads"])
 
 
 def _filled(text: Any) -> bool:
@@ -145,9 +180,11 @@ def check_extractions(judge_id: str, stage: str, metric: Any, data: JudgeInput) 
             group = groups[number - 1] if number <= len(groups) else None
             if _filled(passage) and not getattr(group, "verdicts", None):
                 raise empty("verdicts", f"passage ({number} of {len(data.context)})")
-    elif stage == "correctness" and not _filled_items(getattr(metric, "evaluation_steps", None)):
+    elif hasattr(metric, "score_range") and not _filled_items(
+        getattr(metric, "evaluation_steps", None)
+    ):
         raise JudgeError(
-            f"{judge_id}: the judge returned no evaluation steps for the correctness criteria; "
+            f"{judge_id}: the judge returned no evaluation steps for the {stage} criteria; "
             "GEval scored without steps would judge nothing, so this is a judge error, never a "
             "score"
         )
@@ -165,12 +202,12 @@ def metric_score(judge_id: str, stage: str, metric: Any) -> float:
     if score is None:
         raise JudgeError(f"{judge_id}: the judge returned no score ({stage})")
     score = float(score)
-    if stage == "correctness" and hasattr(metric, "score_range"):
+    if hasattr(metric, "score_range"):  # GEval: correctness, or a suite's own criteria
         low, high = metric.score_range
         raw = score * (high - low) + low
         if not low <= raw <= high:
             raise JudgeError(
-                f"{judge_id}: the judge returned score {raw:g} for correctness, outside GEval's "
+                f"{judge_id}: the judge returned score {raw:g} for {stage}, outside GEval's "
                 f"{low}-{high} scale; a score out of its scale is a judge error, never clamped"
             )
     return score
@@ -215,6 +252,24 @@ def metric_details(stage: str, metric: Any) -> dict[str, Any]:
     if stage == "contextual_relevancy":
         flat = [v for group in getattr(metric, "verdicts_list", []) or [] for v in group.verdicts]
         return {"verdicts": _verdict_rows(flat, "statement", "reason")}
-    if stage == "correctness":
+    if hasattr(metric, "score_range"):  # GEval: correctness, or a suite's own criteria
         return {"evaluation_steps": detail_texts(getattr(metric, "evaluation_steps", []))}
     return {}
+
+
+def test_case_of(data: JudgeInput) -> Any:
+    """The deepeval test case of what a judge sees: input, answer, reference, context and the
+    trace's tool calls (each a deepeval ToolCall of its name and arguments)."""
+    # deepeval: loaded by now (the judge's model waits for it)
+    from deepeval.test_case import LLMTestCase, ToolCall
+
+    return LLMTestCase(
+        input=data.input,
+        actual_output=data.answer,
+        expected_output=data.reference,
+        retrieval_context=list(data.context),
+        tools_called=[
+            ToolCall(name=str(call.get("name", "")), input_parameters=call.get("args") or {})
+            for call in data.tool_calls
+        ],
+    )

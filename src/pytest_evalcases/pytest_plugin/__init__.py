@@ -2,7 +2,7 @@
 recording, and the end of a run. Nothing below this folder imports it.
 
 Its sub-floors, lowest first (tests/unit/test_layers.py checks them as it checks the house):
-options, settings; session; suite_contexts, housekeeping, items, case_result, gathering;
-calibration_items, sources/, live_batch, project; collect, finish; hooks (the module pytest
-loads).
+options, settings, hookspecs; session, system_fixtures; suite_contexts, housekeeping, items,
+case_result, gathering, hook_calls; calibration_items, sources/, live_batch, project; collect,
+finish; hooks (the module pytest loads).
 """

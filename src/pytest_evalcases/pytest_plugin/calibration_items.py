@@ -89,7 +89,7 @@ def _item(
             )
         seen.add(raw_id)
     try:
-        case = CalibrationCase.model_validate(raw)
+        case = CalibrationCase.model_validate(raw, context={"declared": ctx.suite.judged_stages})
     except ValidationError as exc:
         label = raw_id if isinstance(raw_id, str) and raw_id else f"cases[{index}]"
         return error(

@@ -27,6 +27,7 @@ from .calibration_items import collect_calibration
 from .items import CaseItem, SuiteErrorItem
 from .session import get_session
 from .suite_contexts import ContextVariants, read_suite_file, suite_context
+from .system_fixtures import remember_case_file
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -49,7 +50,8 @@ class CaseFile(pytest.File):
             if isinstance(raw, dict) and raw.get("kind") == "calibration":
                 yield from collect_calibration(self, state, raw)
                 return
-            ctx = suite_context(state, raw, self.path, self.nodeid)
+            remember_case_file(self.config, self.path, self)
+            ctx = suite_context(state, raw, self.path, self.nodeid, self)
         except Exception as exc:  # whatever a file holds, the other suites still run
             message = (
                 str(exc)

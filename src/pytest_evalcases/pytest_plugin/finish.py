@@ -18,6 +18,7 @@ from ..report.gitinfo import git_commit
 from ..report.run_report import build_run_report, judges_used
 from ..telemetry import delivery_line
 from .gathering import ResultCollector, results_collector
+from .hook_calls import added_summary_lines, gather_summary_lines, hook_errors, results_updater
 from .housekeeping import left_alone_line, orphan_report
 from .project import project_config
 from .session import EvalSession, utc_now
@@ -132,9 +133,17 @@ def finish_run(session: pytest.Session, state: EvalSession) -> None:
     if changes is not None:
         extra[RECORDING_CHANGES_MD] = changes.markdown()
     state.run_report = build_run_report(
-        collector.results, run, state.baseline, tolerance, report_dir, extra
+        collector.results,
+        run,
+        state.baseline,
+        tolerance,
+        report_dir,
+        extra,
+        results_updater(session.config),
     )
-    if state.run_report.gate_failed and session.exitstatus == pytest.ExitCode.OK:
+    gather_summary_lines(session.config, state.run_report.doc)
+    failed = state.run_report.gate_failed or hook_errors(session.config)
+    if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -149,6 +158,8 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
     terminalreporter.write_sep("=", "per-stage summary")
     width = terminalreporter._tw.fullwidth  # the same on the xdist controller as in serial
     for line in collector.summary.lines(orphans=orphans, orphan_note=note, width=width):
+        write_line(line)
+    for line in added_summary_lines(config):  # conftests' and plugins' (a hook's)
         write_line(line)
     calibration = collector.summary.calibration_lines(width)
     if calibration:
@@ -180,6 +191,8 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
             write_line(line)
     if report is not None and report.written:
         write_line("eval reports: " + ", ".join(str(p) for p in report.written))
+    for error in hook_errors(config):  # the run failed for it (finish_run)
+        write_line(f"hook error: {error}")
     if state.otel_deliveries:  # this process's, or each xdist worker's
         write_line(str(delivery_line(state.otel_deliveries)))
     elif state.otel_requested and not state.settings.live:

@@ -135,6 +135,11 @@ class ResultCollector:
             from ..report.terminal import RunSummary
 
             self.summary = RunSummary(rows=self.rows)
+            if self.results is None:  # a summary-lines hook reads the results document
+                # start-up: the hooks' callers load with the first eval case's result
+                from .hook_calls import SUMMARY_LINES, implemented
+
+                self.results = [] if implemented(self.config, SUMMARY_LINES) else None
         self.summary.add(result)
         if self.results is not None:
             self.results.append(result)

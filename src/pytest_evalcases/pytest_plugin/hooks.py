@@ -39,6 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hooks the plugin calls, for conftests and plugins to implement (hookspecs.py)."""
+    # start-up: the hook specs (a module of signatures) are read once, here
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """--live-prune is a command of its own: no collection, no session."""
@@ -191,7 +199,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if getattr(item, "is_eval_item", False):
-        case_result, outcome_of = _result_builders()
+        case_result, outcome_of, hook_implemented, extend_case_result = _result_builders()
         exc = call.excinfo.value if call.excinfo else None
         if call.when == "setup" and isinstance(exc, EvalCaseError):
             # The message says it all (secrets redacted, controls shown); a traceback would not.
@@ -203,6 +211,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             state = get_session(item.config)
             # A plain JSON-able dict: xdist carries it to the controller with the report.
             report.evalcase = case_result(item, outcome, bool(state.settings.report_dir), exc)
+            if hook_implemented(item.config, "pytest_evalcases_case_result"):
+                extend_case_result(item, report)  # a conftest's fields, here: in the worker
             if state.otel is not None:  # --eval-otel in a live run: the case span ends
                 state.otel.case_reported(item.nodeid, report.evalcase)
             # The result holds all that is needed now: let the trace and scores go (10k cases).
@@ -211,12 +221,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @functools.cache
-def _result_builders() -> tuple[Any, Any]:
-    """case_result.case_result and outcome_of, imported once, by the first eval item's report."""
+def _result_builders() -> tuple[Any, Any, Any, Any]:
+    """case_result.case_result and outcome_of, and the pytest_evalcases_case_result hook's
+    callers, imported once, by the first eval item's report."""
     # start-up: result dicts load with the first eval item's report
     from .case_result import case_result, outcome_of
+    from .hook_calls import extend_case_result, implemented
 
-    return case_result, outcome_of
+    return case_result, outcome_of, implemented, extend_case_result
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

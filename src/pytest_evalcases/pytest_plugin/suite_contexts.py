@@ -13,21 +13,24 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..core.errors import CaseFileError, UserInterrupt
-from ..core.hashing import LABEL_CHARS, file_hash
+from ..core.hashing import LABEL_CHARS, content_hash, file_hash
 from ..core.names import shown_file, shown_name, unsafe_id_reason
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationSuite
+from ..domain.code import METRIC_PACKAGE, installed_package
 from ..domain.context import CalibrationContext, SuiteContext
+from ..domain.stages.declared import declared_stages, known_stage
 from ..domain.stages.registry import STAGES, prepare_stages
-from ..domain.system import resolve_system
+from ..domain.system import fixture_name, resolve_system
 from ..domain.totals import resolve_totals
 from ..domain.users import SuiteUser, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from ..judges import JudgeConfigError
-from ..judges.spec import canonical_judge
+from ..judges.spec import canonical_judge, parse_spec
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from .system_fixtures import default_spec, fixture_system
 from .user_stages import gather_stages, known_stage_names
 
 if TYPE_CHECKING:
@@ -64,7 +67,7 @@ def _threshold_problems(suite: Suite) -> list[str]:
     for name in suite.thresholds:
         if name in runs:
             continue
-        if name in STAGES:
+        if known_stage(suite, name):
             problems.append(
                 f'stage {name!r} is not run by this suite: add it to "stages" or "report_only", '
                 "or remove its threshold"
@@ -73,11 +76,16 @@ def _threshold_problems(suite: Suite) -> list[str]:
         import difflib  # only for a typo: not on every run's import path
 
         close = difflib.get_close_matches(name, runs, n=1) or difflib.get_close_matches(
-            name, list(STAGES), n=1
+            name, _stage_names(suite), n=1
         )
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         problems.append(f"unknown stage {name!r}{hint}")
     return problems
+
+
+def _stage_names(suite: Suite) -> list[str]:
+    """Every stage name the suite may run: the registry's and its own."""
+    return [*STAGES, *suite.judged_stages, *suite.metrics]
 
 
 def _with_suggestion(name: str, known: list[str]) -> str:
@@ -219,9 +227,12 @@ def refused_case_file(refused: RefusedFile) -> str:
     )
 
 
-def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> SuiteContext:
-    """The context of a suite file's cases, exactly as collection and the manifest see it.
-    Raises CaseFileError naming the file."""
+def suite_context(
+    state: EvalSession, raw: Any, path: Path, nodeid: str, node: Any = None
+) -> SuiteContext:
+    """The context of a suite file's cases, exactly as collection and the manifest see it
+    (`node`: the case file's collector, where its fixtures are looked up). Raises
+    CaseFileError naming the file."""
     if not isinstance(raw, dict):
         raise CaseFileError(f"{nodeid}: a case file holds one JSON object (a suite)")
     if isinstance(raw.get("name"), str):
@@ -238,9 +249,12 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
             state.interrupted = state.interrupted or exc.what
         raise CaseFileError(f"{nodeid}: {exc}") from None
-    unknown = [name for name in suite.stages + suite.report_only if name not in STAGES]
+    if suite.judged_stages or suite.metrics:  # after gather_stages: a clash with one is named
+        _declare_stages(state, suite, nodeid)
+    runs = suite.stages + suite.report_only
+    unknown = [name for name in runs if not known_stage(suite, name)]
     if unknown:
-        known = known_stage_names()
+        known = [*known_stage_names(), *suite.judged_stages, *suite.metrics]
         raise CaseFileError(
             f"{nodeid}: unknown stage(s) {', '.join(_with_suggestion(n, known) for n in unknown)}"
             f"; known stages: {', '.join(known)}; a stage of your own is declared with "
@@ -254,7 +268,8 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
             f"{', '.join(suite.stages + suite.report_only)}"
         )
     try:
-        prepare_stages(suite, suite.stages + suite.report_only, state.settings.rootdir)
+        registered = [name for name in runs if name in STAGES]  # the suite's own need none
+        prepare_stages(suite, registered, state.settings.rootdir)
         totals = resolve_totals(suite, state.settings.rootdir)
     except CaseFileError as exc:
         raise CaseFileError(f"{nodeid}: {exc}") from None
@@ -264,22 +279,40 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
             f"{nodeid}: suite name {shown_name(suite.name)} cannot name a folder: "
             f"{reason}; rename the suite"
         )
-    spec = suite.system or state.settings.default_system
+    spec = (
+        suite.system
+        or default_spec(state.config, path, node)  # a conftest's evalcases_system fixture
+        or state.settings.default_system
+    )
     if not spec:
         raise CaseFileError(
-            f'{nodeid}: no system: set "system": "module:attribute" in the suite or '
-            "eval_system in the pytest ini"
+            f'{nodeid}: no system: set "system": "module:attribute" (or "fixture:NAME") in the '
+            "suite, eval_system in the pytest ini, or define an evalcases_system fixture"
         )
     input_hashes = hash_inputs(suite.inputs, state, f"{nodeid}: ")
     timeout = state.settings.timeout_override or suite.timeout or state.settings.default_timeout
     try:
         # bounded like a run: an import or fingerprint() that hangs errors this suite alone
-        system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
+        built_by = (
+            fixture_system(spec, suite, path, node, state.config, state.systems)
+            if fixture_name(spec) is not None
+            else None
+        )
+        if built_by is not None:  # found, not built: a replay never builds it
+            system = built_by.system
+        else:
+            system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
         fingerprint = system.fingerprint(timeout)
         key_fields = suite_key_fields(spec, input_hashes, fingerprint)
         code_paths: dict[str, str] = {}
         if suite.code is not None:
             code_fields = state.code_fingerprints.key_fields(suite.code, code_paths)
+        elif built_by is not None:  # the fixture's file and the project modules it imports
+            code_fields = {}
+            if built_by.path is not None:
+                code_fields = state.code_fingerprints.fixture_key_fields(
+                    built_by.module, built_by.path, code_paths
+                )
         else:  # the system's module and the project modules it imports
             code_fields = state.code_fingerprints.default_key_fields(spec, code_paths)
         key_fields.update(code_fields)
@@ -291,6 +324,7 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
     report_only = [name for name in suite.report_only if name not in suite.stages]
 
     judge_spec, judge_from = _judge_of(state, suite.judge, nodeid)
+    _check_free_criteria_judge(suite, runs, judge_spec, judge_from, nodeid)
 
     return SuiteContext(
         path=path,
@@ -304,10 +338,10 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         key_labels=key_labels,
         gating=list(suite.stages),
         report_only=report_only,
-        judged=judged_stages(suite.stages + report_only),
+        judged=judged_stages(suite.stages + report_only, suite),
         judge_spec=judge_spec,
         judge_from=judge_from,
-        judge_options=judge_options(suite),
+        judge_options=_judge_options(suite, state.settings.rootdir),
         timeout=timeout,
         users=_suite_users(suite, state) if suite.users else None,
         judge_repeats=state.settings.judge_repeats_override
@@ -315,6 +349,60 @@ def suite_context(state: EvalSession, raw: Any, path: Path, nodeid: str) -> Suit
         or state.settings.default_judge_repeats,
         runs=state.settings.runs_override or suite.runs,
         totals=totals,
+    )
+
+
+def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:
+    """The suite's judge options; with its own metrics, the rootdir their classes are imported
+    from (never part of a verdict's key)."""
+    options = judge_options(suite)
+    if suite.metrics:
+        options["rootdir"] = str(rootdir)
+    return options
+
+
+def _declare_stages(state: EvalSession, suite: Suite, nodeid: str) -> None:
+    """Build the suite's own judged stages once, each metric keyed by its class's source (its
+    module and the project modules it imports, found without importing them). CaseFileError
+    naming the file for a name taken twice or a metric module that cannot be found."""
+
+    def metric_code(spec: str) -> tuple[dict[str, str], dict[str, str]]:
+        module = spec.partition(":")[0]
+        fingerprints = state.code_fingerprints
+        installed = None if fingerprints.in_project(module) else installed_package(module)
+        if installed is not None:  # e.g. deepeval's own metrics: keyed by the release
+            return {METRIC_PACKAGE: content_hash(installed)}, {METRIC_PACKAGE: installed}
+        paths: dict[str, str] = {}
+        try:
+            fields = fingerprints.default_key_fields(spec, paths)
+        except CaseFileError as exc:
+            raise CaseFileError(
+                f'"metrics": {spec!r}: its source keys the metric\'s verdicts, and {exc}'
+            ) from None
+        return fields, {name: path for name, path in paths.items() if len(path) <= LABEL_CHARS}
+
+    try:
+        declared_stages(suite, metric_code)
+    except CaseFileError as exc:
+        raise CaseFileError(f"{nodeid}: {exc}") from None
+
+
+def _check_free_criteria_judge(
+    suite: Suite, runs: list[str], judge_spec: str | None, judge_from: str | None, nodeid: str
+) -> None:
+    """A judge that cannot grade free criteria (lexical: word overlap) for a suite running its
+    own judged stages is an error now: a score from it would mean nothing."""
+    own = [name for name in runs if name in suite.judged_stages or name in suite.metrics]
+    if not own or judge_spec is None or parse_spec(judge_spec).provider != "lexical":
+        return
+    source = {JUDGE_OPTION: "--eval-judge", JUDGE_INI: "ini eval_judge"}.get(
+        judge_from or "", 'the suite\'s "judge"'
+    )
+    raise CaseFileError(
+        f'{nodeid}: stage(s) {", ".join(own)} (the suite\'s own "judged_stages"/"metrics") '
+        f"need an LLM judge, and this suite's judge is {judge_spec} (from {source}), which "
+        "scores word overlap and cannot grade free criteria; set an LLM judge (e.g. "
+        '"judge": "openai:gpt-4o-mini", or --eval-judge), or take those stages out of "stages"'
     )
 
 

@@ -29,7 +29,12 @@ def gather_stages(suite: Suite, rootdir: Path, imported: dict[str, Any]) -> None
     for module in suite.stage_modules:
         _import_stage_module(module, rootdir, imported)
     adopt_declared_stages()
-    missing = [name for name in (*suite.stages, *suite.report_only) if name not in STAGES]
+    own = {*suite.judged_stages, *suite.metrics}  # the suite's own judged stages: no pack's
+    missing = [
+        name
+        for name in (*suite.stages, *suite.report_only)
+        if name not in STAGES and name not in own
+    ]
     if missing:
         _load_entry_points(missing)
 

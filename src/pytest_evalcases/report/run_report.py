@@ -11,7 +11,7 @@ from typing import Any
 from .aggregate import aggregate
 from .baseline import compare
 from .markdown import append_step_summary, render_markdown
-from .writers import write_reports
+from .writers import ResultsUpdate, write_reports
 
 
 @dataclass(slots=True)
@@ -36,8 +36,10 @@ def build_run_report(
     tolerance: float,
     report_dir: Path | None,
     extra: dict[str, str] | None = None,
+    update_results: ResultsUpdate | None = None,
 ) -> RunReport:
-    """`extra`: more files for the report folder (name -> text), e.g. recording-changes.md."""
+    """`extra`: more files for the report folder (name -> text), e.g. recording-changes.md;
+    `update_results`: what changes results.json's document (a conftest's hook)."""
     doc = aggregate(results, run)
     gate_failed = False
     if baseline is not None:
@@ -45,6 +47,6 @@ def build_run_report(
         gate_failed = bool(doc["baseline"]["failed"])
     written: list[Path] = []
     if report_dir is not None:
-        written = write_reports(doc, report_dir, extra)
+        written = write_reports(doc, report_dir, extra, update_results)
         append_step_summary(render_markdown(doc), os.environ)
     return RunReport(doc, written, gate_failed)

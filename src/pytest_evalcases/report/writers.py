@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +21,25 @@ def dumps_results(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
+# What turns the results document into results.json's (a conftest's
+# pytest_evalcases_update_results): it returns the document to write, leaving `doc` as it was.
+ResultsUpdate = Callable[[dict[str, Any]], Mapping[str, Any]]
+
+
 def write_reports(
-    doc: Mapping[str, Any], out_dir: str | Path, extra: Mapping[str, str] | None = None
+    doc: Mapping[str, Any],
+    out_dir: str | Path,
+    extra: Mapping[str, str] | None = None,
+    update_results: ResultsUpdate | None = None,
 ) -> list[Path]:
     """Write results.json, report.md and dashboard.html into out_dir (created if needed), and
-    the `extra` files (name -> text) a run adds, such as a live run's recording-changes.md."""
+    the `extra` files (name -> text) a run adds, such as a live run's recording-changes.md.
+    `update_results` changes what results.json holds, not what the other files show."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    results = doc if update_results is None else update_results(dict(doc))
     files = {
-        RESULTS_JSON: dumps_results(doc),
+        RESULTS_JSON: dumps_results(results),
         REPORT_MD: render_markdown(doc),
         DASHBOARD_HTML: render_dashboard(doc),
         **(extra or {}),

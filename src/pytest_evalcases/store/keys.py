@@ -28,8 +28,9 @@ INGESTION_PREFIX = "ingestion."
 # A user's case: which ingestion of its user it ran on (engine/user_runs.py), `ingested.<user>`.
 INGESTED_PREFIX = "ingested."
 _INGESTION_KEY_PREFIXES = ("fingerprint.", "code.", INGESTION_PREFIX)
-# Key fields whose long labels (a prompt, an ontology) show as the words that changed.
-_TEXT_PREFIXES = ("fingerprint.", INGESTION_PREFIX)
+# Key fields whose long labels (a prompt, an ontology, a judged stage's own criteria) show as
+# the words that changed.
+_TEXT_PREFIXES = ("fingerprint.", INGESTION_PREFIX, "criteria", "steps", "reads", "rubric")
 
 # Bump when the cassette layout or the meaning of a key field changes: every recording goes stale.
 # 2: code fingerprints in the key, content hashes of the trace and verdicts, HTTP recordings.

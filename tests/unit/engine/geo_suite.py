@@ -44,7 +44,7 @@ def geo_context(
         key_labels={"system": "geo_system:run"},
         gating=list(suite.stages),
         report_only=[],
-        judged=judged_stages(list(suite.stages)),
+        judged=judged_stages(list(suite.stages), suite),
         judge_spec="lexical",
         judge_from="suite",
         judge_options=judge_options(suite),

@@ -17,6 +17,8 @@ from pytest_evalcases.__main__ import main
 from pytest_evalcases.core.schema import validate_case
 from pytest_evalcases.core.suite_schema import Suite
 
+from .conftest import written_files
+
 SAMPLES = Path(__file__).parents[2] / "data" / "benchmarks"
 SAMPLE_FILES = {
     "hotpotqa": "hotpotqa.json",
@@ -24,12 +26,6 @@ SAMPLE_FILES = {
     "2wikimultihopqa": "2wikimultihopqa.json",
     "locomo": "locomo.json",
 }
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def run_import(fmt: str, source: Path | str, *args: str) -> int:
@@ -47,10 +43,6 @@ def imported(fmt: str, *args: str) -> dict[str, Any]:
 
 def data(path: str) -> Any:
     return json.loads(Path(path).read_text())
-
-
-def written_files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
 
 
 def test_hotpotqa_maps_answer_supporting_titles_type_and_a_corpus(project: Path) -> None:

@@ -65,8 +65,11 @@ def _make_scorer(name: str) -> Callable[..., StageResult]:
     return score
 
 
-def score_verdict(name: str, suite: Suite, verdict: dict[str, Any]) -> StageResult:
-    """One verdict (or one repeat of it) under the stage's rule: its labels, or the threshold."""
+def score_verdict(
+    name: str, suite: Suite, verdict: dict[str, Any], threshold: float | None = None
+) -> StageResult:
+    """One verdict (or one repeat of it) under the stage's rule: its labels, or the threshold
+    (`threshold`, else the suite's for the stage)."""
     if verdict.get("error") or verdict.get("score") is None:
         why = verdict.get("error") or "a repeat of this verdict has no score"
         return StageResult(None, False, f"judge error: {why}", judge_error=True)
@@ -77,7 +80,7 @@ def score_verdict(name: str, suite: Suite, verdict: dict[str, Any]) -> StageResu
         accepted = _PASSING_LABELS[name](suite)
         passed = label in accepted
         return StageResult(score_value, passed, f"{label}: {why}".strip(), label=label)
-    threshold = suite.threshold_for(name)
+    threshold = suite.threshold_for(name) if threshold is None else threshold
     passed = score_value >= threshold
     op = ">=" if passed else "<"
     text = f"{score_value:.2f} {op} {threshold:.2f}" + (f"; {why}" if why else "")

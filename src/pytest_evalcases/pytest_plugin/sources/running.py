@@ -22,6 +22,7 @@ from ...engine.recording import Recording
 from ...http.router import subprocess_permission
 from ...store.cassette import cassette_path
 from ..live_batch import LiveRecorder, LiveServices, Progress
+from ..system_fixtures import build_now
 from .replay import JudgeOf
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class HttpReplaySource:
 
     def recording_for(self, item: CaseItem) -> Recording:
         ctx = item.ctx
+        build_now(ctx.system)  # a fixture's system: here, not under the case's recorded HTTP
         try:
             with subprocess_permission(ctx.suite.allow_subprocess):
                 return replay_http(
@@ -65,10 +67,15 @@ class LiveSource:
     """Live modes: the batch recorded the case already (or records it now). With `offline`
     (--replay-http --live-judges), what today's code answers offline is judged."""
 
-    def __init__(self, recorder: LiveRecorder, http: Callable[[], HttpLayer], offline: bool):
+    def __init__(
+        self, recorder: LiveRecorder, http: Callable[[], HttpLayer], offline: bool, runs: bool
+    ):
         self.recorder, self.http, self.offline = recorder, http, offline
+        self.runs_system = runs  # not --live-judges alone, which judges recorded traces
 
     def recording_for(self, item: CaseItem) -> Recording:
+        if self.runs_system:  # a fixture's system: built on this thread, not the batch's
+            build_now(item.ctx.system)
         try:
             if self.offline:
                 with subprocess_permission(item.ctx.suite.allow_subprocess):
@@ -129,7 +136,8 @@ def system_source(state: EvalSession) -> HttpReplaySource | LiveSource:
         otel_export=lambda: state.otel_export,
     )
     recorder = LiveRecorder(services, settings.concurrency, settings.mode, settings.dry_run)
-    return LiveSource(recorder, http, offline=settings.replay_http)
+    runs = settings.mode != RunMode.LIVE_JUDGES or settings.replay_http
+    return LiveSource(recorder, http, offline=settings.replay_http, runs=runs)
 
 
 def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[], None]:
@@ -147,6 +155,9 @@ def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[],
         and not item.case.skip
         and item.suite_conflict(state) is None
     ]
+    if source.runs_system:  # fixtures' systems, on this thread, before the batch starts
+        for system in {id(item.ctx.system): item.ctx.system for item in items}.values():
+            build_now(system)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write if reporter else (lambda text: None)
     progress = Progress(len(items), write, bool(reporter and reporter.isatty))
