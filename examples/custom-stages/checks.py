@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from functools import cache
 
-import pytest_evalcases as ev
 from shop_agent import database
+
+import pytest_evalcases as ev
 
 
 @cache

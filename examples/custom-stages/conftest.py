@@ -3,7 +3,6 @@ pytest builds it, with the database it needs, only when a run calls the agent (-
 --replay-http); a plain replay builds nothing."""
 
 import pytest
-
 from shop_agent import database
 from shop_agent.system import OrderDesk
 

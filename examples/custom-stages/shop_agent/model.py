@@ -58,7 +58,8 @@ def _answer(question: str, rows: list[list[object]]) -> str:
         if status == "refund refused":
             return (
                 f"I'm sorry about order {number}: its refund was refused because it was placed "
-                f"on {placed_on}, outside our refund window. I'd be glad to help with anything else."
+                f"on {placed_on}, outside our refund window. "
+                "I'd be glad to help with anything else."
             )
         return f"Order {number}, placed on {placed_on}, is {status}."
     if customer := CUSTOMER.search(question):
