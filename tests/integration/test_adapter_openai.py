@@ -10,7 +10,7 @@ import pytest
 from scripted_openai import ScriptedOpenAI
 
 from pytest_evalcases.adapters import from_openai_messages, from_openai_response
-from pytest_evalcases.domain.system import normalize_trace
+from pytest_evalcases.domain.returned_traces import normalize_trace
 
 openai = pytest.importorskip("openai")
 

@@ -9,7 +9,7 @@ import pytest
 from scripted_openai import ScriptedOpenAI
 
 from pytest_evalcases.adapters import from_openai_agents
-from pytest_evalcases.domain.system import normalize_trace
+from pytest_evalcases.domain.returned_traces import normalize_trace
 
 pytest.importorskip("agents")
 from agents import (  # noqa: E402

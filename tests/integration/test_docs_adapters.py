@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from scripted_openai import ScriptedOpenAI
 
-from pytest_evalcases.domain.system import CaseInput, normalize_trace
+from pytest_evalcases.domain.returned_traces import normalize_trace
+from pytest_evalcases.domain.system import CaseInput
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)

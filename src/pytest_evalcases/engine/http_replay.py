@@ -14,7 +14,8 @@ from ..core.errors import (
     UserCodeExit,
 )
 from ..domain.context import case_where
-from ..domain.system import exit_message, normalize_trace
+from ..domain.returned_traces import normalize_trace
+from ..domain.system import exit_message
 from ..domain.verdicts import judged_inputs, judged_part, judged_units
 from ..http.router import CaseHttp, UnservedRequest
 from ..http.volatile import replay_ignored

@@ -26,7 +26,7 @@ from ..core.errors import (
     NewerCassette,
     StaleRecording,
 )
-from ..domain.system import json_problem
+from ..domain.returned_traces import json_problem
 from ..domain.users import call_hook
 from ..http.rerecord import keep_old_volatile
 from ..http.router import CaseHttp, UnservedRequest

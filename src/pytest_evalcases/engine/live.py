@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import CassetteError, NewerCassette, SystemTimeout
 from ..core.modes import RunMode
 from ..domain.context import case_where
-from ..domain.system import normalize_trace, system_view
+from ..domain.returned_traces import normalize_trace
+from ..domain.system import system_view
 from ..http.router import CaseHttp
 from ..store.cassette import Cassette, cassette_path, load_cassette
 from ..store.pair import RecordingPair

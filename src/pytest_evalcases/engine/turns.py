@@ -14,7 +14,8 @@ import inspect
 from typing import Any
 
 from ..core.errors import TraceError, UserCodeExit
-from ..domain.system import CaseInput, System, exit_message, normalize_trace, run_in_daemon_thread
+from ..domain.returned_traces import normalize_trace
+from ..domain.system import CaseInput, System, exit_message, run_in_daemon_thread
 
 _RUN_TURN = "run_turn(case, history)"
 

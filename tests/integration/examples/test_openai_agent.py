@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evalcases.domain.system import normalize_trace
+from pytest_evalcases.domain.returned_traces import normalize_trace
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "openai-agent"
 if str(EXAMPLE) not in sys.path:

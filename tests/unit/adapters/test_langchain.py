@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.adapters import fingerprint_of, from_langchain_messages
-from pytest_evalcases.domain.system import normalize_trace
+from pytest_evalcases.domain.returned_traces import normalize_trace
 
 pytest.importorskip("langchain_core")
 from langchain_core.documents import Document  # noqa: E402

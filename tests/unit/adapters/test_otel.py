@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.adapters import capture_otel, from_pydantic_ai
-from pytest_evalcases.domain.system import normalize_trace
+from pytest_evalcases.domain.returned_traces import normalize_trace
 
 pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("pydantic_ai")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_evalcases.adapters import fingerprint_of, from_pydantic_ai
-from pytest_evalcases.domain.system import normalize_trace
+from pytest_evalcases.domain.returned_traces import normalize_trace
 
 pytest.importorskip("pydantic_ai")
 from pydantic import BaseModel  # noqa: E402
