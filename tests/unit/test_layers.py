@@ -40,6 +40,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "pytest_plugin.session": (6, "pytest layer: run state and registries"),
     "pytest_plugin.user_stages": (6, "pytest layer: stage modules and stage packs, imported"),
     "pytest_plugin.system_fixtures": (6, "pytest layer: systems built by pytest fixtures"),
+    "pytest_plugin.suite_stages": (7, "pytest layer: checking the stages a suite runs"),
     "pytest_plugin.suite_contexts": (7, "pytest layer: building suite contexts"),
     "pytest_plugin.housekeeping": (7, "pytest layer: orphans, prune"),
     "pytest_plugin.items": (7, "pytest layer: the items of eval cases"),

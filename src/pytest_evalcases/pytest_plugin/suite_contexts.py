@@ -13,25 +13,22 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..core.errors import CaseFileError, UserInterrupt
-from ..core.hashing import LABEL_CHARS, content_hash, file_hash
+from ..core.hashing import LABEL_CHARS, file_hash
 from ..core.names import shown_file, shown_name, unsafe_id_reason
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationSuite
-from ..domain.code import METRIC_PACKAGE, installed_package
 from ..domain.context import CalibrationContext, SuiteContext
-from ..domain.stages.declared import declared_stages, known_stage
-from ..domain.stages.registry import STAGES, prepare_stages
 from ..domain.system import fixture_name, resolve_system
 from ..domain.totals import resolve_totals
 from ..domain.users import SuiteUser, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from ..judges import JudgeConfigError
-from ..judges.spec import canonical_judge, parse_spec
+from ..judges.spec import canonical_judge
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from .suite_stages import check_free_criteria_judge, check_suite_stages
 from .system_fixtures import default_spec, fixture_system
-from .user_stages import gather_stages, known_stage_names
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -57,44 +54,6 @@ def _parse_case_file(nodeid: str, text: str) -> Any:
             f"{nodeid}: cannot read the JSON: {str(exc).split(';')[0]}; write numbers this long "
             "as strings"
         ) from None
-
-
-def _threshold_problems(suite: Suite) -> list[str]:
-    """Per-stage thresholds must name stages the suite runs: a typo would be silently ignored
-    (its values are checked against [0, 1] by the schema)."""
-    runs = suite.stages + suite.report_only
-    problems = []
-    for name in suite.thresholds:
-        if name in runs:
-            continue
-        if known_stage(suite, name):
-            problems.append(
-                f'stage {name!r} is not run by this suite: add it to "stages" or "report_only", '
-                "or remove its threshold"
-            )
-            continue
-        import difflib  # only for a typo: not on every run's import path
-
-        close = difflib.get_close_matches(name, runs, n=1) or difflib.get_close_matches(
-            name, _stage_names(suite), n=1
-        )
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        problems.append(f"unknown stage {name!r}{hint}")
-    return problems
-
-
-def _stage_names(suite: Suite) -> list[str]:
-    """Every stage name the suite may run: the registry's and its own."""
-    return [*STAGES, *suite.judged_stages, *suite.metrics]
-
-
-def _with_suggestion(name: str, known: list[str]) -> str:
-    """An unknown stage's name, with the known stage it is close to (`retreival (did you mean
-    'retrieval'?)`)."""
-    import difflib  # only for a typo: not on every run's import path
-
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
-    return f"{name} (did you mean {close[0]!r}?)" if close else name
 
 
 def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
@@ -243,33 +202,8 @@ def suite_context(
         suite = Suite.model_validate(raw)
     except ValidationError as exc:
         raise CaseFileError(f"{nodeid}: invalid suite\n{format_validation_error(exc)}") from None
-    try:  # the suite's own stages: its stage modules, conftest files, installed packs
-        gather_stages(suite, state.settings.rootdir, state.stage_modules)
-    except CaseFileError as exc:
-        if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
-            state.interrupted = state.interrupted or exc.what
-        raise CaseFileError(f"{nodeid}: {exc}") from None
-    if suite.judged_stages or suite.metrics:  # after gather_stages: a clash with one is named
-        _declare_stages(state, suite, nodeid)
-    runs = suite.stages + suite.report_only
-    unknown = [name for name in runs if not known_stage(suite, name)]
-    if unknown:
-        known = [*known_stage_names(), *suite.judged_stages, *suite.metrics]
-        raise CaseFileError(
-            f"{nodeid}: unknown stage(s) {', '.join(_with_suggestion(n, known) for n in unknown)}"
-            f"; known stages: {', '.join(known)}; a stage of your own is declared with "
-            '@ev.stage in conftest.py or in a module of the suite\'s "stage_modules" '
-            "(docs/extending.md)"
-        )
-    threshold_problems = _threshold_problems(suite)
-    if threshold_problems:
-        raise CaseFileError(
-            f'{nodeid}: "thresholds": {"; ".join(threshold_problems)}; this suite runs '
-            f"{', '.join(suite.stages + suite.report_only)}"
-        )
+    check_suite_stages(state, suite, nodeid)
     try:
-        registered = [name for name in runs if name in STAGES]  # the suite's own need none
-        prepare_stages(suite, registered, state.settings.rootdir)
         totals = resolve_totals(suite, state.settings.rootdir)
     except CaseFileError as exc:
         raise CaseFileError(f"{nodeid}: {exc}") from None
@@ -324,7 +258,9 @@ def suite_context(
     report_only = [name for name in suite.report_only if name not in suite.stages]
 
     judge_spec, judge_from = _judge_of(state, suite.judge, nodeid)
-    _check_free_criteria_judge(suite, runs, judge_spec, judge_from, nodeid)
+    check_free_criteria_judge(
+        suite, suite.stages + suite.report_only, judge_spec, judge_from, nodeid
+    )
 
     return SuiteContext(
         path=path,
@@ -359,51 +295,6 @@ def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:
     if suite.metrics:
         options["rootdir"] = str(rootdir)
     return options
-
-
-def _declare_stages(state: EvalSession, suite: Suite, nodeid: str) -> None:
-    """Build the suite's own judged stages once, each metric keyed by its class's source (its
-    module and the project modules it imports, found without importing them). CaseFileError
-    naming the file for a name taken twice or a metric module that cannot be found."""
-
-    def metric_code(spec: str) -> tuple[dict[str, str], dict[str, str]]:
-        module = spec.partition(":")[0]
-        fingerprints = state.code_fingerprints
-        installed = None if fingerprints.in_project(module) else installed_package(module)
-        if installed is not None:  # e.g. deepeval's own metrics: keyed by the release
-            return {METRIC_PACKAGE: content_hash(installed)}, {METRIC_PACKAGE: installed}
-        paths: dict[str, str] = {}
-        try:
-            fields = fingerprints.default_key_fields(spec, paths)
-        except CaseFileError as exc:
-            raise CaseFileError(
-                f'"metrics": {spec!r}: its source keys the metric\'s verdicts, and {exc}'
-            ) from None
-        return fields, {name: path for name, path in paths.items() if len(path) <= LABEL_CHARS}
-
-    try:
-        declared_stages(suite, metric_code)
-    except CaseFileError as exc:
-        raise CaseFileError(f"{nodeid}: {exc}") from None
-
-
-def _check_free_criteria_judge(
-    suite: Suite, runs: list[str], judge_spec: str | None, judge_from: str | None, nodeid: str
-) -> None:
-    """A judge that cannot grade free criteria (lexical: word overlap) for a suite running its
-    own judged stages is an error now: a score from it would mean nothing."""
-    own = [name for name in runs if name in suite.judged_stages or name in suite.metrics]
-    if not own or judge_spec is None or parse_spec(judge_spec).provider != "lexical":
-        return
-    source = {JUDGE_OPTION: "--eval-judge", JUDGE_INI: "ini eval_judge"}.get(
-        judge_from or "", 'the suite\'s "judge"'
-    )
-    raise CaseFileError(
-        f'{nodeid}: stage(s) {", ".join(own)} (the suite\'s own "judged_stages"/"metrics") '
-        f"need an LLM judge, and this suite's judge is {judge_spec} (from {source}), which "
-        "scores word overlap and cannot grade free criteria; set an LLM judge (e.g. "
-        '"judge": "openai:gpt-4o-mini", or --eval-judge), or take those stages out of "stages"'
-    )
 
 
 def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
