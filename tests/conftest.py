@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 from collections.abc import Iterator
 
@@ -9,7 +10,7 @@ import bytecode
 import pytest
 from evalhelpers import TEST_COLUMNS, Project
 from fact_model import model  # noqa: F401 - the loopback model of the ingestion tests
-from inprocess import XDIST_VARIABLES, forgetting_only_modules_under
+from inprocess import XDIST_VARIABLES, forgetting_only_modules_under, remembered_distributions
 from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the adapter tests
 
 
@@ -58,6 +59,7 @@ def project(
     for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE=1
+    monkeypatch.setattr(importlib.metadata, "distributions", remembered_distributions)
     pytester.syspathinsert()
     snapshot = forgetting_only_modules_under(pytester.path)
     # pytester's private hooks (pytest 8-9): fail here, loudly, if they change.
