@@ -17,16 +17,9 @@ def run_module(folder: Path, prefix: Path) -> str:
     """`python -c "import mod"` in `folder`, writing bytecode to the cache at `prefix`."""
     env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(prefix)
-    done = subprocess.run(
-        [sys.executable, "-c", "import mod"],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
+    return subprocess.check_output(
+        [sys.executable, "-c", "import mod"], cwd=folder, env=env, text=True, timeout=60
+    ).strip()
 
 
 def edit_unseen(module: Path, text: str) -> None:
