@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
+from collections.abc import Iterator
 
+import bytecode
 import pytest
 from evalhelpers import TEST_COLUMNS, Project
 from fact_model import model  # noqa: F401 - the loopback model of the ingestion tests
-from inprocess import XDIST_VARIABLES, forgetting_only_modules_under
+from inprocess import XDIST_VARIABLES, forgetting_only_modules_under, remembered_distributions
 from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the adapter tests
+
+
+# The fresh interpreters the tests start share one bytecode cache (see bytecode.py).
+def pytest_configure(config: pytest.Config) -> None:
+    bytecode.create_shared_cache(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    bytecode.check_shared_cache(session)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    bytecode.report_stale(config, terminalreporter)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    bytecode.remove_shared_cache(config)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_bytecode_cache() -> Iterator[None]:
+    yield from bytecode.shared_cache_environment()
 
 
 @pytest.fixture
@@ -21,7 +48,8 @@ def project(
     the project's modules afresh. A test marked `subprocess` runs them in a fresh interpreter
     instead: where a run must be a process of its own (a signal, a pid, what it imports). A test
     whose other runs need no process of their own starts that one with `run_in_subprocess`."""
-    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    for name, value in bytecode.bytecode_env().items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("COLUMNS", TEST_COLUMNS)
     if request.node.get_closest_marker("subprocess"):
         runner = pytester.runpytest_subprocess
@@ -31,6 +59,7 @@ def project(
     for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE=1
+    monkeypatch.setattr(importlib.metadata, "distributions", remembered_distributions)
     pytester.syspathinsert()
     snapshot = forgetting_only_modules_under(pytester.path)
     # pytester's private hooks (pytest 8-9): fail here, loudly, if they change.

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bytecode import bytecode_env
 from inprocess import run_pytest_in_process
 from judge_server import JUDGE_SETTINGS
 
@@ -414,7 +415,7 @@ def run_pytest_env(
         for name, value in os.environ.items()
         if not name.startswith(("PYTEST_", "COV_")) and name not in JUDGE_ENV_VARS
     }
-    base["PYTHONDONTWRITEBYTECODE"] = "1"
+    base.update(bytecode_env())
     base["COLUMNS"] = TEST_COLUMNS
     base.update(env or {})
     started = time.perf_counter()

@@ -13,12 +13,15 @@ snapshots and the sys-level output capture.
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pytest.capture import MultiCapture, SysCapture
@@ -26,6 +29,58 @@ from _pytest.pytester import SysModulesSnapshot, SysPathsSnapshot
 
 # The variables an outer xdist worker sets: a run started for a project is no worker of it.
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+class _RememberedDistribution(importlib.metadata.Distribution):
+    """An installed distribution whose metadata files are read and parsed once per process.
+
+    Every pytest session reads every installed distribution's entry points (its plugins) and
+    the file lists of those with a pytest plugin (to mark them for assertion rewriting):
+    thousands of paths from deepeval's and langsmith's RECORD, a third of a small in-process
+    session's time. A session in this process reads them from here instead."""
+
+    def __init__(self, dist: importlib.metadata.Distribution) -> None:
+        self._dist = dist
+
+    @functools.cache  # noqa: B019 - one instance per distribution folder, kept for the process
+    def read_text(self, filename: str) -> str | None:
+        return self._dist.read_text(filename)
+
+    def locate_file(self, path: Any) -> Any:
+        return self._dist.locate_file(path)
+
+    @functools.cached_property
+    def files(self) -> list[importlib.metadata.PackagePath] | None:  # type: ignore[override]
+        return super().files
+
+    @functools.cached_property
+    def entry_points(self) -> importlib.metadata.EntryPoints:  # type: ignore[override]
+        return super().entry_points
+
+    @functools.cached_property
+    def metadata(self) -> Any:  # type: ignore[override]
+        return super().metadata
+
+
+_REMEMBERED: dict[tuple[str, int], _RememberedDistribution] = {}
+_distributions = importlib.metadata.distributions
+
+
+def remembered_distributions(**kwargs: Any) -> Iterator[importlib.metadata.Distribution]:
+    """`importlib.metadata.distributions`, each found distribution folder's files read once
+    (again if the folder changed: its mtime)."""
+    for dist in _distributions(**kwargs):
+        folder = getattr(dist, "_path", None)
+        try:
+            key = (str(folder), os.stat(folder).st_mtime_ns) if folder is not None else None
+        except OSError:
+            key = None
+        if key is None:
+            yield dist
+            continue
+        if key not in _REMEMBERED:
+            _REMEMBERED[key] = _RememberedDistribution(dist)
+        yield _REMEMBERED[key]
 
 
 def forgetting_only_modules_under(root: Path) -> Callable[[], SysModulesSnapshot]:
@@ -78,6 +133,7 @@ def _run(
         for name, value in (env or {}).items():
             patch.setenv(name, value)
         patch.setattr(sys, "dont_write_bytecode", True)  # as PYTHONDONTWRITEBYTECODE=1
+        patch.setattr(importlib.metadata, "distributions", remembered_distributions)
         patch.chdir(root)
         modules = forgetting_only_modules_under(root)()
         paths = SysPathsSnapshot()

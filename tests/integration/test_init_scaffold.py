@@ -1,8 +1,9 @@
 """`python -m pytest_evalcases init` end to end, for each framework: in the fresh scaffold,
 `pytest --live --eval-judge lexical` records the three cases and `pytest` replays them, both
 green, with no key, no network and no warning; `scan` finds no secret; a bug in the scaffold's
-tools module stales the recordings by name. pytest runs in a subprocess with the scaffold as its
-working directory, as a user would run it."""
+tools module stales the recordings by name. pytest runs with the scaffold as its working
+directory, as a user would run it: the replay in a fresh interpreter (what it imports and warns
+of is a user's first run), the live and the stale runs in this process (inprocess.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from evalhelpers import output
+from inprocess import run_pytest_in_process
 
 from pytest_evalcases.cli import main
 from pytest_evalcases.cli.init_templates import FRAMEWORKS
@@ -32,6 +35,12 @@ def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def pytest_in_process(folder: Path, *args: str) -> pytest.RunResult:
+    """`pytest_in`, in this process."""
+    keys = [name for name in os.environ if name.endswith("_API_KEY")]
+    return run_pytest_in_process(folder, "-p", "no:cacheprovider", *args, unset=keys)
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_fresh_scaffold_records_then_replays_green_offline(
     framework: str, tmp_path: Path
@@ -39,9 +48,9 @@ def test_a_fresh_scaffold_records_then_replays_green_offline(
     folder = tmp_path / "proj"
     assert main(["init", "--framework", framework, str(folder)]) == 0
 
-    live = pytest_in(folder, "--live", "--eval-judge", "lexical")
-    assert live.returncode == 0, live.stdout + live.stderr
-    assert "3 recorded" in live.stdout and "3 passed" in live.stdout
+    live = pytest_in_process(folder, "--live", "--eval-judge", "lexical")
+    assert live.ret == 0, output(live)
+    assert "3 recorded" in output(live) and "3 passed" in output(live)
     assert len(list((folder / "cassettes/assistant").glob("*.json"))) >= 3
 
     replay = pytest_in(folder)
@@ -54,6 +63,6 @@ def test_a_fresh_scaffold_records_then_replays_green_offline(
     if framework == "plain":  # the fingerprint covers the whole scaffolded package
         tools = folder / "my_agent/tools.py"
         tools.write_text(tools.read_text().replace("ranked[:2]", "ranked[1:2]"))
-        stale = pytest_in(folder, "-q")
-        assert stale.returncode == 1
-        assert "code.my_agent.tools changed" in stale.stdout
+        stale = pytest_in_process(folder, "-q")
+        assert stale.ret == 1, output(stale)
+        assert "code.my_agent.tools changed" in output(stale)

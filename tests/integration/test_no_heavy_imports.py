@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bytecode import bytecode_env
 from evalhelpers import Project, make_case, suite_doc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def run_probe(cwd: Path, *args: str) -> tuple[int, list[str], str]:
         for name, value in os.environ.items()
         if not name.startswith(("PYTEST_", "COV_"))
     }
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(bytecode_env())
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, *args],
         cwd=cwd,

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from bytecode import bytecode_env
 from evalhelpers import (
     Project,
     assert_not_aborted,
@@ -106,7 +107,7 @@ def test_one_ctrl_c_ends_a_live_run_whose_system_hangs(project: Project) -> None
     before = project.files()
     project.clear_calls()
     project.steer(hang=["alpha", "gamma", "epsilon"])
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, **bytecode_env())
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_XDIST_WORKER", None)
     proc = subprocess.Popen(

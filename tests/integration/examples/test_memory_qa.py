@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bytecode import bytecode_env
 from evalhelpers import TEST_COLUMNS, error_block, output, summary_section
 from inprocess import run_pytest_in_process
 
@@ -42,7 +43,7 @@ def run_in(root: Path, *args: str, module: str = "pytest") -> pytest.RunResult:
             root, "-p", "no:cacheprovider", *args, env={"COLUMNS": TEST_COLUMNS}
         )
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
-    env.update(PYTHONDONTWRITEBYTECODE="1", COLUMNS=TEST_COLUMNS)
+    env.update(bytecode_env(), COLUMNS=TEST_COLUMNS)
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", module, *args],
