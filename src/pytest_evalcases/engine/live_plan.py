@@ -7,7 +7,7 @@ engine/live.py reads the files, runs the plan and saves; nothing here does I/O o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -74,14 +74,21 @@ class KeptVerdicts:
 @dataclass(frozen=True, slots=True)
 class RunPlan:
     """What runs: the recorded runs reused as they are (a current trace), or `wanted` system
-    runs (`reused` None); per run, the verdicts a failed judge falls back on; the HTTP recording
-    kept (a reused trace keeps its own)."""
+    runs (`reused` None); per run, the verdicts a failed judge falls back on (`fallbacks`); the
+    HTTP recording kept (a reused trace keeps its own)."""
 
     key: dict[str, str]
     wanted: int
     reused: tuple[RecordedRun, ...] | None
-    fallbacks: tuple[KeptVerdicts, ...]
+    # Worked out when asked, after the system runs: for a case that runs its system it hashes
+    # every old verdict, and a live batch plans every case before the first system run starts
+    # (200 cases: ~30 ms more before the first judge request).
+    fallbacks_of: Callable[[], tuple[KeptVerdicts, ...]]
     http: str | None = None
+
+    @property
+    def fallbacks(self) -> tuple[KeptVerdicts, ...]:
+        return self.fallbacks_of()
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +172,7 @@ def plan_runs(
     if current and base is not None:
         return _reusing(key, base, base.trace)
     path = cassette_path(ctx.cassette_root, ctx.suite.name, case.id)
-    return RunPlan(key, wanted, None, _verdicts_before(ctx, path, old.compared))
+    return RunPlan(key, wanted, None, lambda: _verdicts_before(ctx, path, old.compared))
 
 
 def _reusing(key: dict[str, str], base: Cassette, judged_on: dict[str, Any]) -> RunPlan:
@@ -174,7 +181,7 @@ def _reusing(key: dict[str, str], base: Cassette, judged_on: dict[str, Any]) -> 
         RecordedRun(run.trace, run.verdicts, run.trace) for run in base.later_runs or ()
     )
     fallbacks = tuple(KeptVerdicts(run.verdicts, run.judged_on) for run in runs)
-    return RunPlan(key, len(runs), runs, fallbacks, base.http)
+    return RunPlan(key, len(runs), runs, lambda: fallbacks, base.http)
 
 
 def _verdicts_before(

@@ -24,6 +24,7 @@ from ..domain.context import SuiteContext
 from ..domain.stages.registry import stage_field_names
 from ..store.folders import user_recording_stem
 from .calibration_items import collect_calibration
+from .heap import keep_run_heap_out_of_gc
 from .items import CaseItem, SuiteErrorItem
 from .session import get_session
 from .suite_contexts import ContextVariants, read_suite_file, suite_context
@@ -44,6 +45,8 @@ class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
 
         state = get_session(self.config)
+        if not state.seen_case_files:  # the first case file: what the run keeps, out of GC's way
+            keep_run_heap_out_of_gc()
         state.seen_case_files.add(self.path)
         try:
             raw = read_suite_file(self.path, self.nodeid)

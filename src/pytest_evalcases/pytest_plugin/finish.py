@@ -19,7 +19,7 @@ from ..report.run_report import build_run_report, judges_used
 from ..telemetry import delivery_line
 from .gathering import ResultCollector, results_collector
 from .hook_calls import added_summary_lines, gather_summary_lines, hook_errors, results_updater
-from .housekeeping import left_alone_line, orphan_report
+from .housekeeping import orphan_report
 from .project import project_config
 from .session import EvalSession, utc_now
 
@@ -151,7 +151,7 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
     collector = results_collector(config)
     if collector is None or collector.summary is None:
         return
-    orphans, note = orphan_report(state)
+    orphans, note, left = orphan_report(state)
     # Every line holds text from traces, labels, judges or file names: none may drive the
     # terminal (one regex search a line; the lines are per run, not per passing case).
     write_line = lambda line: terminalreporter.write_line(terminal_safe(str(line)))  # noqa: E731
@@ -166,7 +166,6 @@ def write_summary(terminalreporter: Any, config: pytest.Config, state: EvalSessi
         terminalreporter.write_sep("=", "judge calibration")
         for line in calibration:
             write_line(line)
-    left = left_alone_line(state.settings.rootdir, state.settings.cassette_root)
     if left:
         write_line(left)
     if state.removed_temp_files:

@@ -24,6 +24,7 @@ from .gathering import (
     load_locked_manifest,
     results_collector,
 )
+from .heap import stop_freezing
 from .options import add_options
 from .session import SESSION_KEY, EvalSession, get_session
 from .settings import (
@@ -139,7 +140,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Claim the suite names of the case files this run did not collect (two files declaring
     one name must be refused whatever the selection). Collected items live until the end of the
     run: move them out of the cyclic garbage collector's way (its full passes over a large
-    collection cost ~1 s per 10,000 cases)."""
+    collection cost ~1 s per 10,000 cases; see heap.py)."""
     state = get_session(session.config)
     if not state.seen_case_files:  # no eval case in this run: read nothing
         return
@@ -151,6 +152,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.note_selected(selected)
     if selected:
         gc.freeze()
+    else:  # no eval case runs: the collector as pytest alone would have it
+        stop_freezing()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -267,6 +270,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    stop_freezing()
     state = config.stash.get(SESSION_KEY, None)
     if state is not None:
         state.close_http()

@@ -8,14 +8,14 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
 from ..core.modes import RunMode
 from ..core.names import shown_file
 from ..store.files import CASE_FILE_CAP, problem_of, read_bounded
-from ..store.folders import find_orphans, left_alone, user_recording_stem
+from ..store.folders import left_alone, scan_recordings, user_recording_stem
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -54,10 +54,10 @@ def outside_rootdir_note(rootdir: Path, cassette_root: Path) -> str | None:
     )
 
 
-def left_alone_line(rootdir: Path, cassette_root: Path) -> str | None:
+def left_alone_line(rootdir: Path, found: list[tuple[Path, str]]) -> str | None:
     """One line naming what under the cassette folder was neither walked nor deleted (symlinks,
-    files that are not regular files), and why; None when there is nothing such."""
-    found = left_alone(cassette_root)
+    files that are not regular files: `store.folders.left_alone`), and why; None when there is
+    nothing such."""
     if not found:
         return None
     shown = ", ".join(f"{shown_file(path, rootdir)} ({why})" for path, why in found)
@@ -101,8 +101,8 @@ def prune_orphans(config: pytest.Config) -> int:
             f"--live-prune deleted nothing: cannot read the case file(s) {names}, whose "
             "recordings would look orphaned; fix or remove them, then prune again"
         )
-    orphans = find_orphans(cassette_root, _ids_by_suite(per_file))
-    remove_orphans(orphans)
+    orphans, left_alone_found = scan_recordings(cassette_root, _ids_by_suite(per_file))
+    remove_orphans(orphans)  # regular files only: what is left alone stays as it was listed
     count = len(orphans)
     print(
         f"--live-prune: deleted {count} orphaned recording{'s' * (count != 1)}"
@@ -110,7 +110,7 @@ def prune_orphans(config: pytest.Config) -> int:
     )
     for path in orphans:
         print(f"  {shown_file(path, rootdir)}")
-    left = left_alone_line(rootdir, cassette_root)
+    left = left_alone_line(rootdir, left_alone_found)
     if left:
         print(left)
     return int(pytest.ExitCode.OK)
@@ -216,42 +216,61 @@ def claim_uncollected_suites(state: EvalSession) -> None:
         state.collected_suites[path] = (name, ids)
 
 
-def orphan_report(state: EvalSession) -> tuple[list[str], str]:
+class FolderReport(NamedTuple):
+    """What the summary says of the cassette folder: the orphans as shown, a note on what was
+    done with them, and the line naming what was left alone (or None)."""
+
+    orphans: list[str]
+    note: str
+    left_alone: str | None
+
+
+def orphan_report(state: EvalSession) -> FolderReport:
     """Recordings with no case (as shown: relative paths, `(deleted)` when this run deleted
-    them), and a note on what was done with them. A `--live` run deletes the orphans of each
-    suite it selected every case of, whatever selected them; those of a suite that is gone
-    when it selected every case of every suite."""
+    them), and a note on what was done with them; and what was left alone, from the same
+    listing of the folders. A `--live` run deletes the orphans of each suite it selected every
+    case of, whatever selected them; those of a suite that is gone when it selected every case
+    of every suite."""
+    settings = state.settings
     per_file, unreadable = scan_suites(
-        state.settings.case_dirs, state.settings.cassette_root, state.collected_suites
+        settings.case_dirs, settings.cassette_root, state.collected_suites
     )
     if unreadable:
-        names = ", ".join(shown_file(p, state.settings.rootdir) for p in unreadable[:3])
-        return [], f" (not checked: unreadable case file {names})"
-    orphans = find_orphans(state.settings.cassette_root, _ids_by_suite(per_file))
+        names = ", ".join(shown_file(p, settings.rootdir) for p in unreadable[:3])
+        left = left_alone_line(settings.rootdir, left_alone(settings.cassette_root))
+        return FolderReport([], f" (not checked: unreadable case file {names})", left)
+    orphans, found = scan_recordings(settings.cassette_root, _ids_by_suite(per_file))
+    left = left_alone_line(settings.rootdir, found)  # orphans are regular files: not among them
     if not orphans:
-        return [], ""
-    outside = outside_rootdir_note(state.settings.rootdir, state.settings.cassette_root)
+        return FolderReport([], "", left)
+    outside = outside_rootdir_note(settings.rootdir, settings.cassette_root)
     live = (
-        state.settings.mode == RunMode.LIVE and not state.settings.dry_run and not outside
+        settings.mode == RunMode.LIVE and not settings.dry_run and not outside
     )  # a dry run writes and deletes nothing
     deletable = set(_deletable(state, orphans, per_file)) if live else set()
     remove_orphans(sorted(deletable))
     shown = [
-        shown_file(path, state.settings.rootdir) + (" (deleted)" if path in deletable else "")
+        shown_file(path, settings.rootdir) + (" (deleted)" if path in deletable else "")
         for path in orphans
     ]
     kept = len(orphans) - len(deletable)
     if outside:
-        return shown, f" (not deleted: {outside})"
+        return FolderReport(shown, f" (not deleted: {outside})", left)
     if not kept:
-        return shown, " (deleted: this --live run selected every case of their suites)"
-    if deletable:
-        return shown, (
-            f" ({len(deletable)} deleted: this --live run selected every case of their "
-            "suites; --live-prune deletes the rest)"
+        return FolderReport(
+            shown, " (deleted: this --live run selected every case of their suites)", left
         )
-    return shown, (
-        " (--live-prune deletes them, as does a --live run that selects every case of their suite)"
+    if deletable:
+        return FolderReport(
+            shown,
+            f" ({len(deletable)} deleted: this --live run selected every case of their "
+            "suites; --live-prune deletes the rest)",
+            left,
+        )
+    return FolderReport(
+        shown,
+        " (--live-prune deletes them, as does a --live run that selects every case of their suite)",
+        left,
     )
 
 

@@ -52,42 +52,53 @@ def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
     (`users/<id>.json`, `.http.json`) of a user the suite no longer declares. `suites`: each
     suite's case ids and its users' `user_recording_stem`s. Temp files of interrupted writes
     are not recordings; a symlink (a folder or a file) is never followed: see `left_alone`."""
-    if not root.is_dir():
-        return []
-    orphans = []
-    for folder in _real_folders(root):
-        known = set(suites.get(folder.name, ()))
-        for prefix, path in _recording_folders(folder.path):
-            orphans += [
-                Path(entry.path)
-                for entry in _json_entries(path)
-                if entry.is_file(follow_symlinks=False)
-                and prefix + _case_of(entry.name) not in known
-            ]
-    return orphans
+    return scan_recordings(root, suites)[0]
 
 
 def left_alone(root: Path) -> list[tuple[Path, str]]:
     """What under the cassette folder is not walked nor deleted, and why: a suite folder (or
     its `users/` folder) that is a symlink (what it points to is not ours), and a `*.json`
     entry there that is a symlink or not a regular file."""
+    return scan_recordings(root, None)[1]
+
+
+def scan_recordings(
+    root: Path, suites: Mapping[str, Iterable[str]] | None
+) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """`find_orphans` (with `suites`; none without) and `left_alone`, in one listing of each
+    folder: at 100,000 cases a folder holds 200,000 entries, and the end of every run asks for
+    both."""
     if not root.is_dir():
-        return []
+        return [], []
+    orphans: list[Path] = []
     found = []
     for entry in sorted(os.scandir(root), key=lambda entry: entry.name):
         if entry.is_symlink():
             found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
     for folder in _real_folders(root):
+        known = set(suites.get(folder.name, ())) if suites is not None else None
         users = os.path.join(folder.path, USERS_FOLDER)
         if os.path.islink(users):
             found.append((Path(users), f"a symlink to {os.readlink(users)}"))
-        for _, path in _recording_folders(folder.path):
-            for entry in _json_entries(path):
-                if entry.is_symlink():
-                    found.append((Path(entry.path), f"a symlink to {os.readlink(entry.path)}"))
-                elif not entry.is_file(follow_symlinks=False):
-                    found.append((Path(entry.path), "not a regular file"))
-    return found
+        for prefix, path in _recording_folders(folder.path):
+            # Only what is reported is sorted (a name's order is the same in any subset).
+            regular, other = [], []
+            for entry in os.scandir(path):
+                if not entry.name.endswith(".json"):
+                    continue
+                if entry.is_file(follow_symlinks=False):  # a symlink is not a regular file
+                    if known is not None and prefix + _case_of(entry.name) not in known:
+                        regular.append(entry)
+                else:
+                    other.append(entry)
+            orphans += [Path(entry.path) for entry in _by_name(regular)]
+            found += [
+                (Path(entry.path), f"a symlink to {os.readlink(entry.path)}")
+                if entry.is_symlink()
+                else (Path(entry.path), "not a regular file")
+                for entry in _by_name(other)
+            ]
+    return orphans, found
 
 
 def _recording_folders(suite_folder: str) -> list[tuple[str, str]]:
@@ -105,8 +116,7 @@ def _real_folders(root: Path) -> list[os.DirEntry[str]]:
     return sorted(folders, key=lambda entry: entry.name)
 
 
-def _json_entries(folder: str) -> list[os.DirEntry[str]]:
-    entries = [entry for entry in os.scandir(folder) if entry.name.endswith(".json")]
+def _by_name(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
     return sorted(entries, key=lambda entry: entry.name)
 
 

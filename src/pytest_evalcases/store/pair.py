@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -34,6 +35,10 @@ from .files import CASSETTE_CAP, MB, read_bounded, shown_path
 from .folders import USERS_FOLDER, writable_folder_problem
 from .http import interactions_hash, load_http
 from .keys import CASSETTE_FORMAT
+
+# The top-level "format" of a recording as this plugin writes it (sorted keys, indent 2): the
+# opening brace, the one-line members before it, then its own line. Any other layout is parsed.
+_CANONICAL_FORMAT = re.compile(rb'\{\n(?:  "[^"\n]*": [^\n{\[]*,\n)*  "format": ([0-9]+),\n')
 
 # Where the next step of a torn or unwritable pair points, by what the pair records.
 CASE_RERECORD = "re-record it with --live (or --live-stale)"
@@ -190,7 +195,11 @@ class RecordingPair:
         """NewerCassette when the JSON there was written by a newer pytest-evalcases: never
         overwritten, for users as for cases."""
         try:
-            found = pydantic_core.from_json(read_bounded(self.json_path, CASSETTE_CAP))
+            raw = read_bounded(self.json_path, CASSETTE_CAP)
+            probed = _CANONICAL_FORMAT.match(raw)
+            if probed is not None and int(probed[1]) <= CASSETTE_FORMAT:
+                return  # as we write it, and not newer: no need to parse the whole file
+            found = pydantic_core.from_json(raw)
         except (OSError, ValueError):  # none, or not readable: written over
             return
         fmt = found.get("format") if isinstance(found, dict) else None

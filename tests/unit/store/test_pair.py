@@ -162,6 +162,32 @@ def test_a_newer_format_on_disk_is_never_overwritten_for_cases_and_users(tmp_pat
         assert contents(pair) == before
 
 
+@pytest.mark.parametrize(
+    "newer",
+    [
+        # as a newer plugin would write it (sorted keys, indent 2): the cheap probe reads it
+        json.dumps({"case": "alpha", "format": 99, "trace": {}}, sort_keys=True, indent=2) + "\n",
+        # a "format" inside a member before the top-level one is not the recording's
+        json.dumps({"a": {"format": 1}, "format": 99}, sort_keys=True, indent=2) + "\n",
+        json.dumps({"case": "a", "format": 1, "x": {"format": 99}}).replace('1, "x"', '99, "x"'),
+    ],
+)
+def test_a_newer_format_is_refused_whatever_the_layout(tmp_path: Path, newer: str) -> None:
+    pair = case_pair(tmp_path)
+    pair.json_path.parent.mkdir(parents=True)
+    pair.json_path.write_text(newer)
+    with pytest.raises(NewerCassette, match="format 99"):
+        pair.write(build_cassette("s", "alpha", {}, {"answer": "new"}, {}), tmp_path)
+    assert pair.json_path.read_text() == newer
+
+
+def test_a_current_format_in_our_layout_is_written_over(tmp_path: Path) -> None:
+    pair = recorded(tmp_path)
+    assert pair_module._CANONICAL_FORMAT.match(pair.json_path.read_bytes()) is not None
+    pair.write(build_cassette("s", "alpha", {"case": "k"}, {"answer": "new"}, {}), tmp_path)
+    assert json.loads(pair.json_path.read_text())["trace"] == {"answer": "new"}
+
+
 def test_a_folder_where_the_json_goes_leaves_both_files_as_they_were(tmp_path: Path) -> None:
     pair = recorded(tmp_path)
     http_before = pair.http_path.read_bytes()

@@ -1,0 +1,51 @@
+"""pytest_plugin/heap.py: what survives a full collection is frozen, garbage is still collected."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_evalcases.pytest_plugin.heap import keep_run_heap_out_of_gc, stop_freezing
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: _Node | None = None
+
+
+@pytest.fixture
+def freezing() -> Iterator[None]:
+    keep_run_heap_out_of_gc()
+    try:
+        yield
+    finally:
+        stop_freezing()
+        gc.unfreeze()  # the test process's collector as it was
+
+
+def test_the_survivors_of_a_full_collection_are_frozen(freezing: None) -> None:
+    kept = [_Node() for _ in range(1000)]
+    before = gc.get_freeze_count()
+    gc.collect()
+    assert gc.get_freeze_count() >= before + len(kept)
+
+
+def test_a_cycle_unreachable_at_a_full_collection_is_still_collected(freezing: None) -> None:
+    first, second = _Node(), _Node()
+    first.other, second.other = second, first
+    gone = weakref.ref(first)
+    del first, second
+    gc.collect()
+    assert gone() is None
+
+
+def test_after_stop_freezing_a_full_collection_freezes_nothing(freezing: None) -> None:
+    stop_freezing()
+    kept = [_Node() for _ in range(1000)]
+    before = gc.get_freeze_count()
+    gc.collect()
+    assert gc.get_freeze_count() == before
+    assert len(kept) == 1000
