@@ -37,6 +37,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "pytest_plugin.options": (5, "pytest layer: the flags and ini keys"),
     "pytest_plugin.settings": (5, "pytest layer: Settings, read from the options once per run"),
     "pytest_plugin.hookspecs": (5, "pytest layer: the hooks the plugin offers (hookspecs)"),
+    "pytest_plugin.heap": (5, "pytest layer: the garbage collector in a run with eval cases"),
     "pytest_plugin.session": (6, "pytest layer: run state and registries"),
     "pytest_plugin.user_stages": (6, "pytest layer: stage modules and stage packs, imported"),
     "pytest_plugin.system_fixtures": (6, "pytest layer: systems built by pytest fixtures"),
