@@ -131,6 +131,9 @@ UNSAFE = {
     "zero-width-space-U+200B": "alpha\u200b",
     "zero-width-joiner-U+200D": "al\u200dpha",
     "byte-order-mark-U+FEFF": "\ufeffalpha",
+    "soft-hyphen-U+00AD": "alpha\xad",
+    "variation-selector-U+FE0F": "alpha\ufe0f",
+    "tag-U+E0041": "alpha\U000e0041",
 }
 
 
@@ -151,7 +154,7 @@ def test_an_id_with_an_invisible_or_control_character_is_refused(
     assert {name.split(".")[0] for name in recorded} == {"fine"}, recorded
 
 
-@pytest.mark.parametrize("unsafe", ["suite\u202e", "sui\u200bte", "suite\u0085"])
+@pytest.mark.parametrize("unsafe", ["suite\u202e", "sui\u200bte", "suite\u0085", "suite\xad"])
 def test_a_suite_name_with_an_invisible_or_control_character_is_refused(
     project: Project, unsafe: str
 ) -> None:

@@ -20,9 +20,18 @@ def case_ids(raw_cases: list[Any]) -> list[str]:
 
 
 # Characters an id may not hold beyond ASCII's controls: C1 controls (U+0085 included), bidi
-# controls (U+202E turns `evil` into what prints as another id), line and paragraph separators
-# and zero-width characters: each makes an id print like another, or break a line of output.
-_INVISIBLE = re.compile("[\x80-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]")
+# controls (U+202E turns `evil` into what prints as another id), line and paragraph separators,
+# zero-width characters, the rest of Unicode's default-ignorable code points (the soft hyphen,
+# fillers, variation selectors, invisible operators, tags) and the interlinear annotation
+# controls (U+FFF9-U+FFFB, drawn as nothing): each makes an id print like another (`alpha` and
+# `alpha` + U+00AD), or break a line of output.
+_DEFAULT_IGNORABLE = (
+    "\xad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2061-\u2065\u206a-\u206f\u3164"
+    "\ufe00-\ufe0f\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+)
+_INVISIBLE = re.compile(
+    "[\x80-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff" + _DEFAULT_IGNORABLE + "]"
+)
 
 
 def unsafe_id_reason(case_id: str) -> str | None:
@@ -60,8 +69,10 @@ def _invisible_reason(char: str) -> str:
         kind = "line and paragraph separators"
     elif char in "\u061c\u200e\u200f" or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
         kind = "bidirectional controls"
-    else:
+    elif char in "\u200b\u200c\u200d\u2060\ufeff":
         kind = "zero-width characters"
+    else:
+        kind = "invisible (default-ignorable) characters"
     name = unicodedata.name(char, "")
     shown = f"U+{code:04X}{' ' + name if name else ''}"
     return f"{kind} ({shown}) are not allowed: the id would print like another, or break a line"

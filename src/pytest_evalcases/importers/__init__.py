@@ -27,7 +27,14 @@ from ..core.validation import format_validation_error, misspelled_fields
 from . import deepeval, hotpotqa, inspect_ai, locomo, musique, promptfoo, ragas, twowiki
 from .base import BenchmarkFormatError, Parsed, Unit, read_records
 from .peer_files import recorded_count
-from .sampling import SAMPLING, STRATIFIED, named_cases, sample, stratified_sample
+from .sampling import (
+    SAMPLING,
+    STRATIFIED,
+    check_stratum_field,
+    named_cases,
+    sample,
+    stratified_sample,
+)
 
 EXCLUSIONS_FILE = "exclusions.json"
 EXCLUSION_TOTAL = "without gold exclusions"
@@ -81,6 +88,7 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     if options.ids is not None:
         picked = named_cases(parsed.units, _read_ids(options.ids), str(options.ids))
     elif options.stratify is not None:
+        check_stratum_field(parsed.units, options.stratify, str(options.file))
         picked = stratified_sample(parsed.units, options.limit, options.seed, options.stratify)
     else:
         picked = sample(parsed.units, options.limit, options.seed)
@@ -131,8 +139,11 @@ def build_suite(
     if modules:
         suite["stage_modules"] = list(modules)
         files.update(modules.values())
-    totals = list(parsed.totals)
+    # A total may name only categories and ids the sample holds (a run refuses others).
+    totals = _totals_within(parsed.totals, chosen)
     if excluded is not None:  # the excluded cases stay in the suite: only this total skips them
+        kept = {unit.case["id"] for unit in chosen}
+        excluded = [case_id for case_id in excluded if case_id in kept]
         path = options.data_dir / EXCLUSIONS_FILE
         files[path] = excluded
         totals.append({"name": EXCLUSION_TOTAL, "exclude": {"ids": _relative(path, options.root)}})
@@ -168,6 +179,18 @@ def build_suite(
         }
     suite["cases"] = [unit.case for unit in chosen]
     return suite, files
+
+
+def _totals_within(totals: list[dict[str, Any]], chosen: list[Unit]) -> list[dict[str, Any]]:
+    """The benchmark's totals with the categories the sampled cases lack left out."""
+    present = {unit.case.get("category") for unit in chosen}
+    within = []
+    for total in totals:
+        exclude = dict(total.get("exclude", {}))
+        if "category" in exclude:
+            exclude["category"] = [name for name in exclude["category"] if name in present]
+        within.append({**total, "exclude": exclude})
+    return within
 
 
 def _stage_modules(

@@ -61,6 +61,18 @@ def shares(sizes: Sequence[int], limit: int) -> list[int]:
     return kept
 
 
+def check_stratum_field(units: list[Unit], field: str, source: str) -> None:
+    """BenchmarkFormatError when no case of the file has `field`: every case would fall in one
+    stratum, and the sample would claim shares it did not keep."""
+    if any(unit.case.get(field) is not None for unit in units):
+        return
+    fields = sorted({name for unit in units for name in unit.case})
+    raise BenchmarkFormatError(
+        f"{source}: --stratify {field}: no case of the file has a {field!r} field (its cases "
+        f"have: {', '.join(fields)}); stratify by one of those, or leave --stratify out"
+    )
+
+
 def stratified_sample(units: list[Unit], limit: int | None, seed: int, field: str) -> list[Unit]:
     if limit is None or limit >= len(units):
         return list(units)

@@ -16,6 +16,7 @@ import pytest
 from pytest_evalcases.__main__ import main
 from pytest_evalcases.core.schema import validate_case
 from pytest_evalcases.core.suite_schema import Suite
+from pytest_evalcases.domain.totals import resolve_totals
 
 from .conftest import written_files
 
@@ -35,7 +36,7 @@ def run_import(fmt: str, source: Path | str, *args: str) -> int:
 def imported(fmt: str, *args: str) -> dict[str, Any]:
     assert run_import(fmt, SAMPLES / SAMPLE_FILES[fmt], *args) == 0
     suite = json.loads(Path("cases/bench.json").read_text())
-    Suite.model_validate(suite)  # the plugin loads it
+    resolve_totals(Suite.model_validate(suite), Path.cwd())  # the plugin loads it, totals too
     for case in suite["cases"]:
         validate_case(case)
     return suite
@@ -435,3 +436,17 @@ def test_locomo_declares_the_papers_totals_and_exclude_ids_a_gold_exclusion_tota
     assert len(suite["cases"]) == 7  # the excluded cases stay in the suite and are run
     assert suite["source"]["exclusions"]["cases"] == 2
     assert "totals" not in imported("hotpotqa", "--force")  # HotpotQA papers report every case
+
+
+def test_a_sample_keeps_in_its_totals_only_the_categories_and_ids_it_holds(project: Path) -> None:
+    """A run refuses a total naming a category or an id no case has (tests/hostile/
+    test_silent_figures.py): a small sample must not name the file's others."""
+    (project / "gold.txt").write_text("conv-1-q002\n5\n")
+    suite = imported("locomo", "--exclude-ids", "gold.txt", "--limit", "2")
+
+    categories = {case.get("category") for case in suite["cases"]}
+    ids = {case["id"] for case in suite["cases"]}
+    for total in suite["totals"]:
+        assert set(total["exclude"].get("category", ())) <= categories
+    assert set(data("data/bench/exclusions.json")) <= ids
+    assert suite["source"]["exclusions"]["cases"] == len(data("data/bench/exclusions.json"))
