@@ -54,10 +54,11 @@ def test_ingest_only_counts_what_a_failed_ingestion_spent(
     assert model.requests == 2  # today: 3, Bo ingested after Ana spent over the budget
 
 
-def test_a_lock_folder_that_cannot_be_made_means_no_turns_not_an_error(
+def test_a_lock_folder_that_is_not_a_real_folder_is_our_clear_error(
     project: Project, model: FactModel, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    # As on a shared machine where another account made /tmp/pytest-evalcases-locks first.
+    # As on a shared machine where another account put something at
+    # /tmp/pytest-evalcases-locks first: never used (issue 30), and never blamed on the system.
     temp = tmp_path_factory.mktemp("temp")
     (temp / "pytest-evalcases-locks").write_text("not a folder")
     extracting_project(project, model, user_ready=True)
@@ -67,8 +68,11 @@ def test_a_lock_folder_that_cannot_be_made_means_no_turns_not_an_error(
     )
 
     text = "\n".join(live.outlines)
-    assert live.ret == 0, text  # each process ingests for itself, as without user_ready
+    assert live.ret != 0, text
+    assert f"{temp / 'pytest-evalcases-locks'} is not a folder" in text, text
+    assert "set TMPDIR to a folder of your own" in text
     assert "setup_user('u-ana') of suite 'memory' raised" not in text
+    assert (temp / "pytest-evalcases-locks").read_text() == "not a folder"
 
 
 def test_a_failed_write_of_the_recording_is_not_blamed_on_setup_user(

@@ -138,7 +138,7 @@ class System:
                     except (KeyboardInterrupt, Exception) as exc:
                         if isinstance(exc, KeyboardInterrupt):
                             raise
-                        self._setup_error = exc
+                        self._setup_error = carried("setup(suite)", exc)
                     except BaseException as exc:
                         # SystemExit & co. would end the session; an unserved --replay-http
                         # request keeps its own type, so the case reads as stale.
@@ -164,6 +164,8 @@ class System:
         """`run(case)` as written: a value, or an awaitable for an async system."""
         try:
             return self._run(case)
+        except StopIteration as exc:
+            raise carried("run(case)", exc) from exc
         except (KeyboardInterrupt, Exception):
             raise
         except BaseException as exc:  # SystemExit & co. would end the whole session
@@ -174,7 +176,12 @@ class System:
         a system that hangs past its timeout is left behind without holding up the exit."""
         try:
             if self.is_async:
-                return await self._run(case)
+                try:
+                    return await self._run(case)
+                except RuntimeError as exc:  # PEP 479 wraps a coroutine's StopIteration
+                    if not isinstance(exc.__cause__, StopIteration):
+                        raise
+                    raise carried("run(case)", exc.__cause__) from exc.__cause__
             result = await run_in_daemon_thread(self._run, case)
             if inspect.isawaitable(result):
                 result = await result
@@ -244,6 +251,26 @@ def _unbuilt(case: Any) -> Any:  # run(case) of a SystemOnDemand before build():
     raise RuntimeError("the system's fixture was not built before its first case ran")
 
 
+class UserStopIteration(RuntimeError):
+    """User code raised StopIteration (`next()` on an exhausted iterator). It cannot cross a
+    Future or a coroutine (asyncio refuses it, or turns it into another error), so it is
+    carried as this ordinary exception from where the user's function was called."""
+
+
+def carried(what: str, exc: Exception) -> Exception:
+    """`exc` as it can travel to the awaiting task: a StopIteration becomes UserStopIteration
+    (naming the hook), any other exception is itself."""
+    if not isinstance(exc, StopIteration):
+        return exc
+    carrier = UserStopIteration(
+        f"{what} raised StopIteration({', '.join(map(repr, exc.args))}): next() on an "
+        "exhausted iterator or generator in the system's code; give next() a default or "
+        "catch StopIteration there"
+    )
+    carrier.__cause__, carrier.__suppress_context__ = exc, True  # as `raise … from exc`
+    return carrier
+
+
 def exit_message(what: str, exc: BaseException) -> str:
     return (
         f"{what} raised {type(exc).__name__}({', '.join(map(repr, exc.args))}): a system may "
@@ -251,10 +278,13 @@ def exit_message(what: str, exc: BaseException) -> str:
     )
 
 
-async def run_in_daemon_thread(function: Callable[[Any], Any], argument: Any) -> Any:
+async def run_in_daemon_thread(
+    function: Callable[[Any], Any], argument: Any, what: str = "run(case)"
+) -> Any:
     """`function(argument)` in a new daemon thread, with this context (so a request it makes
     belongs to this case). Unlike a thread pool's worker, a thread that never returns does not
-    hold up the end of the run: the interpreter does not wait for daemon threads."""
+    hold up the end of the run: the interpreter does not wait for daemon threads. `what` names
+    the hook in the error of a StopIteration, which a Future cannot carry."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -269,7 +299,9 @@ async def run_in_daemon_thread(function: Callable[[Any], Any], argument: Any) ->
     def target() -> None:
         try:
             outcome: tuple[bool, Any] = (True, context.run(function, argument))
-        except BaseException as exc:  # handed to the awaiting task, which decides
+        except Exception as exc:  # handed to the awaiting task, which decides
+            outcome = (False, carried(what, exc))
+        except BaseException as exc:
             outcome = (False, exc)
         try:
             loop.call_soon_threadsafe(settle, outcome)

@@ -15,12 +15,13 @@ folder of the locks.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from ..core.errors import IngestionConflict
 from ..core.hashing import content_hash
 from ..store.files import shown_path
-from ..store.pair import lock_folder
+from ..store.pair import checked_lock_folder, lock_folder, open_outside
 from .user_runs import user_pair
 
 if TYPE_CHECKING:
@@ -54,7 +55,8 @@ class SharedIngestion:
         if self.note_path is None:
             return
         try:
-            earlier = self.note_path.read_text()
+            with open(open_outside(self.note_path, os.O_RDONLY)) as handle:
+                earlier = handle.read()
         except OSError:  # the first worker to ingest the user
             return
         if earlier and earlier != recording.identity:
@@ -76,7 +78,9 @@ class SharedIngestion:
         if self.note_path is None:
             return
         try:
-            self.note_path.parent.mkdir(exist_ok=True)
-            self.note_path.write_text(recording.identity)
+            checked_lock_folder()
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+            with open(open_outside(self.note_path, flags), "w") as handle:
+                handle.write(recording.identity)
         except OSError:  # no note: the workers cannot compare (as without fcntl)
             pass

@@ -15,7 +15,13 @@ from typing import Any
 
 from ..core.errors import TraceError, UserCodeExit
 from ..domain.returned_traces import normalize_trace
-from ..domain.system import CaseInput, System, exit_message, run_in_daemon_thread
+from ..domain.system import (
+    CaseInput,
+    System,
+    carried,
+    exit_message,
+    run_in_daemon_thread,
+)
 
 _RUN_TURN = "run_turn(case, history)"
 
@@ -104,13 +110,19 @@ async def run_conversation(system: System, view: CaseInput, where: str) -> dict[
     if system.run_turn is None:
         return split_traces(await system.arun(view), view, where)
     if not inspect.iscoroutinefunction(system.run_turn):
-        return await run_in_daemon_thread(lambda v: run_conversation_sync(system, v, where), view)
+        return await run_in_daemon_thread(
+            lambda v: run_conversation_sync(system, v, where), view, _RUN_TURN
+        )
     traces: list[dict[str, Any]] = []
     history: list[dict[str, str]] = []
     for index in range(len(view["turns"])):
         turn = _turn_view(view, index, history)
         try:
             result = await system.run_turn(turn, turn["history"])
+        except RuntimeError as exc:  # PEP 479 wraps a coroutine's StopIteration
+            if not isinstance(exc.__cause__, StopIteration):
+                raise
+            raise carried(_RUN_TURN, exc.__cause__) from exc.__cause__
         except (KeyboardInterrupt, Exception):
             raise
         except BaseException as exc:

@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -325,21 +326,65 @@ def lock_folder() -> Path:
     return Path(tempfile.gettempdir()) / "pytest-evalcases-locks"
 
 
+class UnsafeTempFile(RecordingWriteError):
+    """A file or folder we make in the shared temporary folder is a symlink, or is not ours
+    alone: another account could make us write where it chooses, so it is never followed."""
+
+
+def _unsafe(path: Path, what: str) -> UnsafeTempFile:
+    return UnsafeTempFile(
+        f"{path} {what}: in the shared temporary folder the plugin never follows a link nor "
+        "uses a folder another account owns or can write in (one could have planted it); "
+        "remove it, or set TMPDIR to a folder of your own"
+    )
+
+
+def checked_lock_folder() -> Path:
+    """`lock_folder()`, made owner-only (0o700) if missing, and checked to be a real folder
+    (not a symlink) owned by us that no one else can write in; UnsafeTempFile otherwise."""
+    folder = lock_folder()
+    with suppress(FileExistsError):
+        os.mkdir(folder, 0o700)
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode):
+        raise _unsafe(folder, "is a symlink")
+    if not stat.S_ISDIR(info.st_mode):
+        raise _unsafe(folder, "is not a folder")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise _unsafe(folder, f"belongs to another account (uid {info.st_uid})")
+    if info.st_mode & 0o022:
+        raise _unsafe(folder, f"can be written by others (mode {stat.S_IMODE(info.st_mode):o})")
+    return folder
+
+
+def open_outside(path: Path, flags: int) -> int:
+    """`os.open` of a file we keep outside the project, never through a symlink (O_NOFOLLOW);
+    a file it makes is owner-only. UnsafeTempFile when `path` is a link."""
+    try:
+        return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (path.is_symlink() and exc.errno != errno.ENOENT):
+            raise _unsafe(path, "is a symlink") from None
+        raise
+
+
 @contextmanager
 def exclusive(name: str) -> Iterator[None]:
     """An exclusive lock across processes, named after `name` (a recording's path), in the
     temporary folder, never beside the recordings. Two opens of one lock exclude each other
     even in one process: never taken twice by one caller. Where there is no `fcntl`
-    (Windows), or the lock file cannot be made, none."""
+    (Windows), or the lock file cannot be made, none. A planted symlink on the folder or the
+    lock file is refused (UnsafeTempFile), never followed."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - POSIX here
         yield
         return
-    folder = lock_folder()
     try:
-        folder.mkdir(exist_ok=True)
-        handle = open(folder / f"{content_hash(name)}.lock", "a")  # noqa: SIM115
+        lock_path = checked_lock_folder() / f"{content_hash(name)}.lock"
+        handle = os.fdopen(open_outside(lock_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a")
+    except UnsafeTempFile:
+        raise
     except OSError:  # another account's lock file, a read-only temp folder: no lock
         yield
         return
