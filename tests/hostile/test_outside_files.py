@@ -1,5 +1,5 @@
 """Files created outside the project (issue 30, "What to build" 1): the locks (and notes) the
-processes of a run share live in `$TMPDIR/pytest-evalcases-locks/`. In a shared /tmp another
+processes of a run share live in `$TMPDIR/pytest-evalcases-locks-<uid>/`. In a shared /tmp another
 account can plant a symlink there; before, the folder and the lock files were opened following
 links, so a run created files at the link's target. Now the folder is owner-only and checked
 (a real folder, ours, no group/other write), the files are opened with O_NOFOLLOW, and a
@@ -16,6 +16,7 @@ import pytest
 from evalhelpers import Project, output
 
 from pytest_evalcases.store import pair
+from pytest_evalcases.store.pair import LOCK_FOLDER_NAME
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "O_NOFOLLOW"), reason="POSIX only")
 
@@ -39,23 +40,23 @@ def test_the_lock_folder_is_made_owner_only(temp_root: Path) -> None:
     with pair.exclusive("a recording"):
         pass
 
-    info = os.lstat(temp_root / "pytest-evalcases-locks")
+    info = os.lstat(temp_root / LOCK_FOLDER_NAME)
     assert stat.S_ISDIR(info.st_mode)
     assert stat.S_IMODE(info.st_mode) == 0o700
-    lock = next((temp_root / "pytest-evalcases-locks").iterdir())
+    lock = next((temp_root / LOCK_FOLDER_NAME).iterdir())
     assert stat.S_IMODE(os.lstat(lock).st_mode) & 0o077 == 0
 
 
 def test_a_link_planted_on_the_lock_folder_is_refused(temp_root: Path, tmp_path: Path) -> None:
     """Break: the lock files were created in the link's target."""
     target = _elsewhere(tmp_path)
-    (temp_root / "pytest-evalcases-locks").symlink_to(target)
+    (temp_root / LOCK_FOLDER_NAME).symlink_to(target)
 
     with pytest.raises(pair.UnsafeTempFile) as raised, pair.exclusive("a recording"):
         pass
 
     message = str(raised.value)
-    assert str(temp_root / "pytest-evalcases-locks") in message
+    assert str(temp_root / LOCK_FOLDER_NAME) in message
     assert "is a symlink" in message and "TMPDIR" in message and "remove it" in message
     assert list(target.iterdir()) == []
 
@@ -63,7 +64,7 @@ def test_a_link_planted_on_the_lock_folder_is_refused(temp_root: Path, tmp_path:
 def test_a_link_planted_on_a_lock_file_is_refused(temp_root: Path, tmp_path: Path) -> None:
     """Break: the lock file was opened through the link (creating or appending to its
     target)."""
-    folder = temp_root / "pytest-evalcases-locks"
+    folder = temp_root / LOCK_FOLDER_NAME
     with pair.exclusive("a recording"):
         pass
     (lock,) = folder.iterdir()
@@ -80,7 +81,7 @@ def test_a_link_planted_on_a_lock_file_is_refused(temp_root: Path, tmp_path: Pat
 
 
 def test_a_lock_folder_others_can_write_in_is_refused(temp_root: Path) -> None:
-    folder = temp_root / "pytest-evalcases-locks"
+    folder = temp_root / LOCK_FOLDER_NAME
     folder.mkdir(mode=0o700)
     folder.chmod(0o777)
 
@@ -109,7 +110,7 @@ def test_a_live_run_with_a_planted_link_says_so_and_writes_nothing_there(
 ) -> None:
     """The case's error names the planted path and the next step; the run goes on."""
     target = _elsewhere(tmp_path)
-    (temp_root / "pytest-evalcases-locks").symlink_to(target)
+    (temp_root / LOCK_FOLDER_NAME).symlink_to(target)
     project.write_text(
         "plain.py",
         "def run(case):\n"
@@ -124,6 +125,6 @@ def test_a_live_run_with_a_planted_link_says_so_and_writes_nothing_there(
 
     text = output(result)
     assert result.ret != 0, text
-    assert f"{temp_root / 'pytest-evalcases-locks'} is a symlink" in text, text
+    assert f"{temp_root / LOCK_FOLDER_NAME} is a symlink" in text, text
     assert "TMPDIR" in text
     assert list(target.iterdir()) == []

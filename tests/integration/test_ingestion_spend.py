@@ -9,6 +9,8 @@ import pytest
 from evalhelpers import Project, output, run_pytest_env
 from fact_model import FactModel
 
+from pytest_evalcases.store.pair import LOCK_FOLDER_NAME
+
 from .test_ingestion_recorded import extracting_project
 
 READY_FAILS_FOR_ANA = """
@@ -58,9 +60,9 @@ def test_a_lock_folder_that_is_not_a_real_folder_is_our_clear_error(
     project: Project, model: FactModel, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     # As on a shared machine where another account put something at
-    # /tmp/pytest-evalcases-locks first: never used (issue 30), and never blamed on the system.
+    # /tmp/pytest-evalcases-locks-<uid> first: never used (issue 30), never blamed on the system.
     temp = tmp_path_factory.mktemp("temp")
-    (temp / "pytest-evalcases-locks").write_text("not a folder")
+    (temp / LOCK_FOLDER_NAME).write_text("not a folder")
     extracting_project(project, model, user_ready=True)
 
     live, _ = run_pytest_env(
@@ -69,10 +71,10 @@ def test_a_lock_folder_that_is_not_a_real_folder_is_our_clear_error(
 
     text = "\n".join(live.outlines)
     assert live.ret != 0, text
-    assert f"{temp / 'pytest-evalcases-locks'} is not a folder" in text, text
+    assert f"{temp / LOCK_FOLDER_NAME} is not a folder" in text, text
     assert "set TMPDIR to a folder of your own" in text
     assert "setup_user('u-ana') of suite 'memory' raised" not in text
-    assert (temp / "pytest-evalcases-locks").read_text() == "not a folder"
+    assert (temp / LOCK_FOLDER_NAME).read_text() == "not a folder"
 
 
 def test_a_failed_write_of_the_recording_is_not_blamed_on_setup_user(

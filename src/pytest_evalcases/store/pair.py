@@ -320,10 +320,15 @@ def biggest_field(doc: Any, where: str = "") -> str:
     return where.lstrip(".") or "the whole recording"
 
 
+# One folder per account: on a machine several accounts share, each has its own (owner-only),
+# and a folder of that name that another account made is refused, never shared.
+LOCK_FOLDER_NAME = "pytest-evalcases-locks" + (f"-{os.getuid()}" if hasattr(os, "getuid") else "")
+
+
 def lock_folder() -> Path:
     """Where the locks (and notes) processes share about a recording live: the temporary
     folder, never beside the recordings."""
-    return Path(tempfile.gettempdir()) / "pytest-evalcases-locks"
+    return Path(tempfile.gettempdir()) / LOCK_FOLDER_NAME
 
 
 class UnsafeTempFile(RecordingWriteError):

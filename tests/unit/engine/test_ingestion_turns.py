@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evalcases.store.pair import exclusive
+from pytest_evalcases.store.pair import LOCK_FOLDER_NAME, exclusive
 
 
 def test_two_holders_of_one_recordings_turn_never_overlap(
@@ -37,7 +37,7 @@ def test_two_holders_of_one_recordings_turn_never_overlap(
         thread.join(10)
 
     assert overlaps == [False] * 4
-    assert len(list((tmp_path / "pytest-evalcases-locks").glob("*.lock"))) == 1
+    assert len(list((tmp_path / LOCK_FOLDER_NAME).glob("*.lock"))) == 1
 
 
 def test_no_lock_file_means_no_turns_not_an_error(

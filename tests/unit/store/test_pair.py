@@ -17,7 +17,7 @@ from pytest_evalcases.store import pair as pair_module
 from pytest_evalcases.store.cassette import build_cassette, load_cassette
 from pytest_evalcases.store.files import MB
 from pytest_evalcases.store.http import http_document, interactions_hash
-from pytest_evalcases.store.pair import RecordingPair, biggest_field
+from pytest_evalcases.store.pair import LOCK_FOLDER_NAME, RecordingPair, biggest_field
 from pytest_evalcases.store.user_recordings import build_user_recording, load_user_recording
 
 EXCHANGE = {
@@ -267,7 +267,7 @@ def test_one_writer_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     real_replace = pair_module._replace
 
     def replace(source: Path, target: Path) -> None:
-        lock = next((tmp_path / "pytest-evalcases-locks").glob("*.lock"))
+        lock = next((tmp_path / LOCK_FOLDER_NAME).glob("*.lock"))
         with open(lock, "a") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
