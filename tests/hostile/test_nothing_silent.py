@@ -184,3 +184,14 @@ def test_a_cassette_format_that_is_not_an_integer_is_refused(project: Project, f
         output(result)
     )
     assert "record again with --live" in block, output(result)
+
+
+def test_a_suite_named_as_the_plugins_own_file_is_refused(project: Project) -> None:
+    """Break (issue 30): a suite named `.live-run-in-progress.json` puts its cassette folder
+    where a live run keeps its marker file, beside every other suite's folder."""
+    project.write_suite(suite_doc(".live-run-in-progress.json"), "cases/hostile.json")
+    result = project.run("--live", "-q")
+    block = error_block(result, "cases/hostile.json")
+    assert "cannot name a folder:" in block, output(result)
+    assert "the plugin's own file" in block, output(result)
+    assert not (project.root / "cassettes" / ".live-run-in-progress.json").is_dir()
