@@ -34,7 +34,7 @@ def check_suite_stages(state: EvalSession, suite: Suite, nodeid: str) -> None:
     runs = suite.stages + suite.report_only
     unknown = [name for name in runs if not known_stage(suite, name)]
     if unknown:
-        known = [*known_stage_names(), *suite.judged_stages, *suite.metrics]
+        known = _stage_names(suite)
         raise CaseFileError(
             f"{nodeid}: unknown stage(s) {', '.join(_with_suggestion(n, known) for n in unknown)}"
             f"; known stages: {', '.join(known)}; a stage of your own is declared with "
@@ -79,8 +79,10 @@ def _threshold_problems(suite: Suite) -> list[str]:
 
 
 def _stage_names(suite: Suite) -> list[str]:
-    """Every stage name the suite may run: the registry's and its own."""
-    return [*STAGES, *suite.judged_stages, *suite.metrics]
+    """Every stage name the suite may run: built-in, declared in Python, offered by an installed
+    stage pack, and its own judged stages (for messages only: a pack's names are read from the
+    installed packages' metadata)."""
+    return [*known_stage_names(), *suite.judged_stages, *suite.metrics]
 
 
 def _with_suggestion(name: str, known: list[str]) -> str:
