@@ -34,6 +34,19 @@ _INVISIBLE = re.compile(
 )
 
 
+# The file a live run keeps in the cassette folder, beside the suites' folders
+# (store/run_marker.py): no suite may be named so.
+LIVE_RUN_MARKER = ".live-run-in-progress.json"
+
+
+def unsafe_suite_name_reason(name: str) -> str | None:
+    """Why a suite name cannot name its cassette folder (beside the other suites' folders and
+    the plugin's own file there), or None."""
+    if name == LIVE_RUN_MARKER:
+        return "it is the name of the plugin's own file there (a live run's marker)"
+    return unsafe_id_reason(name)
+
+
 def unsafe_id_reason(case_id: str) -> str | None:
     """Why an id cannot name a cassette file (and a node id), or None."""
     if len(case_id) > MAX_NAME_BYTES or not case_id.isascii():  # isascii() is O(1): cheap

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..core.names import unsafe_id_reason
+from ..core.names import unsafe_id_reason, unsafe_suite_name_reason
 from ..core.schema import ValidationError, validate_case
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error, misspelled_fields
@@ -324,7 +324,7 @@ def _check_unique_ids(path: Path, units: list[Unit]) -> None:
 def _check_suite(path: Path, suite: dict[str, Any]) -> None:
     """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
 
-    unsafe = unsafe_id_reason(suite["name"])
+    unsafe = unsafe_suite_name_reason(suite["name"])
     if unsafe:
         raise BenchmarkFormatError(
             f"suite name {suite['name']!r} cannot name the cassette folder: {unsafe}; pass "

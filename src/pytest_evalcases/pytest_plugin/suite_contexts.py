@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..core.errors import CaseFileError, UserInterrupt
 from ..core.hashing import LABEL_CHARS, file_hash
-from ..core.names import shown_file, shown_name, unsafe_id_reason
+from ..core.names import shown_file, shown_name, unsafe_suite_name_reason
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationSuite
@@ -27,7 +27,6 @@ from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
-from ..store.run_marker import MARKER_NAME
 from .suite_stages import check_free_criteria_judge, check_suite_stages
 from .system_fixtures import default_spec, fixture_system
 
@@ -70,14 +69,6 @@ def _input_outside_rootdir(name: str, rootdir: Path) -> str | None:
     if not real.is_relative_to(root):
         return f"resolves to {real}, outside the rootdir"
     return None
-
-
-def suite_name_problem(name: str) -> str | None:
-    """Why a suite name cannot name its cassette folder (beside the other suites' folders and the
-    plugin's own files there), or None."""
-    if name == MARKER_NAME:
-        return "it is the name of the plugin's own file there (a live run's marker)"
-    return unsafe_id_reason(name)
 
 
 def hash_inputs(
@@ -156,7 +147,7 @@ def calibration_context(
         raise CaseFileError(
             f"{nodeid}: invalid calibration suite\n{format_validation_error(exc)}"
         ) from None
-    reason = suite_name_problem(suite.name)
+    reason = unsafe_suite_name_reason(suite.name)
     if reason:
         raise CaseFileError(
             f"{nodeid}: suite name {shown_name(suite.name)} cannot name a folder: "
@@ -216,7 +207,7 @@ def suite_context(
         totals = resolve_totals(suite, state.settings.rootdir)
     except CaseFileError as exc:
         raise CaseFileError(f"{nodeid}: {exc}") from None
-    reason = suite_name_problem(suite.name)
+    reason = unsafe_suite_name_reason(suite.name)
     if reason:
         raise CaseFileError(
             f"{nodeid}: suite name {shown_name(suite.name)} cannot name a folder: "

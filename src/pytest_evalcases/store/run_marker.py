@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.files import MB, read_bounded
+from ..core.names import LIVE_RUN_MARKER
 from ..core.processes import process_alive
 
-MARKER_NAME = ".live-run-in-progress.json"
+MARKER_NAME = LIVE_RUN_MARKER
 _MARKER_CAP = MB  # it holds some 80 bytes
 
 

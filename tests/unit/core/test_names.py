@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_evalcases.core.names import unsafe_id_reason
+from pytest_evalcases.core.names import unsafe_id_reason, unsafe_suite_name_reason
 
 
 @pytest.mark.parametrize(
@@ -85,3 +85,10 @@ def test_every_default_ignorable_character_is_refused() -> None:
 @pytest.mark.parametrize("name", ["café", "日本語", "a\u00a0b", "emoji-\U0001f600", "naïve\u0301"])
 def test_other_non_ascii_names_stay_allowed(name: str) -> None:
     assert unsafe_id_reason(name) is None
+
+
+def test_a_suite_may_not_be_named_as_the_live_runs_marker_file() -> None:
+    reason = unsafe_suite_name_reason(".live-run-in-progress.json")
+    assert reason is not None and "the plugin's own file" in reason
+    assert unsafe_suite_name_reason("docs-assistant") is None
+    assert unsafe_suite_name_reason("a/b") == unsafe_id_reason("a/b")  # the ids' rules too
