@@ -12,7 +12,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .stages.judged import scores_text
+from ..core.repeats import repeats_of
+from .stages.judged import score_verdict, scores_text
 
 CAUGHT, MISSED, FALSE_ALARM, OK = "caught", "MISSED", "false alarm", "ok"
 RIGHT = frozenset({CAUGHT, OK})
@@ -23,6 +24,16 @@ def case_status(expect: str, says_fail: Sequence[bool]) -> str:
     if expect == "fail":
         return CAUGHT if all(says_fail) else MISSED
     return FALSE_ALARM if any(says_fail) else OK
+
+
+def verdict_calls(
+    stage: str, rule: Any, verdict: Mapping[str, Any]
+) -> tuple[list[float], list[bool]]:
+    """Each repeat's score and call (True: the judge failed the material) under the stage's
+    rule, as the case's item holds them to `expect`."""
+    repeats = repeats_of(verdict)
+    scores = [float(repeat.get("score") or 0.0) for repeat in repeats]
+    return scores, [not score_verdict(stage, rule, repeat).passed for repeat in repeats]
 
 
 def case_message(stage: str, scores: Sequence[float], status: str, defect: str | None) -> str:

@@ -97,6 +97,7 @@ class CalibrationTarget:
             input=case.input,
             reference=case.reference,
             unanswerable=case.unanswerable,
+            skip=case.skip,
             xfail=case.xfail,
         )
         return cls(case, as_case, judge_options(rule), rule)

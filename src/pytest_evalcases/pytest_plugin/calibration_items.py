@@ -19,9 +19,8 @@ from ..core.names import case_ids, shown_name, unsafe_id_reason
 from ..core.repeats import repeats_of
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationCase
-from ..domain.calibration_scoring import RIGHT, case_message, case_status, spread
+from ..domain.calibration_scoring import RIGHT, case_message, case_status, spread, verdict_calls
 from ..domain.context import CalibrationContext, CalibrationTarget
-from ..domain.stages.judged import score_verdict
 from ..engine.calibration import record, replay
 from .case_result import error_summary
 from .items import EvalItem, SuiteErrorItem
@@ -119,6 +118,7 @@ class CalibrationItem(EvalItem):
     """One judge test case: setup obtains its verdicts, runtest holds them to `expect`."""
 
     is_eval_item = True
+    is_calibration = True  # the live batch judges it beside the eval cases
 
     def __init__(
         self, *, ctx: CalibrationContext, target: CalibrationTarget, index: int, **kwargs: Any
@@ -134,26 +134,17 @@ class CalibrationItem(EvalItem):
     def setup(self) -> None:
 
         state = get_session(self.config)
-        others = state.suite_conflict(self.ctx.suite.name, self.parent.nodeid)  # type: ignore
-        if others:
-            raise CaseFileError(
-                f"{self.parent.nodeid}: suite name {self.ctx.suite.name!r} is also declared by "  # type: ignore
-                f"{', '.join(others)}; suite names name the cassette folders, so rename the "
-                "suite in one of these files"
-            )
-        binding = self._judge(state, live=state.settings.mode != RunMode.REPLAY)
-        if state.settings.mode == RunMode.REPLAY:
+        conflict = self.suite_conflict(state)
+        if conflict is not None:
+            raise conflict
+        live = state.settings.mode != RunMode.REPLAY
+        binding = state.calibration_binding(self.ctx, live)
+        if not live:
             self.recording = replay(self.ctx, self.target, binding)
-        else:
-            self.recording = self._record(state, binding)
-
-    def _judge(self, state: EvalSession, live: bool) -> JudgeBinding:
-        if live and self.ctx.judge_spec is None:
-            raise EvalCaseError(
-                f"calibration suite {self.ctx.suite.name!r} has no judge; set --eval-judge, "
-                '"judge" in the suite, or eval_judge in the pytest ini'
-            )
-        return state.judge_binding(self.ctx.judge_spec, live)
+            return
+        # A live run without xdist judged it in its batch, beside the other cases.
+        batch = getattr(state.source, "calibration_for", None)
+        self.recording = (batch and batch(self)) or self._record(state, binding)
 
     def _record(self, state: EvalSession, binding: JudgeBinding) -> CalibrationRecording:
         """Judge now, in an event loop of this item's own (the judge's clients belong to it)."""
@@ -181,10 +172,7 @@ class CalibrationItem(EvalItem):
         case, stage = self.target.case, self.target.case.stage
         if verdict.get("error"):
             raise JudgeFailure(f"judge error for {stage}: {verdict['error']}")
-        repeats = repeats_of(verdict)
-        scores = [float(repeat.get("score") or 0.0) for repeat in repeats]
-        rule = self.target.rule
-        says_fail = [not score_verdict(stage, rule, repeat).passed for repeat in repeats]
+        scores, says_fail = verdict_calls(stage, self.target.rule, verdict)
         status = case_status(case.expect, says_fail)
         self.scores = {
             "stage": stage,
@@ -192,7 +180,7 @@ class CalibrationItem(EvalItem):
             "expect": case.expect,
             "defect": case.defect,
             "scores": scores,
-            "labels": [repeat.get("label") for repeat in repeats],
+            "labels": [repeat.get("label") for repeat in repeats_of(verdict)],
             "status": status,
             "spread": spread(scores),
         }
@@ -212,7 +200,9 @@ class CalibrationItem(EvalItem):
                 "reason": error_summary(exc),
             }
         info: dict[str, Any] = {"status": outcome if outcome in ("stale", "missing") else None}
-        if recording is not None:
+        if getattr(self, "not_run", None):  # the live batch stopped before judging it
+            info = {"status": "not_run", "note": self.not_run}
+        elif recording is not None:
             info = {
                 "status": recording.status,
                 "recorded_at": recording.recorded_at,

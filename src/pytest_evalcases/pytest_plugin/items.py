@@ -76,6 +76,20 @@ class EvalItem(pytest.Item):
             return failure_text(self.system_error_text(excinfo.value))
         return _safe_traceback(super()._repr_failure_py(excinfo, style))
 
+    def suite_conflict(self, state: EvalSession) -> CaseFileError | None:
+        """The error of a case whose suite name another case file also declares: both files
+        would share one cassette folder, so neither replays nor records until one is renamed.
+        (Items with a suite context: eval and calibration cases.)"""
+        file = self.parent.nodeid if self.parent is not None else str(self.path)
+        others = state.suite_conflict(self.ctx.suite.name, file)
+        if not others:
+            return None
+        return CaseFileError(
+            f"{file}: suite name {self.ctx.suite.name!r} is also declared by "
+            f"{', '.join(others)}; suite names name the cassette folders, so rename the suite in "
+            "one of these files (nothing is recorded for any of them until then)"
+        )
+
     def system_error_text(self, exc: BaseException) -> str:
         """What the system raised during --live, in a few lines: the exception chain down to
         its root cause, the request an HTTP client's error carries, and the line of the user's
@@ -150,19 +164,6 @@ class CaseItem(EvalItem):
         if conflict is not None:
             raise conflict
         self.recording = state.source.recording_for(self)
-
-    def suite_conflict(self, state: EvalSession) -> CaseFileError | None:
-        """The error of a case whose suite name another case file also declares: both files
-        would share one cassette folder, so neither replays nor records until one is renamed."""
-        file = self.parent.nodeid if self.parent is not None else str(self.path)
-        others = state.suite_conflict(self.ctx.suite.name, file)
-        if not others:
-            return None
-        return CaseFileError(
-            f"{file}: suite name {self.ctx.suite.name!r} is also declared by "
-            f"{', '.join(others)}; suite names name the cassette folders, so rename the suite in "
-            "one of these files (nothing is recorded for any of them until then)"
-        )
 
     def runtest(self) -> None:
         # A live run's scores come with its recording (scored once); a replay's are made here.

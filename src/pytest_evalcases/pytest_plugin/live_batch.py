@@ -22,8 +22,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.modes import RunMode
+from ..domain.calibration_scoring import RIGHT, case_status, verdict_calls
+from ..engine import calibration
 from ..engine.case_scores import scores_of
-from ..engine.limits import CaseSlots, Interrupted, NotRun, StopRule
+from ..engine.limits import (
+    CaseSlots,
+    Interrupted,
+    NotRun,
+    StopRule,
+    budget_text,
+    recorded_cost_of,
+)
 from ..engine.live import record
 from ..engine.recording import JudgeBinding, Recording
 from ..telemetry import NO_SPANS
@@ -34,7 +43,9 @@ CASES_IN_PROGRESS = 1000
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
+    from ..engine.calibration import CalibrationRecording
     from ..http.router import HttpLayer
+    from .calibration_items import CalibrationItem
     from .items import CaseItem
 
 
@@ -44,6 +55,7 @@ class LiveServices:
     into the run state."""
 
     binding_for: Callable[[SuiteContext], JudgeBinding]  # the judge of a suite's cases
+    calibration_judge: Callable[[Any], JudgeBinding]  # a calibration suite's live judge
     judge_bindings: Callable[[], list[JudgeBinding]]  # every judge the run has made
     http_layer: Callable[[], HttpLayer]  # vcrpy's patches, started on first use
     otel_export: Callable[[], Any]  # the run's OpenTelemetry export, or None
@@ -58,7 +70,7 @@ class LiveRecorder:
         self.mode = mode
         self.dry_run = dry_run
         self.rule = StopRule()  # set by record_batch; without limits it never stops anything
-        self._prepared: dict[str, Recording | BaseException] = {}
+        self._prepared: dict[str, Recording | CalibrationRecording | BaseException] = {}
 
     def recording_for(self, item: CaseItem, offline: Any = None) -> Recording:
         """The batch's result for this item, or (under xdist, or judging an offline run's
@@ -66,7 +78,15 @@ class LiveRecorder:
         prepared = self._prepared.pop(item.nodeid, None)
         if isinstance(prepared, BaseException):
             raise prepared
-        return prepared or asyncio.run(self._record_single(item, offline))
+        return prepared or asyncio.run(self._record_single(item, offline))  # type: ignore
+
+    def calibration_for(self, item: CalibrationItem) -> CalibrationRecording | None:
+        """The batch's verdicts for a calibration case (None: not in a batch, as under xdist,
+        where the item judges itself); NotRun when the batch stopped before it."""
+        prepared = self._prepared.pop(item.nodeid, None)
+        if isinstance(prepared, BaseException):
+            raise prepared
+        return prepared  # type: ignore[return-value]
 
     async def _record_single(self, item: CaseItem, offline: Any = None) -> Recording:
         try:
@@ -121,7 +141,7 @@ class LiveRecorder:
         bindings = []
         for item in items:  # judges first: a missing key fails before any case runs
             try:
-                bindings.append(self.services.binding_for(item.ctx))
+                bindings.append(self._binding(item))
             except Exception as exc:
                 raise pytest.UsageError(str(exc)) from None
         if items:
@@ -134,14 +154,21 @@ class LiveRecorder:
         limits = _Limits(self.concurrency, self.rule)
         not_run = 0
 
-        async def one(item: CaseItem) -> None:
+        async def one(item: Any) -> None:
             nonlocal not_run
+            spent = 0.0
             try:
-                recording = await self._record_one(item, limits)
-                self._prepared[item.nodeid] = recording
-                counted = limits.slots.counted
-                if self.rule.maxfail and f"{item.ctx.suite.name}::{item.case.id}" not in counted:
-                    self.rule.count(_failed(item, recording))
+                if getattr(item, "is_calibration", False):
+                    judged = await self._calibrate_one(item, limits)
+                    self._prepared[item.nodeid] = judged
+                    spent = _judged_cost(judged)
+                else:
+                    recording = await self._record_one(item, limits)
+                    self._prepared[item.nodeid] = recording
+                    spent = getattr(recording, "spent_usd", 0.0)  # replayed as it was: 0
+                    where = f"{item.ctx.suite.name}::{item.case.id}"
+                    if self.rule.maxfail and where not in limits.slots.counted:
+                        self.rule.count(_failed(item, recording))
             except NotRun as exc:
                 self._prepared[item.nodeid] = exc
                 not_run += 1
@@ -154,7 +181,7 @@ class LiveRecorder:
                 # Counted before the next case can take the slot: the exception reached here
                 # without a pause from the system run that raised it.
                 self.rule.count(True)
-            progress.case_done(self.services.judge_bindings())
+            progress.case_done(self.services.judge_bindings(), spent)
 
         cases = [asyncio.ensure_future(one(item)) for item in items]
         try:
@@ -169,6 +196,45 @@ class LiveRecorder:
             if self.rule.reason is not None:
                 progress.stopped(self.rule.reason, not_run)
             await self._close_judges()
+
+    def _binding(self, item: Any) -> JudgeBinding:
+        if getattr(item, "is_calibration", False):
+            return self.services.calibration_judge(item.ctx)
+        return self.services.binding_for(item.ctx)
+
+    async def _calibrate_one(self, item: CalibrationItem, limits: _Limits) -> CalibrationRecording:
+        """A calibration case judged in the batch, beside the others (the judge's own gate bounds
+        its requests): its cost counts against --eval-budget and a wrong verdict or a judge error
+        against -x / --maxfail, as a case's do."""
+        binding = self.services.calibration_judge(item.ctx)
+        async with limits.cases, limits.slots.judging():
+            if self.rule.reason is not None:  # the rule fired while this case waited
+                raise self.rule.not_run()
+            recording = await calibration.record(
+                item.ctx, item.target, binding, self.mode == RunMode.LIVE, self.dry_run
+            )
+            limits.slots.spend(_judged_cost(recording))
+            if self.rule.maxfail:
+                self.rule.count(_wrong(item, recording))
+        return recording
+
+
+def _judged_cost(recording: CalibrationRecording) -> float:
+    """What judging a calibration case cost now (nothing for verdicts replayed as they were)."""
+    return 0.0 if recording.status == "replayed" else recorded_cost_of(recording.verdict)
+
+
+def _wrong(item: CalibrationItem, recording: CalibrationRecording) -> bool:
+    """Whether a calibration case will fail as its item holds it: a judge error, or a verdict
+    on the wrong side of its label (an xfail case never counts)."""
+    verdict = recording.verdict
+    if verdict.get("error"):
+        return True
+    case = item.target.case
+    if case.xfail:
+        return False
+    _, says_fail = verdict_calls(case.stage, item.target.rule, verdict)
+    return case_status(case.expect, says_fail) not in RIGHT
 
 
 def _failed(item: CaseItem, recording: Recording) -> bool:
@@ -200,6 +266,9 @@ class Progress:
 
     def __init__(self, total: int, write: Any, is_tty: bool) -> None:
         self.total, self.done, self._write, self._tty = total, 0, write, is_tty
+        # What the finished cases cost: the judges' running total also holds the requests of
+        # cases still in flight, which would make a projection from it run high.
+        self.spent = 0.0
 
     def _line(self, bindings: Any) -> str:
         calls = retries = tokens = 0
@@ -211,13 +280,17 @@ class Progress:
                 retries += stats.retries
                 tokens += stats.prompt_tokens + stats.completion_tokens
                 cost += stats.cost_usd
-        return (
+        line = (
             f"recording: {self.done}/{self.total} cases, {calls} judge calls, {retries} retries, "
             f"{tokens} tokens, ${cost:.4f}"
         )
+        if self.spent and 0 < self.done < self.total:  # the whole run at the finished cases' pace
+            line += f" (projected {budget_text(self.spent / self.done * self.total)})"
+        return line
 
-    def case_done(self, bindings: Any) -> None:
+    def case_done(self, bindings: Any, spent: float = 0.0) -> None:
         self.done += 1
+        self.spent += spent
         step = max(1, self.total // 10)  # without a terminal, about ten lines in all
         if self._tty:
             self._write("\r" + self._line(bindings))

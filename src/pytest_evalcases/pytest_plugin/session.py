@@ -25,7 +25,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from ..domain.code import CodeFingerprints
-    from ..domain.context import SuiteContext
+    from ..domain.context import CalibrationContext, SuiteContext
     from ..http.router import HttpLayer
 
 SESSION_KEY = pytest.StashKey["EvalSession"]()
@@ -239,6 +239,15 @@ class EvalSession:
 
     def judge_bindings(self) -> list[JudgeBinding]:
         return list(self._judges.values())
+
+    def calibration_binding(self, ctx: CalibrationContext, live: bool) -> JudgeBinding:
+        """The judge a calibration suite's cases are judged with (live: the judge object)."""
+        if live and ctx.judge_spec is None:
+            raise EvalCaseError(
+                f"calibration suite {ctx.suite.name!r} has no judge; set --eval-judge, "
+                '"judge" in the suite, or eval_judge in the pytest ini'
+            )
+        return self.judge_binding(ctx.judge_spec, live)
 
     def binding_for(self, ctx: SuiteContext) -> JudgeBinding:
         """The judge a suite's cases are recorded with (a live judge when they need one)."""

@@ -26,7 +26,9 @@ from ..system_fixtures import build_now
 from .replay import JudgeOf
 
 if TYPE_CHECKING:
+    from ...engine.calibration import CalibrationRecording
     from ...http.router import HttpLayer
+    from ..calibration_items import CalibrationItem
     from ..items import CaseItem
     from ..session import EvalSession
 
@@ -73,6 +75,13 @@ class LiveSource:
         self.recorder, self.http, self.offline = recorder, http, offline
         self.runs_system = runs  # not --live-judges alone, which judges recorded traces
 
+    def calibration_for(self, item: CalibrationItem) -> CalibrationRecording | None:
+        """A calibration case's verdicts from the batch (None: judged by its item)."""
+        try:
+            return self.recorder.calibration_for(item)
+        except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
+            raise not_run(item, exc) from None
+
     def recording_for(self, item: CaseItem) -> Recording:
         if self.runs_system:  # a fixture's system: built on this thread, not the batch's
             build_now(item.ctx.system)
@@ -85,9 +94,7 @@ class LiveSource:
         except Interrupted as exc:  # KeyboardInterrupt in user code: the run stops after this case
             raise stop_after(item, str(exc)) from None
         except NotRun as exc:  # the run stopped starting cases (-x, --maxfail, --eval-budget)
-            item.not_run = str(exc)
-            # Shown at the case (as a skip marker is), not at this line of the plugin.
-            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+            raise not_run(item, exc) from None
         except (StaleRecording, MissingRecording):
             raise
         except Exception as exc:  # the summary says this case was not recorded, and why
@@ -98,6 +105,13 @@ class LiveSource:
                 ctx.cassette_root, ctx.suite.name, item.case.id
             ).exists()
             raise
+
+
+def not_run(item: CaseItem | CalibrationItem, exc: NotRun) -> BaseException:
+    """A case the batch did not start: reported as skipped, shown at the case (as a skip
+    marker is), not at this line of the plugin."""
+    item.not_run = str(exc)
+    return pytest.skip.Exception(str(exc), _use_item_location=True)
 
 
 def stop_after(item: CaseItem, where: str) -> BaseException:
@@ -131,6 +145,7 @@ def system_source(state: EvalSession) -> HttpReplaySource | LiveSource:
         )
     services = LiveServices(
         binding_for=state.binding_for,
+        calibration_judge=lambda ctx: state.calibration_binding(ctx, live=True),
         judge_bindings=state.judge_bindings,
         http_layer=http,
         otel_export=lambda: state.otel_export,
@@ -151,12 +166,13 @@ def record_selected(session: pytest.Session, state: EvalSession) -> Callable[[],
     items = [
         item
         for item in session.items
-        if getattr(item, "is_eval_case", False)
+        if (getattr(item, "is_eval_case", False) or getattr(item, "is_calibration", False))
         and not item.case.skip
         and item.suite_conflict(state) is None
     ]
     if source.runs_system:  # fixtures' systems, on this thread, before the batch starts
-        for system in {id(item.ctx.system): item.ctx.system for item in items}.values():
+        systems = [item.ctx.system for item in items if not getattr(item, "is_calibration", 0)]
+        for system in {id(system): system for system in systems}.values():
             build_now(system)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write if reporter else (lambda text: None)
