@@ -1,16 +1,23 @@
-"""`kendall_tau`: how well the answer ranks the items of a case's `expected_order` (BEAM's
-ranking questions): Kendall's tau-b between the expected order and the order the answer gives.
+"""`kendall_tau`: how well the answer orders the events of a case's `expected_order` (BEAM's
+event-ordering questions), as Cognee's BEAM evaluation defines it: Kendall's tau-b of the events
+the answer names, normalised to [0, 1], times the event-coverage F1.
 
 The answer's order is where each item first appears in it (normalised tokens: lower case,
 punctuation and a/an/the removed; an item matches as a whole run of tokens, so "cat" is not
-found in "category"). Items the answer never names are tied, ranked after every named one.
-tau-b in [-1, 1] is the score (1: the same order; -1: reversed); it passes at
-`thresholds.kendall_tau`. A case with fewer than two items is skipped.
+found in "category"). tau-b compares the expected order with the answer's over the items it
+names; (tau-b + 1) / 2 puts it in [0, 1] (1: the same order; 0: reversed). Coverage: recall is
+the share of the expected items named; precision the share of the answer's events that are
+expected ones (the answer's events: the entries of a numbered or bulleted list when it is one,
+else the items it names, so precision is 1). Score = normalised tau x coverage F1, e.g. two of
+three events named in order: 1 x F1(precision 1, recall 2/3) = 0.8. An answer naming fewer than
+two items has no order and scores 0. It passes at `thresholds.kendall_tau`. A case with fewer
+than two items is skipped. Raw tau-b and the coverage figures are kept in the metrics.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +53,25 @@ def ranks_of(positions: Sequence[int | None]) -> list[int]:
     return [len(found) if p is None else rank[p] for p in positions]
 
 
+# An entry of a numbered ("1.", "2)") or bulleted ("-", "*", "•") list, one per line.
+_LIST_ENTRY = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+\S", re.MULTILINE)
+
+
+def answer_events(answer: str, named: int) -> int:
+    """How many events the answer gives: its list entries when it is a list of two or more,
+    else the expected items it names (an answer in prose is not split into events)."""
+    entries = len(_LIST_ENTRY.findall(answer))
+    return entries if entries >= 2 else named
+
+
+def coverage_f1(named: int, expected: int, given: int) -> tuple[float, float, float]:
+    """Precision (named of the answer's events), recall (named of the expected) and their F1."""
+    precision = min(1.0, named / given) if given else 0.0
+    recall = named / expected if expected else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
 def tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Kendall's tau-b of two rankings (ties allowed); None when either is wholly tied."""
     concordant = discordant = x_ties = y_ties = 0
@@ -73,18 +99,30 @@ def score_kendall_tau(case: Case, trace: dict[str, Any], suite: Suite, verdict: 
     items = case.expected_order
     if not items or len(items) < 2:
         return skipped("no expected_order of two or more items")
-    positions = answer_positions(items, trace.get("answer", ""))
-    ranks = ranks_of(positions)
-    tau = tau_b(list(range(len(items))), ranks)
-    threshold = suite.threshold_for("kendall_tau")
+    answer = str(trace.get("answer", ""))
+    positions = answer_positions(items, answer)
+    named = [(index, p) for index, p in enumerate(positions) if p is not None]
     unnamed = [item for item, p in zip(items, positions, strict=True) if p is None]
-    metrics = {"answer_ranks": ranks, "unnamed": unnamed}
-    if tau is None:  # the answer names none of the items: there is no order to compare
+    precision, recall, f1 = coverage_f1(len(named), len(items), answer_events(answer, len(named)))
+    expected_ranks = [index for index, _ in named]
+    answer_ranks = ranks_of([p for _, p in named])
+    tau = tau_b(expected_ranks, answer_ranks) if len(named) >= 2 else None
+    threshold = suite.threshold_for("kendall_tau")
+    metrics = {
+        "tau_b": tau,
+        "coverage_precision": precision,
+        "coverage_recall": recall,
+        "coverage_f1": f1,
+        "answer_ranks": ranks_of(positions),
+        "unnamed": unnamed,
+    }
+    if tau is None:  # fewer than two items named: there is no order to compare
         return StageResult(
-            0.0, False, "the answer ranks none of the items", threshold, metrics=metrics
+            0.0, False, "the answer orders fewer than two of the items", threshold, metrics=metrics
         )
-    note = f"; not named (ranked last): {', '.join(unnamed)}" if unnamed else ""
-    return against_threshold("Kendall tau-b", tau, threshold, note, metrics)
+    note = f"; not named: {', '.join(unnamed)}" if unnamed else ""
+    detail = f" (tau-b {tau:.2f}, coverage F1 {f1:.2f}{note})"
+    return against_threshold("BEAM kendall_tau", (tau + 1) / 2 * f1, threshold, detail, metrics)
 
 
 def show_kendall_tau(
