@@ -146,7 +146,9 @@ def build_suite(
         excluded = [case_id for case_id in excluded if case_id in kept]
         path = options.data_dir / EXCLUSIONS_FILE
         files[path] = excluded
-        totals.append({"name": EXCLUSION_TOTAL, "exclude": {"ids": _relative(path, options.root)}})
+        base = parsed.exclusion_total or {"name": EXCLUSION_TOTAL, "exclude": {}}
+        ids = {"ids": _relative(path, options.root)}
+        totals += _totals_within([{**base, "exclude": {**base["exclude"], **ids}}], chosen)
     if totals:
         suite["totals"] = totals
     suite["source"] = {

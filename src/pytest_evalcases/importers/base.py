@@ -39,6 +39,9 @@ class Parsed:
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the named totals papers report for this benchmark (a suite's "totals")
     totals: list[dict[str, Any]] = field(default_factory=list)
+    # The total --exclude-ids adds, when the benchmark's publishers combine their exclusion list
+    # with a total of theirs ({"name", "exclude"}: the ids are added); else the ids alone.
+    exclusion_total: dict[str, Any] | None = None
     # what the format's own limits left out (LoCoMo's --max-sessions): source field -> value
     source_notes: dict[str, Any] = field(default_factory=dict)
     # further suite fields (a peer's file: judged_stages, stage_modules, system_fields, ...)

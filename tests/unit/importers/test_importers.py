@@ -429,13 +429,21 @@ def test_locomo_declares_the_papers_totals_and_exclude_ids_a_gold_exclusion_tota
 
     assert suite["totals"] == [
         {"name": "categories 1-4", "exclude": {"category": ["adversarial"]}},
-        {"name": "without open-domain", "exclude": {"category": ["open_domain", "adversarial"]}},
-        {"name": "without gold exclusions", "exclude": {"ids": "data/bench/exclusions.json"}},
+        {"name": "without open-domain", "exclude": {"category": ["open_domain"]}},
+        {
+            "name": "without open-domain or gold exclusions",
+            "exclude": {"category": ["open_domain"], "ids": "data/bench/exclusions.json"},
+        },
     ]
     assert data("data/bench/exclusions.json") == ["conv-1-q002", "conv-2-q002"]
     assert len(suite["cases"]) == 7  # the excluded cases stay in the suite and are run
     assert suite["source"]["exclusions"]["cases"] == 2
     assert "totals" not in imported("hotpotqa", "--force")  # HotpotQA papers report every case
+    (project / "hotpot-gold.txt").write_text(imported("hotpotqa", "--force")["cases"][0]["id"])
+    hotpot = imported("hotpotqa", "--force", "--exclude-ids", "hotpot-gold.txt")
+    assert hotpot["totals"] == [  # a benchmark without a total of its own: the ids alone
+        {"name": "without gold exclusions", "exclude": {"ids": "data/bench/exclusions.json"}}
+    ]
 
 
 def test_a_sample_keeps_in_its_totals_only_the_categories_and_ids_it_holds(project: Path) -> None:
