@@ -1,4 +1,4 @@
-"""``python -m pytest_evalcases COMMAND``: init, merge, scan, import, compare (see `cli/`)."""
+"""``python -m pytest_evalcases COMMAND``: init, merge, scan, import, compare, graph (`cli/`)."""
 
 from __future__ import annotations
 
