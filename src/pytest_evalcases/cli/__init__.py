@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from . import compare, importing, init, merge, scan
+from . import collect_recordings, compare, importing, init, merge, scan
 
 __all__ = ["main"]
 
-COMMANDS = (init, merge, scan, importing, compare)
+COMMANDS = (init, merge, scan, importing, compare, collect_recordings)
 
 
 def parser() -> argparse.ArgumentParser:
