@@ -82,22 +82,30 @@ def load_yaml(name: str) -> dict[str, Any]:
 
 
 # ---- the GitHub workflows: actionlint ----------------------------------------------------------
-def test_github_workflows_pass_actionlint() -> None:
-    found = actionlint(*(CI_DOCS / name for name in GITHUB_FILES))
-    assert set(found) == {str(CI_DOCS / name) for name in GITHUB_FILES}
-    assert found == {file: [] for file in found}
-
-
-def test_actionlint_finds_what_is_wrong(tmp_path: Path) -> None:
-    """The check above can fail: the same linter on the workflow with a broken `needs` and an
-    undefined matrix key."""
+@pytest.fixture(scope="module")
+def linted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    """actionlint's findings on the two workflows, and on `broken.yml`: the first with a
+    `needs` naming no job and an undefined matrix key (one node run: the WASM build takes a
+    second to load)."""
     text = (CI_DOCS / "github-actions.yml").read_text()
     broken = text.replace("needs: shard", "needs: shards").replace("matrix.group", "matrix.grp")
     assert broken != text
-    path = tmp_path / "broken.yml"
+    path = tmp_path_factory.mktemp("actionlint") / "broken.yml"
     path.write_text(broken)
-    messages = [finding["message"] for finding in actionlint(path)[str(path)]]
-    assert any('needs job "shards" which does not exist' in message for message in messages), messages
+    found = actionlint(*(CI_DOCS / name for name in GITHUB_FILES), path)
+    return {Path(file).name: findings for file, findings in found.items()}
+
+
+def test_github_workflows_pass_actionlint(linted: dict[str, list[dict[str, Any]]]) -> None:
+    assert {name: linted[name] for name in GITHUB_FILES} == {name: [] for name in GITHUB_FILES}
+
+
+def test_actionlint_finds_what_is_wrong(linted: dict[str, list[dict[str, Any]]]) -> None:
+    """The check above can fail: the same linter on a broken copy of the workflow."""
+    messages = [finding["message"] for finding in linted["broken.yml"]]
+    assert any('needs job "shards" which does not exist' in message for message in messages), (
+        messages
+    )
     assert any('"grp" is not defined' in message for message in messages), messages
 
 
@@ -215,6 +223,13 @@ def test_the_command_check_sees_a_wrong_option() -> None:
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["merge", "reports/shard-1", "--output-dir", "merged"])
     assert commands(GITLAB_FILE, ("pytest",))[0][:1] == ["cases/"]
+
+
+@pytest.mark.parametrize("name", ALL_FILES)
+def test_docs_show_each_file_whole(name: str) -> None:
+    """docs/ci.md shows the files a team copies as they are: a fenced block per file."""
+    text = (CI_DOCS / name).read_text()
+    assert f"```yaml\n{text}```\n" in (REPO / "docs" / "ci.md").read_text()
 
 
 # ---- four shards, merged, equal one unsharded run ---------------------------------------------

@@ -61,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
     counts = ", ".join(
         f"{shard}: {sum(1 for s in written.values() if s == shard)}" for shard in args.shards
     )
-    print(f"collected {copied} file(s) from {len(args.shards)} shard(s) into {args.into} ({counts})")
+    print(
+        f"collected {copied} file(s) from {len(args.shards)} shard(s) into {args.into} ({counts})"
+    )
     return 0
 
 
