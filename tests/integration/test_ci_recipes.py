@@ -332,3 +332,76 @@ def test_four_shards_merged_equal_the_unsharded_run(
     same = set(unsharded_run) - RUN_KEYS_THAT_DIFFER
     assert set(merged_run) - RUN_KEYS_THAT_DIFFER == same
     assert {k: merged_run[k] for k in same} == {k: unsharded_run[k] for k in same}
+
+
+# ---- the sharded re-record, run as its workflow runs it ----------------------------------------
+def rerecord_step(title: str) -> str:
+    """The shell script of github-rerecord.yml's shard step named `title`."""
+    steps = load_yaml("github-rerecord.yml")["jobs"]["shard"]["steps"]
+    (script,) = [step["run"] for step in steps if step.get("name") == title]
+    assert isinstance(script, str)
+    return script
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
+
+
+@needs_pytest_split
+@pytest.mark.skipif(
+    shutil.which("git") is None or shutil.which("bash") is None, reason="needs git and bash"
+)
+def test_a_sharded_rerecord_collects_each_shards_recordings(
+    project: Project, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two shards, each its own checkout, re-record the stale cases of their groups with
+    --live-stale; the workflow's own step keeps what each wrote; collect-recordings brings both
+    into one checkout, which then replays with nothing stale."""
+    project.write_suite(suite_doc("north", cases_of("n", 6, {})))
+    assert_not_aborted(project.run("--live", "-p", "no:cacheprovider"))
+    git(project.root, "init", "-q")
+    git(project.root, "add", "-A")
+    git(project.root, "commit", "-q", "-m", "recorded")
+    stale = ["n0", "n2", "n3", "n5"]
+
+    def edit(doc: dict[str, Any]) -> None:
+        for case in doc["cases"]:
+            if case["id"] in stale:
+                case["input"] += " again"
+                case["reference"] += " again"  # the echo system's answer
+
+    project.edit_suite("cases/north.json", edit)
+    git(project.root, "commit", "-q", "-am", "four inputs edited: their recordings are stale")
+
+    keep = rerecord_step("Keep the files this shard wrote, at their paths")
+    written = []
+    for group in (1, 2):
+        checkout = tmp_path_factory.mktemp(f"rerecord-shard-{group}") / "checkout"
+        shutil.copytree(project.root, checkout, ignore=shutil.ignore_patterns(".basetemp"))
+        shard = Project(checkout).run(
+            "-p", "no:cacheprovider", "--splits", "2", "--group", str(group), "--live-stale"
+        )
+        assert_not_aborted(shard)
+        subprocess.run(["bash", "-euo", "pipefail", "-c", keep], cwd=checkout, check=True)
+        written.append(checkout / "written")
+
+    files = [sorted(p.name for p in folder.rglob("*.json")) for folder in written]
+    assert sorted(files[0] + files[1]) == sorted(f"{case_id}.json" for case_id in stale)
+    assert all(files), f"each shard re-records some of the stale cases: {files}"
+
+    capsys.readouterr()
+    assert cli.main(["collect-recordings", *map(str, written), "--into", str(project.root)]) == 0
+    assert "collected 4 file(s) from 2 shard(s)" in capsys.readouterr().out
+    changed = git(project.root, "status", "--porcelain", "--", "cassettes").splitlines()
+    assert sorted(changed) == sorted(f" M cassettes/north/{case_id}.json" for case_id in stale)
+    replay = project.run("-p", "no:cacheprovider")
+    assert_not_aborted(replay)
+    replay.assert_outcomes(passed=6)
+    assert "recordings: 0 recorded, 6 replayed, 0 stale, 0 missing" in "\n".join(replay.outlines)
