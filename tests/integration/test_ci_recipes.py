@@ -232,6 +232,18 @@ def test_docs_show_each_file_whole(name: str) -> None:
     assert f"```yaml\n{text}```\n" in (REPO / "docs" / "ci.md").read_text()
 
 
+def workflow_step(name: str, job: str, title: str) -> str:
+    """The shell script of the step named `title` in the job `job` of a GitHub workflow."""
+    steps = load_yaml(name)["jobs"][job]["steps"]
+    (script,) = [step["run"] for step in steps if step.get("name") == title]
+    assert isinstance(script, str)
+    return script
+
+
+MERGE = "Merge the shards and apply the baseline gate"
+KEEP = "Keep the files this shard wrote, at their paths"
+
+
 # ---- four shards, merged, equal one unsharded run ---------------------------------------------
 def cases_of(suite: str, count: int, failing: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     words = ["alpha beta", "gamma delta", "epsilon zeta"]
@@ -310,20 +322,46 @@ def test_four_shards_merged_equal_the_unsharded_run(
     for group in range(1, SHARDS + 1):
         assert (project.root / f"reports/junit/shard-{group}.xml").is_file()
 
-    capsys.readouterr()
+    # the merge job's own script, on the folders laid out as its download step lays them out,
+    # against a baseline of the unsharded run
+    baseline = project.root / "evals" / "baseline" / "results.json"
+    baseline.parent.mkdir(parents=True)
+    shutil.copyfile(project.root / "whole" / "results.json", baseline)
+    script = workflow_step("github-actions.yml", "merge", MERGE)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+
+    def merge_job() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=project.root,
+            env={**shard_env, "PATH": path},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    # a shard that uploaded no report fails the job before anything is merged
+    (project.root / "reports/shard-4").rename(project.root / "shard-4-aside")
+    missing = merge_job()
+    assert missing.returncode == 2, missing.stdout + missing.stderr
+    assert not (project.root / "reports/merged").exists()
+    (project.root / "shard-4-aside").rename(project.root / "reports/shard-4")
+
+    merge = merge_job()
+    assert merge.returncode == 0, merge.stdout + merge.stderr
+    assert "baseline gate passed: 0 regression(s), 0 stage drop(s)" in merge.stdout
+    assert f"merged {SHARDS} shard(s): {CASE_COUNT} cases, 9 passed, 3 failed" in merge.stdout
     merged_dir = project.root / "reports" / "merged"
-    code = cli.main(["merge", *folders, "-o", str(merged_dir)])
-    assert code == 0, capsys.readouterr()
-    assert f"merged {SHARDS} shard(s): {CASE_COUNT} cases, 9 passed, 3 failed" in (
-        capsys.readouterr().out
-    )
 
     merged = json.loads((merged_dir / "results.json").read_text())
     unsharded = json.loads((project.root / "whole" / "results.json").read_text())
     assert len(merged["cases"]) == CASE_COUNT
     for key in sorted(set(merged) | set(unsharded)):
-        if key != "run":
+        if key not in ("run", "baseline"):  # the unsharded run had no baseline to compare with
             assert merged.get(key) == unsharded.get(key), key
+    gate = merged["baseline"]
+    assert (gate["failed"], gate["compared"], gate["regressions"]) == (False, CASE_COUNT, [])
+    assert gate["still_failing"] == 3
     assert merged["summary"]["failed"] == 3 and merged["summary"]["passed"] == 9
     merged_run, unsharded_run = merged["run"], unsharded["run"]
     assert merged_run["shards"] == SHARDS
@@ -335,12 +373,6 @@ def test_four_shards_merged_equal_the_unsharded_run(
 
 
 # ---- the sharded re-record, run as its workflow runs it ----------------------------------------
-def rerecord_step(title: str) -> str:
-    """The shell script of github-rerecord.yml's shard step named `title`."""
-    steps = load_yaml("github-rerecord.yml")["jobs"]["shard"]["steps"]
-    (script,) = [step["run"] for step in steps if step.get("name") == title]
-    assert isinstance(script, str)
-    return script
 
 
 def git(root: Path, *args: str) -> str:
@@ -380,7 +412,7 @@ def test_a_sharded_rerecord_collects_each_shards_recordings(
     project.edit_suite("cases/north.json", edit)
     git(project.root, "commit", "-q", "-am", "four inputs edited: their recordings are stale")
 
-    keep = rerecord_step("Keep the files this shard wrote, at their paths")
+    keep = workflow_step("github-rerecord.yml", "shard", KEEP)
     written = []
     for group in (1, 2):
         checkout = tmp_path_factory.mktemp(f"rerecord-shard-{group}") / "checkout"
