@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from evalhelpers import Project, assert_not_aborted, make_case, suite_doc
+from evalhelpers import Project, assert_not_aborted, git, make_case, suite_doc
 
 from pytest_evalcases import cli
 
@@ -373,17 +373,6 @@ def test_four_shards_merged_equal_the_unsharded_run(
 
 
 # ---- the sharded re-record, run as its workflow runs it ----------------------------------------
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    ).stdout
 
 
 @needs_pytest_split
