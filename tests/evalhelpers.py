@@ -465,3 +465,16 @@ def run_live_openai(project: Project, base_url: str, *args: str, **env: str) -> 
         *args,
         env={"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": base_url, **env},
     )
+
+
+def git(root: Path, *args: str) -> str:
+    """A git command in `root` as a test's author (no global configuration needed); its
+    output, unstripped (`status --porcelain` lines start with a space)."""
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
