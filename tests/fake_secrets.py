@@ -51,3 +51,29 @@ JWT = fake_jwt()
 # An AWS secret access key: 40 characters of base64, `/` included.
 AWS_SECRET = (RANDOM[:20] + "/" + RANDOM[::-1])[:40]
 PEM = fake_pem()
+
+# Shapes added for issue 30: providers' own prefixes, credentials inside URLs and headers.
+STRIPE = fake("sk_" + "live_", (RANDOM * 2)[:24])
+STRIPE_TEST = fake("sk_" + "test_", (RANDOM[::-1] * 2)[:32])
+STRIPE_RESTRICTED = fake("rk_" + "live_", (RANDOM * 2)[3:27])
+HUGGING_FACE = fake("hf_", ("QwErTyUiOpAsDfGhJkLzXcVbNm" * 2)[:34])
+URL_PASSWORD = "Pw" + RANDOM[:10]  # the password of the URLs below
+DSN = "postgres://" + "app:" + URL_PASSWORD + "@db.internal:5432/orders"
+URL_WITH_PASSWORD = "https://" + "deploy:" + URL_PASSWORD + "@git.example.com/org/repo.git"
+BASIC_CREDENTIALS = "proxyuser:" + URL_PASSWORD  # what a Basic header carries, base64-encoded
+AZURE_SUBSCRIPTION_KEY = ("9f8e7d6c5b4a" + "3f2e1d0c" * 3)[:32]  # 32 hex digits, as Azure's are
+AZURE_SAS_SIGNATURE = "Zq8xK3vN" + "%2B" + RANDOM[:24] + "%3D"
+AZURE_SAS_URL = (
+    "https://acct.blob.core.windows.net/c/report.pdf?sv=2022-11-02&se=2030-01-01T00%3A00%3A00Z"
+    "&sr=b&sp=r&sig=" + AZURE_SAS_SIGNATURE
+)
+SHORT_AWS_SECRET = "Ab3" + "shortsecret9"  # not 40 characters: only its field names it
+
+
+def basic_auth_header(credentials: str = BASIC_CREDENTIALS) -> str:
+    import base64
+
+    return "Basic " + base64.b64encode(credentials.encode()).decode()
+
+
+BASIC_AUTH = basic_auth_header()

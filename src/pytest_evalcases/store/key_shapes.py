@@ -6,6 +6,8 @@ of a candidate's surroundings and randomness, and keys cut short for display (`s
 
 from __future__ import annotations
 
+import base64
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +18,14 @@ __all__ = [
     "REDACTED_PREFIX",
     "SHAPE_NAMES",
     "KeyShape",
+    "LONE_KEY_EVIDENCE",
+    "SECRET_FIELD_KINDS",
     "is_aws_secret_field",
+    "is_labelled_secret",
     "is_lone_aws_secret",
     "redact_key_shapes",
+    "redact_lone_keys",
+    "secret_field_kind",
 ]
 
 REDACTED_PREFIX = "[REDACTED:"  # what every replacement opens with: `[REDACTED:openai-key]`
@@ -82,10 +89,73 @@ _AWS_KEY_ID = re.compile(
 _AWS_LONE_SECRET = re.compile(_AWS_SECRET)
 
 
+# Between a field's label and its value: a closing quote (JSON-escaped too), `:` or `=`, and an
+# opening quote: `aws_secret_access_key = x`, `"SecretAccessKey": "x"`, `\\"key\\": \\"x\\"`.
+_LABEL_SEPARATOR = r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
+# What a label may stand before without being a value: placeholders written in docs and config.
+_PLACEHOLDER = re.compile(r"[*xX.]+|[<{$%].*|(?i:none|null|true|false|redacted)")
+
+
+def _is_labelled_value(token: str) -> bool:
+    """A labelled secret's value, whatever its shape, unless it is a placeholder (`***`,
+    `<password>`, `${DB_PASSWORD}`, `null`) or a marker already."""
+    return not _PLACEHOLDER.fullmatch(token) and REDACTED_PREFIX not in token
+
+
+def _is_basic_credentials(token: str) -> bool:
+    """Whether a `Basic` token is base64 of `user:password` (printable, one colon at least)."""
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return ":" in decoded and decoded.isprintable()
+
+
 def is_aws_secret_field(name: str) -> bool:
     """A dict key such as `aws_secret_access_key` or `SecretAccessKey`."""
+    return secret_field_kind(name) == "aws-secret-key"
+
+
+# Fields whose value is a secret whatever its shape, by the end of the name folded (lower case,
+# without `_` and `-`): `aws_secret_access_key`, `DB_PASSWORD`, `x-api-key`, `client_secret`,
+# `Ocp-Apim-Subscription-Key`; and by the whole folded name (`Authorization`, `access_token`).
+_SECRET_FIELD_ENDINGS = (
+    ("secretaccesskey", "aws-secret-key"),
+    ("awssecretkey", "aws-secret-key"),
+    ("password", "password"),
+    ("passwd", "password"),
+    ("clientsecret", "client-secret"),
+    ("apikey", "api-key"),
+    ("subscriptionkey", "azure-subscription-key"),
+)
+_SECRET_FIELD_NAMES = {
+    "authorization": "authorization",
+    "proxyauthorization": "authorization",
+    "accesstoken": "access-token",
+    "refreshtoken": "access-token",
+    "idtoken": "access-token",
+}
+# Every field kind (a finding names it as it names a shape).
+SECRET_FIELD_KINDS = tuple(
+    dict.fromkeys([kind for _, kind in _SECRET_FIELD_ENDINGS] + list(_SECRET_FIELD_NAMES.values()))
+)
+
+
+@functools.lru_cache(maxsize=4096)  # the same few dozen keys, in every document
+def secret_field_kind(name: str) -> str | None:
+    """The kind of secret a dict key labels (`password` for `DB_PASSWORD`), or None."""
     folded = name.lower().replace("_", "").replace("-", "")
-    return folded.endswith(("secretaccesskey", "awssecretkey"))
+    for ending, kind in _SECRET_FIELD_ENDINGS:
+        if folded.endswith(ending):
+            return kind
+    return _SECRET_FIELD_NAMES.get(folded)
+
+
+def is_labelled_secret(value: str) -> bool:
+    """Whether the value of a labelled secret field is to be redacted: any non-empty value but a
+    placeholder or one that holds a marker already."""
+    stripped = value.strip()
+    return bool(stripped) and _is_labelled_value(stripped)
 
 
 # Most specific first: shapes are replaced in this order, so `sk-ant-` is named before `sk-`
@@ -142,13 +212,22 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     KeyShape(
         "aws-secret-key",
         ("ecret", "ECRET"),
+        # The label names it whatever its value's shape: 40 characters of base64 or not.
         re.compile(
-            _AWS_SECRET_FIELD
-            + r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+            _AWS_SECRET_FIELD + _LABEL_SEPARATOR + r"([A-Za-z0-9/+=._~-]{8,})(?![A-Za-z0-9/+=])"
         ),
-        lambda token: _character_classes(token) >= 2,
+        lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
         keeps_prefix=True,
         starts_token=False,  # the field name frames it (`x-aws-secret-access-key: ...`)
+    ),
+    KeyShape(
+        "azure-subscription-key",
+        ("ubscription", "UBSCRIPTION"),
+        # Azure API Management's header, whatever the value's shape (32 hex digits as a rule).
+        re.compile(r"(?i:ocp-apim-subscription-key)" + _LABEL_SEPARATOR + r"([A-Za-z0-9_-]{8,})"),
+        lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
+        keeps_prefix=True,
+        starts_token=False,
     ),
     KeyShape(
         "aws-access-key-id",
@@ -156,6 +235,46 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         re.compile(r"(?:AKIA|ASIA)([A-Z0-9]{16})"),
         lambda token: True,
         fixed_length=True,
+    ),
+    KeyShape(
+        "stripe-key",
+        ("_live_", "_test_"),
+        # Secret (`sk_`) and restricted (`rk_`) keys; a publishable `pk_` key is public.
+        re.compile(r"[sr]k_(?:live|test)_([A-Za-z0-9]{16,})"),
+        lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token),
+    ),
+    KeyShape(
+        "huggingface-token",
+        ("hf_",),
+        re.compile(r"hf_([A-Za-z0-9]{30,})"),
+        lambda token: _character_classes(token) >= 2,
+    ),
+    KeyShape(
+        "url-password",
+        ("://",),
+        # `scheme://user:password@host`: the password goes, the user and the host stay.
+        re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:\"'<>\\]*:([^\s/?#@\"'<>\\]+)(?=@)"),
+        _is_labelled_value,
+        keeps_prefix=True,
+        gate="@",
+    ),
+    KeyShape(
+        "azure-sas-signature",
+        ("sig=",),
+        # The signature of a shared access signature URL (`...&sig=...`): the URL's credential.
+        re.compile(r"(?<=[?&;])sig=([A-Za-z0-9%+/=_-]{16,})"),
+        lambda token: True,
+        keeps_prefix=True,
+        starts_token=False,
+    ),
+    KeyShape(
+        "basic-auth",
+        ("asic ", "ASIC "),
+        # `Basic <base64 of user:password>` (Authorization, Proxy-Authorization): taken only
+        # when the base64 holds `user:password`, so `basic plan` and prose stay.
+        re.compile(r"(?:Basic|basic|BASIC)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"),
+        _is_basic_credentials,
+        keeps_prefix=True,
     ),
     KeyShape(
         "bearer-token",
@@ -191,6 +310,38 @@ def redact_key_shapes(text: str, kinds: list[str]) -> str:
     return text
 
 
+# The kinds whose lone pieces are searched for in a document that holds their frame or id
+# elsewhere (a PEM body line, an AWS secret without its key id), by the marker that tells.
+LONE_KEY_EVIDENCE = (("private-key]", "private-key"), ("aws-access-key-id]", "aws-secret-key"))
+# A line of a PEM body on its own (a claim, a log line): base64 from a line break (or a `\n`
+# escape, or the text's start) to the next.
+_PEM_BODY_LINE = re.compile(
+    r"(?:\A|(?<=[\r\n])|(?<=\\[nr]))[ \t]*([A-Za-z0-9+/]{16,}={0,2})[ \t]*(?=\Z|[\r\n]|\\[nr])"
+)
+
+
+def redact_lone_keys(text: str, kinds: list[str], lone: frozenset[str]) -> str:
+    """In a document that holds a private-key frame or an AWS key id somewhere (`lone` names
+    which), the pieces that went astray from it: a line of base64 that mixes upper case, lower
+    case and digits (a PEM body line), a 40-character AWS secret anywhere."""
+    if "private-key" in lone:
+        pieces = []
+        position = 0
+        for match in _PEM_BODY_LINE.finditer(text):
+            if _character_classes(match.group(1)) < 3:
+                continue
+            pieces.append(text[position : match.start(1)])
+            pieces.append(f"{REDACTED_PREFIX}private-key]")
+            kinds.append("private-key")
+            position = match.end(1)
+        if pieces:
+            pieces.append(text[position:])
+            text = "".join(pieces)
+    if "aws-secret-key" in lone and len(text) >= 40:
+        text = _redact_aws_secrets_beside_ids(text, kinds, anywhere=True)
+    return text
+
+
 def is_lone_aws_secret(value: str) -> bool:
     """Whether the value of a field named like a secret access key is one whole such key."""
     return bool(_AWS_LONE_SECRET.fullmatch(value.strip())) and _character_classes(value) >= 2
@@ -219,7 +370,8 @@ def _redact_shape(text: str, shape: KeyShape, kinds: list[str]) -> str:
 # token, and the ellipsis a clip put there. Text clipped before it was redacted (a note made
 # from an exception message) keeps no part of a key.
 _CUT_KEY = re.compile(
-    r"(?:sk-|AIza|gh[pousr]_|github_pat_|xox[abeprs]-|AKIA|ASIA|eyJ)([A-Za-z0-9_.+/-]{6,}?)"
+    r"(?:sk-|[sr]k_(?:live|test)_|hf_|AIza|gh[pousr]_|github_pat_|xox[abeprs]-|AKIA|ASIA|eyJ)"
+    r"([A-Za-z0-9_.+/-]{6,}?)"
     r"(?=\.\.\.|\u2026)"
 )
 
@@ -242,17 +394,18 @@ def _redact_cut_keys(text: str, kinds: list[str]) -> str:
     return "".join(pieces)
 
 
-def _redact_aws_secrets_beside_ids(text: str, kinds: list[str]) -> str:
+def _redact_aws_secrets_beside_ids(text: str, kinds: list[str], anywhere: bool = False) -> str:
     """A 40-character secret access key within AWS_SECRET_REACH characters of an access key
-    id (or of its marker): an id alone tells whose account; with the secret it is the key."""
+    id (or of its marker): an id alone tells whose account; with the secret it is the key.
+    `anywhere`: the document holds an id elsewhere, so every such key is taken."""
     ids = [(found.start(), found.end()) for found in _AWS_KEY_ID.finditer(text)]
-    if not ids:
+    if not ids and not anywhere:
         return text
     pieces = []
     position = 0
     for match in _AWS_LONE_SECRET.finditer(text):
         start, end = match.span()
-        near = any(
+        near = anywhere or any(
             start - AWS_SECRET_REACH <= id_end and id_start <= end + AWS_SECRET_REACH
             for id_start, id_end in ids
         )

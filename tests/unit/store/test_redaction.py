@@ -189,7 +189,13 @@ def test_shape_names_are_the_documented_ones() -> None:
         "github-token",
         "slack-token",
         "aws-secret-key",
+        "azure-subscription-key",
         "aws-access-key-id",
+        "stripe-key",
+        "huggingface-token",
+        "url-password",
+        "azure-sas-signature",
+        "basic-auth",
         "bearer-token",
     ]
 
