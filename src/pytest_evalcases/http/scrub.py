@@ -44,6 +44,8 @@ SECRET_HEADERS = frozenset(
         "set-cookie",
         "openai-organization",
         "openai-project",
+        "proxy-authorization",
+        "ocp-apim-subscription-key",
     }
 )
 SECRET_QUERY_PARAMETERS = frozenset({"key", "api_key", "access_token"})

@@ -494,6 +494,10 @@ def test_scan_files_reads_markdown_html_and_xml_line_by_line(tmp_path: Path) -> 
 
     assert found == [
         f"{tmp_path / 'dashboard.html'}: line 2: private-key",
+        # the body lines too: the file is one document, its BEGIN line tells (issue 30)
+        f"{tmp_path / 'dashboard.html'}: line 3: private-key",
+        f"{tmp_path / 'dashboard.html'}: line 4: private-key",
+        f"{tmp_path / 'dashboard.html'}: line 5: private-key",
         f"{tmp_path / 'junit.xml'}: line 1: aws-secret-key",
         f"{tmp_path / 'report.md'}: line 4: jwt",
     ]
