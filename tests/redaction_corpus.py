@@ -144,6 +144,8 @@ def planted_secrets() -> list[tuple[str, str]]:
         ("aws-secret-key", f"aws_secret_access_key = {fake.AWS_SECRET}"),
         ("aws-secret-key", f"AWS_SECRET_ACCESS_KEY={fake.SHORT_AWS_SECRET}"),
         ("bearer-token", "Authorization: Bearer abcDEF1234567890xyzXYZ"),
+        ("password", f'{{"user": "app", "password": "{fake.URL_PASSWORD}"}}'),
+        ("password", f"host=db.internal user=app password={fake.URL_PASSWORD} dbname=orders"),
         ("stripe-key", f"stripe {fake.STRIPE}"),
         ("stripe-key", f"stripe {fake.STRIPE_TEST}"),
         ("stripe-key", f"stripe {fake.STRIPE_RESTRICTED}"),

@@ -221,6 +221,20 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         starts_token=False,  # the field name frames it (`x-aws-secret-access-key: ...`)
     ),
     KeyShape(
+        "password",
+        ("assw", "ASSW"),
+        # `password=...` (a DSN, a query, an env file), `"password": "..."` inside a JSON text:
+        # a value that mixes two kinds of character (`password: open Settings` is prose).
+        re.compile(
+            r"(?<![A-Za-z0-9])(?i:(?:[a-z0-9]+[_-])?passw(?:or)?d)"
+            + _LABEL_SEPARATOR
+            + r"([^\s\"'\\,;&<>]{4,})"
+        ),
+        lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
+        keeps_prefix=True,
+        starts_token=False,
+    ),
+    KeyShape(
         "azure-subscription-key",
         ("ubscription", "UBSCRIPTION"),
         # Azure API Management's header, whatever the value's shape (32 hex digits as a rule).
@@ -313,33 +327,39 @@ def redact_key_shapes(text: str, kinds: list[str]) -> str:
 # The kinds whose lone pieces are searched for in a document that holds their frame or id
 # elsewhere (a PEM body line, an AWS secret without its key id), by the marker that tells.
 LONE_KEY_EVIDENCE = (("private-key]", "private-key"), ("aws-access-key-id]", "aws-secret-key"))
-# A line of a PEM body on its own (a claim, a log line): base64 from a line break (or a `\n`
-# escape, or the text's start) to the next.
+# A line of a PEM body on its own (a claim, a log line, a list item or a one-cell table row in
+# Markdown): base64 from a line break (or a `\n` escape, or the text's start) to the next.
 _PEM_BODY_LINE = re.compile(
-    r"(?:\A|(?<=[\r\n])|(?<=\\[nr]))[ \t]*([A-Za-z0-9+/]{16,}={0,2})[ \t]*(?=\Z|[\r\n]|\\[nr])"
+    r"(?:\A|(?<=[\r\n])|(?<=\\[nr]))[ \t|>*-]*([A-Za-z0-9+/]{16,}={0,2})[ \t|]*"
+    r"(?=\Z|[\r\n]|\\[nr])"
 )
 
 
 def redact_lone_keys(text: str, kinds: list[str], lone: frozenset[str]) -> str:
     """In a document that holds a private-key frame or an AWS key id somewhere (`lone` names
     which), the pieces that went astray from it: a line of base64 that mixes upper case, lower
-    case and digits (a PEM body line), a 40-character AWS secret anywhere."""
+    case and digits (a PEM body line); a 40-character AWS secret anywhere."""
     if "private-key" in lone:
-        pieces = []
-        position = 0
-        for match in _PEM_BODY_LINE.finditer(text):
-            if _character_classes(match.group(1)) < 3:
-                continue
-            pieces.append(text[position : match.start(1)])
-            pieces.append(f"{REDACTED_PREFIX}private-key]")
-            kinds.append("private-key")
-            position = match.end(1)
-        if pieces:
-            pieces.append(text[position:])
-            text = "".join(pieces)
+        text = _redact_pem_pieces(text, _PEM_BODY_LINE, kinds)
     if "aws-secret-key" in lone and len(text) >= 40:
         text = _redact_aws_secrets_beside_ids(text, kinds, anywhere=True)
     return text
+
+
+def _redact_pem_pieces(text: str, pattern: re.Pattern[str], kinds: list[str]) -> str:
+    pieces = []
+    position = 0
+    for match in pattern.finditer(text):
+        if _character_classes(match.group(1)) < 3:
+            continue
+        pieces.append(text[position : match.start(1)])
+        pieces.append(f"{REDACTED_PREFIX}private-key]")
+        kinds.append("private-key")
+        position = match.end(1)
+    if not pieces:
+        return text
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def is_lone_aws_secret(value: str) -> bool:

@@ -162,7 +162,7 @@ class _Redactor:
                     field_kind = secret_field_kind(key)
                 path.append(new_key)
                 new_item = self._walk(item, run)
-                if field_kind is not None:
+                if field_kind is not None and not _is_key_hash(key, new_item):
                     new_item = self._field(field_kind, new_item, run)
                 path.pop()
                 result[new_key] = new_item
@@ -244,6 +244,15 @@ class _Redactor:
                 kinds.extend([name] * text.count(value))
                 text = text.replace(value, f"{REDACTED_PREFIX}{name}]")
         return redact_key_shapes(text, kinds)
+
+
+_KEY_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def _is_key_hash(name: str, value: Any) -> bool:
+    """A cassette key's field (`fingerprint.aws_secret_access_key`: a dotted name) holds the
+    hash of its value, not the value (its label beside it is redacted as a field)."""
+    return "." in name and isinstance(value, str) and bool(_KEY_HASH.fullmatch(value))
 
 
 def _unique_key(key: str, taken: Mapping[str, Any]) -> str:

@@ -189,6 +189,7 @@ def test_shape_names_are_the_documented_ones() -> None:
         "github-token",
         "slack-token",
         "aws-secret-key",
+        "password",
         "azure-subscription-key",
         "aws-access-key-id",
         "stripe-key",
