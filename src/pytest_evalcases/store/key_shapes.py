@@ -1,7 +1,10 @@
 """The rules that tell a credential from ordinary text: the well-known key shapes (`sk-...`,
-`AIza...`, `ghp_...`, JWTs, private-key blocks, AWS key pairs, bearer tokens, ...) with the checks
-of a candidate's surroundings and randomness, and keys cut short for display (`sk-proj-Zq8x...`).
-`redact_key_shapes` applies them to one string; `store/redaction.py` walks documents with it.
+`AIza...`, `ghp_...`, JWTs, private-key blocks, AWS key pairs, bearer tokens, Stripe and Hugging
+Face keys, URL passwords, Basic credentials, Azure keys and SAS signatures, ...) with the checks
+of a candidate's surroundings and randomness, and keys cut short for display (`sk-proj-Zq8x...`);
+the field names that label a secret whatever its value (`secret_field_kind`); the lone pieces of
+a key found when its frame or id is elsewhere in the document (`redact_lone_keys`).
+`redact_key_shapes` applies the shapes to one string; `store/redaction.py` walks documents.
 """
 
 from __future__ import annotations
@@ -256,6 +259,7 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         # Secret (`sk_`) and restricted (`rk_`) keys; a publishable `pk_` key is public.
         re.compile(r"[sr]k_(?:live|test)_([A-Za-z0-9]{16,})"),
         lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token),
+        gate="k_",
     ),
     KeyShape(
         "huggingface-token",
@@ -283,10 +287,10 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     ),
     KeyShape(
         "basic-auth",
-        ("asic ", "ASIC "),
+        ("asic ",),
         # `Basic <base64 of user:password>` (Authorization, Proxy-Authorization): taken only
         # when the base64 holds `user:password`, so `basic plan` and prose stay.
-        re.compile(r"(?:Basic|basic|BASIC)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"),
+        re.compile(r"(?:Basic|basic)[ \t]+([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"),
         _is_basic_credentials,
         keeps_prefix=True,
     ),

@@ -5,7 +5,11 @@ Two sources of secrets:
 - the values of environment variables named like credentials (`OPENAI_API_KEY`, `GH_TOKEN`, ...):
   replaced by `[REDACTED:<variable name>]`;
 - well-known key shapes (`sk-...`, `AIza...`, `ghp_...`, ...): replaced by `[REDACTED:<shape>]`;
-  the shapes and the checks that tell a key from prose are `store/key_shapes.py`.
+  the shapes and the checks that tell a key from prose are `store/key_shapes.py`;
+- the value of a field named like a secret (`aws_secret_access_key`, `password`, ...), whatever
+  its shape: `[REDACTED:<kind>]`.
+A document is searched as a whole: when one of its strings holds a private-key frame or an AWS
+key id, a PEM body line or an AWS secret standing alone in another string is a key too.
 
 `redact` runs on every cassette a live run writes, so it is cheap on clean text: strings too
 short to hold a secret are skipped, a shape's pattern only runs on a string that holds one of
