@@ -71,6 +71,8 @@ class KeyShape:
     looks_like_key: Callable[[str], bool]
     fixed_length: bool = False
     gate: str | None = None
+    # Hints in lower case, looked for in the lower-cased text (one test for `Secret`, `SECRET`).
+    any_case: bool = False
     # What the match opens with and the marker keeps readable (`Bearer `, `secret_key=`):
     # everything before the pattern's last group.
     keeps_prefix: bool = False
@@ -214,18 +216,19 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     ),
     KeyShape(
         "aws-secret-key",
-        ("ecret", "ECRET"),
+        ("ecret",),
         # The label names it whatever its value's shape: 40 characters of base64 or not.
         re.compile(
             _AWS_SECRET_FIELD + _LABEL_SEPARATOR + r"([A-Za-z0-9/+=._~-]{8,})(?![A-Za-z0-9/+=])"
         ),
         lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
         keeps_prefix=True,
+        any_case=True,
         starts_token=False,  # the field name frames it (`x-aws-secret-access-key: ...`)
     ),
     KeyShape(
         "password",
-        ("assw", "ASSW"),
+        ("assw",),
         # `password=...` (a DSN, a query, an env file), `"password": "..."` inside a JSON text:
         # a value that mixes two kinds of character (`password: open Settings` is prose).
         re.compile(
@@ -235,15 +238,17 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         ),
         lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
         keeps_prefix=True,
+        any_case=True,
         starts_token=False,
     ),
     KeyShape(
         "azure-subscription-key",
-        ("ubscription", "UBSCRIPTION"),
+        ("ubscription",),
         # Azure API Management's header, whatever the value's shape (32 hex digits as a rule).
         re.compile(r"(?i:ocp-apim-subscription-key)" + _LABEL_SEPARATOR + r"([A-Za-z0-9_-]{8,})"),
         lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
         keeps_prefix=True,
+        any_case=True,
         starts_token=False,
     ),
     KeyShape(
@@ -296,15 +301,18 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
     ),
     KeyShape(
         "bearer-token",
-        ("earer", "EARER"),
+        ("earer",),
         re.compile(r"(?:Bearer|bearer|BEARER)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)"),
         lambda token: _character_classes(token) >= 2 and any(c.isdigit() for c in token),
         keeps_prefix=True,
+        any_case=True,
     ),
 )
 # Every kind a finding can name besides an environment variable (aws-secret-key is also taken
 # beside an access key id, outside the shape table).
 SHAPE_NAMES = tuple(shape.name for shape in KEY_SHAPES)
+# What redact_key_shapes reads of each shape, unpacked once (attribute reads cost on short text).
+_SEARCH_ORDER = tuple((shape.gate, shape.hints, shape.any_case, shape) for shape in KEY_SHAPES)
 # The shortest shape candidate: `xoxb-` and 10 characters.
 MIN_SHAPE_CHARS = 15
 
@@ -314,11 +322,17 @@ def redact_key_shapes(text: str, kinds: list[str]) -> str:
     marker, each kind appended to `kinds` (the same object when it holds none)."""
     if len(text) < MIN_SHAPE_CHARS:
         return text
-    for shape in KEY_SHAPES:
-        if shape.gate is not None and shape.gate not in text:
+    folded = None  # the text in lower case, made for the first any-case shape
+    for gate, hints, any_case, shape in _SEARCH_ORDER:
+        if gate is not None and gate not in text:
             continue
-        for hint in shape.hints:
-            if hint in text:
+        searched = text
+        if any_case:
+            if folded is None:
+                folded = text.lower()
+            searched = folded
+        for hint in hints:
+            if hint in searched:
                 text = _redact_shape(text, shape, kinds)
                 break
     if "AKIA" in text or "ASIA" in text or "aws-access-key-id]" in text:
