@@ -6,6 +6,9 @@ They are assembled at run time from pieces, so no file holds anything that a sec
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 RANDOM = "Zq8" + "xK3vN" * 4 + "pL0wR7tY2u"  # mixed case and digits, as generated keys are
 
 
@@ -77,3 +80,21 @@ def basic_auth_header(credentials: str = BASIC_CREDENTIALS) -> str:
 
 
 BASIC_AUTH = basic_auth_header()
+
+
+def live_run_read_back(project: Any) -> SimpleNamespace:
+    """Run a leaking project (tests/evalhelpers.Project) with --live, --junitxml and
+    --eval-report, and read back what it wrote (path -> text) and what it printed."""
+    from evalhelpers import output
+
+    before = project.all_files()
+    result = project.run(
+        "--live", "-p", "no:cacheprovider", "--junitxml=junit.xml", "--eval-report=reports", "-rA"
+    )
+    written = sorted(project.all_files() - before)
+    return SimpleNamespace(
+        project=project,
+        result=result,
+        texts={name: (project.root / name).read_text(encoding="utf-8") for name in written},
+        printed=output(result),
+    )

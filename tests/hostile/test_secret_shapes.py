@@ -25,7 +25,8 @@ from urllib.parse import unquote
 import fake_secrets as fake
 import pytest
 from echo_server import EchoServer
-from evalhelpers import Project, output
+from evalhelpers import Project
+from fake_secrets import live_run_read_back
 from redaction_corpus import ordinary_texts, planted_secrets
 
 from pytest_evalcases.judges.base import JudgeInput, StageOptions
@@ -155,23 +156,7 @@ def shapes_project(root: Path, server: EchoServer) -> Project:
 def planted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
     """The files the --live run wrote (path -> text) and what it printed."""
     with EchoServer() as server:
-        project = shapes_project(tmp_path_factory.mktemp("shapes"), server)
-        before = project.all_files()
-        result = project.run(
-            "--live",
-            "-p",
-            "no:cacheprovider",
-            "--junitxml=junit.xml",
-            "--eval-report=reports",
-            "-rA",
-        )
-        written = sorted(project.all_files() - before)
-        yield SimpleNamespace(
-            project=project,
-            result=result,
-            texts={name: (project.root / name).read_text(encoding="utf-8") for name in written},
-            printed=output(result),
-        )
+        yield live_run_read_back(shapes_project(tmp_path_factory.mktemp("shapes"), server))
 
 
 def test_the_run_wrote_every_file_kind_and_judged_the_claims(planted: SimpleNamespace) -> None:

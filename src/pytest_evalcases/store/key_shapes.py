@@ -107,6 +107,12 @@ def _is_labelled_value(token: str) -> bool:
     return not _PLACEHOLDER.fullmatch(token) and REDACTED_PREFIX not in token
 
 
+def _is_labelled_text_value(token: str) -> bool:
+    """A labelled value in running text: one that mixes two kinds of character (upper case,
+    lower case, digits), so that `password: required` in prose stays."""
+    return _is_labelled_value(token) and _character_classes(token) >= 2
+
+
 def _is_basic_credentials(token: str) -> bool:
     """Whether a `Basic` token is base64 of `user:password` (printable, one colon at least)."""
     try:
@@ -221,7 +227,7 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         re.compile(
             _AWS_SECRET_FIELD + _LABEL_SEPARATOR + r"([A-Za-z0-9/+=._~-]{8,})(?![A-Za-z0-9/+=])"
         ),
-        lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
+        _is_labelled_text_value,
         keeps_prefix=True,
         any_case=True,
         starts_token=False,  # the field name frames it (`x-aws-secret-access-key: ...`)
@@ -236,7 +242,7 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
             + _LABEL_SEPARATOR
             + r"([^\s\"'\\,;&<>]{4,})"
         ),
-        lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
+        _is_labelled_text_value,
         keeps_prefix=True,
         any_case=True,
         starts_token=False,
@@ -246,7 +252,7 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
         ("ubscription",),
         # Azure API Management's header, whatever the value's shape (32 hex digits as a rule).
         re.compile(r"(?i:ocp-apim-subscription-key)" + _LABEL_SEPARATOR + r"([A-Za-z0-9_-]{8,})"),
-        lambda token: _is_labelled_value(token) and _character_classes(token) >= 2,
+        _is_labelled_text_value,
         keeps_prefix=True,
         any_case=True,
         starts_token=False,
