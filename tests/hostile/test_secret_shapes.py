@@ -29,8 +29,11 @@ from evalhelpers import Project
 from fake_secrets import live_run_read_back
 from redaction_corpus import ordinary_texts, planted_secrets
 
+from pytest_evalcases.http.match import request_view
+from pytest_evalcases.http.scrub import scrub_request, scrub_uri
 from pytest_evalcases.judges.base import JudgeInput, StageOptions
 from pytest_evalcases.judges.lexical import LexicalJudge
+from pytest_evalcases.store.http import stored_request
 from pytest_evalcases.store.key_shapes import SHAPE_NAMES
 from pytest_evalcases.store.redaction import redact
 from pytest_evalcases.store.secret_scan import scan_files
@@ -432,3 +435,39 @@ def test_the_corpus_holds_each_category_the_issue_names() -> None:
     categories = {category for category, _ in ordinary_texts()}
 
     assert categories == {"prose", "url", "id", "hash", "uuid", "base64", "token"}
+
+
+# A URL's password in an HTTP recording --------------------------------------------------------
+
+
+def test_a_recorded_request_keeps_no_url_password_and_stays_readable_after_redaction() -> None:
+    """A URL password redacted in place (`user:[REDACTED:url-password]@host`) would be a host
+    part urlsplit refuses: replay's matching of that request would crash. Scrubbing drops it."""
+    request = {
+        "method": "GET",
+        "uri": fake.URL_WITH_PASSWORD + "?" + fake.AZURE_SAS_URL.partition("?")[2],
+        "body": None,
+        "headers": {"proxy-authorization": [fake.BASIC_AUTH]},
+    }
+
+    stored, _ = redact(stored_request(scrub_request(request)), {})
+    view = request_view(stored, [])
+
+    assert stored["uri"].startswith("https://deploy@git.example.com/org/repo.git?")
+    assert "sig=[REDACTED:azure-sas-signature]" in stored["uri"]
+    assert fake.URL_PASSWORD not in json.dumps(stored)
+    assert "proxy-authorization" not in stored.get("headers", {})
+    assert view[2] == "git.example.com"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://user@host/x",
+        "https://host/x?next=https://a:b@c",
+        "mailto:someone@example.com",
+        "http://[::1]:8080/health",
+    ],
+)
+def test_scrubbing_leaves_a_url_without_a_password_as_it_is(uri: str) -> None:
+    assert scrub_uri(uri) == uri
