@@ -25,7 +25,7 @@ from urllib.parse import unquote
 import fake_secrets as fake
 import pytest
 from echo_server import EchoServer
-from evalhelpers import Project
+from evalhelpers import Project, output
 from fake_secrets import live_run_read_back
 from redaction_corpus import ordinary_texts, planted_secrets
 
@@ -471,3 +471,43 @@ def test_a_recorded_request_keeps_no_url_password_and_stays_readable_after_redac
 )
 def test_scrubbing_leaves_a_url_without_a_password_as_it_is(uri: str) -> None:
     assert scrub_uri(uri) == uri
+
+
+# The labels of a stale message ---------------------------------------------------------------
+
+LABELLED_FINGERPRINT_SYSTEM = """
+class System:
+    def fingerprint(self):
+        return {{"aws_secret_access_key": "{secret}"}}
+
+    def run(self, case):
+        return {{"answer": "b", "tool_calls": [], "retrieved": [], "context": []}}
+
+
+system = System()
+"""
+
+
+def test_a_stale_message_shows_no_value_of_a_labelled_fingerprint_field(tmp_path: Path) -> None:
+    """`fingerprint.aws_secret_access_key changed (388832 -> "Zz9newsecret2")`: the new value
+    of a field named like a secret was printed and written to the reports (no shape names it)."""
+    project = Project(tmp_path).write_base()
+    old_secret, new_secret = "Zz9" + "oldsecret1", "Zz9" + "newsecret2"
+    project.write_text("fpsys.py", LABELLED_FINGERPRINT_SYSTEM.format(secret=old_secret))
+    project.write_suite(
+        {
+            "name": "fp",
+            "system": "fpsys:system",
+            "stages": ["exact_match"],
+            "cases": [{"id": "a", "input": "q", "reference": "b"}],
+        }
+    )
+    project.run("--live", "-p", "no:cacheprovider")
+    project.write_text("fpsys.py", LABELLED_FINGERPRINT_SYSTEM.format(secret=new_secret))
+
+    result = project.run("-p", "no:cacheprovider", "-rA", "--eval-report=reports")
+
+    written = "".join(path.read_text() for path in (tmp_path / "reports").iterdir())
+    printed = output(result)
+    assert "fingerprint.aws_secret_access_key changed" in printed
+    assert [secret for secret in (old_secret, new_secret) if secret in printed + written] == []
