@@ -22,10 +22,7 @@ __all__ = [
     "SHAPE_NAMES",
     "KeyShape",
     "LONE_KEY_EVIDENCE",
-    "SECRET_FIELD_KINDS",
-    "is_aws_secret_field",
     "is_labelled_secret",
-    "is_lone_aws_secret",
     "redact_key_shapes",
     "redact_lone_keys",
     "secret_field_kind",
@@ -122,11 +119,6 @@ def _is_basic_credentials(token: str) -> bool:
     return ":" in decoded and decoded.isprintable()
 
 
-def is_aws_secret_field(name: str) -> bool:
-    """A dict key such as `aws_secret_access_key` or `SecretAccessKey`."""
-    return secret_field_kind(name) == "aws-secret-key"
-
-
 # Fields whose value is a secret whatever its shape, by the end of the name folded (lower case,
 # without `_` and `-`): `aws_secret_access_key`, `DB_PASSWORD`, `x-api-key`, `client_secret`,
 # `Ocp-Apim-Subscription-Key`; and by the whole folded name (`Authorization`, `access_token`).
@@ -146,10 +138,6 @@ _SECRET_FIELD_NAMES = {
     "refreshtoken": "access-token",
     "idtoken": "access-token",
 }
-# Every field kind (a finding names it as it names a shape).
-SECRET_FIELD_KINDS = tuple(
-    dict.fromkeys([kind for _, kind in _SECRET_FIELD_ENDINGS] + list(_SECRET_FIELD_NAMES.values()))
-)
 
 
 @functools.lru_cache(maxsize=4096)  # the same few dozen keys, in every document
@@ -384,11 +372,6 @@ def _redact_pem_pieces(text: str, pattern: re.Pattern[str], kinds: list[str]) ->
         return text
     pieces.append(text[position:])
     return "".join(pieces)
-
-
-def is_lone_aws_secret(value: str) -> bool:
-    """Whether the value of a field named like a secret access key is one whole such key."""
-    return bool(_AWS_LONE_SECRET.fullmatch(value.strip())) and _character_classes(value) >= 2
 
 
 def _redact_shape(text: str, shape: KeyShape, kinds: list[str]) -> str:
