@@ -3,8 +3,8 @@ shape redaction does; ordinary text stays as it is (issue 30, "What to build" 2)
 
 One `--live` run of a system that plants each shape in its answer (a PEM block and an AWS
 secret each on lines of their own, which the lexical faithfulness judge splits into claims), a
-tool argument, an HTTP request (headers, URL, body), its `fingerprint()` and an exception
-message, with `--junitxml` and `--eval-report`; then every file the run wrote, and what it
+tool argument, an HTTP request (headers, URL, body), its `fingerprint()`, a user's ingestion
+(`setup_user`'s result and HTTP request) and an exception message, with `--junitxml` and `--eval-report`; then every file the run wrote, and what it
 printed, is searched for every planted secret. Then unit tests of the shapes, the labelled
 fields, the lone pieces of a key, `scan`, and the corpus of ordinary text
 (tests/redaction_corpus.py, also measured by benchmarks/redaction.py).
@@ -70,6 +70,14 @@ S = json.loads((ROOT / "secrets.json").read_text())
 
 
 class System:
+    def setup_user(self, user):
+        headers = {"Proxy-Authorization": S["basic"], "Ocp-Apim-Subscription-Key": S["azure"]}
+        with httpx.Client(timeout=5) as client:
+            client.post(S["url"] + "/ingest?" + S["sas_url"].partition("?")[2],
+                        json={"dsn": S["dsn"], "hf": S["hf"]}, headers=headers)
+        return {"indexed": 1, "dsn": S["dsn"], "aws_secret_access_key": S["short_aws"],
+                "note": f"stripe {S['stripe']} hf {S['hf']} at {S['git_url']}"}
+
     def fingerprint(self):
         return {"model": "gpt-4o-mini", "api_key_hint": S["openai"], "billing": S["stripe"],
                 "aws_secret_access_key": S["short_aws"]}
@@ -149,7 +157,10 @@ def shapes_project(root: Path, server: EchoServer) -> Project:
                 # Failing stages: their failure messages show the answer and the tool call.
                 {"id": "answers", "input": "q", "expected_tools": ["search"], "reference": "no"},
                 {"id": "raises", "input": "q", "expected_tools": ["search"], "reference": "no"},
+                # A user: its ingestion recording (setup_user's result and HTTP) is written too.
+                {"id": "of-a-user", "input": "q", "user": "u-leak", "reference": "no"},
             ],
+            "users": [{"id": "u-leak", "notes": "data/kb.txt"}],
         }
     )
     return project
@@ -168,6 +179,8 @@ def test_the_run_wrote_every_file_kind_and_judged_the_claims(planted: SimpleName
     assert {
         "cassettes/shapes/answers.json",
         "cassettes/shapes/answers.http.json",
+        "cassettes/shapes/users/u-leak.json",
+        "cassettes/shapes/users/u-leak.http.json",
         "junit.xml",
         "reports/results.json",
         "reports/manifest.json",
@@ -477,6 +490,14 @@ def test_scrubbing_leaves_a_url_without_a_password_as_it_is(uri: str) -> None:
 
 LABELLED_FINGERPRINT_SYSTEM = """
 class System:
+    def setup_user(self, user):
+        headers = {"Proxy-Authorization": S["basic"], "Ocp-Apim-Subscription-Key": S["azure"]}
+        with httpx.Client(timeout=5) as client:
+            client.post(S["url"] + "/ingest?" + S["sas_url"].partition("?")[2],
+                        json={"dsn": S["dsn"], "hf": S["hf"]}, headers=headers)
+        return {"indexed": 1, "dsn": S["dsn"], "aws_secret_access_key": S["short_aws"],
+                "note": f"stripe {S['stripe']} hf {S['hf']} at {S['git_url']}"}
+
     def fingerprint(self):
         return {{"aws_secret_access_key": "{secret}"}}
 
