@@ -4,8 +4,9 @@ shape redaction does; ordinary text stays as it is (issue 30, "What to build" 2)
 One `--live` run of a system that plants each shape in its answer (a PEM block and an AWS
 secret each on lines of their own, which the lexical faithfulness judge splits into claims), a
 tool argument, an HTTP request (headers, URL, body), its `fingerprint()`, a user's ingestion
-(`setup_user`'s result and HTTP request) and an exception message, with `--junitxml` and `--eval-report`; then every file the run wrote, and what it
-printed, is searched for every planted secret. Then unit tests of the shapes, the labelled
+(`setup_user`'s result and HTTP request) and an exception message, with `--junitxml` and
+`--eval-report`; then every file the run wrote, and what it printed, is searched for every
+planted secret. Then unit tests of the shapes, the labelled
 fields, the lone pieces of a key, `scan`, and the corpus of ordinary text
 (tests/redaction_corpus.py, also measured by benchmarks/redaction.py).
 
