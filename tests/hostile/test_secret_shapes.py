@@ -491,14 +491,6 @@ def test_scrubbing_leaves_a_url_without_a_password_as_it_is(uri: str) -> None:
 
 LABELLED_FINGERPRINT_SYSTEM = """
 class System:
-    def setup_user(self, user):
-        headers = {"Proxy-Authorization": S["basic"], "Ocp-Apim-Subscription-Key": S["azure"]}
-        with httpx.Client(timeout=5) as client:
-            client.post(S["url"] + "/ingest?" + S["sas_url"].partition("?")[2],
-                        json={"dsn": S["dsn"], "hf": S["hf"]}, headers=headers)
-        return {"indexed": 1, "dsn": S["dsn"], "aws_secret_access_key": S["short_aws"],
-                "note": f"stripe {S['stripe']} hf {S['hf']} at {S['git_url']}"}
-
     def fingerprint(self):
         return {{"aws_secret_access_key": "{secret}"}}
 
