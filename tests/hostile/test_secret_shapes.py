@@ -525,3 +525,32 @@ def test_a_stale_message_shows_no_value_of_a_labelled_fingerprint_field(tmp_path
     printed = output(result)
     assert "fingerprint.aws_secret_access_key changed" in printed
     assert [secret for secret in (old_secret, new_secret) if secret in printed + written] == []
+
+
+def test_a_locked_manifest_with_a_raw_key_is_refused_without_showing_it(tmp_path: Path) -> None:
+    """A manifest.json locked before fingerprint values were redacted holds the key raw: the
+    refusal lists the difference, redacted (it is printed)."""
+    project = Project(tmp_path).write_base()
+    project.write_text("fpsys.py", LABELLED_FINGERPRINT_SYSTEM.format(secret=SHORT_OPENAI))
+    project.write_suite(
+        {
+            "name": "fp",
+            "system": "fpsys:system",
+            "stages": ["exact_match"],
+            "cases": [{"id": "a", "input": "q", "reference": "b"}],
+        }
+    )
+    project.run("--live", "-p", "no:cacheprovider", "--eval-report=lock")
+    manifest = tmp_path / "lock" / "manifest.json"
+    locked = json.loads(manifest.read_text())
+    fingerprint = locked["config"]["suites"]["fp"]["fingerprint"]
+    assert fingerprint == {"aws_secret_access_key": "[REDACTED:openai-key]"}
+    fingerprint["aws_secret_access_key"] = SHORT_OPENAI  # as an older version wrote it
+    manifest.write_text(json.dumps(locked))
+
+    result = project.run("-p", "no:cacheprovider", "--eval-manifest", "lock/manifest.json")
+
+    printed = output(result)
+    assert "differs from the locked manifest" in printed
+    assert "aws_secret_access_key" in printed
+    assert SHORT_OPENAI[:16] not in printed
