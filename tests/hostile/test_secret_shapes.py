@@ -502,12 +502,10 @@ system = System()
 """
 
 
-def test_a_stale_message_shows_no_value_of_a_labelled_fingerprint_field(tmp_path: Path) -> None:
-    """`fingerprint.aws_secret_access_key changed (388832 -> "Zz9newsecret2")`: the new value
-    of a field named like a secret was printed and written to the reports (no shape names it)."""
-    project = Project(tmp_path).write_base()
-    old_secret, new_secret = "Zz9" + "oldsecret1", "Zz9" + "newsecret2"
-    project.write_text("fpsys.py", LABELLED_FINGERPRINT_SYSTEM.format(secret=old_secret))
+def fingerprint_project(root: Path, secret: str) -> Project:
+    """One case, its system's fingerprint `{"aws_secret_access_key": secret}`."""
+    project = Project(root).write_base()
+    project.write_text("fpsys.py", LABELLED_FINGERPRINT_SYSTEM.format(secret=secret))
     project.write_suite(
         {
             "name": "fp",
@@ -516,6 +514,14 @@ def test_a_stale_message_shows_no_value_of_a_labelled_fingerprint_field(tmp_path
             "cases": [{"id": "a", "input": "q", "reference": "b"}],
         }
     )
+    return project
+
+
+def test_a_stale_message_shows_no_value_of_a_labelled_fingerprint_field(tmp_path: Path) -> None:
+    """`fingerprint.aws_secret_access_key changed (388832 -> "Zz9newsecret2")`: the new value
+    of a field named like a secret was printed and written to the reports (no shape names it)."""
+    old_secret, new_secret = "Zz9" + "oldsecret1", "Zz9" + "newsecret2"
+    project = fingerprint_project(tmp_path, old_secret)
     project.run("--live", "-p", "no:cacheprovider")
     project.write_text("fpsys.py", LABELLED_FINGERPRINT_SYSTEM.format(secret=new_secret))
 
@@ -530,16 +536,7 @@ def test_a_stale_message_shows_no_value_of_a_labelled_fingerprint_field(tmp_path
 def test_a_locked_manifest_with_a_raw_key_is_refused_without_showing_it(tmp_path: Path) -> None:
     """A manifest.json locked before fingerprint values were redacted holds the key raw: the
     refusal lists the difference, redacted (it is printed)."""
-    project = Project(tmp_path).write_base()
-    project.write_text("fpsys.py", LABELLED_FINGERPRINT_SYSTEM.format(secret=SHORT_OPENAI))
-    project.write_suite(
-        {
-            "name": "fp",
-            "system": "fpsys:system",
-            "stages": ["exact_match"],
-            "cases": [{"id": "a", "input": "q", "reference": "b"}],
-        }
-    )
+    project = fingerprint_project(tmp_path, SHORT_OPENAI)
     project.run("--live", "-p", "no:cacheprovider", "--eval-report=lock")
     manifest = tmp_path / "lock" / "manifest.json"
     locked = json.loads(manifest.read_text())
