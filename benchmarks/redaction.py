@@ -1,19 +1,29 @@
-"""Time `redact` on a realistic ~20 KB trace cassette and a ~20 KB HTTP recording.
+"""Time `redact` on a realistic ~20 KB trace cassette and a ~20 KB HTTP recording, and measure
+what it finds: the false positives on a corpus of ordinary text and the shapes it finds.
 
     python benchmarks/redaction.py [-n N]
 
 Both documents are clean (the common case: nothing to replace), then the trace again with two
 secrets in it. Five environment secrets are searched for, as in a live run with a few keys set.
+The corpus (tests/redaction_corpus.py: ids, hashes, uuids, base64 data, random tokens, URLs
+without a password, prose) must come out unchanged: each text that does not counts as a false
+positive, by category. Each planted secret of a known shape must be found under its kind.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import timeit
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from pytest_evalcases.store.redaction import redact
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from redaction_corpus import ordinary_texts, planted_secrets  # noqa: E402
 
 WORDS = (
     "Run jotter doctor to check the database, the config file and the sync remote in one go. "
@@ -91,6 +101,32 @@ def http_recording() -> dict[str, Any]:
     return {"version": 1, "interactions": [interaction() for _ in range(3)]}
 
 
+def corpus_figures() -> None:
+    """Print the false positives on the ordinary corpus and the shapes found."""
+    corpus = ordinary_texts()
+    wrong: Counter[str] = Counter()
+    for category, text in corpus:
+        redacted, findings = redact(text, {})
+        if findings:
+            wrong[category] += 1
+            print(f"  false positive ({category}): {text[:70]!r} -> {redacted[:70]!r}")
+    sizes = Counter(category for category, _ in corpus)
+    by_category = ", ".join(f"{name} {wrong[name]}/{count}" for name, count in sizes.items())
+    print(f"false positives: {sum(wrong.values())} of {len(corpus)} ordinary texts ({by_category})")
+    planted = planted_secrets()
+    found = 0
+    for kind, text in planted:
+        _, findings = redact(text, {})
+        kinds = [found_kind for _, found_kind in findings]
+        found += kind in kinds
+        print(f"  {kind:24} {'found' if kind in kinds else 'MISSED'}")
+    print(f"shapes found: {found} of {len(planted)} planted secrets")
+    texts = [text for _, text in corpus]
+    best = min(timeit.repeat(lambda: redact(texts, {}), number=20, repeat=5)) / 20
+    size = sum(len(text) for text in texts)
+    print(f"corpus {len(texts)} texts, {size / 1024:.0f} KB: {best * 1e3:.2f} ms per pass")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=2000, help="calls per timing (default 2000)")
@@ -113,6 +149,7 @@ def main() -> None:
             f"{name:24} {size / 1024:5.1f} KB  {best * 1e6:7.1f} us per document  "
             f"({1 / best:,.0f} per second)"
         )
+    corpus_figures()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@ They are assembled at run time from pieces, so no file holds anything that a sec
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 RANDOM = "Zq8" + "xK3vN" * 4 + "pL0wR7tY2u"  # mixed case and digits, as generated keys are
 
 
@@ -51,3 +54,47 @@ JWT = fake_jwt()
 # An AWS secret access key: 40 characters of base64, `/` included.
 AWS_SECRET = (RANDOM[:20] + "/" + RANDOM[::-1])[:40]
 PEM = fake_pem()
+
+# Shapes added for issue 30: providers' own prefixes, credentials inside URLs and headers.
+STRIPE = fake("sk_" + "live_", (RANDOM * 2)[:24])
+STRIPE_TEST = fake("sk_" + "test_", (RANDOM[::-1] * 2)[:32])
+STRIPE_RESTRICTED = fake("rk_" + "live_", (RANDOM * 2)[3:27])
+HUGGING_FACE = fake("hf_", ("QwErTyUiOpAsDfGhJkLzXcVbNm" * 2)[:34])
+URL_PASSWORD = "Pw" + RANDOM[:10]  # the password of the URLs below
+DSN = "postgres://" + "app:" + URL_PASSWORD + "@db.internal:5432/orders"
+URL_WITH_PASSWORD = "https://" + "deploy:" + URL_PASSWORD + "@git.example.com/org/repo.git"
+BASIC_CREDENTIALS = "proxyuser:" + URL_PASSWORD  # what a Basic header carries, base64-encoded
+AZURE_SUBSCRIPTION_KEY = ("9f8e7d6c5b4a" + "3f2e1d0c" * 3)[:32]  # 32 hex digits, as Azure's are
+AZURE_SAS_SIGNATURE = "Zq8xK3vN" + "%2B" + RANDOM[:24] + "%3D"
+AZURE_SAS_URL = (
+    "https://acct.blob.core.windows.net/c/report.pdf?sv=2022-11-02&se=2030-01-01T00%3A00%3A00Z"
+    "&sr=b&sp=r&sig=" + AZURE_SAS_SIGNATURE
+)
+SHORT_AWS_SECRET = "Ab3" + "shortsecret9"  # not 40 characters: only its field names it
+
+
+def basic_auth_header(credentials: str = BASIC_CREDENTIALS) -> str:
+    import base64
+
+    return "Basic " + base64.b64encode(credentials.encode()).decode()
+
+
+BASIC_AUTH = basic_auth_header()
+
+
+def live_run_read_back(project: Any) -> SimpleNamespace:
+    """Run a leaking project (tests/evalhelpers.Project) with --live, --junitxml and
+    --eval-report, and read back what it wrote (path -> text) and what it printed."""
+    from evalhelpers import output
+
+    before = project.all_files()
+    result = project.run(
+        "--live", "-p", "no:cacheprovider", "--junitxml=junit.xml", "--eval-report=reports", "-rA"
+    )
+    written = sorted(project.all_files() - before)
+    return SimpleNamespace(
+        project=project,
+        result=result,
+        texts={name: (project.root / name).read_text(encoding="utf-8") for name in written},
+        printed=output(result),
+    )

@@ -17,8 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 from echo_server import EchoServer
-from evalhelpers import Project, output
-from fake_secrets import AWS, AWS_SECRET, JWT, OPENAI, PEM
+from evalhelpers import Project
+from fake_secrets import AWS, AWS_SECRET, JWT, OPENAI, PEM, live_run_read_back
 
 from pytest_evalcases.store.secret_scan import scan_files
 
@@ -100,23 +100,7 @@ def leaky_project(root: Path, server: EchoServer) -> Project:
 def leaked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
     """The files the leaking --live run wrote (path -> text) and what it printed."""
     with EchoServer() as server:
-        project = leaky_project(tmp_path_factory.mktemp("leaky"), server)
-        before = project.all_files()
-        result = project.run(
-            "--live",
-            "-p",
-            "no:cacheprovider",
-            "--junitxml=junit.xml",
-            "--eval-report=reports",
-            "-rA",
-        )
-        written = sorted(project.all_files() - before)
-        yield SimpleNamespace(
-            project=project,
-            result=result,
-            texts={name: (project.root / name).read_text(encoding="utf-8") for name in written},
-            printed=output(result),
-        )
+        yield live_run_read_back(leaky_project(tmp_path_factory.mktemp("leaky"), server))
 
 
 def test_the_leaking_run_wrote_every_file_kind(leaked: SimpleNamespace) -> None:

@@ -37,6 +37,7 @@ from ..store.keys import (
     recording_key,
     stored_labels,
 )
+from ..store.redaction import redact_for_output
 from .recording import JudgeBinding, Recording
 from .user_runs import ingestion_fields
 
@@ -217,7 +218,8 @@ def _stale_verdict(
     recorded_from = labels.get("judge_from") if isinstance(labels, dict) else None
 
     def both_labels() -> Any:
-        return recorded, verdict_labels(stage, case, ctx.judge_options, judge.id, judge.version)
+        current = verdict_labels(stage, case, ctx.judge_options, judge.id, judge.version)
+        return recorded, redact_for_output(current)
 
     def advice(changed: set[str]) -> str | None:
         return judge_source_advice(changed, recorded, recorded_from, judge.id, ctx.judge_from)
@@ -229,8 +231,10 @@ def _stale_verdict(
 
 def key_labels_of(doc: Cassette, ctx: SuiteContext, case: Case) -> LabelSource:
     """The recorded and current labels of the trace's key, computed only if asked (a stale
-    message), never on the passing path."""
-    return lambda: (stored_labels(doc.labels, "key"), trace_labels(ctx, case))
+    message), never on the passing path. Both redacted (a recording made before a shape was
+    known holds it raw): a label of a field named like a secret (`fingerprint.password`) holds
+    its value."""
+    return lambda: redact_for_output((stored_labels(doc.labels, "key"), trace_labels(ctx, case)))
 
 
 def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:

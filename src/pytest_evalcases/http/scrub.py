@@ -44,6 +44,8 @@ SECRET_HEADERS = frozenset(
         "set-cookie",
         "openai-organization",
         "openai-project",
+        "proxy-authorization",
+        "ocp-apim-subscription-key",
     }
 )
 SECRET_QUERY_PARAMETERS = frozenset({"key", "api_key", "access_token"})
@@ -124,8 +126,10 @@ def with_body_length(message: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scrub_uri(uri: str) -> str:
-    """`uri` without the query parameters named in SECRET_QUERY_PARAMETERS; the others keep
-    their order and their exact encoding (re-encoding would change what replay matches)."""
+    """`uri` without the password of its user part (`https://user:pw@host` -> `https://user@host`)
+    and without the query parameters named in SECRET_QUERY_PARAMETERS; the others keep their
+    order and their exact encoding (re-encoding would change what replay matches)."""
+    uri = _without_password(uri)
     base, question_mark, rest = uri.partition("?")
     if not question_mark or "#" in base:
         return uri
@@ -136,6 +140,21 @@ def scrub_uri(uri: str) -> str:
         return uri
     new_query = "&".join(kept)
     return f"{base}{'?' + new_query if new_query else ''}{hash_mark}{fragment}"
+
+
+def _without_password(uri: str) -> str:
+    """Dropped rather than redacted: a marker in the host part (`[REDACTED:...]`) is not a URL
+    that urlsplit can read."""
+    scheme, separator, rest = uri.partition("://")
+    if not separator:
+        return uri
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end]
+    userinfo, at, host = authority.rpartition("@")
+    if not at or ":" not in userinfo:
+        return uri
+    user = userinfo.partition(":")[0]
+    return f"{scheme}://{user}@{host}{rest[end:]}"
 
 
 def _is_secret_parameter(part: str) -> bool:

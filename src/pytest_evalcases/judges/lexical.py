@@ -3,6 +3,8 @@ deepeval. Honestly a heuristic: good for demos, offline smoke tests and CI witho
 to meaning (paraphrases with other words fail, negation is ignored, word order does not matter).
 
 Text processing
+- Secrets first: the input, answer, reference and passages are redacted (store/redaction.py)
+  before anything is split, so no claim or sentence in the details holds a piece of a key.
 - Content words: lower-case, expand contractions ("doesn't" -> "does not", "France's" ->
   "France"), split on anything that is not a letter or digit, drop stop words
   (articles, pronouns, auxiliaries, prepositions, question words, "not"/"no") and one-letter
@@ -48,9 +50,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..core.names import clip
+from ..store.redaction import redact_for_output
 from .base import (
     ACCURACY_SCORES,
     COMPLETENESS_SCORES,
@@ -205,6 +209,18 @@ def _rubric_item_grade(share: float, scale: str) -> float:
     return 1.0 if share >= RUBRIC_RATIO else 0.0
 
 
+def _redacted(data: JudgeInput) -> JudgeInput:
+    """`data` with its secrets redacted before any text is split into sentences: a claim is
+    one line, and a line of a PEM body or an AWS secret alone on its line names no key by
+    itself (the texts are one document, so a frame or a key id in any of them tells)."""
+    texts = [data.input, data.answer, data.reference, list(data.context)]
+    redacted = redact_for_output(texts)
+    if redacted is texts:
+        return data
+    question, answer, reference, context = redacted
+    return replace(data, input=question, answer=answer, reference=reference, context=context)
+
+
 class LexicalJudge(Judge):
     """Deterministic word-overlap judge; see the module docstring for every rule."""
 
@@ -221,7 +237,7 @@ class LexicalJudge(Judge):
 
     async def _grade(self, stage: str, data: JudgeInput, options: StageOptions) -> Grade:
         grader = getattr(self, f"_{stage}")
-        return grader(data, options)
+        return grader(_redacted(data), options)
 
     # ---- stages ------------------------------------------------------------------------------
     def _faithfulness(self, data: JudgeInput, options: StageOptions) -> Grade:

@@ -16,6 +16,7 @@ from ..report.baseline import render_baseline_terminal
 from ..report.changes import RECORDING_CHANGES_MD
 from ..report.gitinfo import git_commit
 from ..report.run_report import build_run_report, judges_used
+from ..store.redaction import redact_for_output
 from ..telemetry import delivery_line
 from .gathering import ResultCollector, results_collector
 from .hook_calls import added_summary_lines, gather_summary_lines, hook_errors, results_updater
@@ -35,8 +36,11 @@ def check_locked_manifest(session: pytest.Session, state: Any) -> None:
         return
     differences = config_differences(locked["config"], project_config(state))
     if differences:
+        # A locked manifest written before its values were redacted may show a key.
         raise pytest.UsageError(
-            refusal(session.config.getoption("eval_manifest"), locked, differences)
+            redact_for_output(
+                refusal(session.config.getoption("eval_manifest"), locked, differences)
+            )
         )
 
 

@@ -15,6 +15,7 @@ from ..core.hashing import file_hash
 from ..judges import judge_version
 from ..manifest.config import calibration_config, package_versions, suite_config
 from ..report.gitinfo import git_state
+from ..store.redaction import redact_for_output
 from .housekeeping import case_files
 from .suite_contexts import hash_inputs, load_suite_context
 
@@ -26,7 +27,10 @@ def project_config(state: EvalSession) -> dict[str, Any]:
     """{"suites": {name: ...}, "unloadable": {file: why}, "versions": {...}, "git": {...}},
     built once per run (kept on the run state) and only when a report or a check asks."""
     if state.project_config is None:
-        state.project_config = _read_project(state)
+        # Redacted as every other output: a fingerprint value or a setting may hold a key, and
+        # this is written to manifest.json and results.json (`run.config`). A locked manifest
+        # is compared with the redacted configuration, as it was written.
+        state.project_config = redact_for_output(_read_project(state))
     return state.project_config
 
 

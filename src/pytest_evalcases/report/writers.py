@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..store.redaction import redact_for_output
 from .dashboard import render_dashboard
 from .markdown import render_markdown
 
@@ -37,12 +38,14 @@ def write_reports(
     `update_results` changes what results.json holds, not what the other files show."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    results = doc if update_results is None else update_results(dict(doc))
+    # The per-case results and the run's configuration come redacted; what a conftest's hook
+    # added and the extra files (manifest.json, recording-changes.md) are redacted here.
+    results = doc if update_results is None else redact_for_output(update_results(dict(doc)))
     files = {
         RESULTS_JSON: dumps_results(results),
         REPORT_MD: render_markdown(doc),
         DASHBOARD_HTML: render_dashboard(doc),
-        **(extra or {}),
+        **{name: redact_for_output(text) for name, text in (extra or {}).items()},
     }
     written = []
     for name, text in files.items():

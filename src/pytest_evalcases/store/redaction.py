@@ -5,7 +5,11 @@ Two sources of secrets:
 - the values of environment variables named like credentials (`OPENAI_API_KEY`, `GH_TOKEN`, ...):
   replaced by `[REDACTED:<variable name>]`;
 - well-known key shapes (`sk-...`, `AIza...`, `ghp_...`, ...): replaced by `[REDACTED:<shape>]`;
-  the shapes and the checks that tell a key from prose are `store/key_shapes.py`.
+  the shapes and the checks that tell a key from prose are `store/key_shapes.py`;
+- the value of a field named like a secret (`aws_secret_access_key`, `password`, ...), whatever
+  its shape: `[REDACTED:<kind>]`.
+A document is searched as a whole: when one of its strings holds a private-key frame or an AWS
+key id, a PEM body line or an AWS secret standing alone in another string is a key too.
 
 `redact` runs on every cassette a live run writes, so it is cheap on clean text: strings too
 short to hold a secret are skipped, a shape's pattern only runs on a string that holds one of
@@ -25,11 +29,13 @@ from typing import Any
 
 from ..core.names import counted
 from .key_shapes import (
+    LONE_KEY_EVIDENCE,
     MIN_SHAPE_CHARS,
     REDACTED_PREFIX,
-    is_aws_secret_field,
-    is_lone_aws_secret,
+    is_labelled_secret,
     redact_key_shapes,
+    redact_lone_keys,
+    secret_field_kind,
 )
 
 __all__ = [
@@ -104,8 +110,22 @@ def redaction_summary(secret_count: int, recording_count: int) -> str:
     return f"redacted {counted(secret_count, 'secret')} in {counted(recording_count, 'recording')}"
 
 
+class _Pass:
+    """One `redact` call's state: the findings, where the walk is, which lone pieces of a key
+    the document's other strings give away (LONE_KEY_EVIDENCE) and which are searched for."""
+
+    __slots__ = ("evidence", "findings", "lone", "path")
+
+    def __init__(self) -> None:
+        self.findings: list[tuple[str, str]] = []
+        self.path: list[str | int] = []
+        self.evidence: set[str] = set()
+        self.lone: frozenset[str] = frozenset()
+
+
 class _Redactor:
-    """The search for one set of environment secrets, prepared once per `redact` call."""
+    """The search for one set of environment secrets, prepared once per `redact` call (shared
+    between threads: the state of a call is its `_Pass`)."""
 
     __slots__ = ("_env_secrets", "_min_chars")
 
@@ -120,27 +140,34 @@ class _Redactor:
         self._min_chars = min(shortest_secret, MIN_SHAPE_CHARS)
 
     def redact(self, doc: Any) -> tuple[Any, list[tuple[str, str]]]:
-        findings: list[tuple[str, str]] = []
-        path: list[str | int] = []
-        return self._walk(doc, path, findings), findings
+        run = _Pass()
+        redacted = self._walk(doc, run)
+        if run.evidence:
+            # A private-key frame or an AWS key id somewhere: its lone pieces elsewhere in the
+            # document (a PEM body line split off as a claim) are keys too. Rare: a second walk.
+            run.lone = frozenset(run.evidence)
+            redacted = self._walk(redacted, run)
+        return redacted, run.findings
 
-    def _walk(self, value: Any, path: list[str | int], findings: list[tuple[str, str]]) -> Any:
+    def _walk(self, value: Any, run: _Pass) -> Any:
         if isinstance(value, str):
-            return self._text(value, path, findings)
+            return self._text(value, run)
         if isinstance(value, dict):
             changed = False
             result = {}
+            path = run.path
             for key, item in value.items():
                 new_key = key
+                field_kind = None
                 if isinstance(key, str):
-                    new_key = self._text(key, path, findings, dict_key=True)
+                    new_key = self._text(key, run, dict_key=True)
                     if new_key in result:  # two redacted keys would collide: keep both
                         new_key = _unique_key(new_key, result)
+                    field_kind = secret_field_kind(key)
                 path.append(new_key)
-                if isinstance(key, str) and ("ecret" in key or "ECRET" in key):
-                    new_item = self._field(key, item, path, findings)
-                else:
-                    new_item = self._walk(item, path, findings)
+                new_item = self._walk(item, run)
+                if field_kind is not None and not _is_key_hash(key, new_item):
+                    new_item = self._field(field_kind, new_item, run)
                 path.pop()
                 result[new_key] = new_item
                 changed = changed or new_key is not key or new_item is not item
@@ -149,9 +176,9 @@ class _Redactor:
             items = []
             changed = False
             for index, item in enumerate(value):
-                path.append(index)
-                new_item = self._walk(item, path, findings)
-                path.pop()
+                run.path.append(index)
+                new_item = self._walk(item, run)
+                run.path.pop()
                 items.append(new_item)
                 changed = changed or new_item is not item
             return type(value)(items) if changed else value
@@ -160,75 +187,76 @@ class _Redactor:
                 text = bytes(value).decode("utf-8")
             except UnicodeDecodeError:
                 return value
-            new_text = self._text(text, path, findings)
+            new_text = self._text(text, run)
             return value if new_text is text else new_text.encode("utf-8")
         return value
 
-    def _field(
-        self, key: str, value: Any, path: list[str | int], findings: list[tuple[str, str]]
-    ) -> Any:
-        """The value of a field named like a secret access key: a whole 40-character key is
-        one, whatever stands beside it (`{"SecretAccessKey": "..."}`; an HTTP header's list
-        of values too)."""
-        new_value = self._walk(value, path, findings)
-        if not is_aws_secret_field(key):
-            return new_value
-        if isinstance(new_value, str):
-            return self._aws_secret_value(new_value, path, findings)
-        if isinstance(new_value, list):
+    def _field(self, kind: str, value: Any, run: _Pass) -> Any:
+        """The value of a field named like a secret (`aws_secret_access_key`, `password`,
+        `Ocp-Apim-Subscription-Key`): a secret whatever its shape (an HTTP header's list of
+        values too)."""
+        if isinstance(value, str):
+            return self._labelled_value(kind, value, run)
+        if isinstance(value, list):
             values = []
-            for index, item in enumerate(new_value):
-                path.append(index)
+            for index, item in enumerate(value):
+                run.path.append(index)
                 values.append(
-                    self._aws_secret_value(item, path, findings) if isinstance(item, str) else item
+                    self._labelled_value(kind, item, run) if isinstance(item, str) else item
                 )
-                path.pop()
-            unchanged = all(new is old for new, old in zip(values, new_value, strict=True))
-            return new_value if unchanged else values
-        return new_value
-
-    def _aws_secret_value(
-        self, value: str, path: list[str | int], findings: list[tuple[str, str]]
-    ) -> str:
-        if is_lone_aws_secret(value):
-            findings.append((_json_path(path), "aws-secret-key"))
-            return f"{REDACTED_PREFIX}aws-secret-key]"
+                run.path.pop()
+            unchanged = all(new is old for new, old in zip(values, value, strict=True))
+            return value if unchanged else values
         return value
 
-    def _text(
-        self,
-        text: str,
-        path: list[str | int],
-        findings: list[tuple[str, str]],
-        dict_key: bool = False,
-    ) -> str:
+    def _labelled_value(self, kind: str, value: str, run: _Pass) -> str:
+        if is_labelled_secret(value):
+            run.findings.append((_json_path(run.path), kind))
+            return f"{REDACTED_PREFIX}{kind}]"
+        return value
+
+    def _text(self, text: str, run: _Pass, dict_key: bool = False) -> str:
         """`text` with its secrets replaced (the same object when it holds none)."""
         if len(text) < self._min_chars:
             return text
+        kinds: list[str] = []
         if REDACTED_PREFIX in text:
-            kinds: list[str] = []
             pieces = []
             position = 0
             for marker in _MARKER.finditer(text):
-                pieces.append(self._redact_piece(text[position : marker.start()], kinds))
+                pieces.append(self._redact_piece(text[position : marker.start()], kinds, run))
                 pieces.append(marker.group())
                 position = marker.end()
-            pieces.append(self._redact_piece(text[position:], kinds))
+            pieces.append(self._redact_piece(text[position:], kinds, run))
             new_text = "".join(pieces) if kinds else text
         else:
-            kinds = []
-            new_text = self._redact_piece(text, kinds)
+            new_text = self._redact_piece(text, kinds, run)
         if kinds:
-            where = _json_path(path, new_text if dict_key else None)
-            findings.extend((where, kind) for kind in kinds)
+            where = _json_path(run.path, new_text if dict_key else None)
+            run.findings.extend((where, kind) for kind in kinds)
+        if not run.lone and REDACTED_PREFIX in new_text:
+            for marker, kind in LONE_KEY_EVIDENCE:
+                if marker in new_text:
+                    run.evidence.add(kind)
         return new_text
 
-    def _redact_piece(self, text: str, kinds: list[str]) -> str:
+    def _redact_piece(self, text: str, kinds: list[str], run: _Pass) -> str:
+        if run.lone:  # the second walk: only what went astray from a key found before
+            return redact_lone_keys(text, kinds, run.lone)
         for value, name in self._env_secrets:
             if value in text:
                 kinds.extend([name] * text.count(value))
                 text = text.replace(value, f"{REDACTED_PREFIX}{name}]")
         return redact_key_shapes(text, kinds)
+
+
+_KEY_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def _is_key_hash(name: str, value: Any) -> bool:
+    """A cassette key's field (`fingerprint.aws_secret_access_key`: a dotted name) holds the
+    hash of its value, not the value (its label beside it is redacted as a field)."""
+    return "." in name and isinstance(value, str) and bool(_KEY_HASH.fullmatch(value))
 
 
 def _unique_key(key: str, taken: Mapping[str, Any]) -> str:

@@ -102,7 +102,8 @@ def scan_files(
 
 
 def _scan_text_file(path: Path, secrets: Mapping[str, str], markup: bool) -> list[Finding]:
-    """A Markdown, HTML or XML file, line by line (a PEM block is found by its BEGIN line)."""
+    """A Markdown, HTML or XML file, line by line (a PEM block is found by its BEGIN line, and
+    its body lines too)."""
     try:
         text = read_bounded(path, REPORT_FILE_CAP).decode("utf-8-sig")
     except RefusedFile as exc:
@@ -111,12 +112,16 @@ def _scan_text_file(path: Path, secrets: Mapping[str, str], markup: bool) -> lis
         return [Finding(path, None, f"cannot read ({exc.strerror or exc})")]
     except UnicodeDecodeError:
         return [Finding(path, None, "not text (not UTF-8)")]
-    findings = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        shown = html.unescape(line) if markup and "&" in line else line
-        _, found = redact(shown, secrets)
-        findings.extend(Finding(path, f"line {number}", kind) for _, kind in found)
-    return findings
+    lines = [html.unescape(line) if markup and "&" in line else line for line in text.splitlines()]
+    # The lines as one document: a PEM body line or an AWS secret alone on its line is found
+    # when the file holds the key's frame or id on another line.
+    _, found = redact(lines, secrets)
+    return [Finding(path, f"line {_line_number(where)}", kind) for where, kind in found]
+
+
+def _line_number(json_path: str) -> int:
+    """The line number of a finding in a list of lines (`$[4]` is line 5)."""
+    return int(json_path[2 : json_path.index("]")]) + 1
 
 
 def _refused(path: Path, refused: RefusedFile) -> Finding:

@@ -64,6 +64,8 @@ def test_header_list_is_exactly_the_issue_list() -> None:
         "set-cookie",
         "openai-organization",
         "openai-project",
+        "proxy-authorization",  # issue 30
+        "ocp-apim-subscription-key",
     }
 
 

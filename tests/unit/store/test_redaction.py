@@ -189,7 +189,14 @@ def test_shape_names_are_the_documented_ones() -> None:
         "github-token",
         "slack-token",
         "aws-secret-key",
+        "password",
+        "azure-subscription-key",
         "aws-access-key-id",
+        "stripe-key",
+        "huggingface-token",
+        "url-password",
+        "azure-sas-signature",
+        "basic-auth",
         "bearer-token",
     ]
 
@@ -488,6 +495,10 @@ def test_scan_files_reads_markdown_html_and_xml_line_by_line(tmp_path: Path) -> 
 
     assert found == [
         f"{tmp_path / 'dashboard.html'}: line 2: private-key",
+        # the body lines too: the file is one document, its BEGIN line tells (issue 30)
+        f"{tmp_path / 'dashboard.html'}: line 3: private-key",
+        f"{tmp_path / 'dashboard.html'}: line 4: private-key",
+        f"{tmp_path / 'dashboard.html'}: line 5: private-key",
         f"{tmp_path / 'junit.xml'}: line 1: aws-secret-key",
         f"{tmp_path / 'report.md'}: line 4: jwt",
     ]
