@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -232,11 +233,12 @@ def suite_context(
             if fixture_name(spec) is not None
             else None
         )
-        if built_by is not None:  # found, not built: a replay never builds it
-            system = built_by.system
-        else:
-            system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
-        fingerprint = system.fingerprint(timeout)
+        with _system_code(state, spec, suite):
+            if built_by is not None:  # found, not built: a replay never builds it
+                system = built_by.system
+            else:
+                system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
+            fingerprint = system.fingerprint(timeout)
         key_fields = suite_key_fields(spec, input_hashes, fingerprint)
         code_paths: dict[str, str] = {}
         if suite.code is not None:
@@ -365,3 +367,16 @@ class ContextVariants:
             variant = dataclasses.replace(ctx, key_fields=fields, key_labels=labels, user=user)
             self._users[shared] = variant
         return variant
+
+
+def _system_code(state: EvalSession, spec: str, suite: Suite) -> AbstractContextManager[Any]:
+    """Under --replay-http, the threads the system's import and fingerprint() start are the
+    system's: the network guard refuses their connections while the replay runs."""
+    if not state.settings.replay_http:
+        return nullcontext()
+    # start-up: the network guard loads only in a run that replays HTTP
+    from ..http.guard import system_code
+
+    return system_code(
+        f"the import of the system {spec!r}", suite.allow_hosts, suite.allow_subprocess
+    )
