@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,6 +155,18 @@ class EvalSession:
                 self._guard.install()
             self._http_layer = layer
         return self._http_layer
+
+    def system_code(
+        self, spec: str, allow_hosts: list[str], allow_subprocess: bool
+    ) -> AbstractContextManager[Any]:
+        """Around the import of a system and its fingerprint(): under --replay-http the threads
+        they start are the system's, whose connections the network guard refuses."""
+        if not self.settings.replay_http:
+            return nullcontext()
+        # start-up: the network guard loads only in a run that replays HTTP
+        from ..http.guard import system_code
+
+        return system_code(f"the import of the system {spec!r}", allow_hosts, allow_subprocess)
 
     def keep_guard_refusals(self) -> None:
         """Take what the guard refused outside any case so far (an xdist worker hands it to the

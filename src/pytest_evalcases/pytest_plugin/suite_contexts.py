@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -233,7 +232,7 @@ def suite_context(
             if fixture_name(spec) is not None
             else None
         )
-        with _system_code(state, spec, suite):
+        with state.system_code(spec, suite.allow_hosts, suite.allow_subprocess):
             if built_by is not None:  # found, not built: a replay never builds it
                 system = built_by.system
             else:
@@ -367,16 +366,3 @@ class ContextVariants:
             variant = dataclasses.replace(ctx, key_fields=fields, key_labels=labels, user=user)
             self._users[shared] = variant
         return variant
-
-
-def _system_code(state: EvalSession, spec: str, suite: Suite) -> AbstractContextManager[Any]:
-    """Under --replay-http, the threads the system's import and fingerprint() start are the
-    system's: the network guard refuses their connections while the replay runs."""
-    if not state.settings.replay_http:
-        return nullcontext()
-    # start-up: the network guard loads only in a run that replays HTTP
-    from ..http.guard import system_code
-
-    return system_code(
-        f"the import of the system {spec!r}", suite.allow_hosts, suite.allow_subprocess
-    )
