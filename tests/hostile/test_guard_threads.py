@@ -81,6 +81,7 @@ def run(case):
             lambda: early_tcp.send(b"leak"),
             lambda: early_tcp.sendall(b"leak"),
             lambda: early_udp.send(b"leak"),
+            lambda: early_udp.sendmsg([b"leak"]),
         ):
             try:
                 write()
@@ -320,7 +321,8 @@ def test_a_socket_connected_at_import_cannot_be_written_in_run(
 
     assert tripwire.connections == 1  # at import, before the replay began
     assert (tripwire.bytes_received, tripwire.datagrams) == (0, 0)
-    assert refused_in_thread(project) == ["UnservedRequest"] * 3  # send, sendall, UDP send
+    # TCP send and sendall, UDP send and sendmsg: each refused
+    assert refused_in_thread(project) == ["UnservedRequest"] * 4
     replayed.assert_outcomes(passed=1, errors=1)
     block = error_block(replayed, "guard::first")
     assert (
@@ -331,7 +333,7 @@ def test_a_socket_connected_at_import_cannot_be_written_in_run(
 
 @pytest.mark.parametrize(
     ("attack", "reached"),
-    [("import_socket", (1, 8, 1)), ("run_thread", (1, 4, 1)), ("import_thread", (1, 4, 1))],
+    [("import_socket", (1, 8, 2)), ("run_thread", (1, 4, 1)), ("import_thread", (1, 4, 1))],
 )
 def test_an_allowed_host_keeps_its_socket_and_its_threads(
     project: Project, tripwire: Tripwire, attack: str, reached: tuple[int, int, int]
