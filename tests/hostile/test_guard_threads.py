@@ -214,10 +214,10 @@ def tripwire() -> Iterator[Tripwire]:
 
 
 def replay_armed(
-    project: Project, tripwire: Tripwire, **steer: object
+    project: Project, tripwire: Tripwire, *args: str, **steer: object
 ) -> tuple[pytest.RunResult, str]:
-    """Record the two-case suite with --live (unarmed), replay it armed with --replay-http;
-    the run and its output."""
+    """Record the two-case suite with --live (unarmed), replay it armed with --replay-http
+    (and `args`); the run and its output."""
     project.write_text("threads_system.py", SYSTEM)
     project.write_text("conftest.py", CONFTEST)
     project.write_text("tripwire.json", json.dumps(tripwire.ports))
@@ -240,7 +240,7 @@ def replay_armed(
     recorded.assert_outcomes(passed=2)
 
     project.steer(armed=True, **steer)
-    replayed = project.run("--replay-http", "-p", "no:cacheprovider")
+    replayed = project.run("--replay-http", "-p", "no:cacheprovider", *args)
     assert_not_aborted(replayed)
     tripwire.settle()
     return replayed, output(replayed)
@@ -355,3 +355,22 @@ def test_an_allowed_host_keeps_its_socket_and_its_threads(
     while tripwire.bytes_received < reached[1] and time.monotonic() < deadline:
         time.sleep(0.01)
     assert (tripwire.connections, tripwire.bytes_received, tripwire.datagrams) == reached
+
+
+def test_under_xdist_a_workers_refusal_fails_the_run(project: Project, tripwire: Tripwire) -> None:
+    """The between-cases break under `-n 2`: the worker whose thread was refused hands the
+    refusal to the controller, whose run fails and prints it (the workers' channels and their
+    replay keep working)."""
+    replayed, text = replay_armed(
+        project, tripwire, "-n", "2", attack="run_thread", release="between_cases"
+    )
+
+    assert (tripwire.connections, tripwire.bytes_received, tripwire.datagrams) == (0, 0, 0)
+    replayed.assert_outcomes(passed=2)
+    assert replayed.ret == pytest.ExitCode.TESTS_FAILED
+    assert "network guard: refused outside any case" in text
+    assert (
+        f"opened a connection to 127.0.0.1:{tripwire.ports['tcp']}, which the HTTP recording "
+        "cannot serve (a client vcrpy does not patch, or a raw socket), from a thread the system "
+        "started during guard::first (no case was running)"
+    ) in text

@@ -400,7 +400,7 @@ class NetworkGuard:
 
         @functools.wraps(popen_init)
         def init(popen: Any, *args: Any, **kwargs: Any) -> None:
-            case = replaying_case()
+            case = replaying_case() or thread_owner()  # a case's, or a thread of the system's
             if case is None or not case.allow_subprocess:
                 return popen_init(popen, *args, **kwargs)  # refused by the audit hook, if a case's
             bound = signature.bind(popen, *args, **kwargs)
