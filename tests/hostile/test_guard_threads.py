@@ -22,6 +22,8 @@ from collections.abc import Iterator
 import pytest
 from evalhelpers import Project, assert_not_aborted, error_block, output
 
+from .test_guard import Tripwire as CountingTripwire
+
 SYSTEM = '''\
 """A system whose threads (or a socket it connected at import) try to reach the tripwire."""
 import json
@@ -112,30 +114,16 @@ def pytest_runtest_teardown(item):
 """
 
 
-class Tripwire:
-    """A TCP listener that reads what it is sent and a UDP socket, on loopback, counting what
-    reaches them."""
+class Tripwire(CountingTripwire):
+    """test_guard's tripwire that also reads what a connection sends, and can wait until what
+    reached it is counted."""
 
     def __init__(self) -> None:
-        self.connections = 0
         self.bytes_received = 0
-        self.datagrams = 0
-        self._tcp = socket.create_server(("127.0.0.1", 0))
-        self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._udp.bind(("127.0.0.1", 0))
         self._accepted: list[socket.socket] = []
         self._sentinels: set[tuple[str, int]] = set()  # settle()'s own, not counted
         self._seen = threading.Condition()
-        self._threads = [
-            threading.Thread(target=self._accept, daemon=True),
-            threading.Thread(target=self._receive, daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    @property
-    def ports(self) -> dict[str, int]:
-        return {"tcp": self._tcp.getsockname()[1], "udp": self._udp.getsockname()[1]}
+        super().__init__()
 
     def _accept(self) -> None:
         while True:
@@ -195,15 +183,9 @@ class Tripwire:
         udp.close()
 
     def close(self) -> None:
-        # shutdown wakes the threads blocked in accept/recv (close alone may not on Linux)
-        for sock in (self._tcp, self._udp, *self._accepted):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
-        for thread in self._threads:
-            thread.join(5)
+        for connection in self._accepted:
+            connection.close()
+        super().close()
 
 
 @pytest.fixture

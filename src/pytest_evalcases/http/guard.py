@@ -73,15 +73,21 @@ _inside = threading.local()  # the guard's own look-ups raise audit events too
 _INET = (socket.AF_INET, socket.AF_INET6)
 
 
+def _unless_inside(check: Callable[..., None], *args: Any) -> None:
+    """`check(*args)`, unless the guard itself is at work in this thread (its own look-ups)."""
+    if not getattr(_inside, "busy", False):
+        _inside.busy = True
+        try:
+            check(*args)
+        finally:
+            _inside.busy = False
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event in _WATCHED:
         guard = _installed
-        if guard is not None and not getattr(_inside, "busy", False):
-            _inside.busy = True
-            try:
-                guard.on_event(event, args)
-            finally:
-                _inside.busy = False
+        if guard is not None:
+            _unless_inside(guard.on_event, event, args)
 
 
 # ---- the threads the system starts ------------------------------------------------------------
@@ -174,12 +180,8 @@ def _peer_checked(method: Callable[..., Any], what: str) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(sock: Any, *args: Any, **kwargs: Any) -> Any:
         guard = _installed
-        if guard is not None and not getattr(_inside, "busy", False):
-            _inside.busy = True
-            try:
-                guard.check_peer(sock, what)
-            finally:
-                _inside.busy = False
+        if guard is not None:
+            _unless_inside(guard.check_peer, sock, what)
         return method(sock, *args, **kwargs)
 
     return checked
