@@ -29,6 +29,7 @@ SYSTEM = '''\
 import json
 import socket
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -67,6 +68,18 @@ def knock_when_released():
         done.set()
 
 
+def knock_after_the_run():
+    """Waits past the run's end (a file the test writes once pytest returned)."""
+    for _ in range(3000):
+        if (ROOT / "release").exists():
+            break
+        time.sleep(0.01)
+    try:
+        knock()
+    finally:
+        (ROOT / "done").write_text("")
+
+
 if ATTACK == "import_thread":
     threading.Thread(target=knock_when_released, name="telemetry", daemon=True).start()
 if ATTACK == "import_socket":  # connected now, before any guard: written in run()
@@ -78,6 +91,8 @@ if ATTACK == "import_socket":  # connected now, before any guard: written in run
 def run(case):
     if ATTACK == "run_thread" and case["id"] == "first":
         threading.Thread(target=knock_when_released, daemon=True).start()
+    if ATTACK == "after_run" and case["id"] == "second":
+        threading.Thread(target=knock_after_the_run, daemon=True).start()
     if ATTACK == "import_socket" and case["id"] == "first":
         for write in (
             lambda: early_tcp.send(b"leak"),
@@ -356,3 +371,22 @@ def test_under_xdist_a_workers_refusal_fails_the_run(project: Project, tripwire:
         "cannot serve (a client vcrpy does not patch, or a raw socket), from a thread the system "
         "started during guard::first (no case was running)"
     ) in text
+
+
+def test_a_thread_that_outlives_the_run_stays_refused(project: Project, tripwire: Tripwire) -> None:
+    """The break's other form: the thread connects once pytest has returned (a non-daemon
+    thread keeps the interpreter alive until it ends), when the guard has come down. It stays
+    refused until another run begins; there is no run left to fail, so its own traceback says
+    it."""
+    replayed, _ = replay_armed(project, tripwire, attack="after_run")
+    replayed.assert_outcomes(passed=2)  # nothing was tried while it ran
+
+    (project.root / "release").write_text("")
+    for _ in range(3000):  # the thread polls for the release, then writes "done"
+        if (project.root / "done").exists():
+            break
+        time.sleep(0.01)
+    assert (project.root / "done").exists(), "the system's thread never finished"
+    tripwire.settle()
+    assert (tripwire.connections, tripwire.bytes_received, tripwire.datagrams) == (0, 0, 0)
+    assert refused_in_thread(project) == ["UnservedRequest", "UnservedRequest"]

@@ -68,6 +68,9 @@ _CHILDREN = frozenset(
 _WATCHED = frozenset({"socket.connect"}) | _LOOKUPS | _SENDS | _CHILDREN
 
 _installed: NetworkGuard | None = None  # the guard the audit hook reports to, while installed
+# The last replay's guard, once it came down: the threads its system left running (a non-daemon
+# one outlives pytest until the interpreter's exit) stay refused until another run begins.
+_left_behind: NetworkGuard | None = None
 _hooked = False
 _inside = threading.local()  # the guard's own look-ups raise audit events too
 _INET = (socket.AF_INET, socket.AF_INET6)
@@ -86,6 +89,8 @@ def _unless_inside(check: Callable[..., None], *args: Any) -> None:
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event in _WATCHED:
         guard = _installed
+        if guard is None and getattr(_owners, "owner", None) is not None:
+            guard = _left_behind
         if guard is not None:
             _unless_inside(guard.on_event, event, args)
 
@@ -162,6 +167,8 @@ def _tag_threads(on: bool) -> None:
 def system_code(where: str, allow_hosts: list[str], allow_subprocess: bool) -> Iterator[None]:
     """The threads started inside (by the import of a system module, its fingerprint()) belong
     to the system: while the replay runs, their connections are refused unless allowed."""
+    global _left_behind
+    _left_behind = None  # a new run (in a process that ran one before: pytester's)
     owner = CaseHttp(where, [], allow_hosts=allow_hosts, allow_subprocess=allow_subprocess)
     token = _SYSTEM_CODE.set(owner)
     _tag_threads(True)
@@ -365,9 +372,10 @@ class NetworkGuard:
         )
 
     def install(self) -> None:
-        global _installed, _hooked
+        global _installed, _hooked, _left_behind
         if self._originals:
             return
+        _left_behind = None
         if not _hooked:
             sys.addaudithook(_audit)
             _hooked = True
@@ -413,11 +421,12 @@ class NetworkGuard:
         return init
 
     def uninstall(self) -> None:
-        global _installed
+        global _installed, _left_behind
         if not self._originals:
             return
         if _installed is self:
             _installed = None
+            _left_behind = self
         subprocess.Popen.__init__ = self._originals["popen_init"]  # type: ignore[method-assign]
         if "fork_exec" in self._originals:
             _posixsubprocess.fork_exec = self._originals["fork_exec"]
