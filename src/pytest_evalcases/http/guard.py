@@ -12,23 +12,34 @@ The guard listens to CPython's audit events (`socket.connect`, `socket.sendto`, 
 guard was installed or an asyncio transport cannot go round it as they could round a patch of
 `socket.socket`. An audit hook cannot be removed, so it is added once per process and does
 nothing while no guard is installed.
+
+"While a replaying case runs" covers the whole process: a connection from any thread then is the
+case's. A thread the system started (at the import of its module, in `setup`, `setup_user` or
+`run`) carries its owner for its whole life, so its connection after its case ended is refused
+too, and kept for the end of the run (`refused_outside_cases`), which then fails. A plain `send`
+raises no audit event: on a socket connected before the case it is checked by `socket.socket`'s
+(and `ssl.SSLSocket`'s) send methods, wrapped while the guard is installed.
 """
 
 from __future__ import annotations
 
+import _thread
 import functools
 import inspect
 import ipaddress
 import os
 import platform
 import socket
+import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from .router import CaseHttp, HttpLayer
+from .router import CaseHttp, HttpLayer, UnservedRequest, context_case
 
 try:
     import _posixsubprocess
@@ -57,19 +68,130 @@ _CHILDREN = frozenset(
 _WATCHED = frozenset({"socket.connect"}) | _LOOKUPS | _SENDS | _CHILDREN
 
 _installed: NetworkGuard | None = None  # the guard the audit hook reports to, while installed
+# The last replay's guard, once it came down: the threads its system left running (a non-daemon
+# one outlives pytest until the interpreter's exit) stay refused until another run begins.
+_left_behind: NetworkGuard | None = None
 _hooked = False
 _inside = threading.local()  # the guard's own look-ups raise audit events too
+_INET = (socket.AF_INET, socket.AF_INET6)
+
+
+def _unless_inside(check: Callable[..., None], *args: Any) -> None:
+    """`check(*args)`, unless the guard itself is at work in this thread (its own look-ups)."""
+    if not getattr(_inside, "busy", False):
+        _inside.busy = True
+        try:
+            check(*args)
+        finally:
+            _inside.busy = False
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event in _WATCHED:
         guard = _installed
-        if guard is not None and not getattr(_inside, "busy", False):
-            _inside.busy = True
-            try:
-                guard.on_event(event, args)
-            finally:
-                _inside.busy = False
+        if guard is None and getattr(_owners, "owner", None) is not None:
+            guard = _left_behind
+        if guard is not None:
+            _unless_inside(guard.on_event, event, args)
+
+
+# ---- the threads the system starts ------------------------------------------------------------
+_owners = threading.local()  # .owner: the replaying case (or import) whose system started it
+# The import of a system module (and its fingerprint()) under --replay-http: threads started
+# there belong to the system, though no case runs yet.
+_SYSTEM_CODE: ContextVar[CaseHttp | None] = ContextVar("evalcases_system_code", default=None)
+# threading's own name for the start function (3.13 renamed it), and _thread's two
+_START_FUNCTIONS = (
+    (threading, "_start_new_thread"),
+    (threading, "_start_joinable_thread"),
+    (_thread, "start_new_thread"),
+    (_thread, "start_new"),
+)
+_tagging_users = 0
+_tagging_lock = threading.Lock()
+_saved_starts: list[tuple[Any, str, Any]] = []
+
+
+def thread_owner() -> CaseHttp | None:
+    """The replaying case (or system import) that started the calling thread, if one did."""
+    return getattr(_owners, "owner", None)
+
+
+def _starting_owner() -> CaseHttp | None:
+    """The owner of a thread started now: its starter's, or the replaying case (or import) the
+    starting code runs for."""
+    owner = getattr(_owners, "owner", None)
+    if owner is not None:
+        return owner
+    case = context_case()
+    if case is not None and case.replaying:
+        return case
+    return _SYSTEM_CODE.get()
+
+
+def _owned_start(start: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(start)
+    def start_owned(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        owner = _starting_owner()
+        if owner is not None:
+            inner = function
+
+            def function(*run_args: Any, **run_kwargs: Any) -> Any:
+                _owners.owner = owner
+                return inner(*run_args, **run_kwargs)
+
+        return start(function, *args, **kwargs)
+
+    return start_owned
+
+
+def _tag_threads(on: bool) -> None:
+    """Count a user of the thread tagging (the guard, an import): installed for the first,
+    removed with the last."""
+    global _tagging_users
+    with _tagging_lock:
+        _tagging_users += 1 if on else -1
+        if on and _tagging_users == 1:
+            for module, name in _START_FUNCTIONS:
+                start = getattr(module, name, None)
+                if start is not None:
+                    _saved_starts.append((module, name, start))
+                    setattr(module, name, _owned_start(start))
+        elif not on and _tagging_users == 0:
+            for module, name, start in _saved_starts:
+                setattr(module, name, start)
+            _saved_starts.clear()
+
+
+@contextmanager
+def system_code(where: str, allow_hosts: list[str], allow_subprocess: bool) -> Iterator[None]:
+    """The threads started inside (by the import of a system module, its fingerprint()) belong
+    to the system: while the replay runs, their connections are refused unless allowed."""
+    global _left_behind
+    _left_behind = None  # a new run (in a process that ran one before: pytester's)
+    owner = CaseHttp(where, [], allow_hosts=allow_hosts, allow_subprocess=allow_subprocess)
+    token = _SYSTEM_CODE.set(owner)
+    _tag_threads(True)
+    try:
+        yield
+    finally:
+        _tag_threads(False)
+        _SYSTEM_CODE.reset(token)
+
+
+# ---- sends on a socket connected before the case ---------------------------------------------
+_SEND_METHODS = ("send", "sendall", "sendfile")
+
+
+def _peer_checked(method: Callable[..., Any], what: str) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(sock: Any, *args: Any, **kwargs: Any) -> Any:
+        guard = _installed
+        if guard is not None:
+            _unless_inside(guard.check_peer, sock, what)
+        return method(sock, *args, **kwargs)
+
+    return checked
 
 
 def _is_ip(host: str) -> bool:
@@ -125,6 +247,9 @@ class NetworkGuard:
         self._layer = layer
         self._originals: dict[str, Any] = {}
         self._resolved: dict[str, set[str]] = {}
+        # What a thread of the system tried while no case ran: no case to fail then, so the
+        # run fails at its end, naming each.
+        self.refused_outside_cases: list[str] = []
 
     def _replaying_case(self) -> CaseHttp | None:
         case = self._layer.current()
@@ -150,8 +275,45 @@ class NetworkGuard:
 
     def _check(self, host: str, port: Any, refusal: Callable[[], str]) -> None:
         case = self._replaying_case()
-        if case is not None and not self._allowed(case, host, port):
-            raise case.fail(f"{refusal()}; {_ALLOW_HOSTS_HINT}")
+        owner = thread_owner()
+        judged_by = case or owner
+        if judged_by is not None and not self._allowed(judged_by, host, port):
+            self._refuse(case, owner, refusal(), _ALLOW_HOSTS_HINT)
+
+    def _refuse(self, case: CaseHttp | None, owner: CaseHttp | None, what: str, hint: str) -> None:
+        """Fail the running case with `what` (said of the thread that did it, when the system
+        started it elsewhere), or, with none running, keep it for the end of the run."""
+        if owner is not None and (case is None or owner.where != case.where):
+            after = " (no case was running)" if case is None else ""
+            what = f"{what}, from a thread the system started during {owner.where}{after}"
+        if case is not None:
+            raise case.fail(f"{what}; {hint}")
+        message = f"{what}; {hint}"
+        if message not in self.refused_outside_cases:
+            self.refused_outside_cases.append(message)
+        raise UnservedRequest(message)
+
+    def check_peer(self, sock: Any, what: str) -> None:
+        """Refuse a `what` (a send) on a network socket connected to a host the case may not
+        reach: one connected before the case, whose connect the guard did not see."""
+        case = self._replaying_case()
+        owner = thread_owner()
+        if case is None and owner is None:
+            return
+        try:
+            if sock.family not in _INET:
+                return
+            host, port = (str(part) for part in sock.getpeername()[:2])
+        except OSError:
+            return  # not connected (or closed): the call fails on its own
+        self._check(
+            host,
+            port,
+            lambda: (
+                f"--replay-http blocked a {what} to {host}:{port} on a socket connected "
+                "before the case"
+            ),
+        )
 
     def on_event(self, event: str, args: tuple[Any, ...]) -> None:
         """Refuse what the audit event `event` is about to do, if a replaying case does it."""
@@ -159,10 +321,11 @@ class NetworkGuard:
             self._check_child(event, args)
         elif event == "socket.connect" or event in _SENDS:
             sock, address = args[0], args[1]
-            if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            if sock.family not in _INET:
                 return  # a Unix socket or a socket pair: no network
-            if not isinstance(address, tuple):
-                return  # sendmsg on a connected socket: its connect was checked
+            if not isinstance(address, tuple):  # sendmsg on a connected socket
+                self.check_peer(sock, "sendmsg")
+                return
             host, port = str(address[0]), address[1]
             if event == "socket.connect":
                 self._check(host, port, lambda: _connection_refusal(f"{host}:{port}"))
@@ -189,7 +352,9 @@ class NetworkGuard:
 
     def _check_child(self, event: str, args: tuple[Any, ...]) -> None:
         case = self._replaying_case()
-        if case is None or case.allow_subprocess:
+        owner = thread_owner()
+        judged_by = case or owner
+        if judged_by is None or judged_by.allow_subprocess:
             return
         command = {
             "subprocess.Popen": lambda: args[1],
@@ -198,16 +363,19 @@ class NetworkGuard:
             "os.spawn": lambda: args[2],
             "os.posix_spawn": lambda: args[1],
         }.get(event, lambda: args[0])()
-        raise case.fail(
-            f"--replay-http blocked a subprocess: {_shown_command(command)}; a replay must not "
-            'reach the network: set "allow_subprocess": true in the suite if the child does not '
-            "use the network"
+        self._refuse(
+            case,
+            owner,
+            f"--replay-http blocked a subprocess: {_shown_command(command)}",
+            'a replay must not reach the network: set "allow_subprocess": true in the suite if '
+            "the child does not use the network",
         )
 
     def install(self) -> None:
-        global _installed, _hooked
+        global _installed, _hooked, _left_behind
         if self._originals:
             return
+        _left_behind = None
         if not _hooked:
             sys.addaudithook(_audit)
             _hooked = True
@@ -227,6 +395,11 @@ class NetworkGuard:
                 return fork_exec(*args, **kwargs)
 
             _posixsubprocess.fork_exec = guarded_fork_exec
+        for cls in (socket.socket, ssl.SSLSocket):
+            for name in _SEND_METHODS:
+                self._originals[f"send:{cls.__name__}.{name}"] = cls.__dict__.get(name)
+                setattr(cls, name, _peer_checked(getattr(cls, name), name))
+        _tag_threads(True)
         _installed = self
 
     def _denying_proxies(self, popen_init: Callable[..., None]) -> Callable[..., None]:
@@ -237,7 +410,7 @@ class NetworkGuard:
 
         @functools.wraps(popen_init)
         def init(popen: Any, *args: Any, **kwargs: Any) -> None:
-            case = replaying_case()
+            case = replaying_case() or thread_owner()  # a case's, or a thread of the system's
             if case is None or not case.allow_subprocess:
                 return popen_init(popen, *args, **kwargs)  # refused by the audit hook, if a case's
             bound = signature.bind(popen, *args, **kwargs)
@@ -248,12 +421,21 @@ class NetworkGuard:
         return init
 
     def uninstall(self) -> None:
-        global _installed
+        global _installed, _left_behind
         if not self._originals:
             return
         if _installed is self:
             _installed = None
+            _left_behind = self
         subprocess.Popen.__init__ = self._originals["popen_init"]  # type: ignore[method-assign]
         if "fork_exec" in self._originals:
             _posixsubprocess.fork_exec = self._originals["fork_exec"]
+        for cls in (socket.socket, ssl.SSLSocket):
+            for name in _SEND_METHODS:
+                own = self._originals[f"send:{cls.__name__}.{name}"]
+                if own is None:
+                    delattr(cls, name)  # inherited again
+                else:
+                    setattr(cls, name, own)
+        _tag_threads(False)
         self._originals = {}

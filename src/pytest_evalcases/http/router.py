@@ -34,6 +34,11 @@ _CURRENT: ContextVar[CaseHttp | None] = ContextVar("evalcases_case_http", defaul
 _ALLOW_SUBPROCESS: ContextVar[bool] = ContextVar("evalcases_allow_subprocess", default=False)
 
 
+def context_case() -> CaseHttp | None:
+    """The case the calling code runs for, by its context alone (not a sole case's threads)."""
+    return _CURRENT.get()
+
+
 @contextmanager
 def subprocess_permission(allowed: bool) -> Iterator[None]:
     """The CaseHttp made inside let the system start subprocesses (under --replay-http) when

@@ -118,10 +118,15 @@ class ResultCollector:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: a worker that sent spans (--eval-otel) says how many, for the closing line."""
-        delivery = getattr(node, "workeroutput", {}).get("evalcases_otel")
+        """xdist: a worker that sent spans (--eval-otel) says how many, for the closing line;
+        one whose network guard refused a thread of the system outside any case says what."""
+        workeroutput = getattr(node, "workeroutput", {})
+        delivery = workeroutput.get("evalcases_otel")
         if delivery:
             self.state.otel_deliveries.append(delivery)
+        for refusal in workeroutput.get("evalcases_guard", ()):
+            if refusal not in self.state.guard_refusals:
+                self.state.guard_refusals.append(refusal)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

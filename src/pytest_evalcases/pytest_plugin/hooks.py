@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ..core.errors import EvalCaseError
+from ..core.safe_text import terminal_safe
 from ..store.run_marker import end_live_run, previous_live_run, start_live_run
 from .gathering import (
     RESULTS_PLUGIN,
@@ -239,6 +240,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     report files, apply the baseline gate."""
     state = get_session(session.config)
     state.close_otel()  # workers too: each sends its own cases' spans
+    state.keep_guard_refusals()  # workers too: each hands the controller its own
     try:
         collector = results_collector(session.config)
         if collector is None or (collector.changes is None and not collector.results):
@@ -248,6 +250,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         finish_run(session, state)
     finally:
+        if state.guard_refusals and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the network was asked for
         if state.interrupted is not None:  # ended cleanly, with its summary, as at a Ctrl-C
             session.exitstatus = pytest.ExitCode.INTERRUPTED
 
@@ -264,6 +268,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"run interrupted: {state.interrupted}")
     if state.previous_live_run is not None:
         terminalreporter.write_line(state.previous_live_run)
+    if state.guard_refusals and not state.settings.is_worker:
+        terminalreporter.write_sep("=", "network guard: refused outside any case")
+        for refusal in state.guard_refusals:  # a host the system named: printed inert
+            terminalreporter.write_line(terminal_safe(refusal))
     noisy = noisy_plugins_line(config, state.settings)
     if noisy is not None and not state.settings.is_worker:
         terminalreporter.write_line(noisy)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,9 @@ class EvalSession:
         self.otel: Any = None  # telemetry.export.OtelExport, once the first case records
         # how the export went: this process's counts, and (xdist controller) each worker's
         self.otel_deliveries: list[dict[str, Any]] = []
+        # --replay-http: what the network guard refused from the system's threads while no case
+        # ran (no case to fail then: the run fails): this process's and each xdist worker's
+        self.guard_refusals: list[str] = []
         self._run_id: str | None = None
         # the run manifest's `config` (project.project_config), once a report or check asks
         self.project_config: dict[str, Any] | None = None
@@ -151,6 +155,30 @@ class EvalSession:
                 self._guard.install()
             self._http_layer = layer
         return self._http_layer
+
+    def system_code(
+        self, spec: str, allow_hosts: list[str], allow_subprocess: bool
+    ) -> AbstractContextManager[Any]:
+        """Around the import of a system and its fingerprint(): under --replay-http the threads
+        they start are the system's, whose connections the network guard refuses."""
+        if not self.settings.replay_http:
+            return nullcontext()
+        # start-up: the network guard loads only in a run that replays HTTP
+        from ..http.guard import system_code
+
+        return system_code(f"the import of the system {spec!r}", allow_hosts, allow_subprocess)
+
+    def keep_guard_refusals(self) -> None:
+        """Take what the guard refused outside any case so far (an xdist worker hands it to the
+        controller with its output)."""
+        if self._guard is None:
+            return
+        for refusal in self._guard.refused_outside_cases:
+            if refusal not in self.guard_refusals:
+                self.guard_refusals.append(refusal)
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None and self.guard_refusals:
+            workeroutput["evalcases_guard"] = list(self.guard_refusals)
 
     def close_http(self) -> None:
         if self._guard is not None:

@@ -232,11 +232,12 @@ def suite_context(
             if fixture_name(spec) is not None
             else None
         )
-        if built_by is not None:  # found, not built: a replay never builds it
-            system = built_by.system
-        else:
-            system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
-        fingerprint = system.fingerprint(timeout)
+        with state.system_code(spec, suite.allow_hosts, suite.allow_subprocess):
+            if built_by is not None:  # found, not built: a replay never builds it
+                system = built_by.system
+            else:
+                system = resolve_system(spec, state.settings.rootdir, state.systems, timeout)
+            fingerprint = system.fingerprint(timeout)
         key_fields = suite_key_fields(spec, input_hashes, fingerprint)
         code_paths: dict[str, str] = {}
         if suite.code is not None:
