@@ -12,9 +12,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..core.agreement import Confusion, figures
+from ..core.agreement import cohen_kappa as cohen_kappa  # its home; kept importable from here
 from .stages.judged import scores_text
 
 CAUGHT, MISSED, FALSE_ALARM, OK = "caught", "MISSED", "false alarm", "ok"
+# A case whose verdict is a judge error: listed, counted among the cases, never right or wrong.
+JUDGE_ERROR = "judge error"
 RIGHT = frozenset({CAUGHT, OK})
 
 
@@ -39,21 +43,6 @@ def spread(scores: Sequence[float]) -> float:
     return max(scores) - min(scores) if scores else 0.0
 
 
-def _ratio(num: int, den: int) -> float | None:
-    return num / den if den else None
-
-
-def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
-    """Agreement of the judge's calls with `expect` beyond chance (None: undefined, e.g. every
-    case on one side)."""
-    n = tp + fn + fp + tn
-    if not n:
-        return None
-    observed = (tp + tn) / n
-    chance = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
-    return None if math.isclose(chance, 1.0) else (observed - chance) / (1 - chance)
-
-
 def judge_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Caught / missed defects, false alarms on controls, precision, recall, F1, kappa and the
     mean spread of repeat scores, over calibration rows of one stage and judge."""
@@ -63,9 +52,7 @@ def judge_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         for status in (CAUGHT, MISSED, FALSE_ALARM, OK)
     }
     tp, fn, fp, tn = count[CAUGHT], count[MISSED], count[FALSE_ALARM], count[OK]
-    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
-    # F1 = 2TP / (2TP + FP + FN): defined (0) even when the judge never says fail
-    f1 = _ratio(2 * tp, 2 * tp + fp + fn)
+    shares = figures(Confusion(tp, fn, fp, tn))
     spreads = [float(row["spread"]) for row in rows]
     return {
         "cases": len(rows),
@@ -75,10 +62,10 @@ def judge_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "controls": fp + tn,
         "false_alarms": fp,
         "ok": tn,
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "kappa": cohen_kappa(tp, fn, fp, tn),
+        "precision": shares["precision"],
+        "recall": shares["recall"],
+        "f1": shares["f1"],
+        "kappa": shares["kappa"],
         "mean_spread": math.fsum(spreads) / len(spreads) if spreads else None,
     }
 

@@ -8,12 +8,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.outcomes import FAILING, case_label, failure_of
+from ..domain.calibration_agreement import (
+    category_rows,
+    confusion_rows,
+    disagreement_rows,
+    headline,
+    people_texts,
+    threshold_text,
+)
 from ..domain.calibration_scoring import case_rows, figures_rows
 from .formatting import fmt_score
-from .markdown_table import CellLines, markdown_table, rows_left_out
+from .markdown_table import CellLines, escape_cell, markdown_table, rows_left_out
 from .stage_values import stage_score
 
 FAILING_ROWS_CAP = 50
+# Disagreements listed per judge and stage (the dashboard lists all).
+DISAGREEMENT_ROWS_CAP = 200
 
 
 def failing_section(cases: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -116,4 +126,33 @@ def calibration_section(section: Mapping[str, Any] | None) -> list[str]:
         "failed the planted defect, ok = every repeat passed the clean control._",
         "",
     ]
+    return lines + _agreement(section.get("agreement") or [])
+
+
+def _agreement(groups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per stage and judge: how far the judge agrees with people's labels, the threshold that
+    agrees best, and the items they disagree on (docs/judges.md#is-the-judge-right-against-
+    people)."""
+    lines: list[str] = []
+    for group in groups:
+        lines += [
+            f"#### Agreement with people: {escape_cell(group['stage'])}, judge "
+            f"{escape_cell(group['judge'])}",
+            "",
+            escape_cell("; ".join(headline(group)), 1000),
+            "",
+        ]
+        confusion = confusion_rows(group["confusion"])
+        lines += [*markdown_table(confusion[0], confusion[1:], ["l", "r", "r"]), ""]
+        categories = category_rows(group)
+        if categories:
+            lines += [*markdown_table(categories[0], categories[1:], ["l", "r", "r", "r"]), ""]
+        notes = [note for note in (*people_texts(group), threshold_text(group)) if note]
+        if notes:
+            lines += [*(f"- {escape_cell(note, 1000)}" for note in notes), ""]
+        header, *rows = disagreement_rows(group)
+        lines += [f"Items the judge and people disagree on: {len(rows)}", ""]
+        if rows:
+            lines += markdown_table(header, rows[:DISAGREEMENT_ROWS_CAP])
+            lines += [*rows_left_out(len(rows), DISAGREEMENT_ROWS_CAP), ""]
     return lines
