@@ -257,7 +257,7 @@ def test_the_runs_figures_from_its_calibration_rows() -> None:
     assert threshold_text(group) == (
         f"threshold 0.35 agrees best with people (kappa 0.67 "
         f"[{threshold['best_kappa_ci95'][0]:.2f}, {threshold['best_kappa_ci95'][1]:.2f}]); "
-        "the suite's 0.5 gives 0.33 (6 thresholds tried on the recorded scores)"
+        "the suite's 0.5 gives 0.33 (6 thresholds tried)"
     )
     assert [(d["case"], d["label"], d["judge"], d["reason"]) for d in group["disagreements"]] == [
         ("people::c", "fail", "pass", "supported, it says"),

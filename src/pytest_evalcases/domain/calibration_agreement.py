@@ -12,6 +12,7 @@ Two runs of the same items: each judge's kappa, the paired difference and McNema
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from math import isclose
 from typing import Any
 
 from ..core.agreement import (
@@ -186,7 +187,7 @@ def headline(group: Row) -> list[str]:
         f"{100 * share:.0f}%); accuracy {fmt(group['accuracy'])}",
         f"fail class: precision {fmt(group['precision'])}, recall {fmt(group['recall'])}, F1 "
         f"{fmt(group['f1'])}; Cohen's kappa {kappa_text(group['kappa'], group['kappa_ci95'])} "
-        "(95% bootstrap, items resampled)",
+        "(95% bootstrap)",
     ]
 
 
@@ -218,12 +219,14 @@ def threshold_text(group: Row) -> str | None:
         if found["current"] is not None
         else "the cases' own thresholds"
     )
-    return (
+    best = (
         f"threshold {threshold_value(found['best'])} agrees best with people (kappa "
-        f"{kappa_text(found['best_kappa'], found['best_kappa_ci95'])}); {current} gives "
-        f"{fmt(found['current_kappa'])} ({found['candidates']} thresholds tried on the recorded "
-        "scores)"
+        f"{kappa_text(found['best_kappa'], found['best_kappa_ci95'])}"
     )
+    tried = f"{found['candidates']} thresholds tried"
+    if found["current_kappa"] is not None and isclose(found["current_kappa"], found["best_kappa"]):
+        return f"{best}, the lowest of those that do); {current} does as well ({tried})"
+    return f"{best}); {current} gives {fmt(found['current_kappa'])} ({tried})"
 
 
 def people_texts(group: Row) -> list[str]:
