@@ -206,7 +206,8 @@ class CalibrationItem(EvalItem):
     ) -> dict[str, Any]:
         """The result's `calibration` block: the call on the item, and what the agreement with
         people reads (its category, the threshold of a score rule, whether every repeat was
-        graded, the reason of the first repeat on the wrong side of its label)."""
+        graded, the reason of the first repeat on the wrong side of its label, else of the
+        first repeat)."""
         case = self.target.case
         scores = [float(repeat.get("score") or 0.0) for repeat in repeats]
         wrong = next(
@@ -229,7 +230,7 @@ class CalibrationItem(EvalItem):
             "category": case.category,
             "threshold": results[0].threshold if results else None,
             "ungraded": status == JUDGE_ERROR or any(result.judge_error for result in results),
-            "reason": verdict.get("error") or (wrong or {}).get("reason") or "",
+            "reason": verdict.get("error") or (wrong or verdict).get("reason") or "",
         }
         stated = getattr(self.ctx.suite, "human_agreement", None)  # set by the importers
         if stated:
