@@ -30,16 +30,20 @@ CONTEXT = [
 REFERENCE = "Seven backups are kept."
 
 
+def _labelled(case_id: str, stage: str, expect: str, **material: Any) -> dict[str, Any]:
+    """A labelled item: people's label is `expect` (a fail label names its `defect`)."""
+    found = {"id": case_id, "stage": stage, "expect": expect, **material}
+    if expect == "fail":
+        found["defect"] = "labelled wrong by people"
+    return found
+
+
 def _faithfulness_suite() -> dict[str, Any]:
     """Six items people labelled, judged at faithfulness: the lexical judge scores each answer
     sentence by its content words found in one passage (threshold 0.5)."""
 
     def case(case_id: str, expect: str, answer: str) -> dict[str, Any]:
-        found = {"id": case_id, "stage": "faithfulness", "context": CONTEXT, "expect": expect}
-        found["answer"] = answer
-        if expect == "fail":
-            found["defect"] = "labelled unsupported"
-        return found
+        return _labelled(case_id, "faithfulness", expect, answer=answer, context=CONTEXT)
 
     return {
         "name": "people",
@@ -163,17 +167,8 @@ def test_the_lexical_judge_against_labels_recorded_replayed_and_reported(
 
 def _accuracy_suite() -> dict[str, Any]:
     def case(case_id: str, expect: str, answer: str) -> dict[str, Any]:
-        found = {
-            "id": case_id,
-            "stage": "answer_accuracy",
-            "input": "How many backups?",
-            "reference": REFERENCE,
-            "answer": answer,
-            "expect": expect,
-        }
-        if expect == "fail":
-            found["defect"] = "labelled wrong"
-        return found
+        material = {"input": "How many backups?", "reference": REFERENCE, "answer": answer}
+        return _labelled(case_id, "answer_accuracy", expect, **material)
 
     return {
         "name": "people",

@@ -281,6 +281,19 @@ def disagreement_rows(group: Row, limit: int | None = None) -> list[list[str]]:
     return rows
 
 
+def agreement_view(group: Row) -> dict[str, Any]:
+    """One stage and judge as report.md and the dashboard show it: a title, the figures' lines,
+    the tables (confusion, then per category when there are categories), the notes (people's
+    agreement, the threshold) and every disagreement (rows, header first)."""
+    return {
+        "title": f"{group['stage']}, judge {group['judge']}",
+        "headline": headline(group),
+        "tables": [t for t in (confusion_rows(group["confusion"]), category_rows(group)) if t],
+        "notes": [note for note in (*people_texts(group), threshold_text(group)) if note],
+        "disagreements": disagreement_rows(group),
+    }
+
+
 def terminal_agreement_lines(section: Row) -> list[str]:
     """The `agreement with people` part of the terminal's judge calibration section."""
     lines: list[str] = []

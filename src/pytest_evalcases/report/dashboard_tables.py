@@ -7,14 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..domain.calibration_agreement import (
-    category_rows,
-    confusion_rows,
-    disagreement_rows,
-    headline,
-    people_texts,
-    threshold_text,
-)
+from ..domain.calibration_agreement import agreement_view
 from ..domain.calibration_scoring import case_rows, figures_rows
 from .formatting import fmt_ci, fmt_pct, fmt_pct_ci, fmt_score
 from .ingestion import TABLE_ALIGN, TABLE_HEADER, table_rows, total_cells
@@ -102,20 +95,7 @@ def calibration_view(section: Mapping[str, Any] | None) -> dict[str, Any] | None
     """The judge calibration tables as rows of cells (header first), or None."""
     if not section:
         return None
-    agreement = [
-        {
-            "title": f"{group['stage']}, judge {group['judge']}",
-            "headline": "; ".join(headline(group)),
-            "tables": [
-                table
-                for table in (confusion_rows(group["confusion"]), category_rows(group))
-                if table
-            ],
-            "notes": [n for n in (*people_texts(group), threshold_text(group)) if n],
-            "disagreements": disagreement_rows(group),
-        }
-        for group in section.get("agreement") or []
-    ]
+    agreement = [agreement_view(group) for group in section.get("agreement") or []]
     return {"cases": case_rows(section), "figures": figures_rows(section), "agreement": agreement}
 
 

@@ -8,14 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.outcomes import FAILING, case_label, failure_of
-from ..domain.calibration_agreement import (
-    category_rows,
-    confusion_rows,
-    disagreement_rows,
-    headline,
-    people_texts,
-    threshold_text,
-)
+from ..domain.calibration_agreement import agreement_view
 from ..domain.calibration_scoring import case_rows, figures_rows
 from .formatting import fmt_score
 from .markdown_table import CellLines, escape_cell, markdown_table, rows_left_out
@@ -131,26 +124,22 @@ def calibration_section(section: Mapping[str, Any] | None) -> list[str]:
 
 def _agreement(groups: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per stage and judge: how far the judge agrees with people's labels, the threshold that
-    agrees best, and the items they disagree on (docs/judges.md#is-the-judge-right-against-
-    people)."""
+    agrees best, and the items they disagree on (docs/judges.md#agreement-thresholds-and-two-
+    judges)."""
     lines: list[str] = []
-    for group in groups:
+    for view in map(agreement_view, groups):
         lines += [
-            f"#### Agreement with people: {escape_cell(group['stage'])}, judge "
-            f"{escape_cell(group['judge'])}",
+            f"#### Agreement with people: {escape_cell(view['title'])}",
             "",
-            escape_cell("; ".join(headline(group)), 1000),
+            escape_cell("; ".join(view["headline"]), 1000),
             "",
         ]
-        confusion = confusion_rows(group["confusion"])
-        lines += [*markdown_table(confusion[0], confusion[1:], ["l", "r", "r"]), ""]
-        categories = category_rows(group)
-        if categories:
-            lines += [*markdown_table(categories[0], categories[1:], ["l", "r", "r", "r"]), ""]
-        notes = [note for note in (*people_texts(group), threshold_text(group)) if note]
-        if notes:
-            lines += [*(f"- {escape_cell(note, 1000)}" for note in notes), ""]
-        header, *rows = disagreement_rows(group)
+        for table in view["tables"]:
+            lines += [*markdown_table(table[0], table[1:], ["l", *["r"] * (len(table[0]) - 1)])]
+            lines.append("")
+        if view["notes"]:
+            lines += [*(f"- {escape_cell(note, 1000)}" for note in view["notes"]), ""]
+        header, *rows = view["disagreements"]
         lines += [f"Items the judge and people disagree on: {len(rows)}", ""]
         if rows:
             lines += markdown_table(header, rows[:DISAGREEMENT_ROWS_CAP])
