@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from fractions import Fraction
 
@@ -176,6 +177,13 @@ def test_mcnemar_exact_p_worked_by_hand() -> None:
         mcnemar_exact_p(-1, 2)
 
 
+@pytest.mark.parametrize(("b", "c"), [(3, 9), (40, 61), (7, 7), (250, 190)])
+def test_mcnemar_exact_p_is_the_binomial_tail(b: int, c: int) -> None:
+    n = b + c
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
+    assert mcnemar_exact_p(b, c) == pytest.approx(min(1.0, 2 * tail / 2**n), rel=1e-12)
+
+
 def test_the_paired_difference_of_two_judges_on_the_same_items() -> None:
     # Ten items, five labelled fail. A calls all ten right (kappa 1); B never fails anything
     # (kappa 0): B - A = -1 in every resample where both are defined.
@@ -311,7 +319,7 @@ def test_two_runs_compared_on_the_same_labelled_items() -> None:
     assert a is not None and b is not None
     (found,) = judges_compared(a["cases"], b["cases"])
     assert found["judges"] == {"a": "lexical", "b": "openai:gpt-4o-mini"}
-    assert (found["items"], found["graded_by_both"]) == (7, 6)
+    assert (found["items"], found["graded_by_both"], found["labels_differ"]) == (7, 6, 0)
     # A right, B wrong: b (caught -> missed), e (ok -> false alarm); A wrong, B right: c
     assert found["mcnemar"] == {"b": 2, "c": 1, "p": pytest.approx(1.0)}
     assert [d["case"] for d in found["disagreements"]] == ["people::b", "people::c", "people::e"]
@@ -322,3 +330,9 @@ def test_two_runs_compared_on_the_same_labelled_items() -> None:
     assert found["delta"] == pytest.approx(-1 / 3)
     low, high = found["delta_ci95"]
     assert low <= -1 / 3 <= high
+
+    b_cases[5]["calibration"]["expect"] = "fail"  # relabelled in B: not the same item any more
+    relabelled = calibration_report(b_cases)
+    assert relabelled is not None
+    (found,) = judges_compared(a["cases"], relabelled["cases"])
+    assert (found["items"], found["labels_differ"]) == (6, 1)

@@ -10,7 +10,6 @@ Every interval uses the reports' fixed seed: the same calls give the same interv
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -186,7 +185,10 @@ def mcnemar_exact_p(b: int, c: int) -> float:
     trials = b + c
     if not trials:
         return 1.0
-    tail = sum(math.comb(trials, k) for k in range(min(b, c) + 1))
+    tail = term = 1  # C(trials, 0); each next term from the last: exact, and fast at 5,000
+    for k in range(min(b, c)):
+        term = term * (trials - k) // (k + 1)
+        tail += term
     return float(min(Fraction(1), Fraction(2 * tail, 2**trials)))
 
 

@@ -335,13 +335,21 @@ def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
 def judges_compared(a_rows: Sequence[Row], b_rows: Sequence[Row]) -> list[dict[str, Any]]:
     """Per stage, two judges on the labelled items both graded: each one's kappa with its
     interval, kappa B - A with a paired bootstrap interval, McNemar's b (A right, B wrong), c
-    (A wrong, B right) and exact p-value, and the items only one of them got right."""
+    (A wrong, B right) and exact p-value, and the items only one of them got right. Items are
+    matched by case and stage; one labelled differently in the two runs is counted
+    (`labels_differ`), not compared."""
     b_by = {(row["case"], row["stage"]): row for row in b_rows}
     stages: dict[str, list[tuple[Row, Row]]] = {}
+    relabelled: dict[str, int] = {}  # items whose label differs between the runs: not compared
     for row in a_rows:
         other = b_by.get((row["case"], row["stage"]))
-        if other is not None and label_fail(row) == label_fail(other):
-            stages.setdefault(str(row["stage"]), []).append((row, other))
+        if other is None:
+            continue
+        stages.setdefault(str(row["stage"]), [])
+        if label_fail(row) == label_fail(other):
+            stages[str(row["stage"])].append((row, other))
+        else:
+            relabelled[str(row["stage"])] = relabelled.get(str(row["stage"]), 0) + 1
     out = []
     for stage, pairs in sorted(stages.items()):
         both = [(a, b) for a, b in pairs if graded(a) and graded(b)]
@@ -358,6 +366,7 @@ def judges_compared(a_rows: Sequence[Row], b_rows: Sequence[Row]) -> list[dict[s
                     "b": _judge_names(b for _, b in pairs),
                 },
                 "items": len(pairs),
+                "labels_differ": relabelled.get(stage, 0),
                 "graded_by_both": len(both),
                 "a": _side(table_a),
                 "b": _side(table_b),

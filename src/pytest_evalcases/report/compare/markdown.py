@@ -217,6 +217,13 @@ def _judges(cmp: Comparison) -> list[str]:
         "",
     ]
     for found in cmp["calibration"]:
+        if found["labels_differ"]:
+            lines += [
+                f"_{found['labels_differ']} {escape_cell(found['stage'])} item(s) labelled "
+                "differently in the two runs: not compared._",
+                "",
+            ]
+    for found in cmp["calibration"]:
         rows = judge_split_rows(found)
         lines += [f"#### {escape_cell(found['stage'])}: the judges disagree on {len(rows)}", ""]
         if rows:
