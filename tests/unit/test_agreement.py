@@ -306,6 +306,16 @@ def test_the_terminal_lists_the_first_disagreements_and_counts_them_all() -> Non
     assert len(section["agreement"][0]["disagreements"]) == 7
 
 
+def test_a_long_reason_is_one_cut_line_in_the_terminal() -> None:
+    reason = "first line\nsecond line " + "word " * 100
+    section = calibration_report([_case("m", "fail", [0.9], "MISSED", reason=reason)])
+    assert section is not None
+    (line,) = [x for x in terminal_agreement_lines(section) if x.startswith("    people::m")]
+    assert line.startswith("    people::m: people fail, judge pass [0.90]: first line second line")
+    assert line.endswith("...") and len(line) < 220
+    assert section["agreement"][0]["disagreements"][0]["reason"] == reason  # whole in the files
+
+
 def test_two_runs_compared_on_the_same_labelled_items() -> None:
     a = calibration_report(_six_cases())
     b_cases = _six_cases()

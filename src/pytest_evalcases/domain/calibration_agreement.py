@@ -25,6 +25,7 @@ from ..core.agreement import (
     paired_cells,
     paired_kappa_difference,
 )
+from ..core.names import clip
 from .calibration_scoring import CAUGHT, FALSE_ALARM, MISSED, OK, calibration_section
 from .stages.judged import scores_text
 
@@ -33,6 +34,7 @@ SAYS_FAIL = frozenset({CAUGHT, FALSE_ALARM})
 GRADED = frozenset({CAUGHT, MISSED, FALSE_ALARM, OK})
 # The disagreements the terminal lists (results.json, report.md and the dashboard list all).
 TERMINAL_DISAGREEMENTS = 5
+REASON_CHARS = 160  # of a reason the terminal shows
 
 
 def calibration_report(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -318,7 +320,8 @@ def terminal_agreement_lines(section: Row) -> list[str]:
             )
             for case, label, judge, scores, reason in disagreement_rows(group, shown)[1:]:
                 text = f"    {case}: people {label}, judge {judge} {scores}"
-                lines.append(f"{text}: {reason}" if reason else text)
+                # a judge's reason may run to lines of its own: one line, cut, in the terminal
+                lines.append(f"{text}: {clip(reason, REASON_CHARS)}" if reason else text)
     return lines
 
 
