@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..domain.calibration_agreement import compared_text
 from ..report.baseline import BaselineError
 from ..report.compare import (
     COMPARE_HTML,
@@ -84,6 +85,8 @@ def _compare(args: argparse.Namespace) -> int:
                 f"  {stage}: {s['a_mean']:.3f} -> {s['b_mean']:.3f} ({s['delta']:+.3f}, "
                 f"95% CI [{low:+.3f}, {high:+.3f}]; {s['verdict']})"
             )
+    for found in cmp.get("calibration") or []:
+        print("  judges: " + compared_text(found))
     flips = cmp["flipped"]
     print(
         f"flipped: {len(flips['to_failing'])} passed in A and not in B, "

@@ -12,10 +12,15 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..core.agreement import Confusion, figures
+from ..core.agreement import cohen_kappa as cohen_kappa  # its home; kept importable from here
 from ..core.repeats import repeats_of
+from .stages.base import StageResult
 from .stages.judged import score_verdict, scores_text
 
 CAUGHT, MISSED, FALSE_ALARM, OK = "caught", "MISSED", "false alarm", "ok"
+# A case whose verdict is a judge error: listed, counted among the cases, never right or wrong.
+JUDGE_ERROR = "judge error"
 RIGHT = frozenset({CAUGHT, OK})
 
 
@@ -26,14 +31,13 @@ def case_status(expect: str, says_fail: Sequence[bool]) -> str:
     return FALSE_ALARM if any(says_fail) else OK
 
 
-def verdict_calls(
+def judged_repeats(
     stage: str, rule: Any, verdict: Mapping[str, Any]
-) -> tuple[list[float], list[bool]]:
-    """Each repeat's score and call (True: the judge failed the material) under the stage's
-    rule, as the case's item holds them to `expect`."""
+) -> tuple[list[dict[str, Any]], list[StageResult]]:
+    """Each repeat of a calibration verdict and its result under the stage's rule (its
+    threshold, or its labels), as the case's item holds them to `expect`."""
     repeats = repeats_of(verdict)
-    scores = [float(repeat.get("score") or 0.0) for repeat in repeats]
-    return scores, [not score_verdict(stage, rule, repeat).passed for repeat in repeats]
+    return repeats, [score_verdict(stage, rule, repeat) for repeat in repeats]
 
 
 def case_message(stage: str, scores: Sequence[float], status: str, defect: str | None) -> str:
@@ -50,21 +54,6 @@ def spread(scores: Sequence[float]) -> float:
     return max(scores) - min(scores) if scores else 0.0
 
 
-def _ratio(num: int, den: int) -> float | None:
-    return num / den if den else None
-
-
-def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
-    """Agreement of the judge's calls with `expect` beyond chance (None: undefined, e.g. every
-    case on one side)."""
-    n = tp + fn + fp + tn
-    if not n:
-        return None
-    observed = (tp + tn) / n
-    chance = ((tp + fp) * (tp + fn) + (fn + tn) * (fp + tn)) / (n * n)
-    return None if math.isclose(chance, 1.0) else (observed - chance) / (1 - chance)
-
-
 def judge_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Caught / missed defects, false alarms on controls, precision, recall, F1, kappa and the
     mean spread of repeat scores, over calibration rows of one stage and judge."""
@@ -74,9 +63,7 @@ def judge_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         for status in (CAUGHT, MISSED, FALSE_ALARM, OK)
     }
     tp, fn, fp, tn = count[CAUGHT], count[MISSED], count[FALSE_ALARM], count[OK]
-    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
-    # F1 = 2TP / (2TP + FP + FN): defined (0) even when the judge never says fail
-    f1 = _ratio(2 * tp, 2 * tp + fp + fn)
+    shares = figures(Confusion(tp, fn, fp, tn))
     spreads = [float(row["spread"]) for row in rows]
     return {
         "cases": len(rows),
@@ -86,10 +73,10 @@ def judge_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "controls": fp + tn,
         "false_alarms": fp,
         "ok": tn,
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "kappa": cohen_kappa(tp, fn, fp, tn),
+        "precision": shares["precision"],
+        "recall": shares["recall"],
+        "f1": shares["f1"],
+        "kappa": shares["kappa"],
         "mean_spread": math.fsum(spreads) / len(spreads) if spreads else None,
     }
 

@@ -19,7 +19,14 @@ from ..core.names import case_ids, shown_name, unsafe_id_reason
 from ..core.repeats import repeats_of
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationCase
-from ..domain.calibration_scoring import RIGHT, case_message, case_status, spread, verdict_calls
+from ..domain.calibration_scoring import (
+    JUDGE_ERROR,
+    RIGHT,
+    case_message,
+    case_status,
+    judged_repeats,
+    spread,
+)
 from ..domain.context import CalibrationContext, CalibrationTarget
 from ..engine.calibration import record, replay
 from .case_result import error_summary
@@ -28,6 +35,7 @@ from .session import get_session
 from .suite_contexts import calibration_context
 
 if TYPE_CHECKING:
+    from ..domain.stages import StageResult
     from ..engine.calibration import CalibrationRecording
     from ..engine.recording import JudgeBinding
     from .session import EvalSession
@@ -171,21 +179,56 @@ class CalibrationItem(EvalItem):
         verdict = self.recording.verdict
         case, stage = self.target.case, self.target.case.stage
         if verdict.get("error"):
+            self.scores = self._block(verdict, [], [], JUDGE_ERROR)
             raise JudgeFailure(f"judge error for {stage}: {verdict['error']}")
-        scores, says_fail = verdict_calls(stage, self.target.rule, verdict)
-        status = case_status(case.expect, says_fail)
-        self.scores = {
-            "stage": stage,
+        repeats, results = judged_repeats(stage, self.target.rule, verdict)
+        status = case_status(case.expect, [not result.passed for result in results])
+        self.scores = self._block(verdict, repeats, results, status)
+        scores = self.scores["scores"]
+        if status not in RIGHT:
+            raise StageFailure(case_message(stage, scores, status, case.defect))
+
+    def _block(
+        self,
+        verdict: dict[str, Any],
+        repeats: list[dict[str, Any]],
+        results: list[StageResult],
+        status: str,
+    ) -> dict[str, Any]:
+        """The result's `calibration` block: the call on the item, and what the agreement with
+        people reads (its category, the threshold of a score rule, whether every repeat was
+        graded, the reason of the first repeat on the wrong side of its label, else of the
+        first repeat)."""
+        case = self.target.case
+        scores = [float(repeat.get("score") or 0.0) for repeat in repeats]
+        wrong = next(
+            (
+                repeat
+                for repeat, result in zip(repeats, results, strict=True)
+                if result.passed != (case.expect == "pass")
+            ),
+            None,
+        )
+        block: dict[str, Any] = {
+            "stage": case.stage,
             "judge": verdict.get("judge"),
             "expect": case.expect,
             "defect": case.defect,
             "scores": scores,
-            "labels": [repeat.get("label") for repeat in repeats_of(verdict)],
+            "labels": [repeat.get("label") for repeat in repeats],
             "status": status,
             "spread": spread(scores),
+            "category": case.category,
+            "threshold": results[0].threshold if results else None,
+            "ungraded": status == JUDGE_ERROR or any(result.judge_error for result in results),
+            "reason": verdict.get("error") or (wrong or verdict).get("reason") or "",
         }
-        if status not in RIGHT:
-            raise StageFailure(case_message(stage, scores, status, case.defect))
+        stated = getattr(self.ctx.suite, "human_agreement", None)  # set by the importers
+        if stated:
+            block["human_agreement"] = (
+                stated.model_dump() if hasattr(stated, "model_dump") else dict(stated)
+            )
+        return block
 
     def result_for(
         self, outcome: str, with_detail: bool, exc: BaseException | None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.modes import RunMode
-from ..domain.calibration_scoring import RIGHT, case_status, verdict_calls
+from ..domain.calibration_scoring import RIGHT, case_status, judged_repeats
 from ..engine import calibration
 from ..engine.case_scores import scores_of
 from ..engine.limits import (
@@ -233,8 +233,8 @@ def _wrong(item: CalibrationItem, recording: CalibrationRecording) -> bool:
     case = item.target.case
     if case.xfail:
         return False
-    _, says_fail = verdict_calls(case.stage, item.target.rule, verdict)
-    return case_status(case.expect, says_fail) not in RIGHT
+    _, results = judged_repeats(case.stage, item.target.rule, verdict)
+    return case_status(case.expect, [not result.passed for result in results]) not in RIGHT
 
 
 def _failed(item: CaseItem, recording: Recording) -> bool:

@@ -22,7 +22,7 @@ from ..core.outcomes import (
     check_outcome,
 )
 from ..core.stats import bootstrap_ci, mean, wilson_interval
-from ..domain.calibration_scoring import calibration_section
+from ..domain.calibration_agreement import calibration_report
 from .cost import cost_section
 from .eval_runs import runs_section
 from .ingestion import ingestion_section
@@ -386,7 +386,7 @@ def _calibration(cases: list[Result]) -> dict[str, Any] | None:
     """The judge calibration section (None: no calibration case in the run)."""
     if not any("calibration" in case for case in cases):
         return None
-    return calibration_section(cases)
+    return calibration_report(cases)
 
 
 __all__ = [

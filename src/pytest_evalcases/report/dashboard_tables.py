@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..domain.calibration_agreement import agreement_view
 from ..domain.calibration_scoring import case_rows, figures_rows
 from .formatting import fmt_ci, fmt_pct, fmt_pct_ci, fmt_score
 from .ingestion import TABLE_ALIGN, TABLE_HEADER, table_rows, total_cells
@@ -94,7 +95,8 @@ def calibration_view(section: Mapping[str, Any] | None) -> dict[str, Any] | None
     """The judge calibration tables as rows of cells (header first), or None."""
     if not section:
         return None
-    return {"cases": case_rows(section), "figures": figures_rows(section)}
+    agreement = [agreement_view(group) for group in section.get("agreement") or []]
+    return {"cases": case_rows(section), "figures": figures_rows(section), "agreement": agreement}
 
 
 def baseline_view(cmp: Mapping[str, Any] | None) -> dict[str, Any] | None:

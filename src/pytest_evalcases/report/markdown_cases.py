@@ -8,12 +8,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.outcomes import FAILING, case_label, failure_of
+from ..domain.calibration_agreement import agreement_view
 from ..domain.calibration_scoring import case_rows, figures_rows
 from .formatting import fmt_score
-from .markdown_table import CellLines, markdown_table, rows_left_out
+from .markdown_table import CellLines, escape_cell, markdown_table, rows_left_out
 from .stage_values import stage_score
 
 FAILING_ROWS_CAP = 50
+# Disagreements listed per judge and stage (the dashboard lists all).
+DISAGREEMENT_ROWS_CAP = 200
 
 
 def failing_section(cases: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -116,4 +119,29 @@ def calibration_section(section: Mapping[str, Any] | None) -> list[str]:
         "failed the planted defect, ok = every repeat passed the clean control._",
         "",
     ]
+    return lines + _agreement(section.get("agreement") or [])
+
+
+def _agreement(groups: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per stage and judge: how far the judge agrees with people's labels, the threshold that
+    agrees best, and the items they disagree on (docs/judges.md#agreement-thresholds-and-two-
+    judges)."""
+    lines: list[str] = []
+    for view in map(agreement_view, groups):
+        lines += [
+            f"#### Agreement with people: {escape_cell(view['title'])}",
+            "",
+            escape_cell("; ".join(view["headline"]), 1000),
+            "",
+        ]
+        for table in view["tables"]:
+            lines += [*markdown_table(table[0], table[1:], ["l", *["r"] * (len(table[0]) - 1)])]
+            lines.append("")
+        if view["notes"]:
+            lines += [*(f"- {escape_cell(note, 1000)}" for note in view["notes"]), ""]
+        header, *rows = view["disagreements"]
+        lines += [f"Items the judge and people disagree on: {len(rows)}", ""]
+        if rows:
+            lines += markdown_table(header, rows[:DISAGREEMENT_ROWS_CAP])
+            lines += [*rows_left_out(len(rows), DISAGREEMENT_ROWS_CAP), ""]
     return lines

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.outcomes import ACCURACY_STAGE, COMPLETENESS_STAGE, DECIDED, PASS_LIKE
-from ..domain.calibration_scoring import calibration_section, terminal_lines
+from ..domain.calibration_agreement import calibration_report, terminal_agreement_lines
+from ..domain.calibration_scoring import terminal_lines
 from ..store.redaction import redaction_summary
 from .ingestion import UserRecords, summary_line
 from .terminal_tables import case_table, fit_failure, fitted, rate_table
@@ -210,8 +211,10 @@ class RunSummary:
         if not self._calibration:
             return []
         ordered = sorted(self._calibration, key=lambda r: (r["file"], r["index"], r["id"]))
-        section = calibration_section(ordered)
-        return terminal_lines(section, width) if section else []
+        section = calibration_report(ordered)
+        if not section:
+            return []
+        return [*terminal_lines(section, width), *terminal_agreement_lines(section)]
 
     def _add_group_scores(self, group: str, stages: Mapping[str, Any]) -> None:
         scores = self._group_scores.setdefault(group, {})

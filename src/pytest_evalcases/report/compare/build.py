@@ -17,6 +17,7 @@ from typing import Any
 
 from ...core.outcomes import DECIDED, NOT_PASSING, PASS_LIKE, case_label, failure_of
 from ...core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, bootstrap_ci, mean, wilson_interval
+from ...domain.calibration_agreement import judges_compared
 from ..aggregate import stage_score
 from ..baseline import case_key, validate_results
 from ..cost import cost_section
@@ -67,6 +68,12 @@ def compare_runs(a: Doc, b: Doc, names: Sequence[str] = ("A", "B")) -> dict[str,
     )
     if break_even is not None:  # only when exactly one run ingested (the memory run)
         comparison["break_even"] = break_even
+    calibrations = [doc.get("calibration") for doc in (a, b)]
+    if all(isinstance(found, Mapping) for found in calibrations):  # two judges, one labelled set
+        comparison["calibration"] = judges_compared(
+            calibrations[0]["cases"],  # type: ignore[index]
+            calibrations[1]["cases"],  # type: ignore[index]
+        )
     return comparison
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...domain.calibration_agreement import kappa_text
+from ...domain.stages.judged import scores_text
 from ..formatting import fmt_ci, fmt_delta, fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_score, fmt_usd
 from ..markdown_table import escape_cell, markdown_table
 
@@ -20,6 +22,7 @@ def render_compare_markdown(cmp: Comparison) -> str:
     lines += _stages(cmp)
     lines += _totals(cmp)
     lines += _categories(cmp)
+    lines += _judges(cmp)
     lines += _flipped(cmp)
     lines += _cost(cmp)
     lines += _break_even(cmp)
@@ -146,6 +149,89 @@ def _totals(cmp: Comparison) -> list[str]:
     rows = [category_cells(name, sides)[0] for name, sides in cmp["totals"].items()]
     header = ["total", "A passed", "A rate", "A 95% CI", "B passed", "B rate", "B 95% CI", "B − A"]
     return ["### Pass rate by named total (shared cases)", "", *markdown_table(header, rows), ""]
+
+
+JUDGES_HEADER = [
+    "stage",
+    "items graded by both",
+    "A kappa [95% CI]",
+    "B kappa [95% CI]",
+    "B − A [95% paired CI]",
+    "only A right",
+    "only B right",
+    "McNemar exact p",
+]
+
+
+def judge_rows(cmp: Comparison) -> list[list[str]]:
+    """Per stage, the two judges against the same labels (rows of JUDGES_HEADER)."""
+    rows = []
+    for found in cmp.get("calibration") or []:
+        delta = "–" if found["delta"] is None else f"{found['delta']:+.2f}"
+        if found["delta_ci95"]:
+            delta += f" [{found['delta_ci95'][0]:+.2f}, {found['delta_ci95'][1]:+.2f}]"
+        rows.append(
+            [
+                found["stage"],
+                str(found["graded_by_both"]),
+                kappa_text(found["a"]["kappa"], found["a"]["kappa_ci95"]),
+                kappa_text(found["b"]["kappa"], found["b"]["kappa_ci95"]),
+                delta,
+                str(found["mcnemar"]["b"]),
+                str(found["mcnemar"]["c"]),
+                f"{found['mcnemar']['p']:.3g}",
+            ]
+        )
+    return rows
+
+
+def call_text(call: Mapping[str, Any]) -> str:
+    """`fail [0.20]: the answer names a different year`."""
+    shown = f"{call['judge']} {scores_text(list(call['scores']))}"
+    return f"{shown}: {call['reason']}" if call["reason"] else shown
+
+
+def judge_split_rows(found: Mapping[str, Any]) -> list[list[str]]:
+    """The items only one of the two judges got right: case, label, each judge's call."""
+    return [
+        [item["case"], str(item["label"]), call_text(item["a"]), call_text(item["b"])]
+        for item in found["disagreements"]
+    ]
+
+
+def _judges(cmp: Comparison) -> list[str]:
+    if not cmp.get("calibration"):
+        return []
+    names = cmp["runs"]["a"]["name"], cmp["runs"]["b"]["name"]
+    lines = [
+        "### Judges against people (the same labelled items)",
+        "",
+        escape_cell(
+            f"A: {names[0]}, B: {names[1]}. Cohen's kappa of each judge's calls against the "
+            "labels, the difference with a paired bootstrap interval (items resampled with "
+            "both judges' calls), and McNemar's test on the items only one judge got right.",
+            1000,
+        ),
+        "",
+        *markdown_table(JUDGES_HEADER, judge_rows(cmp), ["l", *["r"] * 7]),
+        "",
+    ]
+    for found in cmp["calibration"]:
+        if found["labels_differ"]:
+            lines += [
+                f"_{found['labels_differ']} {escape_cell(found['stage'])} item(s) labelled "
+                "differently in the two runs: not compared._",
+                "",
+            ]
+    for found in cmp["calibration"]:
+        rows = judge_split_rows(found)
+        lines += [f"#### {escape_cell(found['stage'])}: the judges disagree on {len(rows)}", ""]
+        if rows:
+            lines += markdown_table(["case", "people", "A", "B"], rows[:FLIPPED_ROWS_CAP])
+            if len(rows) > FLIPPED_ROWS_CAP:
+                lines += ["", f"… and {len(rows) - FLIPPED_ROWS_CAP} more (compare.html lists all)"]
+            lines.append("")
+    return lines
 
 
 def flip_text(side: Mapping[str, Any]) -> str:

@@ -11,11 +11,14 @@ from ..charts import LABEL_CHARS, LABEL_W, PLOT_W, ROW_H, TOP
 from ..formatting import fmt_ci, fmt_delta, fmt_pct, fmt_pct_ci, fmt_score
 from ..html import csp_hash, page_environment, static_file, static_markup
 from .markdown import (
+    JUDGES_HEADER,
     break_even_note,
     break_even_text,
     category_cells,
     cost_rows,
     flip_text,
+    judge_rows,
+    judge_split_rows,
     run_label,
     shared_text,
 )
@@ -54,6 +57,18 @@ def render_compare_html(cmp: Comparison) -> str:
                 ("to_passing", "Not passed in A, passed in B"),
             )
         ],
+        "judges": (
+            {
+                "header": JUDGES_HEADER,
+                "rows": judge_rows(cmp),
+                "splits": [
+                    {"stage": found["stage"], "rows": judge_split_rows(found)}
+                    for found in cmp["calibration"]
+                ],
+            }
+            if cmp.get("calibration")
+            else None
+        ),
         "cost": cost_rows(cmp),
         "break_even": (
             {"text": break_even_text(cmp["break_even"]), "note": break_even_note(cmp)}
