@@ -2,7 +2,7 @@
 judge server limited to RPM requests a minute.
 
     python benchmarks/ratelimit.py [N] [--rpm RPM] [--latency L] [--concurrency C] [-r R]
-                                   [--no-limit-headers] [--eval-rpm N]
+                                   [--no-limit-headers] [--bucket [--whole-seconds]] [--eval-rpm N]
                                                             (defaults 100, 3000, 0.05, 16, 1)
 
 A script, not a test: it prints figures and exits 0 whether or not the targets are met.
@@ -11,7 +11,10 @@ The server (tests/judge_server.py with a `RateLimit`) refills RPM/60 requests a 
 at most one second's worth; the excess is refused at once with 429 and a Retry-After in whole
 seconds (at least 1), and every reply announces the limit in x-ratelimit-limit-requests /
 -remaining-requests / -reset-requests, as OpenAI does (`--no-limit-headers`: it announces
-nothing, so the client only has the 429s and their Retry-After to go by). Admitted requests
+nothing, so the client only has the 429s and their Retry-After to go by). `--bucket`: the same
+token bucket as many proxies and self-hosted servers run it: no x-ratelimit-* headers, and a
+Retry-After of the exact fractional seconds until the next token ("0.013"; `--whole-seconds`:
+rounded up to whole seconds, at least 1, as the default server does). Admitted requests
 take L seconds. The command timed, from spawn to exit, is
 `pytest --live --eval-judge openai:bench --eval-concurrency C cases/` over N cases with
 faithfulness, contextual_recall, contextual_precision, answer_relevancy, correctness,
@@ -69,7 +72,11 @@ class Run:
 
 def record(folder: Path, server: JudgeServer, args: argparse.Namespace, env: dict[str, str]) -> Run:
     server.requests.clear()
-    server.rate_limit = RateLimit(args.rpm, announce=not args.no_limit_headers)
+    server.rate_limit = RateLimit(
+        args.rpm,
+        announce=not (args.no_limit_headers or args.bucket),
+        fractional=args.bucket and not args.whole_seconds,
+    )
     shutil.rmtree(folder / "cassettes", ignore_errors=True)
     command = [
         sys.executable,
@@ -116,9 +123,22 @@ def main() -> None:
     parser.add_argument("-r", "--repeats", type=int, default=1)
     parser.add_argument("--no-limit-headers", action="store_true")
     parser.add_argument(
+        "--bucket",
+        action="store_true",
+        help="a server without x-ratelimit-* headers whose Retry-After is the exact fractional "
+        "seconds until the next token",
+    )
+    parser.add_argument(
+        "--whole-seconds",
+        action="store_true",
+        help="with --bucket: Retry-After rounded up to whole seconds (at least 1)",
+    )
+    parser.add_argument(
         "--eval-rpm", type=float, default=None, help="also pass --eval-rpm N (a client-side limit)"
     )
     args = parser.parse_args()
+    if args.whole_seconds and not args.bucket:
+        parser.error("--whole-seconds goes with --bucket (the default server's are whole already)")
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -133,7 +153,7 @@ def main() -> None:
 
     print(
         f"N={args.n} cases x {len(STAGES)} judged stages, server limit {args.rpm:g} RPM "
-        f"({'announced' if not args.no_limit_headers else 'not announced'}), latency "
+        f"({server_kind(args)}), latency "
         f"{args.latency * 1000:.0f} ms, --eval-concurrency {args.concurrency}"
         + (f", --eval-rpm {args.eval_rpm:g}" if args.eval_rpm else "")
         + f", {args.repeats} run(s); package: {package_folder()}"
@@ -169,6 +189,14 @@ def main() -> None:
             f"ratio wall/ideal over {len(runs)} runs: best {min(ratios):.2f}x, median "
             f"{statistics.median(ratios):.2f}x"
         )
+
+
+def server_kind(args: argparse.Namespace) -> str:
+    if args.bucket:
+        whole = args.whole_seconds
+        return f"not announced, Retry-After {'whole seconds' if whole else 'exact, fractional'}"
+    announced = "not announced" if args.no_limit_headers else "announced"
+    return f"{announced}, Retry-After whole seconds"
 
 
 def package_folder() -> str:

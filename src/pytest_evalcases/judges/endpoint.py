@@ -254,9 +254,9 @@ class Endpoint:
         if self.limited_since is None:
             self.limited_since = self._clock()
         self._last_refusal = failure.message
-        self.pacing.learn_pace()
         if ticket.epoch == self._epoch:  # the first of its round: halve what was in flight
-            self._epoch += 1
+            self.pacing.learn_pace()  # and the pace (a later refusal answers a request sent
+            self._epoch += 1  # before the cut)
             self._limited_rounds += 1
             self._cap = max(1.0, min(self._cap, float(self._in_flight)) / 2)
             self.stats.concurrency = int(self._cap)
