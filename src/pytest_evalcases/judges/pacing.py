@@ -11,8 +11,9 @@ and tells it what every reply said:
   a quick return: CUBIC's shape): the first refusal of a round sets a requests bucket at half
   the rate the endpoint was paced or really served at, whichever is lower (its `peak`). Once the
   provider's pause ends the pace climbs back, steeply at first, to the peak within
-  `RECOVERY_SECONDS`, then probes above it by `PROBE_GROWTH` of it a second, until the next
-  refusal cuts it again or it reaches a limit in force (then it is dropped). New requests start
+  `RECOVERY_SECONDS`, then probes above it, slowly at first, until the next refusal cuts it
+  again or it reaches a limit in force (then it is dropped). A refusal of a request paced before
+  the last cut does not cut again: it went out at the old pace. New requests start
   at the cut pace once the pause ends, instead of all together into a limit that has just
   refused one; and a limit that holds costs a fraction of a second of its rate a refusal, not
   the minutes a slow climb back would (issue 30: a pace grown back by 2% a second).
@@ -30,13 +31,15 @@ from dataclasses import dataclass
 BURST_SECONDS = 1.0
 # The learnt pace: the served rate is measured over this many seconds of successful replies; a
 # refusal cuts the pace to this share of its peak, which it regains within RECOVERY_SECONDS of
-# the pause's end (most of it in the first second), then it grows past the peak by this share of
-# it a second: a limit with a burst of a second is probed again about every ten seconds (the
-# excess a probe sends, PROBE_GROWTH * t^2 / 2 of the rate, passes a second's worth at t = 10).
+# the pause's end (most of it in the first second); then it grows past the peak as a cubic,
+# slowly at first (+3% after 3 s), twice the peak after PROBE_SECONDS: a limit with a burst of a
+# second is probed again about every eight seconds (the excess a probe sends, t^4 / 4 / 1000 of
+# a second's worth, passes a second's worth at t = 8), and a peak measured too low (the rate
+# still climbing when the refusal came) is passed within seconds, not minutes.
 SERVED_WINDOW = 3.0
 LEARNT_CUT = 0.5
 RECOVERY_SECONDS = 2.0
-PROBE_GROWTH = 0.02
+PROBE_SECONDS = 10.0
 _ANNOUNCED = {"requests": "x-ratelimit-limit-requests", "tokens": "x-ratelimit-limit-tokens"}
 
 
@@ -102,6 +105,7 @@ class Pacing:
         self.learnt_rpm: float | None = None  # the pace learnt from refusals (see above)
         self._peak = 0.0  # the pace a refusal cut it from, per minute
         self._recovers_from = 0.0  # when the pause after that refusal ends
+        self.round = 0  # cuts so far: a request paced before the last one answers for the old pace
         self._served: deque[float] = deque()  # when recent requests were answered 2xx
         self._buckets: dict[str, TokenBucket] = {}
         self.requests: TokenBucket | None = None
@@ -157,10 +161,13 @@ class Pacing:
             self.learnt_rpm = None  # the limit in force paces on its own again
         self._retune()
 
-    def learn_pace(self) -> None:
-        """The first refusal of a round: halve the pace at once. Its peak is the pace the
-        requests went out at (the learnt one, else the limit in force) or the rate the endpoint
-        was really served at over the last seconds, whichever is lower."""
+    def learn_pace(self, paced_in_round: int) -> None:
+        """A refusal of a request paced in round `paced_in_round` (`round` when it was paced):
+        the first of the round halves the pace at once. Its peak is the pace the requests went
+        out at (the learnt one, else the limit in force) or the rate the endpoint was really
+        served at over the last seconds, whichever is lower."""
+        if paced_in_round != self.round:
+            return  # it went out at the pace the last cut already answered
         now = self._clock()
         served = [t for t in self._served if t >= now - SERVED_WINDOW]
         candidates = [self.requests.per_minute] if self.requests is not None else []
@@ -169,6 +176,7 @@ class Pacing:
         if not candidates:
             return  # nothing measured yet: the pause and the cap back off alone
         self._peak = max(1.0, min(candidates))
+        self.round += 1
         self._recovers_from = now
         self.learnt_rpm = learnt_pace(self._peak, 0.0)
         self._retune()
@@ -248,12 +256,12 @@ class Pacing:
 
 def learnt_pace(peak: float, since: float) -> float:
     """The learnt pace (per minute) `since` seconds after the pause that followed a refusal at
-    `peak`: cut to LEARNT_CUT of it, back to it within RECOVERY_SECONDS (a cubic, steep at
-    first, flat as it nears the peak, where the limit was), then growing past it linearly."""
+    `peak`: cut to LEARNT_CUT of it, back to it within RECOVERY_SECONDS, then past it: a cubic
+    either side of the peak (CUBIC's), flat near it, where the limit was, steep away from it."""
     if since < RECOVERY_SECONDS:
         left = (1.0 - max(0.0, since) / RECOVERY_SECONDS) ** 3
         return peak * (1.0 - (1.0 - LEARNT_CUT) * left)
-    return peak * (1.0 + PROBE_GROWTH * (since - RECOVERY_SECONDS))
+    return peak * (1.0 + ((since - RECOVERY_SECONDS) / PROBE_SECONDS) ** 3)
 
 
 def _number(raw: str | None) -> float | None:
