@@ -21,9 +21,11 @@ faithfulness, contextual_recall, contextual_precision, answer_relevancy, correct
 context_completeness and answer_accuracy (14 judge requests a case, and one GEval steps request).
 
 Figures: cases lost (not recorded: a judge error or any other failure), the wall time against
-served requests / (RPM/60) (the least time the limit allows), and the share of rate-limited
-replies among all requests. Targets (issue 15, at N = 100, RPM = 3000, L = 50 ms, C = 16):
-0 cases lost, wall <= 1.25x, rate-limited replies <= 10% of requests.
+served requests / (RPM/60) (the least time the limit allows), the same from the first request
+on (the pacing alone: pytest's start-up, 2-6 s on a busy machine, left out), and the share of
+rate-limited replies among all requests. Targets (issues 15 and 30, at N = 100, RPM = 3000,
+L = 50 ms, C = 16, on every server): 0 cases lost, wall <= 1.25x, rate-limited replies <= 10%
+of requests.
 """
 
 from __future__ import annotations
@@ -175,6 +177,8 @@ def main() -> None:
         )
         print(f"  wall:                  {run.wall:.2f} s ({run.first:.2f} s to the first request)")
         print(f"  served / (RPM/60):     {ideal:.2f} s")
+        paced = (run.wall - run.first) / ideal if ideal else float("inf")
+        print(f"  from the first request: {paced:.2f}x (the pacing alone, without start-up)")
         print(
             f"  ratio wall/ideal:      {ratio:.2f}x (target <= {TARGET_RATIO}x: "
             f"{'met' if ratio <= TARGET_RATIO else 'NOT met'})"
