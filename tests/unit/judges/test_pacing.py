@@ -19,13 +19,7 @@ from pytest_evalcases.judges.pacing import (
     learnt_pace,
 )
 
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from .test_endpoint import FakeClock
 
 
 def served_at(pacing: Pacing, clock: FakeClock, per_second: float, seconds: float) -> None:
