@@ -182,11 +182,13 @@ class Pacing:
         self._retune()
 
     def empty_until(self, when: float) -> None:
-        """A refusal paused the endpoint until `when`: every bucket is empty until then, and the
-        learnt pace climbs back from then on."""
+        """A refusal paused the endpoint until `when`: every bucket is empty until then, and a
+        learnt pace not yet climbing back (just cut, or its pause not over) climbs from then on.
+        Once it climbs, a refusal that did not cut it (paced before the cut) does not restart
+        the climb."""
         for bucket in self._buckets.values():
             bucket.empty_until(when)
-        if self.learnt_rpm is not None:
+        if self.learnt_rpm is not None and self._clock() <= self._recovers_from:
             self._recovers_from = max(self._recovers_from, when)
 
     # ---- limits -------------------------------------------------------------------------------
