@@ -18,8 +18,9 @@ recorded together with the client's port (one port = one reused connection) and 
 number of requests in flight at once.
 
 A `RateLimit` makes it a rate-limited provider: a token bucket of requests per minute; the excess
-is refused at once (no latency) with 429 and a Retry-After in whole seconds, and every reply
-announces the limit in OpenAI's x-ratelimit-* headers (unless told not to).
+is refused at once (no latency) with 429 and a Retry-After in whole seconds (or, `fractional`,
+the exact seconds until a token, as many proxies and self-hosted servers say it), and every
+reply announces the limit in OpenAI's x-ratelimit-* headers (unless told not to).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class RateLimit:
     rpm: float
     burst_seconds: float = 1.0
     announce: bool = True  # x-ratelimit-limit/-remaining/-reset-requests on every reply
-    retry_after: str | None = None  # a fixed Retry-After; else whole seconds until a token
+    retry_after: str | None = None  # a fixed Retry-After; else the seconds until a token:
+    fractional: bool = False  # exact ("0.037"), else whole seconds, at least 1
 
     def __post_init__(self) -> None:
         self.capacity = max(1.0, self.rpm / 60 * self.burst_seconds) if self.rpm else 0.0
@@ -117,7 +119,8 @@ class RateLimit:
             }
         if not admitted:
             wait = (1.0 - self.level) / rate if rate else 60.0
-            headers["Retry-After"] = self.retry_after or str(max(1, math.ceil(wait)))
+            exact = f"{max(0.001, wait):.3f}" if self.fractional else None
+            headers["Retry-After"] = self.retry_after or exact or str(max(1, math.ceil(wait)))
         return admitted, headers
 
 

@@ -49,6 +49,7 @@ class Ticket:
 
     __slots__ = (
         "epoch",
+        "pace_round",
         "sent",
         "prompt_chars",
         "reserved_tokens",
@@ -59,6 +60,7 @@ class Ticket:
 
     def __init__(self, prompt_chars: int) -> None:
         self.epoch = 0
+        self.pace_round = 0  # the learnt pace's round it was paced in
         self.sent = 0  # how many requests went out before it, this one included
         self.prompt_chars = prompt_chars
         self.reserved_tokens = 0.0
@@ -128,6 +130,7 @@ class Endpoint:
             self._in_flight += 1
         try:
             ticket = Ticket(prompt_chars)
+            ticket.pace_round = self.pacing.round
             if self._paused_until or self.pacing.active:
                 await self._pace(ticket)
             self.raise_if_broken()  # it may have tripped while this request waited
@@ -254,7 +257,7 @@ class Endpoint:
         if self.limited_since is None:
             self.limited_since = self._clock()
         self._last_refusal = failure.message
-        self.pacing.learn_pace()
+        self.pacing.learn_pace(ticket.pace_round)
         if ticket.epoch == self._epoch:  # the first of its round: halve what was in flight
             self._epoch += 1
             self._limited_rounds += 1

@@ -7,11 +7,16 @@ and tells it what every reply said:
   the limits the provider announces in x-ratelimit-limit-requests / -tokens (the lower wins).
   A request's tokens are estimated from its prompt's length before it goes out, and corrected
   from the reply's usage;
-- a learnt pace: a rate-limited reply sets a requests bucket at the rate the endpoint was
-  really served at (successful replies over the last seconds), less a tenth; it then grows by
-  2% of itself a second, until it reaches a limit in force (then it is dropped) or the next
-  refusal cuts it again. New requests start at that pace once the pause ends, instead of all
-  together into a limit that has just refused one.
+- a learnt pace, as TCP's congestion control paces a connection (multiplicative decrease, then
+  a quick return: CUBIC's shape): the first refusal of a round sets a requests bucket at half
+  the rate the endpoint was paced or really served at, whichever is lower (its `peak`). Once the
+  provider's pause ends the pace climbs back, steeply at first, to the peak within
+  `RECOVERY_SECONDS`, then probes above it, slowly at first, until the next refusal cuts it
+  again or it reaches a limit in force (then it is dropped). A refusal of a request paced before
+  the last cut does not cut again: it went out at the old pace. New requests start
+  at the cut pace once the pause ends, instead of all together into a limit that has just
+  refused one; and a limit that holds costs a fraction of a second of its rate a refusal, not
+  the minutes a slow climb back would (issue 30: a pace grown back by 2% a second).
 """
 
 from __future__ import annotations
@@ -24,12 +29,17 @@ from dataclasses import dataclass
 # A bucket holds this many seconds of its rate: requests go out at the limit's average pace,
 # never in a burst a provider's shorter window (often a second) would refuse.
 BURST_SECONDS = 1.0
-# The learnt pace: the served rate measured over this many seconds of successful replies, cut by
-# this factor on a refusal, then grown by this share of itself a second (a cut of a tenth is
-# won back in about five seconds: a limit that holds is probed again that often, not faster).
+# The learnt pace: the served rate is measured over this many seconds of successful replies; a
+# refusal cuts the pace to this share of its peak, which it regains within RECOVERY_SECONDS of
+# the pause's end (most of it in the first second); then it grows past the peak as a cubic,
+# slowly at first (+3% after 3 s), twice the peak after PROBE_SECONDS: a limit with a burst of a
+# second is probed again about every eight seconds (the excess a probe sends, t^4 / 4 / 1000 of
+# a second's worth, passes a second's worth at t = 8), and a peak measured too low (the rate
+# still climbing when the refusal came) is passed within seconds, not minutes.
 SERVED_WINDOW = 3.0
-LEARNT_CUT = 0.9
-LEARNT_GROWTH = 0.02
+LEARNT_CUT = 0.5
+RECOVERY_SECONDS = 2.0
+PROBE_SECONDS = 10.0
 _ANNOUNCED = {"requests": "x-ratelimit-limit-requests", "tokens": "x-ratelimit-limit-tokens"}
 
 
@@ -93,7 +103,9 @@ class Pacing:
         self._announced: dict[str, float] = {}
         self._announced_raw: dict[str, str] = {}
         self.learnt_rpm: float | None = None  # the pace learnt from refusals (see above)
-        self._learnt_from = (0.0, 0.0)  # (the pace set at the last refusal, when)
+        self._peak = 0.0  # the pace a refusal cut it from, per minute
+        self._recovers_from = 0.0  # when the pause after that refusal ends
+        self.round = 0  # cuts so far: a request paced before the last one answers for the old pace
         self._served: deque[float] = deque()  # when recent requests were answered 2xx
         self._buckets: dict[str, TokenBucket] = {}
         self.requests: TokenBucket | None = None
@@ -136,39 +148,48 @@ class Pacing:
 
     # ---- the learnt pace ----------------------------------------------------------------------
     def note_served(self) -> None:
-        """A success: remembered for the served rate; the learnt pace grows with time."""
+        """A success: remembered for the served rate; the learnt pace follows its curve."""
         now = self._clock()
         self._served.append(now)
         while self._served[0] < now - SERVED_WINDOW:
             self._served.popleft()
         if self.learnt_rpm is None:
             return
-        base, since = self._learnt_from
-        self.learnt_rpm = base * (1.0 + LEARNT_GROWTH * (now - since))
+        self.learnt_rpm = learnt_pace(self._peak, now - self._recovers_from)
         others = [v for v in (self._limits.rpm, self._announced.get("requests")) if v]
         if others and self.learnt_rpm >= min(others) / max(1, self._limits.shares):
             self.learnt_rpm = None  # the limit in force paces on its own again
         self._retune()
 
-    def learn_pace(self) -> None:
-        """A refusal: pace new requests at the rate the endpoint was served at, less a tenth
-        (and never faster than the pace that was just refused)."""
+    def learn_pace(self, paced_in_round: int) -> None:
+        """A refusal of a request paced in round `paced_in_round` (`round` when it was paced):
+        the first of the round halves the pace at once. Its peak is the pace the requests went
+        out at (the learnt one, else the limit in force) or the rate the endpoint was really
+        served at over the last seconds, whichever is lower."""
+        if paced_in_round != self.round:
+            return  # it went out at the pace the last cut already answered
         now = self._clock()
         served = [t for t in self._served if t >= now - SERVED_WINDOW]
-        if len(served) < 2:
+        candidates = [self.requests.per_minute] if self.requests is not None else []
+        if len(served) >= 2:
+            candidates.append(len(served) / max(BURST_SECONDS, now - served[0]) * 60.0)
+        if not candidates:
             return  # nothing measured yet: the pause and the cap back off alone
-        rate = len(served) / max(BURST_SECONDS, now - served[0]) * 60.0
-        if self.learnt_rpm is not None:
-            rate = min(rate, self.learnt_rpm)
-        self.learnt_rpm = max(1.0, rate * LEARNT_CUT)
-        self._learnt_from = (self.learnt_rpm, now)
-        self._served.clear()  # measured afresh at the new pace
+        self._peak = max(1.0, min(candidates))
+        self.round += 1
+        self._recovers_from = now
+        self.learnt_rpm = learnt_pace(self._peak, 0.0)
         self._retune()
 
     def empty_until(self, when: float) -> None:
-        """A refusal paused the endpoint until `when`: every bucket is empty until then."""
+        """A refusal paused the endpoint until `when`: every bucket is empty until then, and a
+        learnt pace not yet climbing back (just cut, or its pause not over) climbs from then on.
+        Once it climbs, a refusal that did not cut it (paced before the cut) does not restart
+        the climb."""
         for bucket in self._buckets.values():
             bucket.empty_until(when)
+        if self.learnt_rpm is not None and self._clock() <= self._recovers_from:
+            self._recovers_from = max(self._recovers_from, when)
 
     # ---- limits -------------------------------------------------------------------------------
     def adopt(self, headers: Mapping[str, str], sent_since: int) -> None:
@@ -233,6 +254,16 @@ class Pacing:
         if self._limits.shares > 1 and parts:
             parts.append(f"shared by {self._limits.shares} xdist workers")
         return ", ".join(parts)
+
+
+def learnt_pace(peak: float, since: float) -> float:
+    """The learnt pace (per minute) `since` seconds after the pause that followed a refusal at
+    `peak`: cut to LEARNT_CUT of it, back to it within RECOVERY_SECONDS, then past it: a cubic
+    either side of the peak (CUBIC's), flat near it, where the limit was, steep away from it."""
+    if since < RECOVERY_SECONDS:
+        left = (1.0 - max(0.0, since) / RECOVERY_SECONDS) ** 3
+        return peak * (1.0 - (1.0 - LEARNT_CUT) * left)
+    return peak * (1.0 + ((since - RECOVERY_SECONDS) / PROBE_SECONDS) ** 3)
 
 
 def _number(raw: str | None) -> float | None:

@@ -16,7 +16,7 @@ from pytest_evalcases.judges import (
 )
 from pytest_evalcases.judges.endpoint import Endpoint
 from pytest_evalcases.judges.failures import classify, parse_duration
-from pytest_evalcases.judges.pacing import TokenBucket
+from pytest_evalcases.judges.pacing import LEARNT_CUT, TokenBucket
 from pytest_evalcases.judges.usage import JudgeStats
 
 
@@ -227,23 +227,41 @@ async def test_a_429_sets_a_pace_from_the_served_rate_and_new_requests_keep_to_i
     await refused.__aenter__()
     await settle(refused, HTTPStatusError(429, retry_after="1"))
     served = 20 / (clock.now - 100.1) * 60  # per minute, over the window of successes
-    assert point.learnt_rpm == pytest.approx(0.9 * served)
+    assert point.learnt_rpm == pytest.approx(LEARNT_CUT * served)  # halved at once
     assert "requests/min (learnt from 429s)" in point.describe_limits()
 
     learnt, starts = point.learnt_rpm, []
-    for _ in range(4):  # one in flight at a time (the 429 halved the cap to 1)
+    for _ in range(6):  # one in flight at a time (the 429 halved the cap to 1)
         request = point.request()
         await request.__aenter__()
         starts.append(clock.now)
         await settle(request)
     gaps = [later - earlier for earlier, later in zip(starts, starts[1:], strict=False)]
     assert starts[0] >= 100.1 + 2.0 + 1.0  # after the pause
-    # one at a time, at the pace (grown by 2% a second since the refusal, a second ago)
-    assert gaps == pytest.approx([60 / learnt / 1.02] * 3, rel=0.01)
+    # one at a time, at the pace: from the cut one back towards the served rate, never faster
+    assert gaps == sorted(gaps, reverse=True)
+    assert all(60 / served * 0.99 <= gap <= 60 / learnt * 1.01 for gap in gaps), gaps
 
 
 @pytest.mark.asyncio
-async def test_the_learnt_pace_grows_back_and_gives_way_to_a_limit_in_force() -> None:
+async def test_refusals_of_requests_sent_before_the_cut_do_not_cut_the_pace_again() -> None:
+    clock = FakeClock()
+    point = endpoint(clock)
+    for _ in range(20):  # served 10 a second
+        request = point.request()
+        await request.__aenter__()
+        clock.now += 0.1
+        await settle(request)
+    in_flight = [point.request() for _ in range(3)]  # sent together, refused together
+    for request in in_flight:
+        await request.__aenter__()
+    for request in in_flight:
+        await settle(request, HTTPStatusError(429, retry_after="0.05"))
+    assert point.learnt_rpm == pytest.approx(LEARNT_CUT * 20 / 1.9 * 60)  # halved once
+
+
+@pytest.mark.asyncio
+async def test_the_learnt_pace_climbs_back_and_gives_way_to_a_limit_in_force() -> None:
     clock = FakeClock()
     point = endpoint(clock, limits=RateLimits(rpm=600))
     for _ in range(10):
@@ -260,7 +278,7 @@ async def test_the_learnt_pace_grows_back_and_gives_way_to_a_limit_in_force() ->
     request = point.request()
     await request.__aenter__()
     await settle(request)
-    assert point.learnt_rpm == pytest.approx(learnt * (1 + 0.02 * 2.0), rel=0.01)
+    assert point.learnt_rpm == pytest.approx(learnt / LEARNT_CUT)  # back where it was cut
     clock.now += 60.0  # long enough to pass --eval-rpm 600: that limit paces alone again
     request = point.request()
     await request.__aenter__()
