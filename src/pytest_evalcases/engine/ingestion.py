@@ -266,15 +266,17 @@ def _save(
     dry_run: bool,
 ) -> UserRecording:
     """Write the recording and its HTTP file as one pair (store/pair.py). Secrets are redacted
-    first. Nothing is written when the same result came back over the same exchanges but for
-    timings and a provider's fresh values (those take their old form again); the result itself
-    is never rewritten: a new memory id is the service's state, not noise."""
+    first. The values a service makes fresh on every call (the built-in list and the suite's
+    `http_volatile`) take their old form again whenever there are old exchanges, as in a case's
+    re-record (engine/save.py): a re-ingestion after a data change shows that change alone.
+    Nothing is written when the same result came back over the same exchanges but for timings
+    and those values; the result itself is never rewritten: a new memory id is the service's
+    state, not noise."""
     (result, exchanges, labels), _ = redact_secrets([result, exchanges, labels])
-    same_result = old is not None and before is not None and old.key == key and old.result == result
-    if same_result:
-        assert before is not None
+    if before is not None:
         volatility = Volatility(ctx.suite.http_volatile)
         exchanges = keep_old_volatile(before, exchanges, volatility, ignored_paths(ctx)).exchanges
+    same_result = old is not None and before is not None and old.key == key and old.result == result
     http_hash = interactions_hash(exchanges)
     doc = build_user_recording(
         ctx.suite.name, user.id, key, {"key": labels} if labels else {}, result, figures, http_hash

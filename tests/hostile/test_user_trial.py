@@ -1,0 +1,158 @@
+"""What a user tried and noticed (issue 30, part 6; and the importers' unbounded reads of part 4):
+three agents written from the docs ran a memory system whose ingestion calls a service over HTTP,
+changed one word of a user's data, re-recorded and read what the run printed and wrote.
+
+- an ingestion re-record keeps the old form of the values a service makes fresh on every call
+  (the built-in list and the suite's `http_volatile`), as a case's re-record does;
+- the "recording changes" section and recording-changes.md list the ingestion recordings;
+- the cosmetic and doc items, and the importers' `--ids` / FILE read through the bounded readers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from evalhelpers import Project
+
+# A memory service: each chat line is sent to `/v1/ingest`, which answers with a fresh id, a
+# fresh job id (listed in the suite's `http_volatile`), a date and a request id, as real ones do.
+INGESTING_SYSTEM = """\
+import json
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+MEMORY = {}
+
+
+def ingest(text):
+    request = urllib.request.Request(
+        (ROOT / "service_url.txt").read_text() + "/ingest",
+        data=json.dumps({"text": text}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        return json.loads(reply.read())["facts"]
+
+
+class Memory:
+    def setup_user(self, user):
+        MEMORY[user.id] = [ingest(line) for line in json.loads(Path(user.chats).read_text())]
+        return {"memory_id": "mem-" + user.id, "facts": len(MEMORY[user.id])}
+
+    def run(self, case):
+        facts = MEMORY.get(case.get("user"), [])
+        hit = [fact for fact in facts if any(w in fact for w in case["input"].split())]
+        return {"answer": hit[0] if hit else "I don't know.", "context": hit}
+
+
+system = Memory()
+"""
+
+
+class MemoryService:
+    """A loopback memory service whose every reply carries fresh values."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - stdlib name
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                with lock:
+                    owner.requests += 1
+                    number = owner.requests
+                reply = {
+                    "id": f"ing-{number:08d}-fresh",
+                    "job_id": f"job-{number:08d}-fresh",
+                    "status": "done",
+                    "facts": body["text"],
+                }
+                data = json.dumps(reply).encode()
+                self.send_response_only(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Date", f"Wed, 02 Dec 2026 05:{number:02d}:00 GMT")
+                self.send_header("X-Request-Id", f"req-{number:08d}")
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def service() -> Iterator[MemoryService]:
+    server = MemoryService()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def memory_suite(**fields: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "name": "memory",
+        "system": "memsys:system",
+        "judge": "lexical",
+        "stages": ["context_completeness"],
+        "http_volatile": ["$.job_id"],
+        "users": [
+            {"id": "u-ana", "chats": "data/ana.json"},
+            {"id": "u-ben", "chats": "data/ben.json"},
+        ],
+        "cases": [
+            {"id": "ana-cat", "input": "cat", "user": "u-ana", "reference": "The cat is Miso."},
+            {"id": "ben-car", "input": "car", "user": "u-ben", "reference": "Ben has a red car."},
+        ],
+    }
+    doc.update(fields)
+    return doc
+
+
+def memory_project(project: Project, service: MemoryService, **fields: Any) -> Project:
+    project.write_text("memsys.py", INGESTING_SYSTEM)
+    project.write_text("service_url.txt", service.url)
+    project.write_text("data/ana.json", json.dumps(["The cat is Miso.", "Ana lives in Porto."]))
+    project.write_text("data/ben.json", json.dumps(["Ben has a red car.", "Ben likes tea."]))
+    project.write_suite(memory_suite(**fields))
+    return project
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    """The lines of `after` that are not at their place in `before` (the files keep one shape)."""
+    old, new = before.splitlines(), after.splitlines()
+    assert len(old) == len(new), (before, after)
+    return [line.strip() for was, line in zip(old, new, strict=True) if was != line]
+
+
+# ---- 1. an ingestion re-record keeps the old volatile values --------------------------------------
+def test_an_ingestion_rerecord_after_a_data_change_keeps_the_old_fresh_values(
+    project: Project, service: MemoryService
+) -> None:
+    memory_project(project, service).run("--live").assert_outcomes(passed=2)
+    http_file = project.root / "cassettes/memory/users/u-ben.http.json"
+    before = http_file.read_text()
+    assert "job-00000003-fresh" in before or "job-00000004-fresh" in before
+
+    # One word of Ben's data changes: his ingestion is recorded again (a new key).
+    project.write_text("data/ben.json", json.dumps(["Ben has a blue car.", "Ben likes tea."]))
+    project.run("--live").assert_outcomes(passed=1, failed=1)
+
+    changed = changed_lines(before, http_file.read_text())
+    # The real change alone: the request's text and the reply's facts (formerly also the date,
+    # the request id, `$.id` and `$.job_id` of both exchanges: 11 of 12 changed lines).
+    assert changed and all("blue" in line for line in changed), changed
