@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from evalhelpers import Project
+from evalhelpers import Project, changes_section
 
 # A memory service: each chat line is sent to `/v1/ingest`, which answers with a fresh id, a
 # fresh job id (listed in the suite's `http_volatile`), a date and a request id, as real ones do.
@@ -139,7 +139,7 @@ def changed_lines(before: str, after: str) -> list[str]:
     return [line.strip() for was, line in zip(old, new, strict=True) if was != line]
 
 
-# ---- 1. an ingestion re-record keeps the old volatile values --------------------------------------
+# ---- 1. an ingestion re-record keeps the old volatile values ------------------------------
 def test_an_ingestion_rerecord_after_a_data_change_keeps_the_old_fresh_values(
     project: Project, service: MemoryService
 ) -> None:
@@ -156,3 +156,24 @@ def test_an_ingestion_rerecord_after_a_data_change_keeps_the_old_fresh_values(
     # The real change alone: the request's text and the reply's facts (formerly also the date,
     # the request id, `$.id` and `$.job_id` of both exchanges: 11 of 12 changed lines).
     assert changed and all("blue" in line for line in changed), changed
+
+
+# ---- 2. the recording changes list the ingestion recordings -------------------------------
+def test_recording_changes_list_a_changed_ingestion_recording(
+    project: Project, service: MemoryService
+) -> None:
+    memory_project(project, service).run("--live").assert_outcomes(passed=2)
+    project.write_text("data/ben.json", json.dumps(["Ben has a blue car.", "Ben likes tea."]))
+
+    live = project.run("--live", "--eval-report", "r")
+
+    section = changes_section(live)
+    at = section.index("memory::users/u-ben (ingestion changed)")
+    assert section[at + 1 : at + 3] == [
+        "  key changed: user.u-ben",
+        "  HTTP request $.text: 'Ben has a red car.' -> 'Ben has a blue car.'",
+    ], section
+    assert not any("users/u-ana" in line for line in section)  # re-ingested to the same
+    assert section[-1].endswith("; ingestion recordings: 1 unchanged, 1 changed, 0 new"), section
+    markdown = (project.root / "r" / "recording-changes.md").read_text()
+    assert "| memory::users/u-ben | ingestion changed | key changed: user.u-ben<br>" in markdown
