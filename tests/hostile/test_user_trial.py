@@ -177,3 +177,41 @@ def test_recording_changes_list_a_changed_ingestion_recording(
     assert section[-1].endswith("; ingestion recordings: 1 unchanged, 1 changed, 0 new"), section
     markdown = (project.root / "r" / "recording-changes.md").read_text()
     assert "| memory::users/u-ben | ingestion changed | key changed: user.u-ben<br>" in markdown
+
+
+# ---- 3. the first-failure column uses the terminal's width ------------------------------------
+def test_a_long_first_failure_is_shown_whole_in_a_narrow_terminal() -> None:
+    from pytest_evalcases.report.terminal import RunSummary
+
+    reason = (
+        "stale recording: code.shopbot/tools.py changed: search_orders (re-record with --live, "
+        "or --live-stale)"
+    )
+    summary = RunSummary()
+    for number in range(2):
+        summary.add(
+            {
+                "suite": "shop",
+                "id": f"order-status-{number}",
+                "file": "cases/shop.json",
+                "index": number,
+                "category": "orders",
+                "outcome": "stale",
+                "first_failure": {"reason": reason},
+                "stages": {
+                    name: {"score": None, "passed": None, "gating": True}
+                    for name in ("tools", "retrieval", "answer_accuracy")
+                },
+                "recording": {"status": "stale"},
+            }
+        )
+
+    lines = summary.lines(orphans=[], width=100)
+
+    table = lines[: lines.index("") if "" in lines else len(lines)]
+    assert max(map(len, table)) <= 100, "\n".join(lines)
+    start = next(i for i, line in enumerate(lines) if line.startswith("shop::order-status-0"))
+    below = [line.strip() for line in lines[start + 1 : start + 4] if line.startswith(" ")]
+    shown = " ".join([lines[start][lines[0].index("first failure") :].strip(), *below])
+    # It was cut to the room left: `STALE: stale recording: code.shopbot/to...`.
+    assert shown.startswith(f"STALE: {reason}"), "\n".join(lines)
