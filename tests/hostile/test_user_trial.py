@@ -215,3 +215,21 @@ def test_a_long_first_failure_is_shown_whole_in_a_narrow_terminal() -> None:
     shown = " ".join([lines[start][lines[0].index("first failure") :].strip(), *below])
     # It was cut to the room left: `STALE: stale recording: code.shopbot/to...`.
     assert shown.startswith(f"STALE: {reason}"), "\n".join(lines)
+
+
+# ---- 4. cosmetic ------------------------------------------------------------------------------
+def test_a_not_recorded_line_says_the_error_once_without_our_class(
+    project: Project, service: MemoryService
+) -> None:
+    memory_project(project, service)
+    project.write_text("service_url.txt", "http://127.0.0.1:9/v1")  # the service is down
+
+    live = project.run("--live")
+
+    lines = [line for line in changes_section(live) if "not recorded: memory::ben-car" in line]
+    assert len(lines) == 1, changes_section(live)
+    assert "UserSetupError" not in lines[0]  # formerly `(UserSetupError: setup_user(...`
+    assert lines[0].count("Connection refused") == 1, lines[0]
+    assert (
+        "not recorded: memory::ben-car (setup_user('u-ben') of suite 'memory' raised " in (lines[0])
+    )
