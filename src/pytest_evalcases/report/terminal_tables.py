@@ -105,7 +105,8 @@ def rate_table(
         rows.append(row)
     lines = aligned(rows)
     shown = list(means)
-    if width is not None and full != short and max(map(len, lines)) > width:
+    abbreviated = width is not None and full != short and max(map(len, lines)) > width
+    if abbreviated:
         rows[0] = header + short
         lines = fitted(rows, width)
         while shown and max(map(len, lines)) > width:  # the last means go, named below
@@ -114,8 +115,9 @@ def rate_table(
             lines = fitted(rows, width)
     else:
         lines = fitted(rows, width)
-    pairs = zip(stage_headers(means), means, strict=True)
-    lines += _legend([f"{a} = {n}" for a, n in pairs if a != n and n in shown], width or 0)
+    if abbreviated:  # the legend of the short headers, only when the table uses them
+        pairs = zip(stage_headers(means), means, strict=True)
+        lines += _legend([f"{a} = {n}" for a, n in pairs if a != n and n in shown], width or 0)
     if len(shown) < len(means):
         hidden = ", ".join(means[len(shown) :])
         lines += wrapped(f"(too narrow for the mean of {hidden}: report.md has it)", width)

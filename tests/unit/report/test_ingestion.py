@@ -324,3 +324,22 @@ def test_a_dry_runs_ingestion_is_said_so() -> None:
     assert summary_line(section["users"]).startswith(
         "ingestion: 1 user: 1 ingested by a dry run (not written) (0.5 s"
     )
+
+
+def test_the_terminal_line_says_which_ingestions_wrote_nothing() -> None:
+    """An ingestion run again to the recording there was wrote nothing: not `recorded`."""
+    same = {"kind": "unchanged"}
+    results = [
+        case(0, user="a", ingestion=record("a", "recorded", duration_s=1.0, change=same)),
+        case(1, user="b", ingestion=record("b", "recorded", duration_s=2.0, change=same)),
+        case(
+            2, user="c", ingestion=record("c", "recorded", duration_s=4.0, change={"kind": "new"})
+        ),
+    ]
+    assert summary_lines(results[:2])[-1] == (
+        "ingestion: 2 users: 2 ingested again, recordings unchanged (3.0 s, cost unknown)"
+    )
+    assert summary_lines(results)[-1] == (
+        "ingestion: 3 users: 1 recorded (4.0 s, cost unknown), "
+        "2 ingested again, recordings unchanged (3.0 s, cost unknown)"
+    )
