@@ -279,3 +279,19 @@ def test_an_ingestion_that_wrote_nothing_is_not_called_recorded(
     # Both users were ingested again (no user_ready); only Ben's recording was written.
     assert line.startswith("ingestion: 2 users: 1 recorded ("), line
     assert ", 1 ingested again, recording unchanged (" in line, line
+
+
+def test_report_md_escapes_only_what_markdown_needs(
+    project: Project, service: MemoryService
+) -> None:
+    memory_project(project, service).run("--live", "--eval-report", "r")
+
+    markdown = (project.root / "r" / "report.md").read_text()
+
+    # Formerly 33 escapes in 93 lines: `\(bootstrap\)`, `\[0.769, 1.000\]`, `95% CI \(Wilson\)`.
+    needless = [m for m in ("\\(", "\\)", "\\[", "\\]", "\\!") if m in markdown]
+    assert not needless, markdown
+    assert "(Wilson)" in markdown
+    markdown_it = pytest.importorskip("markdown_it")
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
+    assert "<a " not in html and "<img" not in html

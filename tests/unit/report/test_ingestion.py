@@ -211,7 +211,7 @@ def test_report_md_has_a_row_a_user_then_the_total() -> None:
         "| mem | u-chen | replayed | – | – | 0 | unknown | unknown |",
         "| other | u-ana | recorded | 0.5 s | – | 1 | 100 | unknown |",
         "| total | 4 users | 2 recorded, 1 reused, 1 replayed | 2.6 s | 0.2 s | 6 "
-        "| 1,600 \\(+1 unknown\\) | $0.0003 \\(+2 unknown\\) |",
+        "| 1,600 (+1 unknown) | $0.0003 (+2 unknown) |",
     ]
 
 
