@@ -11,13 +11,15 @@ changed one word of a user's data, re-recorded and read what the run printed and
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
-from evalhelpers import Project, changes_section, summary_section
+from evalhelpers import Project, changes_section, output, summary_section
 
 # A memory service: each chat line is sent to `/v1/ingest`, which answers with a fresh id, a
 # fresh job id (listed in the suite's `http_volatile`), a date and a request id, as real ones do.
@@ -295,3 +297,25 @@ def test_report_md_escapes_only_what_markdown_needs(
     markdown_it = pytest.importorskip("markdown_it")
     html = markdown_it.MarkdownIt("commonmark").enable("table").render(markdown)
     assert "<a " not in html and "<img" not in html
+
+
+# ---- 5. the docs say what the run says ------------------------------------------------------
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_case_files_md_quotes_the_ingestion_setting_message_as_the_run_prints_it(
+    project: Project, service: MemoryService
+) -> None:
+    row = next(
+        line
+        for line in (DOCS / "case-files.md").read_text().splitlines()
+        if line.startswith("| `ingestion` |")
+    )
+    quoted = re.search(r"naming it[^`]*`([^`]+)`", row)
+    assert quoted, row  # formerly `ingestion.chunk_size changed (200 -> 400)`: never printed
+    memory_project(project, service, ingestion={"chunk_size": 200}).run("--live")
+    project.edit_suite("cases/memory.json", lambda doc: doc["ingestion"].update(chunk_size=400))
+
+    replay = project.run()
+
+    assert quoted.group(1) in output(replay), output(replay)
