@@ -125,8 +125,10 @@ def memory_suite(**fields: Any) -> dict[str, Any]:
     return doc
 
 
-def memory_project(project: Project, service: MemoryService, **fields: Any) -> Project:
-    project.write_text("memsys.py", INGESTING_SYSTEM)
+def memory_project(
+    project: Project, service: MemoryService, system: str = INGESTING_SYSTEM, **fields: Any
+) -> Project:
+    project.write_text("memsys.py", system)
     project.write_text("service_url.txt", service.url)
     project.write_text("data/ana.json", json.dumps(["The cat is Miso.", "Ana lives in Porto."]))
     project.write_text("data/ben.json", json.dumps(["Ben has a red car.", "Ben likes tea."]))
@@ -319,3 +321,39 @@ def test_case_files_md_quotes_the_ingestion_setting_message_as_the_run_prints_it
     replay = project.run()
 
     assert quoted.group(1) in output(replay), output(replay)
+
+
+# The system's state of a user is gone when `gone.json` names the user.
+WITH_USER_READY = (
+    INGESTING_SYSTEM
+    + """
+
+class Remembering(Memory):
+    def user_ready(self, user, result):
+        gone = ROOT / "gone.json"
+        return user.id not in (json.loads(gone.read_text()) if gone.exists() else [])
+
+
+system = Remembering()
+"""
+)
+
+
+def test_ingest_only_ingests_again_a_current_user_whose_state_user_ready_says_is_gone(
+    project: Project, service: MemoryService
+) -> None:
+    memory_project(project, service, WITH_USER_READY).run("--live").assert_outcomes(passed=2)
+    project.write_text("gone.json", json.dumps(["u-ben"]))
+    before = service.requests
+
+    ingest = project.run("--eval-ingest-only")
+
+    text = output(ingest)
+    assert "memory::u-ana: reused: its recording is current" in text, text
+    # Ingested again, alone (to the same result here: its recording stays as it was).
+    assert "memory::u-ben: ingested again in " in text, text
+    assert service.requests == before + 2  # Ben's two chat lines
+    # The docs say so (they said that alone the flag skips every current user).
+    section = (DOCS / "memory.md").read_text().split("## Ingestion alone")[1]
+    said = "unless the system has a `user_ready` that says the user's ingested state is gone"
+    assert said in " ".join(section.split())
