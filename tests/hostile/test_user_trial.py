@@ -11,7 +11,9 @@ changed one word of a user's data, re-recorded and read what the run printed and
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 from evalhelpers import Project, changes_section, output, summary_section
+from guarded import GuardedInterpreter, guarded_interpreter_fixture
 
 # A memory service: each chat line is sent to `/v1/ingest`, which answers with a fresh id, a
 # fresh job id (listed in the suite's `http_volatile`), a date and a request id, as real ones do.
@@ -357,3 +360,54 @@ def test_ingest_only_ingests_again_a_current_user_whose_state_user_ready_says_is
     section = (DOCS / "memory.md").read_text().split("## Ingestion alone")[1]
     said = "unless the system has a `user_ready` that says the user's ingested state is gone"
     assert said in " ".join(section.split())
+
+
+# ---- 6. the importers read through the bounded readers (issue 30 part 4) -----------------------
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "benchmarks" / "hotpotqa.json"
+# The old code read `/dev/zero` until the memory ran out: those runs are in another interpreter
+# under a cap on its address space (tests/guarded.py), killed if they block.
+guarded_interpreter = guarded_interpreter_fixture(700_000_000, 60)
+
+
+@pytest.mark.parametrize("given", ["FILE", "--ids"])
+def test_an_importer_given_dev_zero_says_so_naming_the_file(
+    project: Project, guarded_interpreter: GuardedInterpreter, given: str
+) -> None:
+    shutil.copy(SAMPLE, project.root / "hotpotqa.json")
+    (project.root / "zero").symlink_to("/dev/zero")
+    source, more = ("zero", []) if given == "FILE" else ("hotpotqa.json", ["--ids", "zero"])
+    args = ["import", "hotpotqa", source, "-o", "cases/bench.json", *more]
+
+    result = guarded_interpreter.run(project.root, *args, module="pytest_evalcases")
+
+    assert result.ret == 2, output(result)  # formerly a MemoryError traceback
+    what = "the benchmark file" if given == "FILE" else "the ids file"
+    assert result.errlines == [
+        f"error: zero: {what} is a device, not a regular file: it was not read; give the path "
+        "of a file",
+        "nothing was written",
+    ], output(result)
+
+
+def test_an_ids_file_over_the_cap_is_refused_naming_its_size_and_the_cap(
+    project: Project, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_evalcases.__main__ import main
+    from pytest_evalcases.importers.base import IDS_FILE_CAP
+
+    monkeypatch.chdir(project.root)
+    shutil.copy(SAMPLE, "hotpotqa.json")
+    with open("ids.txt", "wb") as ids:  # sparse: no byte of it is written
+        os.truncate(ids.fileno(), IDS_FILE_CAP + 10_000_000)
+
+    code = main(
+        ["import", "hotpotqa", "hotpotqa.json", "-o", "cases/bench.json", "--ids", "ids.txt"]
+    )
+
+    assert code == 2
+    cap = IDS_FILE_CAP // 1_000_000
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"error: ids.txt: the ids file is {cap + 10}.0 MB, over the cap of {cap} MB; an ids "
+        "file holds case ids or 0-based indices, one a line (or a JSON array): check that it is "
+        "the file you meant"
+    )
