@@ -14,15 +14,14 @@ import json
 import os
 import re
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from evalhelpers import Project, changes_section, output, summary_section
 from guarded import GuardedInterpreter, guarded_interpreter_fixture
+from loopback import CountedService
 
 # A memory service: each chat line is sent to `/v1/ingest`, which answers with a fresh id, a
 # fresh job id (listed in the suite's `http_volatile`), a date and a request id, as real ones do.
@@ -60,52 +59,31 @@ system = Memory()
 """
 
 
-class MemoryService:
+class MemoryService(CountedService):
     """A loopback memory service whose every reply carries fresh values."""
 
     def __init__(self) -> None:
-        self.requests = 0
-        lock = threading.Lock()
-        owner = self
+        super().__init__("/v1")
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                with lock:
-                    owner.requests += 1
-                    number = owner.requests
-                reply = {
-                    "id": f"ing-{number:08d}-fresh",
-                    "job_id": f"job-{number:08d}-fresh",
-                    "status": "done",
-                    "facts": body["text"],
-                }
-                data = json.dumps(reply).encode()
-                self.send_response_only(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("Date", f"Wed, 02 Dec 2026 05:{number:02d}:00 GMT")
-                self.send_header("X-Request-Id", f"req-{number:08d}")
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, number: int, body: Any) -> tuple[int, Any, dict[str, str]]:
+        fresh = {"Date": f"Wed, 02 Dec 2026 05:{number:02d}:00 GMT", "X-Request-Id": f"r{number}"}
+        return (
+            200,
+            {
+                "id": f"ing-{number:08d}-fresh",
+                "job_id": f"job-{number:08d}-fresh",
+                "status": "done",
+                "facts": body["text"],
+            },
+            fresh,
+        )
 
 
 @pytest.fixture
 def service() -> Iterator[MemoryService]:
     server = MemoryService()
     yield server
-    server.server.shutdown()
-    server.server.server_close()
+    server.close()
 
 
 def memory_suite(**fields: Any) -> dict[str, Any]:
