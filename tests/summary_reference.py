@@ -14,7 +14,11 @@ completeness/accuracy label columns of memory suites are not drawn by the random
 (no labelled stages), so the reference leaves them out.
 
 Updated with issue 20 (point 5), deliberately: the per-stage totals and the category pass rates
-fit the width too (short column headers when the full ones do not fit)."""
+fit the width too (short column headers when the full ones do not fit).
+
+Updated with issue 30 (part 6), deliberately: a case without a group has no row in the per-group
+table (a `-` row in the per-user table read as a user named `-`; results.json's `groups` leaves
+it out too)."""
 
 from __future__ import annotations
 
@@ -134,11 +138,11 @@ def group_scores(results: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]
 def group_rates(
     results: Sequence[dict[str, Any]], verbose: bool, stages: list[str], width: int | None
 ) -> list[str]:
-    """Per group, as per category, with a Wilson interval and the stage means (cases without a
-    group: counts only); titled `user` when every grouped case has a suite user; without
+    """Per group, as per category, with a Wilson interval and the stage means (a case without a
+    group has no row); titled `user` when every grouped case has a suite user; without
     `verbose`, the GROUP_ROWS lowest pass rates."""
-    counts = rate_rows(results, "group")
     grouped = [r for r in results if r.get("group") not in (None, "")]
+    counts = rate_rows(grouped, "group")
     kind = "user" if all(r.get("user") for r in grouped) else "group"
     scores = group_scores(results)
     means = [

@@ -141,7 +141,7 @@ def test_a_calibration_suite_records_replays_and_reports_what_the_judge_missed(
     ]
     report = (project.root / "out" / "report.md").read_text()
     assert "### Judge calibration" in report
-    assert "| cal::invented | faithfulness | \\[0.50, 0.50, 0.50\\] | MISSED | failed |" in report
+    assert "| cal::invented | faithfulness | [0.50, 0.50, 0.50] | MISSED | failed |" in report
     dashboard = (project.root / "out" / "dashboard.html").read_text()
     assert '<section id="calibration">' in dashboard and "MISSED" in dashboard
 

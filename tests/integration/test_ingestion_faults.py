@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from evalhelpers import Project, output
 from fact_model import FactModel
+from loopback import JsonServer
 
 from .test_ingestion_recorded import extracting_project, plan, user_doc
 from .test_users import users_suite, write_memory_project
@@ -77,48 +76,26 @@ class MemoryService:
 
     def __init__(self) -> None:
         self.current: dict[str, str] = {}
-        counter = itertools.count(1)
-        owner = self
+        self._counter = itertools.count(1)
+        self.server = JsonServer(self._answer)
+        self.url = self.server.url
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-            def _send(self, status: int, doc: dict[str, Any]) -> None:
-                data = json.dumps(doc).encode()
-                self.send_response_only(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                memory_id = f"mem_{next(counter):08d}"
-                owner.current[body["user"]] = memory_id
-                self._send(200, {"id": memory_id, "facts": len(body["facts"])})
-
-            def do_GET(self) -> None:  # noqa: N802 - stdlib name
-                memory_id = self.path.rsplit("/", 1)[-1]
-                if memory_id in owner.current.values():
-                    self._send(200, {"id": memory_id})
-                else:
-                    self._send(404, {"error": "no such memory"})
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _answer(self, method: str, path: str, body: Any) -> tuple[int, Any, dict[str, str]]:
+        if method == "POST":
+            memory_id = f"mem_{next(self._counter):08d}"
+            self.current[body["user"]] = memory_id
+            return 200, {"id": memory_id, "facts": len(body["facts"])}, {}
+        memory_id = path.rsplit("/", 1)[-1]
+        if memory_id in self.current.values():
+            return 200, {"id": memory_id}, {}
+        return 404, {"error": "no such memory"}, {}
 
 
 @pytest.fixture
 def service() -> Iterator[MemoryService]:
     server = MemoryService()
     yield server
-    server.server.shutdown()
-    server.server.server_close()
+    server.server.close()
 
 
 def test_a_reingested_users_recorded_result_names_the_memory_the_service_now_holds(

@@ -514,7 +514,7 @@ def test_report_md_figures(full: Run) -> None:
         "1 xfailed · 1 xpassed"
     ) in md
     assert "| tools | yes | 4 | 2 | 0 | 0 | 0.667 |" in md
-    assert "| token_f1 | report | 5 | 0 | 1 | 0 | 1.000 | \\[1.000, 1.000\\] |" in md
+    assert "| token_f1 | report | 5 | 0 | 1 | 0 | 1.000 | [1.000, 1.000] |" in md
     assert (
         "retrieval @ k=3: hit 0.833 · recall 0.833 · precision 0.278 · MRR 0.833 · "
         "nDCG 0.833 · MAP 0.833"
@@ -546,7 +546,7 @@ def test_payload_is_escaped_in_dashboard_and_markdown(full: Run) -> None:
     # report.md: the payload reaches it through the tools reason of `xss` and what happened
     # (the call made and the answer)
     assert XSS not in md
-    md_xss = XSS_ESCAPED.replace("(", "\\(").replace(")", "\\)")  # cells escape links too
+    md_xss = XSS_ESCAPED  # its parentheses stay: only a link's `](` is escaped
     assert f"| rep::xss | failed | tools | missing: search; unexpected: {md_xss} |" in md
     assert f"<br>expected: search<br>answer: '{md_xss} hi' |" in md
     step_summary = (full.project.root / "step_summary.md").read_text()
@@ -571,11 +571,11 @@ def test_tool_names_in_report_md_cannot_form_images_or_links(
     assert TRACKING_IMAGE not in md and HIDDEN_LINK not in md
     assert (
         "| gate::g1 | failed | tools | missing: search; unexpected: "
-        "\\!\\[x\\]\\(http://127.0.0.1:18999/track.png\\) |"
+        "![x]\\(http://127.0.0.1:18999/track.png) |"
     ) in md
     assert (
         "| gate::g2 | failed | tools | missing: search; unexpected: "
-        "\\[text\\]\\(http://127.0.0.1:18999/phish\\) |"
+        "[text]\\(http://127.0.0.1:18999/phish) |"
     ) in md
 
 
@@ -933,7 +933,7 @@ def test_stale_and_missing_cases_are_regressions_without_a_stage(
     assert done.doc["baseline"]["stage_deltas"]["token_f1"]["cases"] == 1
     assert (
         "| gate::g2 | passed | missing | – | no recording for gate::g2; record it with "
-        "--live \\(cassettes/gate/g2.json\\) |"
+        "--live (cassettes/gate/g2.json) |"
     ) in done.md
 
 

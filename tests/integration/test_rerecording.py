@@ -219,8 +219,8 @@ def test_recording_changes_say_what_changed_and_only_changed_cases_are_written(
     assert markdown.startswith("## Recording changes\n\n**1 unchanged, 2 changed, 1 new**\n")
     assert (
         "| s::gamma | changed | answer: 'gamma delta' -&gt; 'no idea at all'<br>exact_match: "
-        "pass -&gt; FAIL \\(1.00 -&gt; 0.00\\)<br>answer_accuracy: pass -&gt; FAIL "
-        "\\(1.00 -&gt; 0.00\\) |" in markdown
+        "pass -&gt; FAIL (1.00 -&gt; 0.00)<br>answer_accuracy: pass -&gt; FAIL "
+        "(1.00 -&gt; 0.00) |" in markdown
     ), markdown
     assert "| s::delta | new |" in markdown
     assert "s::epsilon" not in markdown

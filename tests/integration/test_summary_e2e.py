@@ -339,11 +339,12 @@ def test_group_rows_join_the_terminal_and_report_md(project: Project) -> None:
         "mean",
         "exact_match",
     ]
-    # The ungrouped row counts only; a group's row has its interval and stage means.
+    # A group's row has its interval and stage means; the ungrouped case has no row (as in
+    # report.md's groups).
     assert [line.split() for line in section[start + 1 : start + 4]] == [
-        ["-", "1", "1", "100%", "21%-100%", "-", "-", "-"],
         ["user-7", "1", "2", "50%", "9%-91%", "0.500", "1.000", "1.000"],
         ["user-9", "1", "1", "100%", "21%-100%", "1.000", "1.000", "1.000"],
+        [],
     ]
     report = (project.root / "out" / "report.md").read_text()
     assert "### Groups" in report

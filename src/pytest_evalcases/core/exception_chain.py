@@ -33,14 +33,26 @@ def chain_of(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def link_text(exc: BaseException) -> str:
-    """`Type: message` on one line (the message's lines joined), cut to MESSAGE_CHARS."""
-    try:
-        message = str(exc)
-    except Exception:  # a broken __str__ must not hide the error it describes
-        message = "<message not printable>"
+def link_text(exc: BaseException, named: bool = True) -> str:
+    """`Type: message` on one line (the message's lines joined), cut to MESSAGE_CHARS; the
+    message alone when not `named` (and it has one)."""
+    message = _message(exc)
     name = type(exc).__name__
-    return clip(f"{name}: {message}" if message.strip() else name, MESSAGE_CHARS, ellipsis="…")
+    text = (f"{name}: {message}" if named else message) if message.strip() else name
+    return clip(text, MESSAGE_CHARS, ellipsis="…")
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # a broken __str__ must not hide the error it describes
+        return "<message not printable>"
+
+
+def _ours(exc: BaseException) -> bool:
+    """An error of this plugin: its message says what happened (`setup_user('u-ana') of suite
+    'memory' raised …`); its class name is ours, not the user's to read."""
+    return type(exc).__module__.split(".", 1)[0] == __name__.split(".", 1)[0]
 
 
 def request_of(chain: list[BaseException]) -> str | None:
@@ -121,11 +133,15 @@ def exception_lines(exc: BaseException, user_path: UserPath = lambda path: None)
 
 def exception_summary(exc: BaseException) -> str:
     """The exception on one line: what the system raised, with its request, and its root cause
-    (`APIConnectionError: Connection error. (POST http://…); root cause: ConnectError: …`)."""
+    (`APIConnectionError: Connection error. (POST http://…); root cause: ConnectError: …`). An
+    error of ours shows its message alone, and a root cause its message already names is not
+    said again."""
     chain = chain_of(exc)
     request = request_of(chain)
-    text = link_text(chain[0]) + (f" ({request})" if request else "")
-    root = link_text(chain[-1])
-    if len(chain) > 1 and root != link_text(chain[0]):
+    text = link_text(chain[0], named=not _ours(chain[0])) + (f" ({request})" if request else "")
+    root, said = link_text(chain[-1]), link_text(chain[0])
+    root_message = _message(chain[-1]).strip()
+    repeated = root in said or (bool(root_message) and root_message in said)
+    if len(chain) > 1 and not repeated:
         text += f"; root cause: {root}"
     return text

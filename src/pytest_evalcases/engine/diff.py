@@ -19,6 +19,7 @@ from ..http.match import ABSENT
 from ..http.rerecord import Rerecorded, exchange_differences
 from ..http.volatile import Volatility
 from ..store.cassette import Cassette, Run
+from ..store.user_recordings import UserRecording
 
 # Never equal between two runs of the same system: left out wherever they appear in a trace or
 # a verdict (a verdict's `calls` counts its model requests, retries included).
@@ -200,18 +201,33 @@ def describe_changes(
     stage that flipped pass/fail (old -> new score; judged or not), other verdict changes, then
     `http_changes` (what `describe_http_changes` said of the HTTP recording, when it changed)."""
     found: list[str] = []
-    old_key, new_key = old.key, new.key
-    changed_key = sorted(
-        n for n in old_key.keys() | new_key.keys() if old_key.get(n) != new_key.get(n)
-    )
+    changed_key = _key_changes(old.key, new.key)
     if changed_key:
-        found.append("key changed: " + ", ".join(changed_key))
+        found.append(changed_key)
     elif old.labels != new.labels:  # labels follow the key: said when alone
         found.append("labels added" if not old.labels else "labels changed")
     found += _run_differences(Run(old.trace, old.verdicts), Run(new.trace, new.verdicts), scores)
     found += _run_changes(old, new, scores)
     found += http_changes
     return found
+
+
+def describe_ingestion_changes(
+    old: UserRecording, new: UserRecording, http_changes: Sequence[str] = ()
+) -> list[str]:
+    """Short phrases saying what differs between two recordings of a user's ingestion: the key
+    fields that changed (the user's files, the `ingestion` settings), what `setup_user`
+    returned, then `http_changes` (`describe_http_changes`, when its exchanges changed)."""
+    found = [_key_changes(old.key, new.key)]
+    if old.result != new.result:
+        found.append(f"result: {changed_values(old.result, new.result)}")
+    return [text for text in found if text] + list(http_changes)
+
+
+def _key_changes(old_key: Mapping[str, str], new_key: Mapping[str, str]) -> str:
+    """`key changed: user.u-ana, ingestion.ontology`, or "" when the keys are equal."""
+    changed = sorted(n for n in old_key.keys() | new_key.keys() if old_key.get(n) != new_key.get(n))
+    return "key changed: " + ", ".join(changed) if changed else ""
 
 
 def _run_differences(old: Run, new: Run, scores: StageScores) -> list[str]:

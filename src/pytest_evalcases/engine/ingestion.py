@@ -46,6 +46,7 @@ from ..store.user_recordings import (
     build_user_recording,
     load_user_recording,
 )
+from .diff import describe_http_changes, describe_ingestion_changes
 from .limits import Interrupted
 from .save import ignored_paths
 from .shared_ingestion import SharedIngestion
@@ -186,8 +187,10 @@ def _ingest_or_reuse(
             "usage": usage if usage is not None else spent.usage,
             "cost_usd": cost,
         }
-        doc = _save(ctx, user, key, labels, result, exchanges, figures, old, before, dry_run)
-        run.took(doc, DRY_RUN if dry_run else RECORDED)
+        doc, change = _save(
+            ctx, user, key, labels, result, exchanges, figures, old, before, dry_run
+        )
+        run.took(doc, DRY_RUN if dry_run else RECORDED, change)
     finally:  # paid for, even when a later step failed: --eval-budget counts it
         if cost is None:
             cost = exchanges_usage(case_http.interactions).cost_usd
@@ -264,25 +267,42 @@ def _save(
     old: UserRecording | None,
     before: list[dict[str, Any]] | None,
     dry_run: bool,
-) -> UserRecording:
+) -> tuple[UserRecording, dict[str, Any]]:
     """Write the recording and its HTTP file as one pair (store/pair.py). Secrets are redacted
-    first. Nothing is written when the same result came back over the same exchanges but for
-    timings and a provider's fresh values (those take their old form again); the result itself
-    is never rewritten: a new memory id is the service's state, not noise."""
+    first. The values a service makes fresh on every call (the built-in list and the suite's
+    `http_volatile`) take their old form again whenever there are old exchanges, as in a case's
+    re-record (engine/save.py): a re-ingestion after a data change shows that change alone.
+    Nothing is written when the same result came back over the same exchanges but for timings
+    and those values; the result itself is never rewritten: a new memory id is the service's
+    state, not noise. Returns the recording and what changed (the `recording changes` section's
+    entry: `{"kind": "new" | "changed" | "unchanged", "details": [...]}`)."""
     (result, exchanges, labels), _ = redact_secrets([result, exchanges, labels])
+    volatility, ignore = Volatility(ctx.suite.http_volatile), ignored_paths(ctx)
+    rerecorded = None
+    if before is not None:
+        # A fresh value the result holds (a new memory id) is the service's state the cases
+        # use: its old form would make --replay-http return another result.
+        keep_new = _strings(result) - (_strings(old.result) if old is not None else set())
+        rerecorded = keep_old_volatile(before, exchanges, volatility, ignore, keep_new)
+        exchanges = rerecorded.exchanges
     same_result = old is not None and before is not None and old.key == key and old.result == result
-    if same_result:
-        assert before is not None
-        volatility = Volatility(ctx.suite.http_volatile)
-        exchanges = keep_old_volatile(before, exchanges, volatility, ignored_paths(ctx)).exchanges
     http_hash = interactions_hash(exchanges)
     doc = build_user_recording(
         ctx.suite.name, user.id, key, {"key": labels} if labels else {}, result, figures, http_hash
     )
     unchanged = same_result and old is not None and old.http == http_hash
     run_of(user).recording_unchanged = unchanged
+    change: dict[str, Any] = {"kind": "unchanged" if unchanged else "new"}
+    if old is not None and not unchanged:
+        http_changes: list[str] = []
+        if old.http != http_hash:
+            before_count = None if before is None else len(before)
+            http_changes = describe_http_changes(
+                before_count, rerecorded, len(exchanges), volatility, ignore
+            )
+        change = {"kind": "changed", "details": describe_ingestion_changes(old, doc, http_changes)}
     if dry_run:
-        return doc
+        return doc, change
     shared = SharedIngestion(ctx)
     shared.check(doc)  # under xdist: the ingestion another worker of this run recorded
     if not unchanged:
@@ -290,7 +310,7 @@ def _save(
         http_doc = http_document(ctx.suite.name, user.id, exchanges) if exchanges else None
         user_pair(ctx).write(doc, ctx.rootdir, http_doc, drop_http=not exchanges)
     shared.note(doc)
-    return doc
+    return doc, change
 
 
 def _recordable(result: Any, ctx: SuiteContext, user: SuiteUser) -> Any:
@@ -337,6 +357,17 @@ def _reported_usage(result: Any) -> tuple[dict[str, int] | None, float | None]:
     cost = result.get("cost_usd")
     known = type(cost) in (int, float) and cost >= 0 and cost == cost
     return counts, float(cost) if known else None
+
+
+def _strings(value: Any) -> set[str]:
+    """Every string of a JSON value (its keys apart)."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set().union(*map(_strings, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(_strings, value))
+    return set()
 
 
 def _without_code(key: dict[str, str]) -> dict[str, str]:

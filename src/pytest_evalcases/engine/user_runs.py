@@ -67,11 +67,17 @@ class UserRun:
             spent, self.unpaid = self.unpaid, 0.0
         return spent
 
-    def took(self, recording: UserRecording, source: str) -> None:
+    def took(
+        self, recording: UserRecording, source: str, change: dict[str, Any] | None = None
+    ) -> None:
         """This run's cases run on `recording`, which reached the run as `source` (recorded,
-        dry_run, reused, replayed_http, replayed): the one place a user's figures are set."""
+        dry_run, reused, replayed_http, replayed): the one place a user's figures are set.
+        `change`: what recording it changed (an ingestion this run made), for the `recording
+        changes` section."""
         self.recording = recording
         self.figures = figures_of(recording, source)
+        if change is not None:
+            self.figures["change"] = change
 
 
 _RUNS: weakref.WeakKeyDictionary[SuiteUser, UserRun] = weakref.WeakKeyDictionary()

@@ -10,6 +10,8 @@ real change must show the change alone:
   place exists in its old partner takes the old value back; and every fresh id found so (a
   string) is replaced by its old form wherever else it appears (the requests that echo it, and,
   through `with_old_ids`, the case's trace), so the recording stays one `--replay-http` serves;
+  a value listed in `keep_new` (what a user's ingestion returned holds it: a new memory id the
+  cases use) keeps its new form, and its exchange is written anew;
 - `exchange_differences`: what differs between an exchange and its old partner, by field.
 Streamed bodies are read event by event (http/bodies.py). Pure: no vcrpy, no I/O.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,9 +152,16 @@ def _put(value: Any, location: JsonPath, new: Any) -> None:
     value[location[-1]] = new
 
 
-def _keep_old_values(old: Any, new: Any, paths: list[JsonPath], fresh_ids: dict[str, str]) -> Any:
+def _keep_old_values(
+    old: Any,
+    new: Any,
+    paths: list[JsonPath],
+    fresh_ids: dict[str, str],
+    keep_new: Collection[str] = (),
+) -> Any:
     """A copy of `new` whose volatile values take their old form wherever `old` has a value of
-    the same kind at the same place; each fresh id put back so is noted in `fresh_ids`."""
+    the same kind at the same place (but those in `keep_new`); each fresh id put back so is
+    noted in `fresh_ids`."""
     if old is _MISSING or not paths:
         return new
     kept = copy.deepcopy(new)
@@ -160,6 +169,8 @@ def _keep_old_values(old: Any, new: Any, paths: list[JsonPath], fresh_ids: dict[
         for location, value in list(_locations(kept, parts)):
             before = _at(old, location)
             if before is _MISSING or before == value or type(before) is not type(value):
+                continue
+            if isinstance(value, str) and value in keep_new:
                 continue
             _put(kept, location, before)
             if isinstance(value, str) and len(value) >= MIN_ID_CHARS:
@@ -199,6 +210,7 @@ def keep_old_volatile(
     new: Sequence[dict[str, Any]],
     volatility: Volatility,
     ignore: Sequence[list[str | int]] = (),
+    keep_new: Collection[str] = (),
 ) -> Rerecorded:
     """The new exchanges, written so that their diff against `old` holds real changes only.
 
@@ -206,7 +218,9 @@ def keep_old_volatile(
     aside), else the closest unpaired one to the same endpoint. A same one is kept in its old
     form; a changed one keeps its partner's volatile values where their places exist in both
     (ids, times, volatile headers); then every fresh id is replaced by its old form everywhere
-    else (the requests that echo it). A malformed old list pairs with nothing."""
+    else (the requests that echo it). A malformed old list pairs with nothing. `keep_new`: fresh
+    values that keep their new form (what an ingestion returned holds them); an exchange whose
+    volatile values hold one is written anew, never kept in its old form."""
     try:
         old_views = [_view(e, volatility, ignore) for e in old]
     except (KeyError, TypeError, AttributeError, ValueError):
@@ -219,11 +233,11 @@ def keep_old_volatile(
     for index, view in enumerate(new_views):
         if free.get(view):
             partner[index] = free[view].pop(0)
-    same = set(partner)
+    same = {i for i in partner if not (keep_new and _holds(new[i], volatility, keep_new))}
     if len(same) == len(new) == len(old):
         fresh_ids: dict[str, str] = {}
         for index in same:
-            _carry(old[partner[index]], new[index], volatility, fresh_ids)
+            _carry(old[partner[index]], new[index], volatility, fresh_ids, keep_new)
         return Rerecorded(list(old), _one_to_one(fresh_ids), unchanged=True)
     taken = set(partner.values())
     for index in range(len(new)):
@@ -236,7 +250,7 @@ def keep_old_volatile(
     fresh_ids = {}
     carried: dict[int, dict[str, Any]] = {}
     for index in sorted(partner):  # in the order the requests were made
-        carried[index] = _carry(old[partner[index]], new[index], volatility, fresh_ids)
+        carried[index] = _carry(old[partner[index]], new[index], volatility, fresh_ids, keep_new)
     fresh_ids = _one_to_one(fresh_ids)
     written: list[dict[str, Any]] = []
     changed: list[tuple[dict[str, Any] | None, dict[str, Any]]] = []
@@ -263,19 +277,21 @@ def _carry(
     new: Mapping[str, Any],
     volatility: Volatility,
     fresh_ids: dict[str, str],
+    keep_new: Collection[str] = (),
 ) -> dict[str, Any]:
-    """`new` with `old`'s volatile values put back where both have them (bodies, headers)."""
+    """`new` with `old`'s volatile values put back where both have them (bodies, headers), but
+    those in `keep_new`."""
     request_paths, response_paths = volatility.paths(new["request"]["uri"])
     old_request_docs = documents(old["request"].get("body"))
     old_response_docs = documents((old.get("response") or {}).get("body"))
 
     def in_request(index: int, doc: Any) -> Any:
         before = old_request_docs[index] if index < len(old_request_docs) else _MISSING
-        return _keep_old_values(before, doc, request_paths, fresh_ids)
+        return _keep_old_values(before, doc, request_paths, fresh_ids, keep_new)
 
     def in_response(index: int, doc: Any) -> Any:
         before = old_response_docs[index] if index < len(old_response_docs) else _MISSING
-        return _keep_old_values(before, doc, response_paths, fresh_ids)
+        return _keep_old_values(before, doc, response_paths, fresh_ids, keep_new)
 
     request = {**new["request"], "body": with_documents(new["request"].get("body"), in_request)}
     response = dict(new.get("response") or {})
@@ -292,6 +308,22 @@ def _carry(
     if "headers" in response:
         response["headers"] = headers
     return {**new, "request": request, "response": response}
+
+
+def _holds(exchange: Mapping[str, Any], volatility: Volatility, values: Collection[str]) -> bool:
+    """Whether a volatile value of the exchange's bodies is one of `values`."""
+    request_paths, response_paths = volatility.paths(exchange["request"]["uri"])
+    sides = (
+        (exchange["request"].get("body"), request_paths),
+        ((exchange.get("response") or {}).get("body"), response_paths),
+    )
+    return any(
+        isinstance(value, str) and value in values
+        for body, paths in sides
+        for doc in documents(body)
+        for parts in paths
+        for _, value in _locations(doc, parts)
+    )
 
 
 def _with_ids(exchange: dict[str, Any], fresh_ids: Mapping[str, str]) -> dict[str, Any]:

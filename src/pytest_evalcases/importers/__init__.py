@@ -25,7 +25,7 @@ from ..core.schema import ValidationError, validate_case
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error, misspelled_fields
 from . import deepeval, hotpotqa, inspect_ai, locomo, musique, promptfoo, ragas, twowiki
-from .base import BenchmarkFormatError, Parsed, Unit, read_records
+from .base import IDS_FILE_CAP, BenchmarkFormatError, Parsed, Unit, read_file, read_records
 from .peer_files import recorded_count
 from .sampling import (
     SAMPLING,
@@ -71,7 +71,7 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     BenchmarkFormatError (nothing written) for a bad file or bad options."""
     module = FORMATS[options.format]
     _check_paths(options)
-    raw = _read_bytes(options.file)
+    raw = read_file(options.file, what="the benchmark file")
     records = getattr(module, "read", read_records)(options.file)
     if not records:
         raise BenchmarkFormatError(
@@ -171,13 +171,13 @@ def build_suite(
     if options.exclude_ids is not None:
         suite["source"]["exclusions"] = {
             "file": options.exclude_ids.name,
-            "sha256": hashlib.sha256(_read_bytes(options.exclude_ids)).hexdigest(),
+            "sha256": hashlib.sha256(_read_ids_file(options.exclude_ids)).hexdigest(),
             "cases": len(excluded or ()),
         }
     if options.ids is not None:
         suite["source"]["ids"] = {
             "file": options.ids.name,
-            "sha256": hashlib.sha256(_read_bytes(options.ids)).hexdigest(),
+            "sha256": hashlib.sha256(_read_ids_file(options.ids)).hexdigest(),
         }
     suite["cases"] = [unit.case for unit in chosen]
     return suite, files
@@ -234,7 +234,7 @@ def _sampling(options: ImportOptions) -> str:
 def _read_ids(path: Path) -> list[str | int]:
     """A JSON array of ids (strings) and 0-based indices (integers), or a text file of one id or
     index a line (blank lines and `#` comments skipped)."""
-    text = _read_bytes(path).decode("utf-8-sig", errors="replace")
+    text = _read_ids_file(path).decode("utf-8-sig", errors="replace")
     if not text.lstrip().startswith("["):
         return [s for line in text.splitlines() if (s := line.split("#", 1)[0].strip())]
     try:
@@ -297,11 +297,14 @@ def _check_paths(options: ImportOptions) -> None:
         )
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise BenchmarkFormatError(f"{path}: cannot read the file ({exc.strerror})") from None
+def _read_ids_file(path: Path) -> bytes:
+    return read_file(
+        path,
+        IDS_FILE_CAP,
+        "the ids file",
+        "an ids file holds case ids or 0-based indices, one a line (or a JSON array): check "
+        "that it is the file you meant",
+    )
 
 
 def _check_unique_ids(path: Path, units: list[Unit]) -> None:

@@ -10,10 +10,49 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.files import MB, RefusedFile, read_bounded
+
+# The biggest benchmark file read (HotpotQA's training set is 566 MB; the dev sets ship at
+# 5-50 MB): past it, the file is not one to import whole.
+BENCHMARK_FILE_CAP = 1000 * MB
+# An --ids or --exclude-ids file: a list of ids (a million of them is some 20 MB).
+IDS_FILE_CAP = 50 * MB
+
 
 class BenchmarkFormatError(ValueError):
     """The file is not in the format asked for: the message names the file, the record and
     the field, and nothing was written."""
+
+
+def read_file(
+    path: Path,
+    cap: int = BENCHMARK_FILE_CAP,
+    what: str = "the file",
+    too_big_step: str = "import from a smaller file (a split of it)",
+) -> bytes:
+    """A file the command was given, read through the bounded reader (regular files only, at
+    most `cap` bytes: `/dev/zero` or a FIFO is refused before anything is read, never read until
+    the memory runs out); BenchmarkFormatError naming the file, what it is and the limit (and
+    `too_big_step`, the next step past it)."""
+    try:
+        return read_bounded(path, cap)
+    except RefusedFile as exc:
+        if exc.too_big:
+            raise BenchmarkFormatError(f"{path}: {what} {exc.reason}; {too_big_step}") from None
+        raise BenchmarkFormatError(
+            f"{path}: {what} {exc.reason}, not a regular file: it was not read; give the path "
+            "of a file"
+        ) from None
+    except OSError as exc:
+        raise BenchmarkFormatError(f"{path}: cannot read the file ({exc.strerror})") from None
+
+
+def read_text(path: Path, encoding: str = "utf-8") -> str:
+    """A benchmark file's text (`read_file`); BenchmarkFormatError when it is not `encoding`."""
+    try:
+        return read_file(path).decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
 
 
 @dataclass(slots=True)
@@ -53,10 +92,7 @@ class Parsed:
 
 def read_records(path: Path) -> list[Any]:
     """The records of a JSON array, or of JSON Lines (one record a line, as MuSiQue ships)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
+    text = read_text(path)
     if not text.strip():
         raise BenchmarkFormatError(
             f"{path}: the file is empty; expected a JSON array of records or JSON Lines"

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .base import BenchmarkFormatError, RecordReader, read_records
+from .base import BenchmarkFormatError, RecordReader, read_records, read_text
 
 YAML_HINT = "pip install 'pytest-evalcases[peers]' (or pip install pyyaml)"
 # Where a record's recorded outputs go: metadata["recorded"] (see the module docstring).
@@ -87,10 +87,7 @@ def read_yaml(path: Path) -> Any:
 def _text(path: Path, expected: str) -> str:
     """The file's text (a byte-order mark dropped); an empty file is an error naming what was
     expected."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
+    text = read_text(path, "utf-8-sig")
     if not text.strip():
         raise BenchmarkFormatError(f"{path}: the file is empty; expected {expected}")
     return text

@@ -1,6 +1,8 @@
 """The `recording changes` section of a live run, and recording-changes.md (pure, from the
 per-case result dicts): what each re-recorded case changed, the counts `N unchanged, M changed,
-K new`, and every selected case the run did not (fully) record, with the reason.
+K new`, and every selected case the run did not (fully) record, with the reason. A suite user's
+ingestion recording (`users/<id>.json`) this run ingested is listed too, before the cases, and
+counted apart: every case of the user carries its change (`ingestion.change`), said once.
 
 Built on the controller as results arrive (the same with and without xdist); the dicts carry
 the change each worker described (`recording.change`), never the recordings themselves.
@@ -20,6 +22,9 @@ TERMINAL_CHANGES_LIMIT = 50
 RECORDING_CHANGES_MD = "recording-changes.md"
 
 Order = tuple[str, int, str, int]
+# When the cases of one user carry different changes (xdist: each worker ingests its users),
+# the most telling one is said.
+_INGESTION_RANK = {"new": 0, "changed": 1, "unchanged": 2}
 
 
 @dataclass(slots=True)
@@ -59,6 +64,8 @@ class RecordingChanges:
         self.changed: list[_Entry] = []
         self.not_recorded: list[_Entry] = []
         self.stopped: str | None = None  # why the run stopped starting cases, if it did
+        # Each (suite, user)'s ingestion recording this run ingested: its kind and entry.
+        self.ingestions: dict[tuple[str, str], _Entry] = {}
         self._count = 0
 
     def add(self, result: Mapping[str, Any]) -> None:
@@ -83,6 +90,22 @@ class RecordingChanges:
         reason = not_recorded_reason(result)
         if reason is not None:
             self.not_recorded.append(_Entry(order, label, reason))
+        ingestion = result.get("ingestion")  # the one lookup a case without a user pays
+        if ingestion is not None:
+            self._add_ingestion(result, ingestion)
+
+    def _add_ingestion(self, result: Mapping[str, Any], ingestion: Any) -> None:
+        change = ingestion.get("change") if isinstance(ingestion, Mapping) else None
+        if not isinstance(change, Mapping) or change.get("kind") not in _INGESTION_RANK:
+            return  # reused or replayed: this run wrote no ingestion recording
+        suite, user = str(result.get("suite")), str(ingestion.get("user") or result.get("user"))
+        kind = str(change["kind"])
+        kept = self.ingestions.get((suite, user))
+        if kept is not None and _INGESTION_RANK[kept.text] <= _INGESTION_RANK[kind]:
+            return
+        entry = _Entry((suite, 0, user, 0), f"{suite}::users/{user}", kind)
+        entry.details = [str(detail) for detail in change.get("details") or []]
+        self.ingestions[suite, user] = entry
 
     def add_unreported(self, nodeids: Sequence[str], reason: str) -> None:
         """Selected cases that never reported (the run stopped, or was stopped, before them)."""
@@ -105,6 +128,11 @@ class RecordingChanges:
             text += f"; repaired {self.repaired} mismatched recording{'s' * (self.repaired != 1)}"
         if self.not_recorded:
             text += f"; {len(self.not_recorded)} not recorded"
+        if self.ingestions:
+            kinds = [entry.text for entry in self.ingestions.values()]
+            text += "; ingestion recordings: " + ", ".join(
+                f"{kinds.count(kind)} {kind}" for kind in ("unchanged", "changed", "new")
+            )
         return text + (" (dry run: nothing was written)" if self.dry_run else "")
 
     def lines(self) -> list[str]:
@@ -112,6 +140,9 @@ class RecordingChanges:
         changed = sorted(self.changed, key=lambda e: e.order)
         shown = changed if self.verbose else changed[:TERMINAL_CHANGES_LIMIT]
         lines = []
+        for entry in self._changed_ingestions():
+            lines.append(f"{entry.label} (ingestion {entry.text})")
+            lines += [f"  {detail}" for detail in entry.details]
         for entry in shown:
             lines.append(f"{entry.label} ({entry.text})")
             lines += [f"  {detail}" for detail in entry.details]
@@ -127,6 +158,10 @@ class RecordingChanges:
             lines.append(f"  not recorded: {entry.label} ({entry.text})")
         return lines
 
+    def _changed_ingestions(self) -> list[_Entry]:
+        """The ingestion recordings this run wrote (new or changed), by (suite, user)."""
+        return [entry for _, entry in sorted(self.ingestions.items()) if entry.text != "unchanged"]
+
     def markdown(self) -> str:
         """recording-changes.md: the same, ready for a PR description."""
         out = ["## Recording changes", "", f"**{self.counts_text()}**", ""]
@@ -138,8 +173,12 @@ class RecordingChanges:
         if self.stopped:
             out += [f"Stopped starting cases: {escape_cell(self.stopped, 300)}.", ""]
         changed = sorted(self.changed, key=lambda e: e.order)
-        if changed:
+        ingestions = self._changed_ingestions()
+        if changed or ingestions:
             out += ["| case | change | what changed |", "| --- | --- | --- |"]
+            for entry in ingestions:
+                what = "<br>".join(escape_cell(d, 300) for d in entry.details) or " "
+                out.append(f"| {escape_cell(entry.label)} | ingestion {entry.text} | {what} |")
             for entry in changed:
                 what = "<br>".join(escape_cell(d, 300) for d in entry.details) or " "
                 out.append(f"| {escape_cell(entry.label)} | {entry.text} | {what} |")

@@ -15,7 +15,7 @@ recorded); an unknown figure stays null, and a total is the sum of the known one
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from .formatting import fmt_int, fmt_seconds, fmt_usd
@@ -62,13 +62,15 @@ class UserRecords:
     Callers look the record up themselves (`case.get("ingestion")`) and add only the cases that
     have one: a suite without users pays one dict lookup a case, nothing more."""
 
-    __slots__ = ("_paid", "_records")
+    __slots__ = ("_paid", "_records", "_written")
 
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], tuple[int, CaseOrder, Mapping[str, Any]]] = {}
         # Each ingestion this run paid for, by its `ingestion_id`: under xdist every worker
         # that runs a user's cases ingests that user, and each one was paid for.
         self._paid: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
+        # The users whose recording an ingestion of this run wrote (new or changed).
+        self._written: set[tuple[str, str]] = set()
 
     def add(self, case: Mapping[str, Any], record: Any) -> None:
         if not isinstance(record, Mapping):
@@ -80,6 +82,9 @@ class UserRecords:
         ingestion_id = record.get("ingestion_id")
         if record.get("source") in PAID and isinstance(ingestion_id, str):
             self._paid.setdefault(key, {})[ingestion_id] = record
+            change = record.get("change")
+            if not isinstance(change, Mapping) or change.get("kind") != "unchanged":
+                self._written.add(key)
         candidate = (_rank(record), _case_order(case), record)
         kept = self._records.get(key)
         if kept is None or candidate[:2] < kept[:2]:
@@ -87,6 +92,11 @@ class UserRecords:
 
     def __bool__(self) -> bool:
         return bool(self._records)
+
+    def unchanged(self) -> set[tuple[str, str]]:
+        """The (suite, user)s this run ingested again to the recording there was: nothing
+        written."""
+        return {key for key in self._paid if key not in self._written}
 
     def users(self) -> list[dict[str, Any]]:
         """One row a user, sorted by (suite, user) (`user_row`)."""
@@ -273,21 +283,37 @@ def total_cells(section: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def summary_line(users: Sequence[Mapping[str, Any]]) -> str:
+def summary_line(
+    users: Sequence[Mapping[str, Any]], unchanged: Collection[tuple[str, str]] = ()
+) -> str:
     """The terminal's line: `ingestion: 3 users: 1 recorded (2.1 s, 1,000 tokens, $0.0002),
-    2 reused`: users per source, and what the users ingested in this run took and cost."""
-    counts = source_counts(users)
+    2 reused`: users per source, and what the users ingested in this run took and cost.
+    `unchanged`: the (suite, user)s ingested again to the recording there was, said apart from
+    those recorded (`2 ingested again, recordings unchanged (0.4 s, …)`)."""
     parts = []
-    for source, n in counts.items():
-        text = f"{n} {SOURCE_WORDS.get(source, source)}"
-        if source in PAID:
-            paid = users_total([u for u in users if u["source"] == source])
-            figures = _recorded_figures(paid)
-            if paid["ingestions"] > n:  # under xdist each worker ingests its users' cases
-                figures = f"{paid['ingestions']} ingestions, one per worker, {figures}"
-            text += f" ({figures})" if figures else ""
-        parts.append(text)
+    for source, n in source_counts(users).items():
+        rows = [u for u in users if u["source"] == source]
+        same = [u for u in rows if (u["suite"], u["user"]) in unchanged]
+        if source == "recorded" and same:
+            written = [u for u in rows if u not in same]
+            if written:
+                parts.append(_paid_part(f"{len(written)} recorded", written))
+            words = f"recording{'s' * (len(same) != 1)} unchanged"
+            parts.append(_paid_part(f"{len(same)} ingested again, {words}", same))
+        elif source in PAID:
+            parts.append(_paid_part(f"{n} {SOURCE_WORDS.get(source, source)}", rows))
+        else:
+            parts.append(f"{n} {SOURCE_WORDS.get(source, source)}")
     return f"ingestion: {len(users)} user{'s' * (len(users) != 1)}: " + ", ".join(parts)
+
+
+def _paid_part(text: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """`text (2.1 s, 1,000 tokens, $0.0002)`: what the users' ingestions of this run took."""
+    paid = users_total(rows)
+    figures = _recorded_figures(paid)
+    if paid["ingestions"] > len(rows):  # under xdist each worker ingests its users' cases
+        figures = f"{paid['ingestions']} ingestions, one per worker, {figures}"
+    return f"{text} ({figures})" if figures else text
 
 
 def _recorded_figures(total: Mapping[str, Any]) -> str:

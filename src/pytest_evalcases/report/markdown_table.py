@@ -12,9 +12,6 @@ _CELL_CHARS = 200
 # Entities rather than backslash escapes: GitHub renders a subset of raw HTML in
 # markdown, so "<img ...>" from a model answer must not reach it as a tag, and a
 # backslash in the text must not turn our "\|" into "\\|" (which ends the cell).
-# Brackets, parentheses and "!" are backslash-escaped: a tool name or an answer such as
-# "![x](http://host/track.png)" must not become an image that loads when the PR comment
-# is viewed, nor "[text](url)" a link that hides its target.
 _CELL_ESCAPES = str.maketrans(
     {
         "&": "&amp;",
@@ -22,20 +19,21 @@ _CELL_ESCAPES = str.maketrans(
         ">": "&gt;",
         "\\": "&#92;",
         "|": "\\|",
-        "[": "\\[",
-        "]": "\\]",
-        "!": "\\!",
-        "(": "\\(",
-        ")": "\\)",
     }
 )
+# A link or an image needs `](` (inline) or a definition `[label]: url` at the start of a
+# line, which no cell or one-line text can hold: escaping the `(` of `](` is all it takes for
+# "![x](http://host/track.png)" not to become an image that loads when the PR comment is
+# viewed, nor "[text](url)" a link that hides its target. Other brackets and parentheses,
+# "(bootstrap)", "[0.769, 1.000]", stay as written.
+_LINK_OPENING = "]("
 
 
 def escape_cell(value: object, limit: int = _CELL_CHARS) -> str:
     """One table cell: single line, pipes escaped, HTML, links and images inert, at most
-    `limit` chars (before escaping)."""
+    `limit` chars (before escaping); nothing else escaped."""
     text = clip(str(value if value is not None else ""), limit, ellipsis="…")
-    return text.translate(_CELL_ESCAPES) or " "
+    return text.translate(_CELL_ESCAPES).replace(_LINK_OPENING, "]\\(") or " "
 
 
 class CellLines(tuple[str, ...]):

@@ -122,7 +122,9 @@ class RunSummary:
         self._first_seen: dict[tuple[str, bool], tuple[Order, int]] = {}
         self._stages: dict[str, _StageTally] = {}
         self._categories: dict[str, list[int]] = {}  # category -> [passed, scored]
-        self._groups: dict[str, list[int]] = {}  # group -> [passed, scored], all cases
+        # group -> [passed, scored]: the grouped cases (results.json's `groups` leaves the
+        # others out too: a case without a user is no user's row)
+        self._groups: dict[str, list[int]] = {}
         self._grouped = False  # any case has a group: the per-group table is shown
         self._users_only = True  # every grouped case is grouped by its suite user
         self._group_scores: dict[str, dict[str, array[float]]] = {}  # group -> stage -> scores
@@ -159,11 +161,11 @@ class RunSummary:
         group = result.get("group")
         grouped = group not in (None, "")
         group_name = str(group) if grouped else "-"
-        tally = self._groups.setdefault(group_name, [0, 0])
-        tally[0] += outcome in PASS_LIKE
-        tally[1] += outcome in DECIDED
         stages = result["stages"]
         if grouped:  # only grouped cases pay for the per-group means
+            tally = self._groups.setdefault(group_name, [0, 0])
+            tally[0] += outcome in PASS_LIKE
+            tally[1] += outcome in DECIDED
             self._grouped = True
             self._users_only = self._users_only and bool(result.get("user"))
             self._add_group_scores(group_name, stages)
@@ -258,7 +260,7 @@ class RunSummary:
             sections.append(totals)
         # Pass rates only when a case was scored (not in a run that skipped them all, such
         # as --eval-ingest-only): a table of zeros says nothing.
-        scored = any(scored for _, scored in self._groups.values())
+        scored = any(scored for _, scored in self._categories.values())
         if self.count and scored:
             sections.append(self._category_rates(width))
         if self._grouped and scored:
@@ -280,7 +282,7 @@ class RunSummary:
             + (f", {self._interrupted} interrupted" if self._interrupted else ""),
         ]
         if self._ingestion:
-            lines.append(summary_line(self._ingestion.users()))
+            lines.append(summary_line(self._ingestion.users(), self._ingestion.unchanged()))
         if self._ready_waits:
             longest = sorted(self._ready_waits.items(), key=lambda kv: (-kv[1], kv[0]))
             shown = ", ".join(f"{user} {seconds:.1f} s" for user, seconds in longest[:5])
@@ -340,7 +342,7 @@ class RunSummary:
 
     def _group_rates(self, stages: list[str], width: int | None) -> list[str]:
         """Pass rate per group (a suite user, or a case's `group`) with its Wilson interval,
-        label counts and the mean score of each stage (cases without a group: counts only).
+        label counts and the mean score of each stage (a case without a group has no row).
         Without -v, at most GROUP_ROWS groups: those with the lowest pass rates (a run may
         have thousands)."""
         kind = "user" if self._users_only else "group"

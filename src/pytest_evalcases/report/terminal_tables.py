@@ -105,7 +105,8 @@ def rate_table(
         rows.append(row)
     lines = aligned(rows)
     shown = list(means)
-    if width is not None and full != short and max(map(len, lines)) > width:
+    abbreviated = width is not None and full != short and max(map(len, lines)) > width
+    if abbreviated:
         rows[0] = header + short
         lines = fitted(rows, width)
         while shown and max(map(len, lines)) > width:  # the last means go, named below
@@ -114,8 +115,9 @@ def rate_table(
             lines = fitted(rows, width)
     else:
         lines = fitted(rows, width)
-    pairs = zip(stage_headers(means), means, strict=True)
-    lines += _legend([f"{a} = {n}" for a, n in pairs if a != n and n in shown], width or 0)
+    if abbreviated:  # the legend of the short headers, only when the table uses them
+        pairs = zip(stage_headers(means), means, strict=True)
+        lines += _legend([f"{a} = {n}" for a, n in pairs if a != n and n in shown], width or 0)
     if len(shown) < len(means):
         hidden = ", ".join(means[len(shown) :])
         lines += wrapped(f"(too narrow for the mean of {hidden}: report.md has it)", width)
@@ -164,6 +166,25 @@ def fit_failure(cell: str, size: int) -> str:
     return clip(f"{short}: {'; '.join(named)}", size, one_line=False)
 
 
+def failure_lines(cell: str, size: int, more: int | None = None) -> list[str]:
+    """A first-failure cell in a column `size` characters wide: on one line when it fits with
+    its names whole (`fit_failure`: the scores go first, then the stage name is abbreviated);
+    else its names (the scores left out) from that column on, and the rest wrapped to `more`
+    characters a line: a narrow column still shows the whole reason (it was cut to the column's
+    width)."""
+    fitted = fit_failure(cell, size)
+    if not fitted.endswith("...") or fitted == cell:
+        return [fitted]
+    label, sep, reason = cell.partition(": ")
+    if sep:
+        parts = reason.split("; ")
+        named = [part for part in parts if not SCORE_PART.match(part)] or parts
+        cell = f"{label}: {'; '.join(named)}"
+    first = textwrap.wrap(cell, size, break_on_hyphens=False)[0]
+    rest = cell[len(first) :].strip()
+    return [first, *textwrap.wrap(rest, more or size, break_on_hyphens=False)]
+
+
 def stage_headers(stages: Sequence[str]) -> list[str]:
     """Short, distinct headers for the stage columns (see STAGE_ABBREVIATIONS)."""
     headers: list[str] = []
@@ -182,7 +203,8 @@ def case_table(
     """The per-case table: `rows` are [case, category, outcome, *stage cells, first failure].
 
     Within `width`: the full stage names if the table fits on one line a case (the first
-    failure cut to the room left, at least MIN_FAILURE_CHARS); else abbreviated stage headers
+    failure in the room left, at least MIN_FAILURE_CHARS, over more lines when it must:
+    `failure_lines`); else abbreviated stage headers
     with a legend, the columns wrapped into blocks that each repeat the case column when even
     those do not fit (the first failure last)."""
     full = ["case", "category", "outcome", *stages, "first failure"]
@@ -223,8 +245,9 @@ def _blocks(
     headers: Sequence[str], rows: Sequence[Sequence[str]], width: int
 ) -> list[list[tuple[int, int]]]:
     """Columns packed greedily into blocks of at most `width` characters: (column, width)
-    pairs, each block starting with the case column; the last column (the first failure) is
-    cut to the room left, or starts a block of its own when that is under MIN_FAILURE_CHARS."""
+    pairs, each block starting with the case column; the last column (the first failure) takes
+    the room left (what does not fit goes on below), or starts a block of its own when that is
+    under MIN_FAILURE_CHARS."""
     widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) for i in range(len(headers))]
     widths[0] = _label_width(rows, width)
     last = len(headers) - 1
@@ -253,18 +276,19 @@ def _render_blocks(
     width: int,
 ) -> list[str]:
     lines: list[str] = []
-    last = len(headers) - 1  # the first failure: cut keeping its names (fit_failure)
+    last = len(headers) - 1  # the first failure: whole, over several lines if it must
     for number, block in enumerate(blocks):
         if number:
             lines.append("")
         for row in [headers, *rows]:
-            cells = [
-                fit_failure(row[column], size)
-                if column == last and row is not headers
-                else clip(row[column], size, one_line=False)
-                for column, size in block
-            ]
+            cells = [clip(row[column], size, one_line=False) for column, size in block]
+            more: list[str] = []
+            indent = block[0][1] + 2  # what does not fit goes on below, past the case column
+            if row is not headers and block[-1][0] == last:
+                first, *more = failure_lines(row[last], block[-1][1], width - indent)
+                cells[-1] = first
             lines.append(
                 "  ".join(c.ljust(size) for c, (_, size) in zip(cells, block, strict=True)).rstrip()
             )
+            lines += [" " * indent + line for line in more]
     return lines

@@ -78,6 +78,37 @@ def test_a_few_lines_name_the_root_cause_and_the_request() -> None:
     )
 
 
+def test_an_error_of_ours_shows_its_message_and_a_root_cause_it_names_is_not_repeated() -> None:
+    from pytest_evalcases.domain.users import UserSetupError
+
+    root = ConnectionRefusedError(111, "Connection refused")
+    try:
+        try:
+            raise root
+        except OSError as exc:
+            raise UserSetupError(
+                f"setup_user('u-ben') of suite 'memory' raised ConnectionRefusedError: {exc}"
+            ) from exc
+    except UserSetupError as ours:
+        summary = exception_summary(ours)
+
+    assert summary == (
+        "setup_user('u-ben') of suite 'memory' raised ConnectionRefusedError: "
+        "[Errno 111] Connection refused"
+    )
+    # The system's own errors keep their class and a root cause they do not name.
+    assert exception_summary(connection_error()).startswith("APIConnectionError: ")
+    try:
+        try:
+            raise TimeoutError()
+        except TimeoutError as exc:
+            raise RuntimeError("the model did not answer") from exc
+    except RuntimeError as theirs:
+        assert exception_summary(theirs) == (
+            "RuntimeError: the model did not answer; root cause: TimeoutError"
+        )
+
+
 def test_the_request_leaves_out_the_query_string_and_credentials() -> None:
     error = httpx.ConnectError(
         "refused", request=httpx.Request("GET", "https://user:pw@api.example:8443/v1/m?key=AIzaX")

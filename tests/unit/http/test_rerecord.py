@@ -516,3 +516,18 @@ def test_a_moved_base_url_still_pairs_and_is_named() -> None:
     assert exchange_differences(before, after, BUILT_IN) == [
         ("request", "url", CHAT, "http://127.0.0.1:35005/v1/chat/completions")
     ]
+
+
+def test_a_fresh_value_to_keep_new_keeps_it_and_its_exchange_is_written_anew() -> None:
+    """An ingestion whose result holds a fresh id (a new memory id the cases use): its old form
+    would make --replay-http return another result."""
+    old, new = tool_loop("first"), tool_loop("second")
+
+    rerecorded = keep_old_volatile(old, new, BUILT_IN, keep_new={"chatcmpl-second-1"})
+
+    assert not rerecorded.unchanged
+    first, second = rerecorded.exchanges
+    assert first["response"]["body"]["json"]["id"] == "chatcmpl-second-1"  # kept new
+    assert first["response"]["headers"]["date"] == old[0]["response"]["headers"]["date"]
+    assert second == old[1]  # the other exchange: the same but for volatile values
+    assert "chatcmpl-second-1" not in rerecorded.fresh_ids

@@ -211,7 +211,7 @@ def test_report_md_has_a_row_a_user_then_the_total() -> None:
         "| mem | u-chen | replayed | – | – | 0 | unknown | unknown |",
         "| other | u-ana | recorded | 0.5 s | – | 1 | 100 | unknown |",
         "| total | 4 users | 2 recorded, 1 reused, 1 replayed | 2.6 s | 0.2 s | 6 "
-        "| 1,600 \\(+1 unknown\\) | $0.0003 \\(+2 unknown\\) |",
+        "| 1,600 (+1 unknown) | $0.0003 (+2 unknown) |",
     ]
 
 
@@ -323,4 +323,23 @@ def test_a_dry_runs_ingestion_is_said_so() -> None:
     section = ingestion_section([case(0, user="u-ana", ingestion=dry)])
     assert summary_line(section["users"]).startswith(
         "ingestion: 1 user: 1 ingested by a dry run (not written) (0.5 s"
+    )
+
+
+def test_the_terminal_line_says_which_ingestions_wrote_nothing() -> None:
+    """An ingestion run again to the recording there was wrote nothing: not `recorded`."""
+    same = {"kind": "unchanged"}
+    results = [
+        case(0, user="a", ingestion=record("a", "recorded", duration_s=1.0, change=same)),
+        case(1, user="b", ingestion=record("b", "recorded", duration_s=2.0, change=same)),
+        case(
+            2, user="c", ingestion=record("c", "recorded", duration_s=4.0, change={"kind": "new"})
+        ),
+    ]
+    assert summary_lines(results[:2])[-1] == (
+        "ingestion: 2 users: 2 ingested again, recordings unchanged (3.0 s, cost unknown)"
+    )
+    assert summary_lines(results)[-1] == (
+        "ingestion: 3 users: 1 recorded (4.0 s, cost unknown), "
+        "2 ingested again, recordings unchanged (3.0 s, cost unknown)"
     )

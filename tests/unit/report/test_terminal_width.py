@@ -4,6 +4,7 @@ be cut keeps the names it holds (the scores go first)."""
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 import pytest
@@ -125,3 +126,13 @@ def test_the_failure_cell_keeps_names_within_its_cap() -> None:
     )
     assert cell.startswith("retr: missing: doc-0, doc-1, doc-2") and len(cell) == 120
     assert cell.endswith("...") and "0.00" not in cell
+
+
+def test_the_stage_legend_only_under_a_table_that_abbreviates() -> None:
+    scores = {"u-ana": {"context_completeness": array("d", [1.0])}}
+    args = ("user", {"u-ana": [1, 1]}, ["u-ana"], {}, scores, ["context_completeness"])
+    wide = rate_table(*args, width=200)
+    assert "mean context_completeness" in wide[0]
+    assert not any(line.startswith("stages:") for line in wide)  # it was printed all the same
+    narrow = rate_table(*args, width=60)
+    assert "mean compl" in narrow[0] and "stages: compl = context_completeness" in narrow
