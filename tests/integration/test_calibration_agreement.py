@@ -159,7 +159,7 @@ def test_the_lexical_judge_against_labels_recorded_replayed_and_reported(
     report = (project.root / "out" / "report.md").read_text()
     assert "#### Agreement with people: faithfulness, judge lexical" in report
     assert "Items the judge and people disagree on: 1" in report
-    assert "| people::half | fail | pass | \\[0.50\\] |" in report
+    assert "| people::half | fail | pass | [0.50] |" in report
     dashboard = (project.root / "out" / "dashboard.html").read_text()
     assert "<h3>Agreement with people: faithfulness, judge lexical</h3>" in dashboard
     assert "threshold 0.25 agrees best with people" in dashboard
