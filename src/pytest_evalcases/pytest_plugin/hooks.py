@@ -25,6 +25,7 @@ from .gathering import (
     results_collector,
 )
 from .heap import stop_freezing
+from .left_behind import LeftBehind
 from .options import add_options
 from .session import SESSION_KEY, EvalSession, get_session
 from .settings import (
@@ -68,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         work_for_xdist_run(getattr(config, "workerinput", {}).get("testrunuid"))
     if not settings.is_worker:
+        config.pluginmanager.register(LeftBehind(), "evalcases-left-behind")
         check_report_options(config)
         state.baseline = load_baseline(config)
         state.locked_manifest = load_locked_manifest(config)
