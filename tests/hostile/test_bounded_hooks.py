@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -27,30 +28,22 @@ import pytest
 from bytecode import bytecode_env
 from evalhelpers import TEST_COLUMNS, Project, error_block, output, summary_section
 
-# A memory system steered by steer.json: {"<hook>": [suite or user ids]} makes that hook hang
-# in C code (time.sleep; with "thread", after starting a non-daemon thread that sleeps too),
-# "redo": the users whose user_ready says their state is gone (so --live ingests them again).
+from pytest_evalcases.core.hook_threads import hooks_left_behind, run_ended, run_started
+from pytest_evalcases.domain.users import HookTimeout, IngestionWait
+
+# A memory system steered by behaviour.json (`project.steer`): {"<hook>": [suite or user ids]}
+# makes that hook hang in C code (time.sleep; with "thread", after starting a non-daemon thread
+# that sleeps too), "redo": the users whose user_ready says their state is gone (so --live
+# ingests them again). `mysys` is the project's test system (evalhelpers.SYSTEM_SOURCE).
 SYSTEM = """\
-import json
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-
-
-def steer():
-    path = ROOT / "steer.json"
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def log(line):
-    with open(ROOT / "calls.log", "a") as handle:
-        handle.write(line + "\\n")
+from mysys import behaviour, log
 
 
 def maybe_hang(hook, name):
-    plan = steer()
+    plan = behaviour()
     if name not in plan.get(hook, []):
         return
     log(f"hang {hook} {name}")
@@ -73,7 +66,7 @@ class Memory:
 
     def user_ready(self, user, result):
         maybe_hang("user_ready", user.id)
-        return user.id not in steer().get("redo", [])
+        return user.id not in behaviour().get("redo", [])
 
     def run(self, case):
         return {"answer": case["input"], "tool_calls": [], "retrieved": [], "context": []}
@@ -119,8 +112,8 @@ def _recorded(project: Project) -> Project:
 
 
 def _steer(project: Project, **plan: Any) -> None:
-    project.write_text("steer.json", json.dumps(plan))
-    (project.root / "calls.log").unlink(missing_ok=True)
+    project.steer(**plan)
+    project.clear_calls()
 
 
 def _environment(project: Project) -> dict[str, str]:
@@ -295,3 +288,35 @@ def test_one_ctrl_c_ends_a_run_whose_hook_is_stuck_in_a_thread(
     assert f"left behind: 1 hook of the system that did not return: {left}" in text, text
     assert "left behind: 1 non-daemon thread (stuck-in-c)" in text, text
     assert "INTERNALERROR" not in text and "Traceback" not in text, text
+
+
+@pytest.mark.parametrize(
+    ("call_timeout", "whole", "said"),
+    [
+        (0.1, 60.0, 'within 0.1 s (--eval-timeout, or the suite\'s "timeout")'),
+        (60.0, 0.1, "within 0.1 s (--eval-ingest-timeout, the whole wait of a user)"),
+    ],
+    ids=["one call", "the whole wait"],
+)
+def test_a_hook_past_the_first_bound_is_named_and_left_behind(
+    call_timeout: float, whole: float, said: str
+) -> None:
+    """The bounds themselves, in this process: the shorter one ends the wait and is named, and
+    the hook's thread is noted as left behind until it returns."""
+    run = run_started()
+    release = threading.Event()
+    try:
+        wait = IngestionWait("u-ana", "memory", call_timeout, whole)
+        with pytest.raises(HookTimeout) as raised:
+            wait.bounded("setup_user", release.wait)
+        assert f"setup_user('u-ana') of suite 'memory' did not finish {said}" in str(raised.value)
+        assert [hook for hook, _ in hooks_left_behind(run)] == [
+            "setup_user('u-ana') of suite 'memory'"
+        ]
+    finally:
+        release.set()
+        run_ended()
+    deadline = time.monotonic() + 10
+    while hooks_left_behind(run) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert hooks_left_behind(run) == []  # forgotten once it returned

@@ -68,8 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..engine.shared_ingestion import work_for_xdist_run
 
         work_for_xdist_run(getattr(config, "workerinput", {}).get("testrunuid"))
+    config.pluginmanager.register(LeftBehind(settings.is_worker), "evalcases-left-behind")
     if not settings.is_worker:
-        config.pluginmanager.register(LeftBehind(), "evalcases-left-behind")
         check_report_options(config)
         state.baseline = load_baseline(config)
         state.locked_manifest = load_locked_manifest(config)

@@ -22,10 +22,13 @@ SHOWN = 5  # hooks named at most; the rest are counted
 
 
 class LeftBehind:
-    """The plugin (one a run, not in xdist workers) that says and ends what was left behind."""
+    """The plugin (one a run) that says and ends what was left behind. Registered in xdist
+    workers too (`worker`), where it does neither: it only counts the run, so a pytest session
+    run inside a worker's (a test's in-process run) is known not to be the process's own."""
 
-    def __init__(self) -> None:
+    def __init__(self, worker: bool) -> None:
         self.run = run_started()
+        self.worker = worker
         self.exit_status = int(pytest.ExitCode.OK)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -42,7 +45,7 @@ class LeftBehind:
 
     def lines(self) -> list[str]:
         hooks = hooks_left_behind(self.run)
-        if not hooks:
+        if not hooks or self.worker:
             return []
         named = "; ".join(
             f"{hook} (running for {seconds:.0f} s)" for hook, seconds in hooks[:SHOWN]
@@ -65,7 +68,7 @@ class LeftBehind:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         outermost = run_ended()
-        if outermost and hooks_left_behind(self.run) and threads_holding_exit():
+        if outermost and not self.worker and hooks_left_behind(self.run) and threads_holding_exit():
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
             os._exit(self.exit_status)
