@@ -85,8 +85,8 @@ async def aingest_live(
     dry_run: bool,
     spend: Callable[[float], None] = lambda usd: None,
 ) -> None:
-    """`ingest_live` for the event loop (in a worker thread the first time); `spend` is
-    called in the loop's thread."""
+    """`ingest_live` for the event loop (waited for in a daemon thread the first time);
+    `spend` is called in the loop's thread."""
     user = ctx.user
     assert user is not None
     try:
