@@ -117,25 +117,20 @@ class SuiteUser:
         the suite's "timeout") for each call of a hook, --eval-ingest-timeout for them all."""
         return IngestionWait(self.id, suite_name, call_timeout, self.ready_timeout)
 
-    def set_up(self, system_target: Any, wait: IngestionWait | None = None) -> tuple[Any, float]:
+    def set_up(self, system_target: Any, wait: IngestionWait) -> tuple[Any, float]:
         """Call the system's `setup_user(user)` (when it has one), bounded by `wait`: (what it
         returned, the seconds it took)."""
         method = getattr(system_target, "setup_user", None)
         started = time.perf_counter()
-        if not callable(method):
-            result = None
-        elif wait is None:
-            result = method(self.data)
-        else:
-            result = wait.bounded("setup_user", method, self.data)
+        result = wait.bounded("setup_user", method, self.data) if callable(method) else None
         return result, time.perf_counter() - started
 
     def wait_ready(
-        self, system_target: Any, suite_name: str, result: Any, wait: IngestionWait | None = None
+        self, system_target: Any, suite_name: str, result: Any, wait: IngestionWait
     ) -> float | None:
-        """Poll the system's `ready(user, result)` (when it has one) until it is true: the
-        seconds it was polled (None without `ready`); its error is said as `ready`'s. With
-        `wait`, each look is bounded and the polling ends with the user's ingestion time."""
+        """Poll the system's `ready(user, result)` (when it has one) until it is true, each look
+        bounded by `wait` and the polling ending with the user's ingestion time: the seconds
+        it was polled (None without `ready`); its error is said as `ready`'s."""
         ready = getattr(system_target, "ready", None)
         if not callable(ready):
             return None
@@ -143,8 +138,7 @@ class SuiteUser:
         def looked(user: Any, result: Any) -> Any:
             return call_hook("ready", self, suite_name, ready, result, wait)
 
-        timeout = self.ready_timeout if wait is None else wait.remaining()
-        return wait_until_ready(looked, self.data, result, timeout)
+        return wait_until_ready(looked, self.data, result, wait.remaining())
 
 
 class IngestionWait:
