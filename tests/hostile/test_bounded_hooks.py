@@ -158,8 +158,9 @@ def _session(project: Project, *args: str) -> pytest.RunResult:
 
 
 def _interrupted(project: Project, *args: str) -> pytest.RunResult:
-    """One pytest run in a fresh interpreter, sent one Ctrl-C (SIGINT) once a hook hangs; the
-    test fails if it has not ended AFTER_CTRL_C seconds later."""
+    """One pytest run in a fresh interpreter, sent one Ctrl-C once a hook hangs (SIGINT to its
+    process group, as a terminal sends it); the test fails if it has not ended AFTER_CTRL_C
+    seconds later."""
     log = project.root / "calls.log"
     proc = subprocess.Popen(
         _command(project, *args),
@@ -168,6 +169,7 @@ def _interrupted(project: Project, *args: str) -> pytest.RunResult:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # a group of its own, as a terminal's foreground job
     )
     try:
         deadline = time.monotonic() + HARD_TIMEOUT
@@ -176,7 +178,7 @@ def _interrupted(project: Project, *args: str) -> pytest.RunResult:
                 pytest.fail("no hook hung:\n" + (proc.communicate()[0] or ""))
             time.sleep(0.05)
         time.sleep(0.3)  # the hook is in its sleep
-        proc.send_signal(signal.SIGINT)  # once
+        os.killpg(proc.pid, signal.SIGINT)  # once, to the group (xdist's workers too)
         sent = time.monotonic()
         try:
             text, _ = proc.communicate(timeout=AFTER_CTRL_C)
@@ -185,7 +187,7 @@ def _interrupted(project: Project, *args: str) -> pytest.RunResult:
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
     print(text)
     print(f"pytest {' '.join(args)}: ended {took:.1f} s after one Ctrl-C")
@@ -270,8 +272,16 @@ def test_hooks_that_never_return_end_at_their_bound_under_ingest_only(project: P
         (["--live"], {"setup": ["hung"]}, "setup(suite) of suite 'hung'"),
         (["--replay-http"], {"setup_user": ["u-stuck"]}, "setup_user('u-stuck') of suite 'mem'"),
         (["--eval-ingest-only", "--live"], {"ready": ["u-ready"]}, "ready('u-ready')"),
+        # The worker says it on stderr and ends itself (else xdist would kill it 10 s later).
+        (["--live", "-n", "2"], {"setup_user": ["u-stuck"]}, "setup_user('u-stuck')"),
     ],
-    ids=["live setup_user", "live setup", "replay-http setup_user", "ingest-only ready"],
+    ids=[
+        "live setup_user",
+        "live setup",
+        "replay-http setup_user",
+        "ingest-only ready",
+        "live xdist setup_user",
+    ],
 )
 def test_one_ctrl_c_ends_a_run_whose_hook_is_stuck_in_a_thread(
     project: Project, mode: list[str], plan: dict[str, Any], left: str
@@ -283,8 +293,7 @@ def test_one_ctrl_c_ends_a_run_whose_hook_is_stuck_in_a_thread(
 
     text = output(result)
     assert result.ret == pytest.ExitCode.INTERRUPTED, text
-    if "--eval-ingest-only" not in mode:
-        assert summary_section(result)  # printed
+    assert summary_section(result)  # printed
     assert f"left behind: 1 hook of the system that did not return: {left}" in text, text
     assert "left behind: 1 non-daemon thread (stuck-in-c)" in text, text
     assert "INTERNALERROR" not in text and "Traceback" not in text, text

@@ -3,9 +3,11 @@
 They are said at the end of the summary. When one of them keeps a non-daemon thread running
 (a hook waiting for a thread it started), the interpreter would wait for that thread forever at
 exit: the process then ends itself (`os._exit`, with the run's exit code) once pytest has
-printed the summary and written the report files, at the very end of the run. Never in an xdist
-worker (the controller ends its workers) nor in a pytest session run inside another one
-(pytester's in-process runs, whose process is the test run's).
+printed the summary and written the report files, at the very end of the run. An xdist worker
+does so too, once it has sent the controller its last word (`workerfinished`, in its session's
+finish), saying what it left behind on stderr (its terminal output is the controller's); else
+the controller would wait 10 s for it, then kill it. Never in a pytest session run inside
+another one (pytester's in-process runs, whose process is the test run's).
 """
 
 from __future__ import annotations
@@ -22,9 +24,8 @@ SHOWN = 5  # hooks named at most; the rest are counted
 
 
 class LeftBehind:
-    """The plugin (one a run) that says and ends what was left behind. Registered in xdist
-    workers too (`worker`), where it does neither: it only counts the run, so a pytest session
-    run inside a worker's (a test's in-process run) is known not to be the process's own."""
+    """The plugin (one a run) that says and ends what was left behind (`worker`: an xdist
+    worker's, which says it on stderr)."""
 
     def __init__(self, worker: bool) -> None:
         self.run = run_started()
@@ -40,12 +41,13 @@ class LeftBehind:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for line in self.lines():
-            terminalreporter.write_line(line)
+        if not self.worker:
+            for line in self.lines():
+                terminalreporter.write_line(line)
 
     def lines(self) -> list[str]:
         hooks = hooks_left_behind(self.run)
-        if not hooks or self.worker:
+        if not hooks:
             return []
         named = "; ".join(
             f"{hook} (running for {seconds:.0f} s)" for hook, seconds in hooks[:SHOWN]
@@ -68,7 +70,11 @@ class LeftBehind:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         outermost = run_ended()
-        if outermost and not self.worker and hooks_left_behind(self.run) and threads_holding_exit():
+        if outermost and hooks_left_behind(self.run) and threads_holding_exit():
+            if self.worker:
+                worker = getattr(config, "workerinput", {}).get("workerid", "an xdist worker")
+                for line in self.lines():
+                    print(f"[{worker}] {line}", file=sys.stderr)
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
             os._exit(self.exit_status)
