@@ -146,9 +146,8 @@ def _session(project: Project, *args: str) -> pytest.RunResult:
             text=True,
             timeout=HARD_TIMEOUT,
         )
-    except subprocess.TimeoutExpired as exc:
+    except subprocess.TimeoutExpired:
         pytest.fail(f"pytest {' '.join(args)} was still running after {HARD_TIMEOUT:g} s: hung")
-        raise AssertionError from exc  # pytest.fail raised already; for the type checker
     took = time.monotonic() - started
     print(proc.stdout, proc.stderr)
     print(f"pytest {' '.join(args)}: ended in {took:.1f} s")
@@ -199,6 +198,8 @@ def _case_error(result: pytest.RunResult, case: str) -> str:
 
 
 def test_hooks_that_never_return_end_at_their_bound_under_live(project: Project) -> None:
+    """Break: `setup_user` that never returned under --live (`--eval-timeout 2
+    --eval-ingest-timeout 3`) hung past 75 s; so did `ready`, `user_ready` and `setup(suite)`."""
     _recorded(project)
     _steer(
         project,
@@ -213,7 +214,6 @@ def test_hooks_that_never_return_end_at_their_bound_under_live(project: Project)
 
     text = output(result)
     result.assert_outcomes(passed=1, errors=4)
-    assert "u-ok-q PASSED" in text or "1 passed" in text
     assert "setup(suite) of suite 'hung' did not finish within 1 s (--eval-timeout" in (
         _case_error(result, "u-x-q")
     )
@@ -226,12 +226,14 @@ def test_hooks_that_never_return_end_at_their_bound_under_live(project: Project)
     assert "user_ready('u-uready') of suite 'mem' did not finish within 1 s" in (
         _case_error(result, "u-uready-q")
     )
-    assert "left behind" in text  # the process says what it could not stop
+    # The run says what it could not stop (each hook's thread sleeps on).
+    assert "left behind: 4 hooks of the system that did not return: " in text, text
 
 
 def test_setup_and_setup_user_that_never_return_end_at_the_timeout_under_replay_http(
     project: Project,
 ) -> None:
+    """Break: `setup_user` that never returned under `--replay-http --eval-timeout 2` hung."""
     _recorded(project)
     _steer(project, setup=["hung"], setup_user=["u-stuck"])
 
@@ -247,7 +249,8 @@ def test_setup_and_setup_user_that_never_return_end_at_the_timeout_under_replay_
 
 
 def test_hooks_that_never_return_end_at_their_bound_under_ingest_only(project: Project) -> None:
-    """Here --eval-ingest-timeout is the shorter bound: it bounds the whole wait of a user."""
+    """Break: `setup_user` that never returned under `--eval-ingest-only --live` hung. Here
+    --eval-ingest-timeout is the shorter bound: it bounds the whole wait of a user."""
     _project(project)
     _steer(project, setup=["hung"], setup_user=["u-stuck"], ready=["u-ready"])
 
@@ -286,6 +289,9 @@ def test_hooks_that_never_return_end_at_their_bound_under_ingest_only(project: P
 def test_one_ctrl_c_ends_a_run_whose_hook_is_stuck_in_a_thread(
     project: Project, mode: list[str], plan: dict[str, Any], left: str
 ) -> None:
+    """Break: two Ctrl-C did not end a run whose `setup_user`, `ready` or `user_ready` hung;
+    under --live, one Ctrl-C while `setup(suite)` hung printed pytest's KeyboardInterrupt and
+    the process never exited."""
     _recorded(project)
     _steer(project, thread=True, redo=USERS, **plan)
 
