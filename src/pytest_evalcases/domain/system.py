@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import CaseFileError, UserCodeExit, UserInterrupt
+from ..core.errors import CaseFileError, SystemTimeout, UserCodeExit, UserInterrupt
+from ..core.hook_threads import start_daemon
 from ..core.schema import SYSTEM_HIDDEN_FIELDS, Case
 
 
@@ -106,7 +107,11 @@ class System:
         if self._fingerprint is None:
             method = getattr(self._target, "fingerprint", None)
             try:
-                value = call_within(method, timeout) if callable(method) else {}
+                value = (
+                    call_within(method, timeout, f"fingerprint() of system {self.spec!r}")
+                    if callable(method)
+                    else {}
+                )
             except Unfinished:
                 self._fingerprint_stuck = (
                     f"system {self.spec!r}: fingerprint() did not finish in {timeout:g} s "
@@ -126,15 +131,26 @@ class System:
             self._fingerprint = value
         return self._fingerprint
 
-    def setup(self, suite: Any) -> None:
+    def setup(self, suite: Any, timeout: float | None = None) -> None:
         """Called once, before the first live case; if it raised, every later case gets the same
-        error (the system is not set up, so none of its cases can be recorded)."""
+        error (the system is not set up, so none of its cases can be recorded). With `timeout`
+        (the suite's, --eval-timeout), a setup that has not returned by then is that error (its
+        thread is left behind: nothing can stop it from outside); a Ctrl-C ends the wait."""
         with self._setup_lock:
             if not self._set_up:
                 method = getattr(self._target, "setup", None)
                 if callable(method):
+                    hook = f"setup(suite) of suite {suite.name!r}"
                     try:
-                        method(suite)
+                        call_within(lambda: method(suite), timeout, hook)
+                    except Unfinished:
+                        assert timeout is not None
+                        self._setup_error = SystemTimeout(
+                            f"{hook} did not finish within {timeout:g} s ({TIMEOUT_OPTION}); "
+                            f"the system {self.spec!r} is not set up, so none of its cases "
+                            "can run; raise the limit if it is slow (its thread is left "
+                            "behind: a hook cannot be stopped from outside)"
+                        )
                     except (KeyboardInterrupt, Exception) as exc:
                         if isinstance(exc, KeyboardInterrupt):
                             raise
@@ -150,15 +166,15 @@ class System:
         if self._setup_error is not None:
             raise self._setup_error
 
-    async def asetup(self, suite: Any) -> None:
-        """`setup` for the event loop: in a worker thread the first time (it may block), inline
-        once it has run (then it only re-raises its error, if any: no thread hop per case)."""
-        import asyncio  # live only: replay never pays for importing it
-
+    async def asetup(self, suite: Any, timeout: float | None = None) -> None:
+        """`setup` for the event loop: waited for in a daemon thread the first time (it may
+        block; a Ctrl-C's cancelling stops the wait at once, and no thread of the loop's pool is
+        left waiting), inline once it has run (then it only re-raises its error, if any: no
+        thread hop per case)."""
         if self._set_up:
-            self.setup(suite)
+            self.setup(suite, timeout)
         else:
-            await asyncio.to_thread(self.setup, suite)
+            await run_in_daemon_thread(lambda s: self.setup(s, timeout), suite, "setup(suite)")
 
     def call(self, case: CaseInput) -> Any:
         """`run(case)` as written: a value, or an awaitable for an async system."""
@@ -171,9 +187,10 @@ class System:
         except BaseException as exc:  # SystemExit & co. would end the whole session
             raise UserCodeExit(exit_message("run(case)", exc)) from exc
 
-    async def arun(self, case: CaseInput) -> Any:
+    async def arun(self, case: CaseInput, where: str | None = None) -> Any:
         """Run one case; a sync system runs in a daemon thread of its own, so cases overlap and
-        a system that hangs past its timeout is left behind without holding up the exit."""
+        a system that hangs past its timeout is left behind without holding up the exit
+        (`where`, the case's `suite::id`, names it then)."""
         try:
             if self.is_async:
                 try:
@@ -182,7 +199,8 @@ class System:
                     if not isinstance(exc.__cause__, StopIteration):
                         raise
                     raise carried("run(case)", exc.__cause__) from exc.__cause__
-            result = await run_in_daemon_thread(self._run, case)
+            hook = f"run(case) of {where or repr(case.get('id'))}"
+            result = await run_in_daemon_thread(self._run, case, hook=hook)
             if inspect.isawaitable(result):
                 result = await result
             return result
@@ -242,9 +260,9 @@ class SystemOnDemand(System):
         """Read at collection, where no fixture is built: the fixture's code is in the key."""
         return {}
 
-    def setup(self, suite: Any) -> None:
+    def setup(self, suite: Any, timeout: float | None = None) -> None:
         self.build()
-        super().setup(suite)
+        super().setup(suite, timeout)
 
 
 def _unbuilt(case: Any) -> Any:  # run(case) of a SystemOnDemand before build(): never called
@@ -279,12 +297,17 @@ def exit_message(what: str, exc: BaseException) -> str:
 
 
 async def run_in_daemon_thread(
-    function: Callable[[Any], Any], argument: Any, what: str = "run(case)"
+    function: Callable[[Any], Any],
+    argument: Any,
+    what: str = "run(case)",
+    hook: str | None = None,
 ) -> Any:
     """`function(argument)` in a new daemon thread, with this context (so a request it makes
     belongs to this case). Unlike a thread pool's worker, a thread that never returns does not
-    hold up the end of the run: the interpreter does not wait for daemon threads. `what` names
-    the hook in the error of a StopIteration, which a Future cannot carry."""
+    hold up the end of the run: the interpreter does not wait for daemon threads, and a
+    cancelled task (a timeout, a Ctrl-C) stops waiting for it at once. `what` names the hook in
+    the error of a StopIteration, which a Future cannot carry; `hook` (user code: "run(case) of
+    s::c1") is what the run says it left behind if the thread is still running at its end."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -308,8 +331,12 @@ async def run_in_daemon_thread(
         except RuntimeError:  # the loop is gone: nobody waits for this case any more
             pass
 
-    threading.Thread(target=target, name="evalcases-system", daemon=True).start()
+    start_daemon(target, "evalcases-system", hook)
     return await future
+
+
+# The bound of one call of user code, as a message names it.
+TIMEOUT_OPTION = '--eval-timeout, or the suite\'s "timeout"'
 
 
 class Unfinished(Exception):  # noqa: N818 (not an error of ours: user code that did not return)
@@ -323,26 +350,28 @@ _SLOW_HINT = (
 )
 
 
-def call_within(function: Callable[[], Any], timeout: float | None) -> Any:
+def call_within(function: Callable[[], Any], timeout: float | None, hook: str | None = None) -> Any:
     """`function()`, given `timeout` seconds (None: all the time it takes): it runs in a daemon
-    thread, so one that never returns is left behind without holding up the end of the run.
-    Returns its value, raises what it raised, or Unfinished."""
+    thread with this context, so one that never returns is left behind without holding up the
+    end of the run, and a Ctrl-C ends the wait at once (KeyboardInterrupt in the main thread).
+    Returns its value, raises what it raised, or Unfinished. `hook` (user code: "setup(suite) of
+    suite 's'") is what the run says it left behind if the thread is still running at its end."""
     if timeout is None:
         return function()
     outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
 
     def target() -> None:
         try:
             outcome.append((True, function()))
         except BaseException as exc:  # handed to the caller, which decides
             outcome.append((False, exc))
+        finally:
+            done.set()
 
-    runner = threading.Thread(
-        target=contextvars.copy_context().run, args=(target,), name="evalcases-collect", daemon=True
-    )
-    runner.start()
-    runner.join(timeout)
-    if not outcome:
+    context = contextvars.copy_context()
+    start_daemon(lambda: context.run(target), "evalcases-hook", hook)
+    if not done.wait(timeout):  # a lock's wait: a signal interrupts it (a join may not)
         raise Unfinished
     ok, value = outcome[0]
     if not ok:
@@ -398,7 +427,9 @@ def resolve_system(
     if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", 0):
         timeout = None  # imported already: no thread for a look-up
     try:
-        target = call_within(lambda: import_spec(*parts, rootdir), timeout)
+        target = call_within(
+            lambda: import_spec(*parts, rootdir), timeout, f"the import of system {spec!r}"
+        )
     except Unfinished:
         failure = CaseFileError(
             f"importing the system {spec!r} did not finish in {timeout:g} s (--eval-timeout); "

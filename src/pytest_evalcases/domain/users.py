@@ -17,12 +17,19 @@ from typing import Any
 from ..core.errors import CaseFileError, EvalCaseError, UserCodeExit
 from ..core.hashing import LABEL_CHARS, SHOW_CHARS, content_hash
 from ..core.names import shown_name, unsafe_id_reason
-from .system import AttributeMapping
+from .system import (
+    TIMEOUT_OPTION,
+    AttributeMapping,
+    Unfinished,
+    call_within,
+    run_in_daemon_thread,
+)
 
 USER_FIELD_PREFIX = "user."
 DEFAULT_READY_TIMEOUT = 600.0  # seconds (--eval-ingest-timeout): a user's graph may take minutes
 FIRST_POLL = 0.05  # seconds before the second look at ready(); doubled each time, up to LAST_POLL
 LAST_POLL = 5.0
+LAST_CALL = 0.5  # seconds a hook called with less of --eval-ingest-timeout left is given
 
 
 class UserData(AttributeMapping):
@@ -92,43 +99,101 @@ class SuiteUser:
             raise self._error
 
     async def aonce(self, work: Callable[[], None], suite_name: str) -> None:
-        """`once` for the event loop: in a worker thread the first time (it may ingest a lot),
-        inline afterwards."""
-        import asyncio  # live only
-
+        """`once` for the event loop: waited for in a daemon thread the first time (it may
+        ingest a lot; a Ctrl-C's cancelling stops the wait at once, and no thread of the loop's
+        pool is left waiting), inline afterwards."""
         if self._done:
             self.once(work, suite_name)
         else:
-            await asyncio.to_thread(self.once, work, suite_name)
+            await run_in_daemon_thread(lambda _: self.once(work, suite_name), None, "setup_user")
 
     @property
     def failed(self) -> bool:
         """Whether this run's ingestion of the user ended in an error."""
         return self._error is not None
 
-    def set_up(self, system_target: Any) -> tuple[Any, float]:
-        """Call the system's `setup_user(user)` (when it has one): (what it returned, the
-        seconds it took)."""
+    def ingestion_wait(self, suite_name: str, call_timeout: float | None) -> IngestionWait:
+        """The bounds of this user's ingestion, starting now: `call_timeout` (--eval-timeout,
+        the suite's "timeout") for each call of a hook, --eval-ingest-timeout for them all."""
+        return IngestionWait(self.id, suite_name, call_timeout, self.ready_timeout)
+
+    def set_up(self, system_target: Any, wait: IngestionWait) -> tuple[Any, float]:
+        """Call the system's `setup_user(user)` (when it has one), bounded by `wait`: (what it
+        returned, the seconds it took)."""
         method = getattr(system_target, "setup_user", None)
         started = time.perf_counter()
-        result = method(self.data) if callable(method) else None
+        result = wait.bounded("setup_user", method, self.data) if callable(method) else None
         return result, time.perf_counter() - started
 
-    def wait_ready(self, system_target: Any, suite_name: str, result: Any) -> float | None:
-        """Poll the system's `ready(user, result)` (when it has one) until it is true: the
-        seconds it was polled (None without `ready`); its error is said as `ready`'s."""
+    def wait_ready(
+        self, system_target: Any, suite_name: str, result: Any, wait: IngestionWait
+    ) -> float | None:
+        """Poll the system's `ready(user, result)` (when it has one) until it is true, each look
+        bounded by `wait` and the polling ending with the user's ingestion time: the seconds
+        it was polled (None without `ready`); its error is said as `ready`'s."""
         ready = getattr(system_target, "ready", None)
         if not callable(ready):
             return None
 
         def looked(user: Any, result: Any) -> Any:
-            return call_hook("ready", self, suite_name, ready, result)
+            return call_hook("ready", self, suite_name, ready, result, wait)
 
-        return wait_until_ready(looked, self.data, result, self.ready_timeout)
+        return wait_until_ready(looked, self.data, result, wait.remaining())
+
+
+class IngestionWait:
+    """The bounds of one user's ingestion: each call of a system's hook (`user_ready`,
+    `setup_user`, a look at `ready`) runs in a daemon thread of its own and is waited for at
+    most `call_timeout` seconds (--eval-timeout, the suite's "timeout"), and all of them
+    together at most `whole` seconds (--eval-ingest-timeout) from the start. Past either, the
+    hook's thread is left behind (nothing can stop it from outside) and HookTimeout names the
+    hook and the bound; a Ctrl-C ends the wait at once."""
+
+    def __init__(
+        self,
+        user_id: str,
+        suite_name: str,
+        call_timeout: float | None,
+        whole: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.user_id, self.suite_name = user_id, suite_name
+        self.call_timeout, self.whole = call_timeout, whole
+        self._clock = clock
+        self._started = clock()
+
+    def remaining(self) -> float:
+        """Seconds left of --eval-ingest-timeout."""
+        return max(self.whole - (self._clock() - self._started), 0.0)
+
+    def bounded(self, hook: str, method: Callable[..., Any], *args: Any) -> Any:
+        """`method(*args)` within the bounds: its value, what it raised, or HookTimeout."""
+        # A call made as the time runs out (ready's last look) still gets a moment to return.
+        left = max(self.remaining(), LAST_CALL)
+        per_call = self.call_timeout is not None and self.call_timeout <= left
+        timeout = self.call_timeout if per_call and self.call_timeout is not None else left
+        what = f"{hook}({self.user_id!r}) of suite {self.suite_name!r}"
+        try:
+            return call_within(lambda: method(*args), timeout, what)
+        except Unfinished:
+            bound = (
+                f"{timeout:g} s ({TIMEOUT_OPTION})"
+                if per_call
+                else f"{self.whole:g} s (--eval-ingest-timeout, the whole wait of a user)"
+            )
+            raise HookTimeout(
+                f"{what} did not finish within {bound}; none of user {self.user_id!r}'s cases "
+                "can be recorded (the other users' cases run); raise the limit if it is slow "
+                "(the hook's thread is left behind: it cannot be stopped from outside)"
+            ) from None
 
 
 class UserSetupError(CaseFileError):
     """`setup_user` raised: every case of that user errors with this, the others run."""
+
+
+class HookTimeout(UserSetupError):
+    """A hook of a user's ingestion did not return within its bound (IngestionWait)."""
 
 
 class IngestTimeout(Exception):
@@ -158,15 +223,20 @@ def wait_until_ready(
 
 
 def call_hook(
-    hook: str, user: SuiteUser, suite_name: str, method: Callable[[Any, Any], Any], result: Any
+    hook: str,
+    user: SuiteUser,
+    suite_name: str,
+    method: Callable[[Any, Any], Any],
+    result: Any,
+    wait: IngestionWait | None = None,
 ) -> Any:
-    """The system's `hook(user, result)` (`user_ready`, `ready`); its error is said as that
-    hook's, naming the user."""
+    """The system's `hook(user, result)` (`user_ready`, `ready`), bounded by `wait`; its error
+    is said as that hook's, naming the user."""
     try:
-        return method(user.data, result)
-    except KeyboardInterrupt:
-        raise
-    except IngestTimeout:
+        if wait is None:
+            return method(user.data, result)
+        return wait.bounded(hook, method, user.data, result)
+    except (KeyboardInterrupt, IngestTimeout, HookTimeout):
         raise
     except BaseException as exc:
         raise _setup_error(user.id, suite_name, exc, hook) from exc

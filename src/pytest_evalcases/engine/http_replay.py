@@ -15,7 +15,7 @@ from ..core.errors import (
 )
 from ..domain.context import case_where
 from ..domain.returned_traces import normalize_trace
-from ..domain.system import exit_message
+from ..domain.system import exit_message, start_daemon
 from ..domain.verdicts import judged_inputs, judged_part, judged_units
 from ..http.router import CaseHttp, UnservedRequest
 from ..http.volatile import replay_ignored
@@ -155,7 +155,7 @@ def run_offline(
     suite = ctx.suite
     with http.case(CaseHttp(f"{where} (setup)", [], allow_hosts=suite.allow_hosts), sole=True):
         try:
-            ctx.system.setup(suite)
+            ctx.system.setup(suite, ctx.timeout)
         except KeyboardInterrupt:  # in user code: the run stops as after a Ctrl-C, summarised
             raise Interrupted(f"the set-up of {suite.name}") from None
         except UnservedRequest as exc:
@@ -184,15 +184,25 @@ def run_offline(
         except BaseException as exc:  # SystemExit from inside an async system's loop too
             outcome["error"] = exc
 
+    finished = threading.Event()
+
+    def run_then_say() -> None:
+        try:
+            run()
+        finally:
+            finished.set()
+
     with http.case(case_http, sole=True):
         # A daemon thread, so a system that hangs fails its case at the timeout instead of
-        # holding up the gate (the thread is left behind; the interpreter does not wait for it).
-        runner = threading.Thread(
-            target=contextvars.copy_context().run, args=(run,), name="evalcases-system", daemon=True
-        )
-        runner.start()
-        runner.join(ctx.timeout)
-    if runner.is_alive():
+        # holding up the gate (the thread is left behind; the interpreter does not wait for it),
+        # and a Ctrl-C ends the wait at once.
+        context = contextvars.copy_context()
+        start_daemon(lambda: context.run(run_then_say), "evalcases-system", f"run(case) of {where}")
+        try:
+            finished.wait(ctx.timeout)
+        except KeyboardInterrupt:  # a Ctrl-C: the run stops as after one in user code
+            raise Interrupted(f"run(case) of {where}") from None
+    if not finished.is_set():
         raise SystemTimeout(
             f"run(case) of {where} did not finish within {ctx.timeout:g} s under --replay-http; "
             'raise the limit with --eval-timeout (or the suite\'s "timeout") if it is slow'

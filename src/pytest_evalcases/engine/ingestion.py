@@ -86,8 +86,8 @@ async def aingest_live(
     dry_run: bool,
     spend: Callable[[float], None] = lambda usd: None,
 ) -> None:
-    """`ingest_live` for the event loop (in a worker thread the first time); `spend` is
-    called in the loop's thread."""
+    """`ingest_live` for the event loop (waited for in a daemon thread the first time);
+    `spend` is called in the loop's thread."""
     user = ctx.user
     assert user is not None
     try:
@@ -153,11 +153,12 @@ def _ingest_or_reuse(
     run = run_of(user)
     key, labels = ingestion_key(ctx)
     old, before = _recording_there(ctx, user)
+    wait = user.ingestion_wait(ctx.suite.name, ctx.timeout)  # every hook below, bounded
     if old is not None and before is not None and old.key == key:
         user_ready = getattr(target, "user_ready", None)
         if callable(user_ready):  # the system knows whether its ingested state is still there
             result = old.result
-            reuse = bool(call_hook("user_ready", user, ctx.suite.name, user_ready, result))
+            reuse = bool(call_hook("user_ready", user, ctx.suite.name, user_ready, result, wait))
         else:
             reuse = not redo
         if reuse:
@@ -165,16 +166,16 @@ def _ingest_or_reuse(
             run.reused_unchecked = not callable(user_ready)
             return
     if http is None:  # no HTTP layer (never in a live run that records): nothing to record
-        returned, _ = user.set_up(target)
-        run.ready_wait = user.wait_ready(target, ctx.suite.name, returned)
+        returned, _ = user.set_up(target, wait)
+        run.ready_wait = user.wait_ready(target, ctx.suite.name, returned, wait)
         return
     case_http = CaseHttp(_where(ctx, user))
     cost: float | None = None
     try:
         with http.case(case_http):
-            returned, duration = user.set_up(target)
+            returned, duration = user.set_up(target, wait)
         # Outside the recording: how often ready() looks differs from run to run.
-        run.ready_wait = user.wait_ready(target, ctx.suite.name, returned)
+        run.ready_wait = user.wait_ready(target, ctx.suite.name, returned, wait)
         exchanges = case_http.interactions
         result = _recordable(returned, ctx, user)
         spent = exchanges_usage(exchanges)
@@ -221,7 +222,7 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
     case_http = CaseHttp(_where(ctx, user), exchanges, replay_ignored(suite), suite.allow_hosts)
     with http.case(case_http, sole=True):
         try:
-            user.set_up(target)
+            user.set_up(target, user.ingestion_wait(suite.name, ctx.timeout))
         except UnservedRequest:
             pass  # said below, whatever setup_user made of it
     if case_http.problem:

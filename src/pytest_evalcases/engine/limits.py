@@ -104,6 +104,13 @@ class StopRule:
             self.interrupted = f"KeyboardInterrupt in {where}"
             self.reason = interrupted_reason(where)
 
+    def ctrl_c(self) -> None:
+        """The user pressed Ctrl-C: no further case starts, and the cases running are given up
+        (their hooks' threads are left behind)."""
+        if self.interrupted is None:
+            self.interrupted = "Ctrl-C"
+            self.reason = f"{INTERRUPTED} (Ctrl-C)"
+
     def not_run(self) -> NotRun:
         return NotRun(
             f"not run: {self.reason}; its recording is as it was (run again to record it)"

@@ -267,7 +267,7 @@ async def _run_system(
     exchanges = None
     async with slots.system(starts_case) if slots is not None else nullcontext():
         try:
-            await ctx.system.asetup(ctx.suite)
+            await ctx.system.asetup(ctx.suite, ctx.timeout)
             if ctx.user is not None:  # the user's data ingested once, before its first case
                 await aingest_live(  # --eval-budget counts what the ingestion cost
                     ctx,
@@ -296,7 +296,7 @@ async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
     """The system's run, bounded: past the timeout the case is an error and keeps its old
     cassette (a sync system's thread is left behind; it cannot be stopped from outside)."""
     if case.turns is None:
-        running = ctx.system.arun(view)
+        running = ctx.system.arun(view, case_where(ctx, case))
     else:
         running = run_conversation(ctx.system, view, case_where(ctx, case))
     try:

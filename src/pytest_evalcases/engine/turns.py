@@ -108,10 +108,13 @@ async def run_conversation(system: System, view: CaseInput, where: str) -> dict[
     """The whole conversation in the event loop: an async `run_turn` is awaited turn after
     turn, a sync system runs in a daemon thread of its own (as `System.arun` runs `run`)."""
     if system.run_turn is None:
-        return split_traces(await system.arun(view), view, where)
+        return split_traces(await system.arun(view, where), view, where)
     if not inspect.iscoroutinefunction(system.run_turn):
         return await run_in_daemon_thread(
-            lambda v: run_conversation_sync(system, v, where), view, _RUN_TURN
+            lambda v: run_conversation_sync(system, v, where),
+            view,
+            _RUN_TURN,
+            f"{_RUN_TURN} of {where}",
         )
     traces: list[dict[str, Any]] = []
     history: list[dict[str, str]] = []

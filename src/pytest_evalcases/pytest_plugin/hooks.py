@@ -26,6 +26,7 @@ from .gathering import (
     results_collector,
 )
 from .heap import stop_freezing
+from .left_behind import LeftBehind
 from .options import add_options
 from .session import SESSION_KEY, EvalSession, get_session
 from .settings import (
@@ -68,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..engine.shared_ingestion import work_for_xdist_run
 
         work_for_xdist_run(getattr(config, "workerinput", {}).get("testrunuid"))
+    config.pluginmanager.register(LeftBehind(settings.is_worker), "evalcases-left-behind")
     if not settings.is_worker:
         check_report_options(config)
         state.baseline = load_baseline(config)

@@ -146,7 +146,13 @@ class LiveRecorder:
                 raise pytest.UsageError(str(exc)) from None
         if items:
             progress.total = len(items)
-            asyncio.run(self._record_all(items, progress, bindings))
+            try:
+                asyncio.run(self._record_all(items, progress, bindings))
+            except KeyboardInterrupt:  # a Ctrl-C (asyncio.run cancelled the batch first)
+                self.rule.ctrl_c()
+            for item in items:  # what the batch did not finish reports as not run
+                if item.nodeid not in self._prepared:
+                    self._prepared[item.nodeid] = self.rule.not_run()
 
     async def _record_all(
         self, items: list[CaseItem], progress: Any, bindings: list[JudgeBinding]
@@ -191,6 +197,10 @@ class LiveRecorder:
             await asyncio.sleep(0)
             self._warm_up(bindings)
             await asyncio.gather(*cases)
+        except asyncio.CancelledError:  # asyncio.run's answer to a Ctrl-C: the cases are given up
+            self.rule.ctrl_c()
+            not_run = sum(item.nodeid not in self._prepared for item in items)
+            raise
         finally:
             progress.finish(self.services.judge_bindings())
             if self.rule.reason is not None:

@@ -78,7 +78,8 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         metavar="SECONDS",
         help="longest system run of one case when recording or replaying HTTP (default 300); "
-        "past it the case is an error and keeps its old recording",
+        "past it the case is an error and keeps its old recording; each call of setup(suite), "
+        "setup_user, ready and user_ready gets the same limit",
     )
     group.addoption(
         "--eval-ingest-timeout",
@@ -86,8 +87,8 @@ def add_options(parser: pytest.Parser) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="longest wait for the system's ready(user, result) after setup_user (default 600); "
-        "past it that user's cases are errors",
+        help="longest wait for one user's ingestion: user_ready, setup_user and the polling of "
+        "ready(user, result) together (default 600); past it that user's cases are errors",
     )
     group.addoption(
         "--eval-ingest-only",

@@ -82,7 +82,7 @@ def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySo
             state.stopped = rule.reason
             continue
         try:
-            ctx.system.setup(ctx.suite)
+            ctx.system.setup(ctx.suite, ctx.timeout)
             ingest_live(
                 ctx, state.http_layer, settings.mode == RunMode.LIVE, settings.dry_run, rule.spend
             )
