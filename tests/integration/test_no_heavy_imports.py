@@ -21,7 +21,8 @@ HEAVY = (
     "openai",
     "aiohttp",
     "jsonschema",
-    # the reports' own (results.json, dashboard.html): only with --eval-report
+    # the reports' own (results.json, dashboard.html): only with --eval-report, or for the
+    # bootstrap intervals of judges' agreement with people when calibration cases ran
     "numpy",
     "jinja2",
     # the frameworks the trace adapters read: the plugin itself never imports them
@@ -67,13 +68,18 @@ def run_probe(cwd: Path, *args: str) -> tuple[int, list[str], str]:
 
 
 def test_demo_replay_imports_no_heavy_module() -> None:
-    code, heavy, text = run_probe(
-        REPO, "cases/", "-q", "-p", "no:deepeval", "-p", "no:cacheprovider", "--eval-otel"
-    )
+    """The demo's eval cases; its calibration cases print their judge's agreement with people
+    with kappa's bootstrap interval, which loads numpy (about 0.1 s), as a report does."""
+    args = ["-q", "-p", "no:deepeval", "-p", "no:cacheprovider", "--eval-otel"]
+    code, heavy, text = run_probe(REPO, "cases/", "-m", "not calibration", *args)
 
     assert code == 0, text
     assert "per-stage summary" in text and "replayed" in text, text
     assert heavy == [], text
+
+    code, heavy, text = run_probe(REPO, "cases/", *args)
+    assert code == 0 and "judge calibration" in text, text
+    assert heavy == ["numpy"], text
 
 
 def test_replay_with_failures_and_errors_imports_no_heavy_module(project: Project) -> None:
