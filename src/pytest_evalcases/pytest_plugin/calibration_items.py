@@ -196,6 +196,8 @@ class CalibrationItem(EvalItem):
             "status": status,
             "spread": spread(scores),
         }
+        if case.category is not None:  # a labelled set's category: figures per category
+            self.scores["category"] = case.category
         if status not in RIGHT:
             raise StageFailure(case_message(stage, scores, status, case.defect))
 
@@ -228,7 +230,7 @@ class CalibrationItem(EvalItem):
             "id": self.target.case.id,
             "file": self.nodeid.split("::", 1)[0],
             "index": self.index,
-            "category": None,
+            "category": self.target.case.category,
             "group": None,
             "kind": "calibration",
             "outcome": outcome,
