@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..core.files import RefusedFile, read_bounded
 from ..core.names import unsafe_id_reason, unsafe_suite_name_reason
 from ..core.schema import ValidationError, validate_case
 from ..core.suite_schema import Suite
@@ -42,6 +43,7 @@ from . import (
     twowiki,
 )
 from .base import BenchmarkFormatError, Parsed, Unit, read_records
+from .labelled_files import IMPORT_FILE_CAP
 from .peer_files import recorded_count
 from .sampling import (
     SAMPLING,
@@ -398,8 +400,12 @@ def _check_labelled_options(options: ImportOptions) -> None:
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The file's bytes under the importers' cap; a FIFO or a device (`/dev/zero`) is refused
+    by name before anything is read."""
     try:
-        return path.read_bytes()
+        return read_bounded(path, IMPORT_FILE_CAP)
+    except RefusedFile as exc:
+        raise BenchmarkFormatError(f"{path}: {exc.reason}; give the file itself") from None
     except OSError as exc:
         raise BenchmarkFormatError(f"{path}: cannot read the file ({exc.strerror})") from None
 

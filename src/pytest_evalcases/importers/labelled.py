@@ -110,10 +110,17 @@ def _unit(
     case_id = str(raw_id).strip() if raw_id not in (None, "") else f"row-{index + 1}"
     expect, shown = _label(where, named["label"], record.get(named["label"]), label_threshold)
     case: dict[str, Any] = {"id": case_id, "stage": stage}
+    # what the stage reads, and what else the row holds (the question beside a faithfulness
+    # label): shown to a reviewer, keyed only when the stage reads it
     for role in ("input", "answer", "reference"):
-        if role in needed:
+        if role in needed or named[role] in record:
             case[role] = _text(where, named[role], record.get(named[role]))
-    if "context" in needed:
+    if "reference" in needed and not case["reference"].strip():
+        raise BenchmarkFormatError(
+            f"{where}: {named['reference']} is empty, and {stage} compares the answer with it; "
+            "fill it in, or leave the row out"
+        )
+    if "context" in needed or named["context"] in record:
         case["context"] = _passages(where, named["context"], record.get(named["context"]))
     case["expect"] = expect
     if expect == "fail":

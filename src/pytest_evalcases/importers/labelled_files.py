@@ -13,16 +13,16 @@ from typing import Any
 from ..core.files import MB, RefusedFile, read_bounded
 from .base import BenchmarkFormatError
 
-# HaluEval's whole general_data.json is about 6 MB, TruthfulQA.csv under 1 MB: a labelled set
-# past this is not one a judge is calibrated on in one run.
-LABELLED_FILE_CAP = 200 * MB
+# What an importer reads of a file, at most. HaluEval's whole general_data.json is about 6 MB,
+# TruthfulQA.csv under 1 MB, LoCoMo's locomo10.json 3 MB: a file past this is not a set to run.
+IMPORT_FILE_CAP = 200 * MB
 
 
 def read_text(path: Path) -> str:
     """The file's text (UTF-8, a byte-order mark dropped); BenchmarkFormatError naming the file
     and why when it cannot be read."""
     try:
-        raw = read_bounded(path, LABELLED_FILE_CAP)
+        raw = read_bounded(path, IMPORT_FILE_CAP)
     except RefusedFile as exc:
         raise BenchmarkFormatError(
             f"{path}: {exc.reason}; give the labelled file itself (a regular file)"
