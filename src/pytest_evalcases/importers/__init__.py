@@ -42,8 +42,7 @@ from . import (
     truthfulqa,
     twowiki,
 )
-from .base import BenchmarkFormatError, Parsed, Unit, read_records
-from .labelled_files import IMPORT_FILE_CAP
+from .base import IMPORT_FILE_CAP, BenchmarkFormatError, Parsed, Unit, read_records
 from .peer_files import recorded_count
 from .sampling import (
     SAMPLING,
@@ -429,9 +428,7 @@ def _check_unique_ids(path: Path, units: list[Unit]) -> None:
         seen[case_id] = index
 
 
-def _check_suite(path: Path, suite: dict[str, Any]) -> None:
-    """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
-
+def _check_suite_name(suite: dict[str, Any]) -> None:
     unsafe = unsafe_suite_name_reason(suite["name"])
     if unsafe:
         raise BenchmarkFormatError(
@@ -439,6 +436,10 @@ def _check_suite(path: Path, suite: dict[str, Any]) -> None:
             "another --name"
         )
 
+
+def _check_suite(path: Path, suite: dict[str, Any]) -> None:
+    """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
+    _check_suite_name(suite)
     problems = []
     try:
         Suite.model_validate(suite)
@@ -456,12 +457,7 @@ def _check_suite(path: Path, suite: dict[str, Any]) -> None:
 
 def _check_calibration_suite(path: Path, suite: dict[str, Any]) -> None:
     """What was built is a calibration suite the plugin loads, every case included."""
-    unsafe = unsafe_suite_name_reason(suite["name"])
-    if unsafe:
-        raise BenchmarkFormatError(
-            f"suite name {suite['name']!r} cannot name the cassette folder: {unsafe}; pass "
-            "another --name"
-        )
+    _check_suite_name(suite)
     prefix = ""
     try:
         checked = CalibrationSuite.model_validate(suite)

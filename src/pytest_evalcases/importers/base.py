@@ -10,6 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.files import MB, RefusedFile, read_bounded
+
+# What an importer reads of a file, at most. HaluEval's whole general_data.json is about 6 MB,
+# TruthfulQA.csv under 1 MB, LoCoMo's locomo10.json 3 MB: a file past this is not a set to run.
+IMPORT_FILE_CAP = 200 * MB
+
 
 class BenchmarkFormatError(ValueError):
     """The file is not in the format asked for: the message names the file, the record and
@@ -48,11 +54,24 @@ class Parsed:
     modules: dict[str, Callable[[Path, str], str]] = field(default_factory=dict)
 
 
+def read_text(path: Path) -> str:
+    """The file's text (UTF-8, a byte-order mark dropped), read through the bounded reader: a
+    FIFO, a device (`/dev/zero`) or a file over IMPORT_FILE_CAP is refused by name, unread."""
+    try:
+        raw = read_bounded(path, IMPORT_FILE_CAP)
+    except RefusedFile as exc:
+        raise BenchmarkFormatError(f"{path}: {exc.reason}; give the file itself") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
+
+
 def read_records(path: Path) -> list[Any]:
     """The records of a JSON array, or of JSON Lines (one record a line, as MuSiQue ships)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text(path)
+    except OSError as exc:
         raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
     if not text.strip():
         raise BenchmarkFormatError(

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from .base import Parsed, RecordReader, Unit
-from .labelled_files import read_json_records
 
 FORMAT = "halueval"
 DESCRIPTION = "HaluEval general: ChatGPT responses labelled hallucinated or not by people"
@@ -37,10 +36,6 @@ HUMAN_AGREEMENT = {
 LABELS = {"yes": "fail", "no": "pass"}
 SPAN_SHOWN = 160  # characters of each span the failure message quotes (metadata keeps all)
 NEXT_STEP = "; expected HaluEval's general_data.json (one JSON record a line)"
-
-
-def read(path: Path) -> list[Any]:
-    return read_json_records(path)
 
 
 def parse(path: Path, records: list[Any]) -> Parsed:

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..domain.calibration_schema import CALIBRATED_STAGES
 from ..domain.stages.judged import JUDGE_READS
-from .base import BenchmarkFormatError, Parsed, Unit, marker_name
-from .labelled_files import read_csv, read_json_records
+from .base import BenchmarkFormatError, Parsed, Unit, marker_name, read_records
+from .labelled_files import read_csv
 
 FORMAT = "labelled"
 DESCRIPTION = "your own labelled answers (CSV or JSON Lines): pass/fail labels or scores"
@@ -32,7 +32,7 @@ def read(path: Path) -> list[Any]:
     if path.suffix.lower() == ".csv":
         return read_csv(path)
     if path.suffix.lower() in JSON_SUFFIXES:
-        return read_json_records(path)
+        return read_records(path)
     raise BenchmarkFormatError(
         f"{path}: a labelled file is CSV (.csv) or JSON Lines (.jsonl); name it so"
     )
