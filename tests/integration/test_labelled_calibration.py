@@ -65,8 +65,9 @@ def test_truthfulqa_labels_record_with_the_lexical_judge_and_replay_offline(
         [0.75],
     )
     assert rows["tqa-001-correct-1"]["category"] == "confusion_people"  # figures per category
-    by_id = {case["id"]: case for case in results["cases"]}
-    assert by_id["tqa-003-incorrect-2"]["category"] == "langues_kultur"
+    assert rows["tqa-003-incorrect-2"]["category"] == "langues_kultur"
+    # not the eval cases' category tables: their pass rates are not agreement with people
+    assert {case["category"] for case in results["cases"]} == {None}
     (figures,) = results["calibration"]["judges"]
     assert (figures["stage"], figures["judge"], figures["cases"]) == (
         "correctness",
