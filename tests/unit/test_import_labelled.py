@@ -346,6 +346,10 @@ def test_the_labelled_options_belong_to_the_labelled_formats(
     assert "--stage applies to truthfulqa and labelled files only" in err
     err = refused("hotpotqa", SAMPLES / "hotpotqa.json", "--label-threshold", "1", capsys=capsys)
     assert "--label-threshold applies to labelled files only" in err
+    err = refused(
+        "hotpotqa", SAMPLES / "hotpotqa.json", "--limit", "1", "--stratify", "label", capsys=capsys
+    )
+    assert "--stratify label applies to labelled sets (truthfulqa, halueval, labelled)" in err
     text = Path("labels.txt")
     text.write_text("input,answer,reference,label\n")
     err = refused("labelled", text, "--stage", "correctness", capsys=capsys)

@@ -389,7 +389,13 @@ def _check_labelled_options(options: ImportOptions) -> None:
     ):
         if getattr(options, name) is not None and name not in own:
             raise BenchmarkFormatError(f"{flag} applies to {formats} only")
-    if options.format in (truthfulqa.FORMAT, halueval.FORMAT, labelled.FORMAT):
+    labelled_set = options.format in (truthfulqa.FORMAT, halueval.FORMAT, labelled.FORMAT)
+    if options.stratify == "label" and not labelled_set:
+        raise BenchmarkFormatError(
+            "--stratify label applies to labelled sets (truthfulqa, halueval, labelled), whose "
+            "cases carry a label; stratify by category or user"
+        )
+    if labelled_set:
         for given, flag in ((options.system, "--system"), (options.exclude_ids, "--exclude-ids")):
             if given is not None:
                 raise BenchmarkFormatError(
