@@ -1,6 +1,7 @@
 """``python -m pytest_evalcases import FORMAT FILE -o OUT``: a suite from a benchmark file, or
 from another eval tool's own file (DeepEval goldens, promptfoo tests, inspect-ai samples, a
-ragas dataset).
+ragas dataset); a calibration suite from a human-labelled set (TruthfulQA, HaluEval general, a
+team's own labelled CSV or JSON Lines).
 
 Exit codes: 0 written; 2 bad arguments, or a file not in the format (nothing written).
 """
@@ -15,14 +16,23 @@ from typing import Any
 from ..importers import FORMATS, BenchmarkFormatError, ImportOptions, import_suite
 
 FORMAT_NAMES = tuple(FORMATS)
-STRATA = ("category", "user")
+STRATA = ("category", "user", "label")
+# The labelled FILE's columns: option name -> what the column holds.
+COLUMN_OPTIONS = {
+    "input": "the question or request",
+    "answer": "the answer people labelled",
+    "reference": "the golden answer",
+    "context": "the passage the answer should rest on",
+    "label": "the label (pass/fail, yes/no, 1/0, true/false, or a score)",
+}
 
 
 def add_parser(sub: Any) -> None:
     command = sub.add_parser(
         "import",
         help="write a suite from a benchmark file (HotpotQA, MuSiQue, 2WikiMultihopQA, LoCoMo) "
-        "or another eval tool's file (DeepEval, promptfoo, inspect-ai, ragas)",
+        "or another eval tool's file (DeepEval, promptfoo, inspect-ai, ragas), or a calibration "
+        "suite from labels people gave (TruthfulQA, HaluEval, your own labelled file)",
         description=(
             "Write a suite from a local file in a benchmark's published format, or in another "
             "eval tool's own format (nothing is downloaded). Every record is checked first: a "
@@ -30,8 +40,9 @@ def add_parser(sub: Any) -> None:
             "The corpus paragraphs (and, for LoCoMo, each conversation, one user each) go to "
             "data files under --data, named relative to the current directory, which must be "
             "the project's root. A promptfoo file's checks go to a stage module written next "
-            "to the suite. See docs/benchmarks.md and docs/extending.md for the fields each "
-            "format maps."
+            "to the suite. A human-labelled set (truthfulqa, halueval, labelled) becomes a "
+            "calibration suite: one judge test case per labelled answer. See docs/benchmarks.md, "
+            "docs/extending.md and docs/judges.md for the fields each format maps."
         ),
     )
     command.add_argument(
@@ -55,7 +66,8 @@ def add_parser(sub: Any) -> None:
     command.add_argument(
         "--stratify",
         choices=STRATA,
-        help="with --limit: keep each category's (or user's) share of the file",
+        help="with --limit: keep each category's (user's, or for a labelled set label's) "
+        "share of the file",
     )
     command.add_argument(
         "--ids",
@@ -83,6 +95,25 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="promptfoo: the var that is the case's input (default: the only var, else the one "
         "named input, question, query, prompt or message)",
+    )
+    command.add_argument(
+        "--stage",
+        metavar="STAGE",
+        help="truthfulqa (correctness, the default, or answer_accuracy) and labelled (required): "
+        "the judged stage the labelled cases test",
+    )
+    for role, holds in COLUMN_OPTIONS.items():
+        command.add_argument(
+            f"--{role}",
+            metavar="COLUMN",
+            dest=f"column_{role}",
+            help=f"labelled: the column of {holds} (default: {role})",
+        )
+    command.add_argument(
+        "--label-threshold",
+        type=float,
+        metavar="T",
+        help="labelled: the labels are scores; a score of at least T is a pass",
     )
     command.add_argument(
         "--system",
@@ -118,6 +149,14 @@ def run(args: argparse.Namespace) -> int:
         name=args.name,
         force=args.force,
         input_var=args.input_var,
+        stage=args.stage,
+        columns={
+            role: column
+            for role in COLUMN_OPTIONS
+            if (column := getattr(args, f"column_{role}")) is not None
+        }
+        or None,
+        label_threshold=args.label_threshold,
     )
     try:
         suite, written = import_suite(options)
@@ -128,12 +167,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     source = suite["source"]
     users = f", {len(suite['users'])} users" if suite.get("users") else ""
+    labels = ""
+    if suite.get("kind") == "calibration":
+        fails = sum(case["expect"] == "fail" for case in suite["cases"])
+        labels = f" ({source['cases'] - fails} labelled pass, {fails} fail)"
     print(
-        f"imported {source['cases']} of {source['records']} cases{users} from "
+        f"imported {source['cases']} of {source['records']} cases{labels}{users} from "
         f"{args.file} ({args.format}, sha256 {source['sha256'][:12]}, seed {args.seed})"
     )
     _print_notes(source)
-    if not suite.get("system"):
+    if suite.get("kind") == "calibration":
+        print(
+            f"next: record the judge's verdicts with pytest {args.output} --live --eval-judge "
+            "JUDGE (a calibration suite runs no system), then replay them offline"
+        )
+    elif not suite.get("system"):
         print(
             'next: set the suite\'s "system" (or --system, or ini eval_system), then '
             "record it with pytest --live"

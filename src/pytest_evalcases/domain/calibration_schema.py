@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ..core.field_checks import checked_marker_names
 from ..core.suite_schema import DECLARED_NAME, JudgedStageOptions
 from .stages.judged import JUDGE_READS, OWN_SCORER
 
@@ -58,8 +59,14 @@ class CalibrationCase(BaseModel):
     xfail: str | None = None
     skip: str | None = None
     stage_options: dict[str, StageOptions] = {}
+    # A labelled set's grouping (TruthfulQA's category), for figures per category; not keyed.
+    category: str | None = None
+    # What the source says of the item beyond the material (its type, the spans people marked):
+    # shown to a reviewer, never read by the judge, so editing it never needs a re-record.
+    metadata: dict[str, Any] | None = None
 
     _blocks = model_validator(mode="before")(_stage_blocks)
+    _marker_safe = field_validator("category")(checked_marker_names)
 
     @field_validator("stage")
     @classmethod
@@ -101,9 +108,18 @@ class CalibrationCase(BaseModel):
             )
         return self
 
-    @property
-    def category(self) -> None:  # read by the outcome rules shared with eval cases
-        return None
+
+class HumanAgreement(BaseModel):
+    """How far the people who labelled a set agree with each other, as its source reports it
+    (HaluEval: Fleiss' kappa 0.811, three annotators): the ceiling a judge can be held to on
+    those labels, printed beside the judge's own agreement."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    statistic: Literal["fleiss_kappa", "cohen_kappa", "krippendorff_alpha", "percent_agreement"]
+    value: float = Field(ge=-1, le=1, allow_inf_nan=False)
+    annotators: int | None = Field(None, ge=2)
+    source: str = Field(min_length=1)
 
 
 class CalibrationSuite(BaseModel):
@@ -120,6 +136,10 @@ class CalibrationSuite(BaseModel):
     stage_options: dict[str, StageOptions] = {}
     # Judged stages of the suite's own, as an eval suite declares them: its cases may test them.
     judged_stages: dict[Annotated[str, Field(pattern=DECLARED_NAME)], JudgedStageOptions] = {}
+    # A labelled set's source agreement between people (set by the HaluEval importer).
+    human_agreement: HumanAgreement | None = None
+    # Where an imported set came from (file, sha256, sampling), as the importers write it.
+    source: dict[str, Any] | None = None
     cases: list[Any]
 
     _blocks = model_validator(mode="before")(_stage_blocks)

@@ -1,12 +1,15 @@
 """Importers: a local file in a benchmark's published format, or in another eval tool's own
-format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite.
+format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite; a human-labelled set
+(TruthfulQA, HaluEval general, a team's own labels) becomes a calibration suite.
 
 One module a format (hotpotqa, musique, twowiki, locomo; deepeval, promptfoo, inspect_ai,
-ragas); each has `FORMAT`, `DESCRIPTION` and `parse(path, records) -> Parsed`, which checks
-every record (a problem is one BenchmarkFormatError naming the record and the field), and may
-have `read(path) -> records` (CSV, YAML; default: JSON or JSON Lines) and `OPTIONS` (the
-format's own options, e.g. promptfoo's `input_var`). `import_suite` then samples, builds the
-suite, its data files and any stage module, and writes them all or nothing.
+ragas; truthfulqa, halueval, labelled); each has `FORMAT`, `DESCRIPTION` and
+`parse(path, records) -> Parsed`, which checks every record (a problem is one
+BenchmarkFormatError naming the record and the field), and may have `read(path) -> records`
+(CSV, YAML; default: JSON or JSON Lines) and `OPTIONS` (the format's own options, e.g.
+promptfoo's `input_var`). A labelled set's Parsed says `"kind": "calibration"` in its suite
+fields. `import_suite` then samples, builds the suite, its data files and any stage module, and
+writes them all or nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +27,20 @@ from ..core.names import unsafe_id_reason, unsafe_suite_name_reason
 from ..core.schema import ValidationError, validate_case
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error, misspelled_fields
-from . import deepeval, hotpotqa, inspect_ai, locomo, musique, promptfoo, ragas, twowiki
+from ..domain.calibration_schema import CalibrationCase, CalibrationSuite
+from . import (
+    deepeval,
+    halueval,
+    hotpotqa,
+    inspect_ai,
+    labelled,
+    locomo,
+    musique,
+    promptfoo,
+    ragas,
+    truthfulqa,
+    twowiki,
+)
 from .base import IDS_FILE_CAP, BenchmarkFormatError, Parsed, Unit, read_file, read_records
 from .peer_files import recorded_count
 from .sampling import (
@@ -40,8 +56,25 @@ EXCLUSIONS_FILE = "exclusions.json"
 EXCLUSION_TOTAL = "without gold exclusions"
 FORMATS: dict[str, ModuleType] = {
     module.FORMAT: module
-    for module in (hotpotqa, musique, twowiki, locomo, deepeval, promptfoo, inspect_ai, ragas)
+    for module in (
+        hotpotqa,
+        musique,
+        twowiki,
+        locomo,
+        deepeval,
+        promptfoo,
+        inspect_ai,
+        ragas,
+        truthfulqa,
+        halueval,
+        labelled,
+    )
 }
+# `--stratify label` keeps each label's share: a calibration case's label is its `expect`.
+STRATUM_FIELDS = {"label": "expect"}
+# A labelled set's suite judges each item once: a deterministic judge needs no more, and an LLM
+# judge over hundreds of items costs a call each (raise the suite's "repeats" to measure spread).
+LABELLED_REPEATS = 1
 
 __all__ = ["FORMATS", "BenchmarkFormatError", "ImportOptions", "import_suite", "build_suite"]
 
@@ -64,6 +97,9 @@ class ImportOptions:
     name: str | None = None
     force: bool = False
     input_var: str | None = None  # promptfoo: the var that is the case's input
+    stage: str | None = None  # labelled sets: the judged stage the cases test
+    columns: dict[str, str] | None = None  # labelled FILE: role (input, label, ...) -> column
+    label_threshold: float | None = None  # labelled FILE: a score label of at least this passes
 
 
 def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
@@ -83,21 +119,30 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
         own["max_sessions"] = options.max_sessions
     if options.input_var is not None:
         own["input_var"] = options.input_var
+    for name in ("stage", "columns", "label_threshold"):
+        if getattr(options, name) is not None:
+            own[name] = getattr(options, name)
     parsed = module.parse(options.file, records, **own)
     _check_unique_ids(options.file, parsed.units)
     if options.ids is not None:
         picked = named_cases(parsed.units, _read_ids(options.ids), str(options.ids))
     elif options.stratify is not None:
-        check_stratum_field(parsed.units, options.stratify, str(options.file))
-        picked = stratified_sample(parsed.units, options.limit, options.seed, options.stratify)
+        field = STRATUM_FIELDS.get(options.stratify, options.stratify)
+        check_stratum_field(parsed.units, field, str(options.file))
+        picked = stratified_sample(parsed.units, options.limit, options.seed, field)
     else:
         picked = sample(parsed.units, options.limit, options.seed)
     excluded = None
     if options.exclude_ids is not None:
         named = named_cases(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
         excluded = [unit.case["id"] for unit in named]
-    suite, files = build_suite(parsed, picked, options, hashlib.sha256(raw).hexdigest(), excluded)
-    _check_suite(options.file, suite)
+    sha256 = hashlib.sha256(raw).hexdigest()
+    if is_calibration(parsed):
+        suite, files = build_calibration_suite(parsed, picked, options, sha256), {}
+        _check_calibration_suite(options.file, suite)
+    else:
+        suite, files = build_suite(parsed, picked, options, sha256, excluded)
+        _check_suite(options.file, suite)
     written = _write_all({options.output: suite, **files}, options.force)
     return suite, written
 
@@ -151,7 +196,40 @@ def build_suite(
         totals += _totals_within([{**base, "exclude": {**base["exclude"], **ids}}], chosen)
     if totals:
         suite["totals"] = totals
-    suite["source"] = {
+    suite["source"] = _source(parsed, chosen, options, file_sha256, excluded)
+    suite["cases"] = [unit.case for unit in chosen]
+    return suite, files
+
+
+def is_calibration(parsed: Parsed) -> bool:
+    """A human-labelled set: its cases are judge test cases, its suite a calibration suite."""
+    return parsed.suite_fields.get("kind") == "calibration"
+
+
+def build_calibration_suite(
+    parsed: Parsed, chosen: list[Unit], options: ImportOptions, file_sha256: str
+) -> dict[str, Any]:
+    """A calibration suite of the sampled judge test cases (no system, no data files)."""
+    fields = {key: value for key, value in parsed.suite_fields.items() if key != "kind"}
+    return {
+        "name": options.name or options.output.stem,
+        "kind": "calibration",
+        "repeats": LABELLED_REPEATS,
+        **fields,
+        "source": _source(parsed, chosen, options, file_sha256, None),
+        "cases": [unit.case for unit in chosen],
+    }
+
+
+def _source(
+    parsed: Parsed,
+    chosen: list[Unit],
+    options: ImportOptions,
+    file_sha256: str,
+    excluded: list[str] | None,
+) -> dict[str, Any]:
+    """The suite's `source`: the file, its sha256 and how the cases were sampled from it."""
+    source = {
         "format": options.format,
         "file": options.file.name,
         "sha256": file_sha256,
@@ -162,25 +240,28 @@ def build_suite(
         "sampling": _sampling(options),
         **parsed.source_notes,
     }
+    if options.stage is not None:
+        source["stage"] = options.stage
+    if options.label_threshold is not None:
+        source["label_threshold"] = options.label_threshold
     unmapped = [item for unit in chosen for item in unit.unmapped]
     if unmapped:
-        suite["source"]["unmapped"] = unmapped
+        source["unmapped"] = unmapped
     recorded = recorded_count([unit.case for unit in chosen])
     if recorded:
-        suite["source"]["recorded_outputs"] = recorded
+        source["recorded_outputs"] = recorded
     if options.exclude_ids is not None:
-        suite["source"]["exclusions"] = {
+        source["exclusions"] = {
             "file": options.exclude_ids.name,
             "sha256": hashlib.sha256(_read_ids_file(options.exclude_ids)).hexdigest(),
             "cases": len(excluded or ()),
         }
     if options.ids is not None:
-        suite["source"]["ids"] = {
+        source["ids"] = {
             "file": options.ids.name,
             "sha256": hashlib.sha256(_read_ids_file(options.ids)).hexdigest(),
         }
-    suite["cases"] = [unit.case for unit in chosen]
-    return suite, files
+    return source
 
 
 def _totals_within(totals: list[dict[str, Any]], chosen: list[Unit]) -> list[dict[str, Any]]:
@@ -271,6 +352,7 @@ def _check_paths(options: ImportOptions) -> None:
         FORMATS[options.format], "OPTIONS", ()
     ):
         raise BenchmarkFormatError("--input-var applies to promptfoo files only")
+    _check_labelled_options(options)
     if options.max_sessions is not None:
         if options.format != "locomo":
             raise BenchmarkFormatError("--max-sessions applies to locomo files only")
@@ -307,6 +389,32 @@ def _read_ids_file(path: Path) -> bytes:
     )
 
 
+def _check_labelled_options(options: ImportOptions) -> None:
+    """The labelled sets' options go with the formats that read them, and the eval suites'
+    options (a system, gold exclusions) not with a labelled set, which runs no system."""
+    own = getattr(FORMATS[options.format], "OPTIONS", ())
+    for name, flag, formats in (
+        ("stage", "--stage", "truthfulqa and labelled files"),
+        ("columns", "--input/--answer/--reference/--context/--label", "labelled files"),
+        ("label_threshold", "--label-threshold", "labelled files"),
+    ):
+        if getattr(options, name) is not None and name not in own:
+            raise BenchmarkFormatError(f"{flag} applies to {formats} only")
+    labelled_set = options.format in (truthfulqa.FORMAT, halueval.FORMAT, labelled.FORMAT)
+    if options.stratify == "label" and not labelled_set:
+        raise BenchmarkFormatError(
+            "--stratify label applies to labelled sets (truthfulqa, halueval, labelled), whose "
+            "cases carry a label; stratify by category or user"
+        )
+    if labelled_set:
+        for given, flag in ((options.system, "--system"), (options.exclude_ids, "--exclude-ids")):
+            if given is not None:
+                raise BenchmarkFormatError(
+                    f"{flag}: a {options.format} file becomes a calibration suite, which runs "
+                    "no system and has no totals; leave it out"
+                )
+
+
 def _check_unique_ids(path: Path, units: list[Unit]) -> None:
 
     seen: dict[str, int] = {}
@@ -326,9 +434,7 @@ def _check_unique_ids(path: Path, units: list[Unit]) -> None:
         seen[case_id] = index
 
 
-def _check_suite(path: Path, suite: dict[str, Any]) -> None:
-    """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
-
+def _check_suite_name(suite: dict[str, Any]) -> None:
     unsafe = unsafe_suite_name_reason(suite["name"])
     if unsafe:
         raise BenchmarkFormatError(
@@ -336,6 +442,10 @@ def _check_suite(path: Path, suite: dict[str, Any]) -> None:
             "another --name"
         )
 
+
+def _check_suite(path: Path, suite: dict[str, Any]) -> None:
+    """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
+    _check_suite_name(suite)
     problems = []
     try:
         Suite.model_validate(suite)
@@ -349,6 +459,22 @@ def _check_suite(path: Path, suite: dict[str, Any]) -> None:
         raise BenchmarkFormatError(
             f"{path}: the imported suite would not load:\n" + "\n".join(problems)
         )
+
+
+def _check_calibration_suite(path: Path, suite: dict[str, Any]) -> None:
+    """What was built is a calibration suite the plugin loads, every case included."""
+    _check_suite_name(suite)
+    prefix = ""
+    try:
+        checked = CalibrationSuite.model_validate(suite)
+        for index, case in enumerate(suite["cases"]):
+            prefix = f"cases[{index}] ({case['id']})"
+            CalibrationCase.model_validate(case, context={"declared": checked.judged_stages})
+    except ValidationError as exc:
+        raise BenchmarkFormatError(
+            f"{path}: the imported calibration suite would not load:\n"
+            + format_validation_error(exc, prefix=prefix)
+        ) from None
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -261,6 +261,8 @@ class CalibrationItem(EvalItem):
             "id": self.target.case.id,
             "file": self.nodeid.split("::", 1)[0],
             "index": self.index,
+            # a labelled set's category stays in the calibration row (figures per category), out
+            # of the eval cases' category tables, whose pass rates it would mix with agreement
             "category": None,
             "group": None,
             "kind": "calibration",
