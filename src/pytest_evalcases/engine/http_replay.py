@@ -13,6 +13,7 @@ from ..core.errors import (
     SystemTimeout,
     UserCodeExit,
 )
+from ..core.event_loops import run_interruptible
 from ..domain.context import case_where
 from ..domain.returned_traces import normalize_trace
 from ..domain.system import exit_message, start_daemon
@@ -146,7 +147,6 @@ def run_offline(
 ) -> dict[str, Any]:
     """Run the system for one case with vcrpy serving its recorded HTTP; a request or a
     connection the recording cannot serve fails the case, whatever the system made of it."""
-    import asyncio
     import contextvars
     import inspect
     import threading
@@ -179,7 +179,7 @@ def run_offline(
                 return
             result = ctx.system.call(view)
             if inspect.isawaitable(result):
-                result = asyncio.run(_awaited(result))
+                result = run_interruptible(_awaited(result))
             outcome["result"] = result
         except BaseException as exc:  # SystemExit from inside an async system's loop too
             outcome["error"] = exc

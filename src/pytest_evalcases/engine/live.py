@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import CassetteError, NewerCassette, SystemTimeout
+from ..core.event_loops import ctrl_c_pressed
 from ..core.modes import RunMode
 from ..domain.context import case_where
 from ..domain.returned_traces import normalize_trace
@@ -312,6 +313,9 @@ async def _interruptible(running: Any, where: str) -> Any:
     """The system's run, its KeyboardInterrupt turned into Interrupted in the task that ran it
     (asyncio lets a KeyboardInterrupt out of a task through the event loop itself, leaving
     every other task destroyed while pending)."""
+    if ctrl_c_pressed():  # scheduled before the Ctrl-C's cancel could land: do not start it
+        running.close()
+        raise asyncio.CancelledError
     try:
         return await running
     except KeyboardInterrupt:

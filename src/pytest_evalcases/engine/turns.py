@@ -14,6 +14,7 @@ import inspect
 from typing import Any
 
 from ..core.errors import TraceError, UserCodeExit
+from ..core.event_loops import run_interruptible
 from ..domain.returned_traces import normalize_trace
 from ..domain.system import (
     CaseInput,
@@ -80,9 +81,7 @@ def run_conversation_sync(system: System, view: CaseInput, where: str) -> dict[s
     if system.run_turn is None:
         result = system.call(view)
         if inspect.isawaitable(result):
-            import asyncio
-
-            result = asyncio.run(_awaited(result))
+            result = run_interruptible(_awaited(result))
         return split_traces(result, view, where)
     traces: list[dict[str, Any]] = []
     history: list[dict[str, str]] = []
@@ -95,9 +94,7 @@ def run_conversation_sync(system: System, view: CaseInput, where: str) -> dict[s
         except BaseException as exc:  # SystemExit & co. would end the whole session
             raise UserCodeExit(exit_message(_RUN_TURN, exc)) from exc
         if inspect.isawaitable(result):
-            import asyncio
-
-            result = asyncio.run(_awaited(result))
+            result = run_interruptible(_awaited(result))
         trace = normalize_trace(result, f"{where} turn {index + 1}")
         traces.append(trace)
         _next_history(history, turn["input"], trace)

@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from ..core.errors import CaseFileError, EvalCaseError, JudgeFailure, StageFailure
+from ..core.event_loops import run_interruptible
 from ..core.modes import RunMode
 from ..core.names import case_ids, shown_name, unsafe_id_reason
 from ..core.repeats import repeats_of
@@ -156,7 +157,6 @@ class CalibrationItem(EvalItem):
 
     def _record(self, state: EvalSession, binding: JudgeBinding) -> CalibrationRecording:
         """Judge now, in an event loop of this item's own (the judge's clients belong to it)."""
-        import asyncio
 
         async def judged() -> CalibrationRecording:
             try:
@@ -171,7 +171,7 @@ class CalibrationItem(EvalItem):
                 if binding.live is not None:
                     await binding.live.aclose()
 
-        return asyncio.run(judged())
+        return run_interruptible(judged())
 
     def runtest(self) -> None:
 

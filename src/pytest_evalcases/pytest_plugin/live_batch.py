@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..core.event_loops import run_interruptible
 from ..core.modes import RunMode
 from ..domain.calibration_scoring import RIGHT, case_status, judged_repeats
 from ..engine import calibration
@@ -78,7 +79,7 @@ class LiveRecorder:
         prepared = self._prepared.pop(item.nodeid, None)
         if isinstance(prepared, BaseException):
             raise prepared
-        return prepared or asyncio.run(self._record_single(item, offline))  # type: ignore
+        return prepared or run_interruptible(self._record_single(item, offline))  # type: ignore
 
     def calibration_for(self, item: CalibrationItem) -> CalibrationRecording | None:
         """The batch's verdicts for a calibration case (None: not in a batch, as under xdist,
@@ -147,7 +148,7 @@ class LiveRecorder:
         if items:
             progress.total = len(items)
             try:
-                asyncio.run(self._record_all(items, progress, bindings))
+                run_interruptible(self._record_all(items, progress, bindings))
             except KeyboardInterrupt:  # a Ctrl-C (asyncio.run cancelled the batch first)
                 self.rule.ctrl_c()
             for item in items:  # what the batch did not finish reports as not run
