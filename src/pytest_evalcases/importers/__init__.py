@@ -64,6 +64,7 @@ class ImportOptions:
     name: str | None = None
     force: bool = False
     input_var: str | None = None  # promptfoo: the var that is the case's input
+    download: dict[str, Any] | None = None  # --download: the source's URL and hash (downloads.py)
 
 
 def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
@@ -162,6 +163,8 @@ def build_suite(
         "sampling": _sampling(options),
         **parsed.source_notes,
     }
+    if options.download:
+        suite["source"]["download"] = options.download
     unmapped = [item for unit in chosen for item in unit.unmapped]
     if unmapped:
         suite["source"]["unmapped"] = unmapped
