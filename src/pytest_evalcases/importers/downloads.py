@@ -33,6 +33,7 @@ CACHE_ENV = "EVALCASES_DOWNLOAD_CACHE"
 LOCK_FILE = "downloads.lock.json"
 DOWNLOAD_CAP = BENCHMARK_FILE_CAP  # a download (or an archive's member) past it is refused
 TIMEOUT = 60.0  # seconds without a byte (connecting, or between two reads) before giving up
+VERIFIED = "the table of verified hashes"  # SOURCES' own pins
 _CHUNK = 1 << 20
 _LOCK_CAP = 1 * MB
 
@@ -47,6 +48,7 @@ class Source:
     stated_at: str  # where the official location is published
     sha256: str | None = None  # a hash we verified on the published file; None: first use
     member: str | None = None  # an archive's file the importer reads
+    page: str | None = None  # where a person downloads it by hand, when not `url`
 
 
 SOURCES: dict[str, Source] = {
@@ -56,7 +58,7 @@ SOURCES: dict[str, Source] = {
             "locomo",
             "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json",
             "locomo10.json",
-            "the LoCoMo repository (github.com/snap-research/locomo), data/locomo10.json",
+            "github.com/snap-research/locomo (data/locomo10.json)",
             # computed on the release's data/locomo10.json as published (2,805,274 bytes)
             sha256="79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4",
         ),
@@ -73,23 +75,23 @@ SOURCES: dict[str, Source] = {
             "https://drive.usercontent.google.com/download"
             "?id=1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h&export=download&confirm=t",
             "musique_v1.0.zip",
-            "download_data.sh of github.com/StonyBrookNLP/musique (Google Drive file "
-            "1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h, musique_v1.0.zip)",
+            "github.com/StonyBrookNLP/musique's download_data.sh (a Google Drive file)",
             member="data/musique_ans_v1.0_dev.jsonl",
+            page="https://drive.google.com/file/d/1tGdADlNjWFaHLeZZGShh2IRcpO6Lv24h/view",
         ),
         Source(
             "2wikimultihopqa",
             "https://www.dropbox.com/s/npidmtadreo6df2/data.zip?dl=1",
             "data.zip",
-            'the README of github.com/Alab-NII/2wikimultihop ("Dataset Contents": the full '
-            "dataset)",
+            "github.com/Alab-NII/2wikimultihop's README (Dataset Contents)",
             member="data/dev.json",
+            page="https://www.dropbox.com/s/npidmtadreo6df2/data.zip",
         ),
         Source(
             "truthfulqa",
             "https://raw.githubusercontent.com/sylinrl/TruthfulQA/main/TruthfulQA.csv",
             "TruthfulQA.csv",
-            "the TruthfulQA repository (github.com/sylinrl/TruthfulQA), TruthfulQA.csv",
+            "github.com/sylinrl/TruthfulQA",
         ),
     )
 }
@@ -109,7 +111,7 @@ class Fetched:
     url: str
     sha256: str  # of the downloaded file
     size: int
-    pinned_by: str  # "the pinned table", "--sha256", "the lock file", or "" (first use)
+    pinned_by: str  # VERIFIED, "--sha256", "the lock file", or "" (first use)
     downloaded: bool  # False: the cached file was reused, nothing was fetched
     lock: Path
     member: str | None = None
@@ -207,7 +209,7 @@ def fetch(
         part.unlink(missing_ok=True)
         if member_part is not None:
             member_part.unlink(missing_ok=True)
-    if pinned_by != "the pinned table":
+    if pinned_by != VERIFIED:
         _record(lock, source, url, actual)
     return Fetched(
         member_path or cached, cached, url, actual, size, pinned_by, True, lock, source.member
@@ -223,7 +225,7 @@ def _expected(source: Source, sha256: str | None, lock: Path) -> tuple[str | Non
             )
         return value, "--sha256"
     if source.sha256 is not None:
-        return source.sha256, "the pinned table"
+        return source.sha256, VERIFIED
     entry = _read_lock(lock).get(source.format)
     if entry:
         return entry["sha256"], "the lock file"
@@ -243,10 +245,12 @@ def _url(source: Source, base_url: str | None) -> str:
 
 
 def _next_step(source: Source) -> str:
+    unpack = f", take {source.member} out of it," if source.member else ""
     return (
         f"check the connection and the URL, or pass --download-base-url URL (or set "
         f"{BASE_URL_ENV}) to a mirror serving {source.name}; or download it yourself from "
-        f"{source.url} (published in {source.stated_at}) and run: import {source.format} FILE"
+        f"{source.page or source.url} (as {source.stated_at} publishes it){unpack} and run: "
+        f"import {source.format} FILE"
     )
 
 
@@ -342,8 +346,9 @@ def _mismatch(
             f"--sha256 {actual} to accept it"
         )
     return (
-        f"{url}: the downloaded {source.name} does not match the sha256 {pinned_by} pins: "
-        f"expected {expected}, got {actual}; the file was deleted, not cached. {accept}; "
+        f"{url}: the downloaded {source.name} does not match its pinned sha256 (from "
+        f"{pinned_by}): expected {expected}, got {actual}; the file was deleted, not cached. "
+        f"{accept[0].upper()}{accept[1:]}; "
         f"else try again later or use another mirror (--download-base-url)"
     )
 

@@ -185,7 +185,10 @@ def test_the_pinned_table_holds_locomos_verified_hash_and_a_mismatch_names_both(
     assert [s.format for s in SOURCES.values() if s.sha256] == ["locomo"]
     fake = (SAMPLES / "locomo.json").read_bytes()
     server.files["locomo10.json"] = fake
-    with pytest.raises(DownloadError, match=f"the pinned table pins: expected {pinned}, got"):
+    with pytest.raises(
+        DownloadError,
+        match=f"pinned sha256 \\(from the table of verified hashes\\): expected {pinned}, got",
+    ):
         fetch("locomo", cache, server.url)
     assert not (cache / "locomo" / "locomo10.json").exists()
     assert not (cache / LOCK_FILE).exists()  # a pinned file never goes to the lock
@@ -356,9 +359,9 @@ def test_the_real_locomo_release_passes_the_pinned_hash(
         == 0
     )
     out = capsys.readouterr().out
-    assert f"sha256 {SOURCES['locomo'].sha256} matches the pinned table" in out
+    assert f"sha256 {SOURCES['locomo'].sha256} matches the table of verified hashes" in out
     suite = json.loads((tmp_path / "cases" / "locomo.json").read_text())
     assert suite["source"]["records"] == 1986 and suite["source"]["download"]["pinned_by"] == (
-        "the pinned table"
+        "the table of verified hashes"
     )
     assert suite["source"]["sha256"] == SOURCES["locomo"].sha256
