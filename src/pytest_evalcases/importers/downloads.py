@@ -179,8 +179,8 @@ def fetch(
         actual = sha256_of_file(cached)
         if expected is None or actual == expected:  # else: not the pinned file, fetch it again
             if member_path is not None and not member_path.is_file():
-                _extract(cached, source, member_path, url, cap)
-            if expected is None:
+                _extract_to(cached, source, member_path, url, cap)
+            if pinned_by != VERIFIED:  # first use, or --sha256 accepting it
                 _record(lock, source, url, actual)
             return Fetched(
                 member_path or cached,
@@ -193,22 +193,17 @@ def fetch(
                 lock,
                 source.member,
             )
-    part = folder / f".{source.name}.part.{os.getpid()}"
-    member_part = (
-        member_path.with_name(f".{member_path.name}.part.{os.getpid()}") if member_path else None
-    )
+    part = _part(cached)
     try:
         actual, size = _download(url, part, source, timeout, cap)
         if expected is not None and actual != expected:
             raise DownloadError(_mismatch(source, url, expected, actual, pinned_by, lock))
-        if member_path is not None and member_part is not None:
-            _extract(part, source, member_part, url, cap)
-            os.replace(member_part, member_path)
+        # the member first: a cached archive then always has its own member beside it
+        if member_path is not None:
+            _extract_to(part, source, member_path, url, cap)
         os.replace(part, cached)
     finally:
         part.unlink(missing_ok=True)
-        if member_part is not None:
-            member_part.unlink(missing_ok=True)
     if pinned_by != VERIFIED:
         _record(lock, source, url, actual)
     return Fetched(
@@ -353,9 +348,16 @@ def _mismatch(
     )
 
 
-def _extract(archive: Path, source: Source, target: Path, url: str, cap: int) -> None:
-    """The archive's member the importer reads, written to `target` (under `cap`)."""
+def _part(path: Path) -> Path:
+    """Where `path` is written before it is renamed into place (this process's own name)."""
+    return path.with_name(f".{path.name}.part.{os.getpid()}")
+
+
+def _extract_to(archive: Path, source: Source, target: Path, url: str, cap: int) -> None:
+    """The archive's member the importer reads, written to `target` (under `cap`, through a
+    temporary file: `target` is whole or absent)."""
     assert source.member is not None
+    part = _part(target)
     try:
         with zipfile.ZipFile(archive) as zipped:
             info = _member(zipped, source, url)
@@ -364,13 +366,21 @@ def _extract(archive: Path, source: Source, target: Path, url: str, cap: int) ->
                     f"{url}: {info.filename} in {source.name} is {info.file_size / MB:.1f} MB, "
                     f"over the cap of {cap // MB} MB; nothing was cached"
                 )
-            with zipped.open(info) as member, target.open("wb") as out:
+            with zipped.open(info) as member, part.open("wb") as out:
                 _copy_capped(member, out, cap, f"{url}: {info.filename}")
-    except zipfile.BadZipFile:
+        os.replace(part, target)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError) as exc:
         raise DownloadError(
-            f"{url}: the download is not a zip archive (expected {source.name} holding "
-            f"{source.member}); nothing was cached; {_next_step(source)}"
+            f"{url}: the download is not a zip archive this reads ({exc}; expected "
+            f"{source.name} holding {source.member}); nothing was cached; {_next_step(source)}"
         ) from None
+    except OSError as exc:
+        raise DownloadError(
+            f"{target.parent}: cannot write {target.name} ({exc.strerror or exc}); pass "
+            f"--download-cache DIR (or set {CACHE_ENV}) to a folder with room"
+        ) from None
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _member(zipped: zipfile.ZipFile, source: Source, url: str) -> zipfile.ZipInfo:

@@ -136,6 +136,8 @@ def test_first_download_records_its_hash_and_a_later_run_reuses_the_cache(
 
     again = fetch("hotpotqa", cache, server.url)
     assert not again.downloaded and again.pinned_by == "the lock file"
+    pinned = fetch("hotpotqa", cache, server.url, sha256=_sha(HOTPOT))
+    assert not pinned.downloaded and pinned.pinned_by == "--sha256"
     assert server.requests == ["/hotpot_dev_distractor_v1.json"]  # one request in all
     assert _leftovers(cache) == []
 
@@ -242,7 +244,7 @@ def test_a_member_found_elsewhere_in_the_archive_or_missing(
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        (b"PK but not a zip", "is not a zip archive"),
+        (b"PK but not a zip", "is not a zip archive this reads"),
         (b"\n<!DOCTYPE html><html>sign in</html>", "sent an HTML page, not musique_v1.0.zip"),
         (404, "answered HTTP 404"),
     ],
