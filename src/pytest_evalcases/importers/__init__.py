@@ -1,5 +1,6 @@
 """Importers: a local file in a benchmark's published format, or in another eval tool's own
-format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite.
+format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite (`downloads.py` fetches a
+benchmark's official file first, for `import FORMAT --download`).
 
 One module a format (hotpotqa, musique, twowiki, locomo; deepeval, promptfoo, inspect_ai,
 ragas); each has `FORMAT`, `DESCRIPTION` and `parse(path, records) -> Parsed`, which checks

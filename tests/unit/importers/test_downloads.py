@@ -286,6 +286,14 @@ def test_bad_sha256_and_base_url_options_are_refused(cache: Path) -> None:
         fetch("hotpotqa", cache, "file:///etc")
 
 
+def test_a_lock_file_that_is_not_one_is_an_error_naming_it(cache: Path) -> None:
+    cache.mkdir()
+    (cache / LOCK_FILE).write_text('{"hotpotqa": "abc"}')
+    with pytest.raises(DownloadError) as caught:
+        fetch("hotpotqa", cache)
+    assert str(cache / LOCK_FILE) in str(caught.value) and "delete it" in str(caught.value)
+
+
 def test_truthfulqa_is_offered_only_where_its_importer_is_registered() -> None:
     assert "truthfulqa" in SOURCES
     assert downloadable({"hotpotqa": 1, "locomo": 2}) == ["locomo", "hotpotqa"]
