@@ -16,7 +16,6 @@ from ..importers import FORMATS, BenchmarkFormatError, ImportOptions, import_sui
 from ..importers.downloads import BASE_URL_ENV, CACHE_ENV, Fetched, downloadable, fetch
 
 FORMAT_NAMES = tuple(FORMATS)
-DOWNLOADABLE = tuple(downloadable(FORMATS))
 STRATA = ("category", "user")
 
 
@@ -116,7 +115,7 @@ def _add_download_options(command: Any) -> None:
     group.add_argument(
         "--download",
         action="store_true",
-        help=f"fetch the official file ({', '.join(DOWNLOADABLE)}) into the cache, check its "
+        help=f"fetch the official file ({', '.join(downloadable(FORMATS))}) into the cache, check its "
         "sha256, and import it; a later run reuses the cached file",
     )
     group.add_argument(
@@ -158,7 +157,7 @@ def _download(args: argparse.Namespace) -> Fetched | None:
         if args.file is None:
             raise BenchmarkFormatError(
                 f"give the benchmark FILE, or --download to fetch the official one "
-                f"({', '.join(DOWNLOADABLE)})"
+                f"({', '.join(downloadable(FORMATS))})"
             )
         return None
     if args.file is not None:
@@ -166,10 +165,10 @@ def _download(args: argparse.Namespace) -> Fetched | None:
             f"--download fetches the file: leave out FILE ({args.file}), or drop --download "
             "to import it"
         )
-    if args.format not in DOWNLOADABLE:
+    if args.format not in downloadable(FORMATS):
         raise BenchmarkFormatError(
             f"--download: {args.format} has no official file to fetch (it is another tool's "
-            f"own file); formats with one: {', '.join(DOWNLOADABLE)}"
+            f"own file); formats with one: {', '.join(downloadable(FORMATS))}"
         )
     fetched = fetch(args.format, args.download_cache, args.download_base_url, args.sha256)
     if fetched.downloaded:
@@ -196,10 +195,12 @@ def run(args: argparse.Namespace) -> int:
     except BenchmarkFormatError as exc:
         print(f"error: {exc}\nnothing was written", file=sys.stderr)
         return 2
-    file = fetched.path if fetched is not None else args.file
+    if fetched is not None:
+        args.file = fetched.path
     options = ImportOptions(
         format=args.format,
-        file=file,
+        file=args.file,
+        download=fetched.source_note() if fetched is not None else None,
         output=args.output,
         data_dir=args.data if args.data is not None else Path("data") / name,
         root=Path.cwd(),
@@ -213,7 +214,6 @@ def run(args: argparse.Namespace) -> int:
         name=args.name,
         force=args.force,
         input_var=args.input_var,
-        download=fetched.source_note() if fetched is not None else None,
     )
     try:
         suite, written = import_suite(options)
@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     users = f", {len(suite['users'])} users" if suite.get("users") else ""
     print(
         f"imported {source['cases']} of {source['records']} cases{users} from "
-        f"{file} ({args.format}, sha256 {source['sha256'][:12]}, seed {args.seed})"
+        f"{args.file} ({args.format}, sha256 {source['sha256'][:12]}, seed {args.seed})"
     )
     _print_notes(source)
     if not suite.get("system"):
