@@ -115,8 +115,8 @@ def _add_download_options(command: Any) -> None:
     group.add_argument(
         "--download",
         action="store_true",
-        help=f"fetch the official file ({', '.join(downloadable(FORMATS))}) into the cache, check its "
-        "sha256, and import it; a later run reuses the cached file",
+        help=f"fetch the official file ({', '.join(downloadable(FORMATS))}) into the cache, "
+        "check its sha256, and import it; a later run reuses the cached file",
     )
     group.add_argument(
         "--download-base-url",

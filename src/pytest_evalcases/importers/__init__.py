@@ -1,6 +1,5 @@
 """Importers: a local file in a benchmark's published format, or in another eval tool's own
-format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite (`downloads.py` fetches a
-benchmark's official file first, for `import FORMAT --download`).
+format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite.
 
 One module a format (hotpotqa, musique, twowiki, locomo; deepeval, promptfoo, inspect_ai,
 ragas); each has `FORMAT`, `DESCRIPTION` and `parse(path, records) -> Parsed`, which checks
@@ -99,6 +98,8 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
         named = named_cases(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
         excluded = [unit.case["id"] for unit in named]
     suite, files = build_suite(parsed, picked, options, hashlib.sha256(raw).hexdigest(), excluded)
+    if options.download:  # --download: where the file came from, beside its own hash
+        suite["source"]["download"] = options.download
     _check_suite(options.file, suite)
     written = _write_all({options.output: suite, **files}, options.force)
     return suite, written
@@ -164,8 +165,6 @@ def build_suite(
         "sampling": _sampling(options),
         **parsed.source_notes,
     }
-    if options.download:
-        suite["source"]["download"] = options.download
     unmapped = [item for unit in chosen for item in unit.unmapped]
     if unmapped:
         suite["source"]["unmapped"] = unmapped
