@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..importers import FORMATS, BenchmarkFormatError, ImportOptions, import_suite
+from ..importers.downloads import BASE_URL_ENV, CACHE_ENV, Fetched, downloadable, fetch
 
 FORMAT_NAMES = tuple(FORMATS)
 STRATA = ("category", "user", "label")
@@ -35,8 +36,10 @@ def add_parser(sub: Any) -> None:
         "suite from labels people gave (TruthfulQA, HaluEval, your own labelled file)",
         description=(
             "Write a suite from a local file in a benchmark's published format, or in another "
-            "eval tool's own format (nothing is downloaded). Every record is checked first: a "
-            "bad file gives one error naming the record and the field, and nothing is written. "
+            "eval tool's own format (nothing is downloaded unless --download: then the "
+            "benchmark's official file, checked against its sha256 and cached). Every record "
+            "is checked first: a bad file gives one error naming the record and the field, and "
+            "nothing is written. "
             "The corpus paragraphs (and, for LoCoMo, each conversation, one user each) go to "
             "data files under --data, named relative to the current directory, which must be "
             "the project's root. A promptfoo file's checks go to a stage module written next "
@@ -48,7 +51,13 @@ def add_parser(sub: Any) -> None:
     command.add_argument(
         "format", choices=FORMAT_NAMES, metavar="FORMAT", help=f"one of: {', '.join(FORMAT_NAMES)}"
     )
-    command.add_argument("file", type=Path, metavar="FILE", help="the benchmark file")
+    command.add_argument(
+        "file",
+        type=Path,
+        nargs="?",
+        metavar="FILE",
+        help="the benchmark file (left out with --download)",
+    )
     command.add_argument(
         "-o",
         "--output",
@@ -128,14 +137,101 @@ def add_parser(sub: Any) -> None:
     )
     command.add_argument("--name", help="the suite's name (default: OUT's file name)")
     command.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    _add_download_options(command)
     command.set_defaults(handler=run)
+
+
+def _add_download_options(command: Any) -> None:
+    group = command.add_argument_group("downloading the benchmark's official file")
+    group.add_argument(
+        "--download",
+        action="store_true",
+        help=f"fetch the official file ({', '.join(downloadable(FORMATS))}) into the cache, "
+        "check its sha256, and import it; a later run reuses the cached file",
+    )
+    group.add_argument(
+        "--download-base-url",
+        metavar="URL",
+        help=f"a mirror serving the file under URL/<file name> (default: the official URL, "
+        f"or ${BASE_URL_ENV})",
+    )
+    group.add_argument(
+        "--download-cache",
+        type=Path,
+        metavar="DIR",
+        help=f"the cache folder (default: ${CACHE_ENV}, else "
+        "$XDG_CACHE_HOME/pytest-evalcases/benchmarks, else ~/.cache/pytest-evalcases/benchmarks)",
+    )
+    group.add_argument(
+        "--sha256",
+        metavar="HEX",
+        help="the sha256 the download must have (default: the pinned one, else the one the "
+        "cache's lock file recorded on the first download)",
+    )
+
+
+def _download(args: argparse.Namespace) -> Fetched | None:
+    """The cached official file with --download (None without); BenchmarkFormatError for
+    download options that do not fit."""
+    if not args.download:
+        given = [
+            flag
+            for flag, value in (
+                ("--download-base-url", args.download_base_url),
+                ("--download-cache", args.download_cache),
+                ("--sha256", args.sha256),
+            )
+            if value
+        ]
+        if given:
+            raise BenchmarkFormatError(f"{', '.join(given)} applies with --download only")
+        if args.file is None:
+            raise BenchmarkFormatError(
+                f"give the benchmark FILE, or --download to fetch the official one "
+                f"({', '.join(downloadable(FORMATS))})"
+            )
+        return None
+    if args.file is not None:
+        raise BenchmarkFormatError(
+            f"--download fetches the file: leave out FILE ({args.file}), or drop --download "
+            "to import it"
+        )
+    if args.format not in downloadable(FORMATS):
+        raise BenchmarkFormatError(
+            f"--download: {args.format} has no official file to fetch (it is another tool's "
+            f"own file); formats with one: {', '.join(downloadable(FORMATS))}"
+        )
+    fetched = fetch(args.format, args.download_cache, args.download_base_url, args.sha256)
+    if fetched.downloaded:
+        print(f"downloaded {fetched.url} ({fetched.size:,} bytes) to {fetched.download}")
+    else:
+        print(f"using the cached {fetched.download} (nothing downloaded)")
+    if fetched.pinned_by:
+        print(f"sha256 {fetched.sha256} matches {fetched.pinned_by}")
+    else:
+        print(
+            f"sha256 {fetched.sha256}: nothing pinned this file, so its hash is trusted on "
+            f"first use and recorded in {fetched.lock} (and in the suite's source.download); "
+            f"later downloads must match it. Pin it in your scripts: --sha256 {fetched.sha256}"
+        )
+    if fetched.member:
+        print(f"reading {fetched.member} of it: {fetched.path}")
+    return fetched
 
 
 def run(args: argparse.Namespace) -> int:
     name = args.name or args.output.stem
+    try:
+        fetched = _download(args)
+    except BenchmarkFormatError as exc:
+        print(f"error: {exc}\nnothing was written", file=sys.stderr)
+        return 2
+    if fetched is not None:
+        args.file = fetched.path
     options = ImportOptions(
         format=args.format,
         file=args.file,
+        download=fetched.source_note() if fetched is not None else None,
         output=args.output,
         data_dir=args.data if args.data is not None else Path("data") / name,
         root=Path.cwd(),

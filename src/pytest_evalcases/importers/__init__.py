@@ -100,6 +100,7 @@ class ImportOptions:
     stage: str | None = None  # labelled sets: the judged stage the cases test
     columns: dict[str, str] | None = None  # labelled FILE: role (input, label, ...) -> column
     label_threshold: float | None = None  # labelled FILE: a score label of at least this passes
+    download: dict[str, Any] | None = None  # --download: the source's URL and hash (downloads.py)
 
 
 def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
@@ -139,9 +140,13 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     sha256 = hashlib.sha256(raw).hexdigest()
     if is_calibration(parsed):
         suite, files = build_calibration_suite(parsed, picked, options, sha256), {}
-        _check_calibration_suite(options.file, suite)
     else:
         suite, files = build_suite(parsed, picked, options, sha256, excluded)
+    if options.download:  # --download: where the file came from, beside its own hash
+        suite["source"]["download"] = options.download
+    if is_calibration(parsed):
+        _check_calibration_suite(options.file, suite)
+    else:
         _check_suite(options.file, suite)
     written = _write_all({options.output: suite, **files}, options.force)
     return suite, written
