@@ -63,9 +63,6 @@ class GraphElements:
     nodes: list[GraphNode]  # the nodes the graph lists (triples list none)
     edges: list[GraphEdge]
 
-    def node(self, name: str) -> GraphNode | None:
-        return next((node for node in self.nodes if node.name == name), None)
-
 
 def graph_elements(part: Mapping[str, Any], where: str) -> GraphElements | None:
     """The graph `part` (a trace, a result) holds, or None when it holds none; NoGraph when an
