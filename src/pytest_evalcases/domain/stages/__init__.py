@@ -39,6 +39,7 @@ register(
         "graph_schema",
         _on_first_use("graph_schema", "score_graph_schema"),
         prepare=_on_first_use("graph_schema", "prepare_graph_schema"),
+        shows=_on_first_use("graph_schema", "show_graph_schema"),
     )
 )
 register(Stage("citations", _on_first_use("citations", "score_citations")))

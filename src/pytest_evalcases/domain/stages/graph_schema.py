@@ -31,6 +31,7 @@ from .registry import register
 NAME_CHARS = 60  # of a node name or relation an offence shows
 IN_REASON = 3  # offending elements the reason names
 MAX_LISTED = 20  # offending elements the metrics list (all are counted)
+OFFENCES_SHOWN = 5  # offending elements a failure shows, unless -vv
 
 
 def prepare_graph_schema(suite: Suite, rootdir: Path) -> None:
@@ -169,4 +170,27 @@ def _short(text: str) -> str:
     return clip(text, NAME_CHARS, ellipsis="…")
 
 
-register(Stage("graph_schema", score_graph_schema, prepare=prepare_graph_schema))
+def show_graph_schema(
+    case: Case, trace: dict[str, Any], suite: Suite, whole: bool
+) -> list[tuple[str, str]]:
+    """A failure shows the offending elements (the first OFFENCES_SHOWN, unless -vv) and the
+    graph it read: `offending: edge (Ada, born_in, Paris): object Paris is a City; …`."""
+    try:
+        graph = graph_elements(trace, "trace")
+    except NoGraph:
+        return []  # the reason says where the graph cannot be read
+    if graph is None or suite.graph_schema is None:
+        return []
+    offences = schema_offences(graph, suite.graph_schema, trace.get("retrieved") or [])
+    shown = offences if whole else offences[:OFFENCES_SHOWN]
+    more = len(offences) - len(shown)
+    read = f"{graph.where}: {len(graph.nodes)} nodes listed, {len(graph.edges)} edges"
+    return [
+        ("offending", " | ".join(shown) + (f" | … ({more} more)" if more else "")),
+        ("graph", read),
+    ]
+
+
+register(
+    Stage("graph_schema", score_graph_schema, prepare=prepare_graph_schema, shows=show_graph_schema)
+)

@@ -94,6 +94,25 @@ def test_each_kind_of_offence_is_named_and_the_score_is_the_share_that_conforms(
     )
 
 
+def test_a_failure_shows_the_offending_elements_and_the_graph_it_read() -> None:
+    schema = {"relations": {"r": None}}
+    trace = {"triples": [["a", f"x{n}", "b"] for n in range(7)]}
+    case = validate_case({"id": "c", "input": "q"})
+
+    short = STAGES["graph_schema"].shows(case, trace, suite(schema), False)
+    whole = STAGES["graph_schema"].shows(case, trace, suite(schema), True)
+
+    assert short == [
+        (
+            "offending",
+            " | ".join(f"edge (a, x{n}, b): relation x{n} not declared" for n in range(5))
+            + " | … (2 more)",
+        ),
+        ("graph", "trace.triples: 0 nodes listed, 7 edges"),
+    ]
+    assert whole[0][1].endswith("edge (a, x6, b): relation x6 not declared")
+
+
 def test_triples_carry_no_types_so_only_relations_and_provenance_are_checked() -> None:
     """The graph stage's `triples`: a signature cannot be met by an untyped node, a relation
     declared with null can; list triples name no source (provenance left optional here)."""
