@@ -4,6 +4,7 @@ correctness, exact_match, token_f1): seed 003's columns, and the per-suite line 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from evalhelpers import run_pytest_env_in_process
@@ -60,3 +61,25 @@ def test_the_recorded_rag_suite_gets_seed_003s_per_case_table(tmp_path: Path) ->
         "_report-only (never fail a case): contextual_precision, contextual_relevancy, "
         "correctness, exact_match, token_f1_"
     )
+
+    # The dashboard's case table gains the tools called, hit@3 and RR after the stages' scores.
+    page = (out / "dashboard.html").read_text(encoding="utf-8")
+    cases_table = page[page.index('<table id="cases"') :]
+    head = cases_table[: cases_table.index("</thead>")]
+    headers = re.findall(
+        r'<th data-col="(\d+)" data-type="(\w+)"[^>]*><button type="button">'
+        r"([^<]*)",
+        head,
+    )
+    assert headers[-3:] == [
+        ("17", "text", "tools called"),
+        ("18", "text", "hit@3"),
+        ("19", "num", "RR"),
+    ]
+    assert 'colspan="20"' in cases_table
+    row = cases_table[cases_table.index('data-n="10"') :]
+    row = row[: row.index("</tr>")]  # encryption-password: retrieved, but not the expected doc
+    assert row.rstrip().endswith(
+        '<td data-sort="search_docs">search_docs</td><td data-sort="no">no</td>'
+        '<td data-sort="0.000" class="r">0.000</td>'
+    ), row[-300:]

@@ -22,9 +22,11 @@ Case = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class CaseColumn:
+    key: str  # "tools_called", "hit", "recall", "rr", "stage:<name>", ...
     header: str
     align: str  # "l" or "r"
     cell: Callable[[Case], str]
+    numeric: bool = False  # its cells are numbers (or `–`): the dashboard sorts them so
 
 
 @dataclass(frozen=True)
@@ -49,16 +51,24 @@ def case_table(cases: Sequence[Case], stage_order: Sequence[str]) -> CaseTable:
 
 def case_columns(cases: Sequence[Case], stage_order: Sequence[str]) -> list[CaseColumn]:
     columns = [
-        CaseColumn("case", "l", case_label),
-        CaseColumn("category", "l", lambda case: str(case.get("category") or "–")),
+        CaseColumn("case", "case", "l", case_label),
+        CaseColumn("category", "category", "l", lambda case: str(case.get("category") or "–")),
     ]
     ran = ran_stages(cases, stage_order)
     if "tools" in ran or any(tools_called(case) for case in cases):
-        columns.append(CaseColumn("tools called", "l", lambda case: tools_called(case) or "–"))
+        columns.append(
+            CaseColumn("tools_called", "tools called", "l", lambda case: tools_called(case) or "–")
+        )
     for name in ran:
         columns += _retrieval_columns(cases) if name == "retrieval" else [_score_column(name)]
-    columns.append(CaseColumn("first failure", "l", first_failure))
+    columns.append(CaseColumn("first_failure", "first failure", "l", first_failure))
     return columns
+
+
+def dashboard_columns(cases: Sequence[Case], stage_order: Sequence[str]) -> list[CaseColumn]:
+    """The seed's columns the dashboard's case table adds after its score per stage: the tools
+    called and retrieval's hit and RR (its score is recall@k)."""
+    return [c for c in case_columns(cases, stage_order) if c.key in ("tools_called", "hit", "rr")]
 
 
 def ran_stages(cases: Sequence[Case], stage_order: Sequence[str]) -> list[str]:
@@ -110,7 +120,7 @@ def _score_column(name: str) -> CaseColumn:
             return "judge error"
         return fmt_score(stage_score(entry))
 
-    return CaseColumn(name, "r", cell)
+    return CaseColumn(f"stage:{name}", name, "r", cell, numeric=True)
 
 
 def _retrieval_columns(cases: Sequence[Case]) -> list[CaseColumn]:
@@ -133,9 +143,9 @@ def _retrieval_columns(cases: Sequence[Case]) -> list[CaseColumn]:
         return lambda case: fmt_score(_number(_retrieval_metrics(case).get(key)))
 
     return [
-        CaseColumn(f"hit{at}", "r", hit),
-        CaseColumn(f"recall{at}", "r", metric("recall_at_k")),
-        CaseColumn("RR", "r", metric("mrr")),
+        CaseColumn("hit", f"hit{at}", "r", hit),
+        CaseColumn("recall", f"recall{at}", "r", metric("recall_at_k"), numeric=True),
+        CaseColumn("rr", "RR", "r", metric("mrr"), numeric=True),
     ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_evalcases.report.case_table import REASON_CHARS, case_table
+from pytest_evalcases.report.case_table import REASON_CHARS, case_table, dashboard_columns
 from pytest_evalcases.report.markdown import render_markdown
 from pytest_evalcases.report.markdown_cases import all_cases_section
 from pytest_evalcases.report.markdown_table import wrapped_item
@@ -258,3 +258,13 @@ def test_report_md_keeps_the_report_only_means_of_a_long_line() -> None:
 
     assert all(f"{name} 0.500" in head for name in names)
     assert "…" not in head
+
+
+def test_the_dashboard_adds_the_tools_called_hit_and_rr_of_the_stages_that_ran() -> None:
+    rag = dashboard_columns(RAG, RAG_ORDER)
+    agent = dashboard_columns(TOOLS, TOOL_ORDER)
+
+    assert [(c.header, c.numeric) for c in rag] == [("hit@5", False), ("RR", True)]
+    assert [c.cell(RAG[0]) for c in rag] == ["yes", "0.500"]
+    assert [c.header for c in agent] == ["tools called"]
+    assert agent[0].cell(TOOLS[0]) == "search_kb, get_order, search_kb"
