@@ -1,5 +1,6 @@
 """report.md's head states each suite's one-line summary; `--eval-report-cases all` adds the
-full per-case table (id, category, each gating stage's score, first failure)."""
+full per-case table (id, category, tools called, retrieval's hit, recall and RR, each stage's score,
+report-only ones included, first failure)."""
 
 from __future__ import annotations
 
@@ -25,16 +26,17 @@ def test_report_md_heads_with_each_suites_line_and_lists_every_case_when_asked(
     assert failing_only.ret == every_case.ret == 1
     md = (project.root / "r2" / "report.md").read_text()
     head = md.split("###")[0]
-    assert (
+    assert (  # wrapped at 100 characters, never cut: one paragraph of the list item
         "- **docs**: 1/2 cases pass every stage. tools 2/2, hit@3 1/2, recall@3 0.500, "
-        "MRR 0.500, exact_match 2/2" in head
+        "MRR 0.500,\n  exact_match 2/2\n" in head
     ), head
     assert "### All cases (2)" in md
     table = md.split("### All cases (2)")[1]
     row = next(line for line in table.splitlines() if line.startswith("| docs::miss"))
     cells = [cell.strip() for cell in row.strip("|").split("|")]
-    assert cells[:5] == ["docs::miss", "sync", "1.000", "0.000", "1.000"]
-    assert cells[5].startswith("retrieval: recall@3 0.00 &lt; 1.00")  # escaped as every cell
+    # tools called, tools, hit@3, recall@3, RR, exact_match
+    assert cells[:8] == ["docs::miss", "sync", "search", "1.000", "no", "0.000", "0.000", "1.000"]
+    assert cells[8].startswith("retrieval: recall@3 0.00 &lt; 1.00")  # escaped as every cell
     assert "### All cases" not in (project.root / "r1" / "report.md").read_text()
     doc = json.loads((project.root / "r2" / "results.json").read_text())
     assert doc["run"]["report_cases"] == "all"

@@ -17,6 +17,7 @@ __all__ = [
     "CitationOptions",
     "DeclaredRubricBand",
     "GraphOptions",
+    "GraphSchemaOptions",
     "JudgedStageOptions",
     "RubricOptions",
     "RubricScale",
@@ -74,6 +75,47 @@ class GraphOptions(BaseModel):
     # set once per suite: the imported `similarity` (at collection), the normalised aliases
     _similarity_function: Any = PrivateAttr(default=None)
     _aliases: dict[str, str] | None = PrivateAttr(default=None)
+
+
+# A relation's allowed subject and object types: a type name or a list of them each.
+TypeNames = str | list[Annotated[str, Field(min_length=1)]]
+
+
+class GraphSchemaOptions(BaseModel):
+    """The `graph_schema` stage's suite settings (see stages/graph_schema.py): the node types and
+    relations a recorded graph may hold, each relation's subject and object types, and whether
+    each element must name its source (and which sources it may name)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node_types: list[Annotated[str, Field(min_length=1)]] | None = None  # None: any type
+    # relation -> [subject type(s), object type(s)], or null for any; None: any relation
+    relations: dict[str, tuple[TypeNames, TypeNames] | None] | None = None
+    provenance: Literal["required", "optional"] = "optional"
+    # What a provenance may name: "retrieved" (the ids the trace retrieved) or a list of ids;
+    # None: any id.
+    sources: Literal["retrieved"] | list[Annotated[str, Field(min_length=1)]] | None = None
+
+    @model_validator(mode="after")
+    def _declared_types(self) -> GraphSchemaOptions:
+        if self.node_types is None:
+            return self
+        for relation, signature in (self.relations or {}).items():
+            if signature is None:  # any types
+                continue
+            for side, names in zip(("subject", "object"), signature, strict=True):
+                unknown = [
+                    n
+                    for n in ([names] if isinstance(names, str) else names)
+                    if n not in self.node_types
+                ]
+                if unknown:
+                    raise ValueError(
+                        f"relation {relation!r}: {side} type(s) {', '.join(map(repr, unknown))} "
+                        f"are not among node_types ({', '.join(self.node_types)}); add them there "
+                        "or correct the relation"
+                    )
+        return self
 
 
 # How a rubric item is graded: "binary" met (1) or not (0); "half" 0, 0.5 (partly met) or 1, as
@@ -231,6 +273,7 @@ class Suite(BaseModel):
     # Named totals over part of the suite (a paper's headline leaves some cases out).
     totals: list[Total] = []
     graph: GraphOptions | None = None
+    graph_schema: GraphSchemaOptions | None = None
     citations: CitationOptions | None = None
     rubric: RubricOptions | None = None
     answer_schema: dict[str, Any] | bool | None = None  # the default of the cases' own

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.outcomes import OUTCOMES, SUMMARY_KEYS
+from .case_table import dashboard_columns
 from .charts import histogram_bars, interval_chart
 from .dashboard_cases import case_view
 from .dashboard_tables import (
@@ -124,7 +125,8 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
             for name, c in cats.items()
         ]
     )
-    cases = [case_view(c, i, stage_order, regressed) for i, c in enumerate(doc["cases"])]
+    extras = dashboard_columns(doc["cases"], stage_order)  # tools called, hit, RR
+    cases = [case_view(c, i, stage_order, regressed, extras) for i, c in enumerate(doc["cases"])]
     ff_stages = {c.ff_stage for c in cases if c.ff_stage}
     chips = [
         {"outcome": o, "key": SUMMARY_KEYS[o], "count": summary.get(SUMMARY_KEYS[o], 0)}
@@ -157,7 +159,10 @@ def dashboard_context(doc: Mapping[str, Any]) -> dict[str, Any]:
         "cost": cost_text(doc.get("cost")),
         "meta": meta,
         "stage_order": stage_order,
-        "colspan": 5 + len(stage_order),
+        "colspan": 5 + len(stage_order) + len(extras),
+        "extra_columns": [
+            {"header": c.header, "type": "num" if c.numeric else "text"} for c in extras
+        ],
         "stage_cards": stage_cards,
         "stage_chart": stage_chart,
         "category_chart": category_chart,

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.outcomes import case_label, failure_of
 from .aggregate import stage_score, stage_status
+from .case_table import CaseColumn
 from .formatting import fmt_int, fmt_ms, fmt_score, fmt_usd
 
 # Per-case view objects are namespaces, not dicts: jinja resolves `c.x` with getattr
@@ -19,9 +20,14 @@ _NS = SimpleNamespace
 
 
 def case_view(
-    case: Mapping[str, Any], index: int, stage_order: Sequence[str], regressed: set[str]
+    case: Mapping[str, Any],
+    index: int,
+    stage_order: Sequence[str],
+    regressed: set[str],
+    extras: Sequence[CaseColumn] = (),
 ) -> SimpleNamespace:
-    """One case as the page shows it: its row in the table and, folded, its details."""
+    """One case as the page shows it: its row in the table (with the `extras` columns after the
+    stages' scores) and, folded, its details."""
     stages = case.get("stages") or {}
     ff_stage, reason = failure_of(case)
     scores = []
@@ -92,6 +98,7 @@ def case_view(
         ],
         regressed=case.get("nodeid") in regressed,
         scores=scores,
+        extras=[_extra_cell(column, case) for column in extras],
         # (title, text) blocks in display order; None when the trace has no such field
         texts=texts,
         tool_calls=tool_calls,
@@ -109,6 +116,12 @@ def case_view(
             ),
         ),
     )
+
+
+def _extra_cell(column: CaseColumn, case: Mapping[str, Any]) -> SimpleNamespace:
+    text = column.cell(case)
+    missing = text == "–"
+    return _NS(text=text, sort="" if missing and column.numeric else text)
 
 
 def _ordered(stages: Mapping[str, Any], stage_order: Sequence[str]) -> list[str]:

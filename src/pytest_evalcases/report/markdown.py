@@ -21,7 +21,7 @@ from .markdown_breakdowns import (
     totals_section,
 )
 from .markdown_cases import all_cases_section, calibration_section, failing_section, runs_section
-from .markdown_table import escape_cell, markdown_table
+from .markdown_table import escape_cell, markdown_table, wrapped_item
 from .suite_lines import suite_lines
 from .timings import TIMINGS_ALIGN, TIMINGS_HEADER, timing_rows
 
@@ -81,7 +81,7 @@ def _headline(doc: Mapping[str, Any]) -> list[str]:
     lines.append(f"**{summary['cases']} cases**: {outcome_counts_text(summary)}")
     lines.append("")
     for suite, line in suite_lines(doc["cases"], doc.get("stage_order") or []):
-        lines += [f"- **{escape_cell(suite)}**: {escape_cell(line)}"]
+        lines += wrapped_item(f"- **{escape_cell(suite)}**: ", line)
     if summary.get("suites"):
         lines.append("")
     if summary.get("pass_rate") is not None:

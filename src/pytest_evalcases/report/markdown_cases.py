@@ -10,9 +10,9 @@ from typing import Any
 from ..core.outcomes import FAILING, case_label, failure_of
 from ..domain.calibration_agreement import agreement_view
 from ..domain.calibration_scoring import case_rows, figures_rows
+from .case_table import case_table
 from .formatting import fmt_score
 from .markdown_table import CellLines, escape_cell, markdown_table, rows_left_out
-from .stage_values import stage_score
 
 FAILING_ROWS_CAP = 50
 # Disagreements listed per judge and stage (the dashboard lists all).
@@ -39,21 +39,23 @@ def failing_section(cases: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def all_cases_section(doc: Mapping[str, Any]) -> list[str]:
-    """`--eval-report-cases all`: every case, with each gating stage's score and the first
-    failure (the per-case table the per-stage evaluations publish)."""
-    gating = [name for name in doc.get("stage_order") or [] if doc["stages"][name]["gating"]]
-    rows = []
+    """`--eval-report-cases all`: every case, a table per suite (seed 003's per-case table):
+    the tools called, retrieval's hit, recall and RR, each stage's score, report-only stages
+    included, and the first failure; the columns of the stages some case of the suite ran."""
+    by_suite: dict[str, list[Mapping[str, Any]]] = {}
     for case in doc["cases"]:
-        stages = case.get("stages") or {}
-        scores = [
-            fmt_score(stage_score(stages[name])) if name in stages else "–" for name in gating
-        ]
-        stage, reason = failure_of(case)
-        failure = f"{stage}: {reason}" if stage else (reason or "–")
-        rows.append((case_label(case), case.get("category") or "–", *scores, failure))
-    header = ["case", "category", *gating, "first failure"]
-    align = ["l", "l"] + ["r"] * len(gating) + ["l"]
-    return [f"### All cases ({len(rows)})", "", *markdown_table(header, rows, align), ""]
+        by_suite.setdefault(str(case.get("suite") or "eval cases"), []).append(case)
+    lines = [f"### All cases ({len(doc['cases'])})", ""]
+    for suite in sorted(by_suite):
+        table = case_table(by_suite[suite], doc.get("stage_order") or [])
+        if len(by_suite) > 1:
+            lines += [f"#### {escape_cell(suite)} ({len(by_suite[suite])})", ""]
+        lines += markdown_table(table.header, table.rows, table.align)
+        if table.report_only:
+            note = f"report-only (never fail a case): {', '.join(table.report_only)}"
+            lines += ["", f"_{escape_cell(note, 1000)}_"]
+        lines.append("")
+    return lines
 
 
 def _happened(case: Mapping[str, Any]) -> CellLines:

@@ -3,6 +3,7 @@ and recording-changes.md build their tables with."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from ..core.names import clip
@@ -67,3 +68,24 @@ def markdown_table(
 def rows_left_out(total: int, cap: int) -> list[str]:
     """The note under a report.md table cut at `cap` rows: dashboard.html lists them all."""
     return ["", f"_…and {total - cap} more (see dashboard.html)_"] if total > cap else []
+
+
+WRAP_WIDTH = 100
+# A continuation line starts with a word (a stage name, a figure), never with what would open a
+# block of its own there: `- `, `1. `, `#`, `>`, `===`, a fence or an indented code block.
+_SAFE_LINE_START = re.compile(r"[A-Za-z0-9]+(?![A-Za-z0-9.)])")
+
+
+def wrapped_item(prefix: str, text: str, width: int = WRAP_WIDTH) -> list[str]:
+    """A list item holding `text` whole, escaped as a cell is but never cut: broken after its
+    `, ` into lines of about `width` characters, each continuation indented two spaces (one
+    paragraph of the item, as GitHub renders it)."""
+    parts = escape_cell(text, limit=len(text) + 1).split(", ")
+    lines = [prefix + parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 2 + len(part) > width and _SAFE_LINE_START.match(part):
+            lines[-1] += ","
+            lines.append("  " + part)
+        else:
+            lines[-1] += ", " + part
+    return lines

@@ -1,5 +1,5 @@
 """The stages: each is one small module that registers itself in `registry`; importing this
-package registers them all (the four that most suites do not run load on first use)."""
+package registers them all (those most suites do not run load on first use)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,14 @@ register(
         "graph",
         _on_first_use("graph", "score_graph"),
         prepare=_on_first_use("graph", "prepare_graph"),
+    )
+)
+register(
+    Stage(
+        "graph_schema",
+        _on_first_use("graph_schema", "score_graph_schema"),
+        prepare=_on_first_use("graph_schema", "prepare_graph_schema"),
+        shows=_on_first_use("graph_schema", "show_graph_schema"),
     )
 )
 register(Stage("citations", _on_first_use("citations", "score_citations")))

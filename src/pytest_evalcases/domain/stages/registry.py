@@ -21,6 +21,7 @@ USER_STAGES: dict[str, DeclaredStage] = {}
 # Suite fields that configure one stage: giving one without running the stage is a mistake.
 STAGE_OPTIONS = {
     "graph": "graph",
+    "graph_schema": "graph_schema",
     "citations": "citations",
     "answer_schema": "schema",
     "rubric": "rubric",
