@@ -280,9 +280,9 @@ def variant_settings(
             "lists them with their settings)"
         )
     for recording in matching:
-        settings = _settings_of(recording)
-        if settings is not _UNKNOWN:
-            return settings  # type: ignore[return-value]
+        settings = settings_of(recording)
+        if settings is not ...:
+            return settings  # type: ignore[no-any-return]
     raise UnknownVariant(
         f"the ingestion recordings of variant {variant} of suite {suite!r} were made before "
         "recordings kept their settings, and a setting is too long to read back from its "
@@ -290,13 +290,10 @@ def variant_settings(
     )
 
 
-_UNKNOWN = object()
-
-
-def _settings_of(recording: UserRecording) -> Any:
-    """A recording's ingestion settings: as it holds them, else read back from its key's
-    labels (a recording made before it held them) when every label hashes to its field;
-    _UNKNOWN when they cannot be known."""
+def settings_of(recording: UserRecording) -> Any:
+    """A recording's ingestion settings (None: none): as it holds them, else read back from
+    its key's labels (a recording made before it held them) when every label hashes to its
+    field; Ellipsis when they cannot be known."""
     fields = {
         name: value for name, value in recording.key.items() if name.startswith(INGESTION_PREFIX)
     }
@@ -310,8 +307,8 @@ def _settings_of(recording: UserRecording) -> Any:
         try:
             setting = json.loads(labels[name])
         except (KeyError, TypeError, ValueError):
-            return _UNKNOWN
+            return ...
         if content_hash(setting) != value:
-            return _UNKNOWN
+            return ...
         settings[name[len(INGESTION_PREFIX) :]] = setting
     return settings
