@@ -241,10 +241,10 @@ def test_eval_ingestion_runs_the_cases_on_a_named_variant(project: Project) -> N
 
     unknown = project.run("--eval-ingestion", "0123abcd")
     assert unknown.ret != 0
+    variants = ", ".join(sorted([variant_a, variant_b]))
     assert (
         "cases/memory.json: --eval-ingestion 0123abcd: no ingestion recording of suite "
-        f"'memory' holds variant 0123abcd (its variants: {', '.join(sorted([variant_a, variant_b]))}"
-        in output(unknown)
+        f"'memory' holds variant 0123abcd (its variants: {variants};" in output(unknown)
     )
     bad = project.run("--eval-ingestion", "ontology-a")
     assert bad.ret == 4
