@@ -295,3 +295,40 @@ def test_the_orphan_scan_reads_kept_variants_as_their_users(tmp_path: Path) -> N
 
     assert orphans == [root / "memory/users/variants/1a2b3c4d/u-gone.json"]
     assert (root / "memory/users/variants/9f9f9f9f", f"a symlink to {tmp_path}") in left_alone(root)
+
+
+def test_a_recording_already_kept_for_a_variant_is_never_written_over(project: Project) -> None:
+    """A run stopped between the two writes of a move leaves B both in users/<id>.json and in
+    its folder; the kept one is what a run of B reads (and may be newer): it stays."""
+    variant_a, variant_b = two_variants(project)
+    kept_b = users_folder(project) / f"variants/{variant_b}/u-ana.json"
+    kept_b.parent.mkdir()
+    doc = json.loads((users_folder(project) / "u-ana.json").read_text())
+    doc["recorded_at"] = "2026-12-31T00:00:00Z"  # as if recorded again since
+    kept_b.write_text(json.dumps(doc))
+    set_ingestion(project, {"ontology": "people"})
+
+    project.run("--live-stale").assert_outcomes(passed=4)
+
+    assert json.loads(kept_b.read_text())["recorded_at"] == "2026-12-31T00:00:00Z"
+    assert json.loads((users_folder(project) / "u-ana.json").read_text())["ingestion"] == {
+        "ontology": "people"
+    }
+    # Bo's B had no copy there: it moved as usual
+    assert variant_in(project, f"variants/{variant_b}/u-bo.json") == variant_b
+
+
+def test_the_kept_variants_of_a_user_no_longer_declared_are_orphans(project: Project) -> None:
+    variant_a, _ = two_variants(project)
+
+    def drop_bo(doc: dict[str, Any]) -> None:
+        doc["users"] = doc["users"][:1]
+        doc["cases"] = [case for case in doc["cases"] if case["user"] != "u-bo"]
+
+    project.edit_suite("cases/memory.json", drop_bo)
+    pruned = project.run("--live-prune")
+
+    assert f"cassettes/memory/users/variants/{variant_a}/u-bo.json" in output(pruned)
+    assert f"variants/{variant_a}/u-ana.json" not in output(pruned)
+    assert not (users_folder(project) / f"variants/{variant_a}/u-bo.json").exists()
+    assert (users_folder(project) / f"variants/{variant_a}/u-ana.json").is_file()

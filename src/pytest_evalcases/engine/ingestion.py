@@ -15,6 +15,7 @@ first case, its HTTP exchanges and what it returned are recorded under
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -328,8 +329,12 @@ def _keep_variant(
 ) -> None:
     """Before `users/<id>.json` takes another ingestion variant, the one it holds moves to its
     variant's folder, `users/variants/<variant>/` (written whole first: a run stopped between
-    the two writes leaves both, each a whole pair), so switching the settings back reuses it."""
+    the two writes leaves both, each a whole pair), so switching the settings back reuses it.
+    A recording already kept there stays: it is the one a run of that variant reads (and may
+    have been recorded again since the run that stopped between the two writes)."""
     kept = RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, user.id, old.variant)
+    if os.path.lexists(kept.json_path):
+        return
     http_doc = http_document(ctx.suite.name, user.id, exchanges) if exchanges else None
     kept.write(old, ctx.rootdir, http_doc, drop_http=not exchanges)
 
