@@ -144,11 +144,12 @@ def test_switching_a_setting_back_reuses_the_kept_recording_in_every_mode(
     assert "user_ready u-ana" in project.calls()
     replay = project.run("--eval-report", "r")
     replay.assert_outcomes(passed=4)  # a replay with the settings switched back is current
-    sources = {
-        case["id"]: case["ingestion"]["source"]
-        for case in json.loads((project.root / "r/results.json").read_text())["cases"]
+    results = json.loads((project.root / "r/results.json").read_text())
+    ran_on = {
+        (case["ingestion"]["source"], case["ingestion"]["variant"]) for case in results["cases"]
     }
-    assert set(sources.values()) == {"replayed"}
+    assert ran_on == {("replayed", variant_a)}  # each case says which variant it ran on
+    assert {row["variant"] for row in results["ingestion"]["users"]} == {variant_a}
     assert "orphan:" not in output(replay)  # a kept variant is no orphan
     assert "0 orphaned" in output(replay)
     project.clear_calls()

@@ -174,10 +174,16 @@ def load_user_recording(path: Path, rootdir: Path) -> UserRecording | None:
 
 
 def figures_of(recording: UserRecording, source: str) -> dict[str, Any]:
-    """A recording's figures as each of its user's case results carries them (`ingestion`).
+    """A recording's figures as each of its user's case results carries them (`ingestion`),
+    with its ingestion variant.
     An ingestion this run paid for gets an `ingestion_id` of its own: under xdist, each worker
     ingests the users of its cases, and the reports count each ingestion once."""
-    figures = {"user": recording.user, "source": source, "recorded_at": recording.recorded_at}
+    figures = {
+        "user": recording.user,
+        "source": source,
+        "recorded_at": recording.recorded_at,
+        "variant": recording.variant,
+    }
     figures.update((name, recording.figures.get(name)) for name in FIGURES)
     if source in (RECORDED, DRY_RUN):
         figures["ingestion_id"] = os.urandom(6).hex()  # (uuid costs 3 ms to import)
