@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from . import collect_recordings, compare, graph, importing, init, merge, scan
+from . import collect_recordings, compare, graph, importing, ingestions, init, merge, scan
 
 __all__ = ["main"]
 
-COMMANDS = (init, merge, scan, importing, compare, graph, collect_recordings)
+COMMANDS = (init, merge, scan, importing, compare, graph, collect_recordings, ingestions)
 
 
 def parser() -> argparse.ArgumentParser:

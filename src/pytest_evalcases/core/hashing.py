@@ -13,6 +13,7 @@ from .files import sha256_of_file
 HASH_CHARS = 16  # stored; messages show the first 6
 SHOW_CHARS = 6
 LABEL_CHARS = 80  # a label longer than this would not help a message: the hash is shown instead
+VARIANT_CHARS = 8  # an ingestion variant's name (--eval-ingestion): its settings' hash, cut
 # A fingerprint value longer than LABEL_CHARS keeps its text up to this many characters, so a
 # stale message can show the words that changed (never an input file's or code's text).
 TEXT_LABEL_CHARS = 8000

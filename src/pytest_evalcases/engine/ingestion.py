@@ -15,6 +15,7 @@ first case, its HTTP exchanges and what it returned are recorded under
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from ..http.volatile import Volatility, replay_ignored
 from ..store.files import shown_path
 from ..store.http import http_document, interactions_hash
 from ..store.keys import REPLAY_HTTP_RUNS, changed_fields, stored_labels
-from ..store.pair import exclusive
+from ..store.pair import RecordingPair, exclusive
 from ..store.redaction import redact_secrets
 from ..store.user_recordings import (
     DRY_RUN,
@@ -50,7 +51,7 @@ from .diff import describe_http_changes, describe_ingestion_changes
 from .limits import Interrupted
 from .save import ignored_paths
 from .shared_ingestion import SharedIngestion
-from .user_runs import ingestion_key, run_of, user_pair
+from .user_runs import ingestion_key, last_recorded_pair, run_of, user_pair
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
@@ -138,7 +139,7 @@ def _ingest_live(
     # Under xdist, the workers running one user's cases take turns: the first ingests and
     # records, the others find its recording current and reuse it (user_ready says so, or
     # --live-stale trusts it), or ingest for themselves and must come to the same ingestion.
-    with exclusive(str(user_pair(ctx).json_path.resolve())):
+    with exclusive(str(last_recorded_pair(ctx).json_path.resolve())):
         return _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
 
 
@@ -289,7 +290,14 @@ def _save(
     same_result = old is not None and before is not None and old.key == key and old.result == result
     http_hash = interactions_hash(exchanges)
     doc = build_user_recording(
-        ctx.suite.name, user.id, key, {"key": labels} if labels else {}, result, figures, http_hash
+        ctx.suite.name,
+        user.id,
+        key,
+        {"key": labels} if labels else {},
+        result,
+        figures,
+        http_hash,
+        ctx.suite.ingestion,
     )
     unchanged = same_result and old is not None and old.http == http_hash
     run_of(user).recording_unchanged = unchanged
@@ -307,11 +315,28 @@ def _save(
     shared = SharedIngestion(ctx)
     shared.check(doc)  # under xdist: the ingestion another worker of this run recorded
     if not unchanged:
+        if old is not None and before is not None and old.variant != doc.variant:
+            _keep_variant(ctx, user, old, before)
         # An ingestion that now makes no request: its exchanges go (no file reads as none).
         http_doc = http_document(ctx.suite.name, user.id, exchanges) if exchanges else None
         user_pair(ctx).write(doc, ctx.rootdir, http_doc, drop_http=not exchanges)
     shared.note(doc)
     return doc, change
+
+
+def _keep_variant(
+    ctx: SuiteContext, user: SuiteUser, old: UserRecording, exchanges: list[dict[str, Any]]
+) -> None:
+    """Before `users/<id>.json` takes another ingestion variant, the one it holds moves to its
+    variant's folder, `users/variants/<variant>/` (written whole first: a run stopped between
+    the two writes leaves both, each a whole pair), so switching the settings back reuses it.
+    A recording already kept there stays: it is the one a run of that variant reads (and may
+    have been recorded again since the run that stopped between the two writes)."""
+    kept = RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, user.id, old.variant)
+    if os.path.lexists(kept.json_path):
+        return
+    http_doc = http_document(ctx.suite.name, user.id, exchanges) if exchanges else None
+    kept.write(old, ctx.rootdir, http_doc, drop_http=not exchanges)
 
 
 def _recordable(result: Any, ctx: SuiteContext, user: SuiteUser) -> Any:

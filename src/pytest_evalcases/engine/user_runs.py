@@ -16,6 +16,7 @@ repaired by ingesting again (--live, --live-stale, --eval-ingest-only); never a 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -27,7 +28,13 @@ from ..core.hashing import LABEL_CHARS
 from ..store.files import shown_path
 from ..store.keys import ingested_field, user_ingestion_key
 from ..store.pair import RecordingPair
-from ..store.user_recordings import REPLAYED, UserRecording, figures_of, load_user_recording
+from ..store.user_recordings import (
+    REPLAYED,
+    UserRecording,
+    figures_of,
+    load_user_recording,
+    variant_of,
+)
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
@@ -55,6 +62,7 @@ class UserRun:
     # The `ingested.<user>` field and label of `recording`, hashed once per recording (every
     # case of the user asks for them on replay)
     fields: tuple[UserRecording, dict[str, str], dict[str, str]] | None = None
+    pair: RecordingPair | None = None  # the recording of its ingestion variant (`user_pair`)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def paid(self, usd: float) -> None:
@@ -101,6 +109,22 @@ def ingestion_key(ctx: SuiteContext) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def user_pair(ctx: SuiteContext) -> RecordingPair:
+    """The recording of the context's user's ingestion variant (the suite's `ingestion`
+    settings): kept in `users/variants/<variant>/` when it is not the variant last recorded,
+    else at `users/<id>.json` (which holds the last variant recorded, or none yet). Resolved
+    once per user per process."""
+    assert ctx.user is not None
+    run = run_of(ctx.user)
+    if run.pair is None:
+        variant = variant_of(ingestion_key(ctx)[0])
+        kept = RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, ctx.user.id, variant)
+        run.pair = kept if os.path.lexists(kept.json_path) else last_recorded_pair(ctx)
+    return run.pair
+
+
+def last_recorded_pair(ctx: SuiteContext) -> RecordingPair:
+    """`users/<id>.json`: the recording of the user's variant last recorded (the name a user's
+    ingestions lock on, whatever their variant)."""
     assert ctx.user is not None
     return RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, ctx.user.id)
 

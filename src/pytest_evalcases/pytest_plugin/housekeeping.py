@@ -15,7 +15,7 @@ import pytest
 from ..core.modes import RunMode
 from ..core.names import shown_file
 from ..store.files import CASE_FILE_CAP, problem_of, read_bounded
-from ..store.folders import left_alone, scan_recordings, user_recording_stem
+from ..store.folders import VARIANTS_FOLDER, left_alone, scan_recordings, user_recording_stem
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -34,8 +34,12 @@ def remove_orphans(paths: list[Path]) -> None:
     for path in paths:
         if not (path.is_symlink() or path.parent.is_symlink()):
             path.unlink(missing_ok=True)
-    # Deepest first: a gone suite's `users/` folder goes before the suite's own folder.
-    for folder in sorted({path.parent for path in paths}, key=lambda f: -len(f.parts)):
+    # Deepest first: a gone suite's `users/` folder goes before the suite's own folder, a kept
+    # variant's folder before `users/variants/`.
+    folders = {path.parent for path in paths}
+    kept = [folder.parent for folder in folders if folder.parent.name == VARIANTS_FOLDER]
+    folders |= {*kept, *(variants.parent for variants in kept)}
+    for folder in sorted(folders, key=lambda f: -len(f.parts)):
         try:
             if not folder.is_symlink():
                 folder.rmdir()  # only when empty

@@ -101,6 +101,15 @@ def add_options(parser: pytest.Parser) -> None:
         "its state is still there; no case runs",
     )
     group.addoption(
+        "--eval-ingestion",
+        dest="eval_ingestion",
+        default=None,
+        metavar="VARIANT",
+        help="run the users' cases on a recorded ingestion variant: its ingestion settings "
+        'in place of the suite\'s "ingestion" (python -m pytest_evalcases ingestions lists '
+        "each user's variants)",
+    )
+    group.addoption(
         "--eval-judge-repeats",
         dest="eval_judge_repeats",
         type=int,

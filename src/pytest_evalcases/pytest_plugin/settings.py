@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ..core.hashing import VARIANT_CHARS
 from ..core.modes import RunMode
 
 
@@ -165,6 +166,9 @@ class Settings:
     judge_tpm: float | None
     report_dir: str | None
     otel: bool  # --eval-otel
+    # --eval-ingestion VARIANT: the users' cases run with that recorded variant's ingestion
+    # settings in place of each suite's "ingestion" (None: the suite's own)
+    ingestion_variant: str | None = None
 
     @property
     def live(self) -> bool:
@@ -212,7 +216,21 @@ def read_settings(config: pytest.Config) -> Settings:
         judge_tpm=_rate_setting(config, "eval_tpm", "EVALCASES_TPM"),
         report_dir=config.getoption("eval_report"),
         otel=bool(config.getoption("eval_otel")),
+        ingestion_variant=_variant_setting(config.getoption("eval_ingestion")),
     )
+
+
+def _variant_setting(value: str | None) -> str | None:
+    """--eval-ingestion's variant name, as `ingestions` lists it (VARIANT_CHARS hex digits)."""
+    if value is None:
+        return None
+    name = value.strip().lower()
+    if len(name) != VARIANT_CHARS or any(ch not in "0123456789abcdef" for ch in name):
+        raise pytest.UsageError(
+            f"--eval-ingestion {value!r}: name an ingestion variant by its {VARIANT_CHARS} hex "
+            "characters, as `python -m pytest_evalcases ingestions` lists them"
+        )
+    return name
 
 
 def check_otel_installed() -> None:

@@ -27,6 +27,7 @@ from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from ..store.user_recordings import UnknownVariant, variant_settings
 from .suite_stages import check_free_criteria_judge, check_suite_stages
 from .system_fixtures import default_spec, fixture_system
 
@@ -203,6 +204,8 @@ def suite_context(
     except ValidationError as exc:
         raise CaseFileError(f"{nodeid}: invalid suite\n{format_validation_error(exc)}") from None
     check_suite_stages(state, suite, nodeid)
+    if state.settings.ingestion_variant is not None and suite.users:
+        suite = _on_variant(suite, state.settings.ingestion_variant, state, nodeid)
     try:
         totals = resolve_totals(suite, state.settings.rootdir)
     except CaseFileError as exc:
@@ -287,6 +290,18 @@ def suite_context(
         runs=state.settings.runs_override or suite.runs,
         totals=totals,
     )
+
+
+def _on_variant(suite: Suite, variant: str, state: EvalSession, nodeid: str) -> Suite:
+    """The suite with a recorded ingestion variant's settings in place of its own
+    (--eval-ingestion): what `setup_user` gets and what its users' cases are keyed by.
+    CaseFileError naming the file when no recording of the suite holds the variant."""
+    root = state.settings.cassette_root
+    try:
+        settings = variant_settings(root, suite.name, variant, state.settings.rootdir)
+    except UnknownVariant as exc:
+        raise CaseFileError(f"{nodeid}: --eval-ingestion {variant}: {exc}") from None
+    return suite.model_copy(update={"ingestion": settings})
 
 
 def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:

@@ -126,7 +126,8 @@ def user_row(suite: str, user: str, record: Mapping[str, Any]) -> dict[str, Any]
     requests = _number(record.get("requests"))
     recorded_at = record.get("recorded_at")
     source = record.get("source")
-    return {
+    variant = record.get("variant")  # recorded by a version that keeps variants
+    row: dict[str, Any] = {
         "suite": suite,
         "user": user,
         "source": str(source) if source is not None else None,
@@ -139,6 +140,9 @@ def user_row(suite: str, user: str, record: Mapping[str, Any]) -> dict[str, Any]
         "total_tokens": int(total) if total is not None else None,
         "cost_usd": _number(record.get("cost_usd")),
     }
+    if isinstance(variant, str):
+        row["variant"] = variant
+    return row
 
 
 def _summed_row(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from pathlib import Path
 from ..core.processes import process_alive
 
 USERS_FOLDER = "users"  # a suite's ingestion recordings (store/user_recordings.py)
+# users/variants/<variant>/: the recordings of the ingestion variants not last recorded
+VARIANTS_FOLDER = "variants"
 
 
 def remove_dead_temp_files(root: Path) -> int:
@@ -78,8 +80,9 @@ def scan_recordings(
     for folder in _real_folders(root):
         known = set(suites.get(folder.name, ())) if suites is not None else None
         users = os.path.join(folder.path, USERS_FOLDER)
-        if os.path.islink(users):
-            found.append((Path(users), f"a symlink to {os.readlink(users)}"))
+        for link in (users, *_variant_links(users)):
+            if os.path.islink(link):
+                found.append((Path(link), f"a symlink to {os.readlink(link)}"))
         for prefix, path in _recording_folders(folder.path):
             # Only what is reported is sorted (a name's order is the same in any subset).
             regular, other = [], []
@@ -102,12 +105,31 @@ def scan_recordings(
 
 
 def _recording_folders(suite_folder: str) -> list[tuple[str, str]]:
-    """(stem prefix, folder) of a suite folder's recordings: its own, and its real `users/`."""
+    """(stem prefix, folder) of a suite folder's recordings: its own, its real `users/`, and
+    the real folders of `users/variants/` (a kept variant's `<id>.json` is user `<id>`'s, so
+    it is an orphan only when the suite no longer declares the user)."""
     folders = [("", suite_folder)]
     users = os.path.join(suite_folder, USERS_FOLDER)
     if os.path.isdir(users) and not os.path.islink(users):
         folders.append((f"{USERS_FOLDER}/", users))
+        variants = os.path.join(users, VARIANTS_FOLDER)
+        if os.path.isdir(variants) and not os.path.islink(variants):
+            folders += [
+                (f"{USERS_FOLDER}/", entry.path)
+                for entry in _by_name(list(os.scandir(variants)))
+                if entry.is_dir(follow_symlinks=False)
+            ]
     return folders
+
+
+def _variant_links(users: str) -> list[str]:
+    """`users/variants` and its entries, to report the symlinks among them (never followed)."""
+    variants = os.path.join(users, VARIANTS_FOLDER)
+    if os.path.islink(users) or not os.path.isdir(users):
+        return []
+    if os.path.islink(variants) or not os.path.isdir(variants):
+        return [variants]
+    return [entry.path for entry in _by_name(list(os.scandir(variants)))]
 
 
 def _real_folders(root: Path) -> list[os.DirEntry[str]]:

@@ -33,7 +33,7 @@ import pydantic_core
 from ..core.errors import CassetteError, NewerCassette, RecordingWriteError, TornPair
 from ..core.hashing import content_hash
 from .files import CASSETTE_CAP, MB, read_bounded, shown_path
-from .folders import USERS_FOLDER, writable_folder_problem
+from .folders import USERS_FOLDER, VARIANTS_FOLDER, writable_folder_problem
 from .http import interactions_hash, load_http
 from .keys import CASSETTE_FORMAT
 
@@ -79,14 +79,21 @@ class RecordingPair:
         )
 
     @classmethod
-    def of_user(cls, root: Path, suite: str, user_id: str) -> RecordingPair:
-        folder = root / suite / USERS_FOLDER
+    def of_user(
+        cls, root: Path, suite: str, user_id: str, kept_variant: str | None = None
+    ) -> RecordingPair:
+        """A user's ingestion recording: `users/<id>.json`, the last variant recorded; with
+        `kept_variant`, that variant's kept recording, `users/variants/<variant>/<id>.json`."""
+        users = root / suite / USERS_FOLDER
+        folder = users if kept_variant is None else users / VARIANTS_FOLDER / kept_variant
         return cls(
             folder / f"{user_id}.json",
             folder / f"{user_id}.http.json",
             "ingestion recording",
             USER_RERECORD,
-            (folder, folder.parent),
+            (users, users.parent)
+            if kept_variant is None
+            else (folder, folder.parent, users, users.parent),
         )
 
     # -- reading ---------------------------------------------------------------------------

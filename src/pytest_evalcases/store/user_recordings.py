@@ -1,5 +1,11 @@
 """A suite user's ingestion recording: `<cassettes>/<suite>/users/<id>.json` beside its HTTP
-exchanges `users/<id>.http.json`.
+exchanges `users/<id>.http.json`; and the recordings of the user's other ingestion variants,
+kept side by side in `users/variants/<variant>/<id>.json` (and `.http.json`).
+
+A variant is a set of the suite's `ingestion` settings, named by a short hash of them
+(`variant_of`): the recording of the last variant recorded is at `users/<id>.json`, where it
+always was; when another variant is recorded, the one there moves to its variant's folder
+(engine/ingestion.py), so switching a setting back finds its recording again.
 
 The `.json` holds the ingestion's key (the user's files, the system's fingerprint and code, the
 suite's `ingestion` settings), what `setup_user` returned, and what the ingestion took (seconds,
@@ -9,6 +15,7 @@ suite folder's own `*.json` entries, never reads inside it.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,11 +27,11 @@ import pydantic_core
 
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
-from ..core.hashing import content_hash
+from ..core.hashing import VARIANT_CHARS, content_hash
 from .cassette import recording_header
 from .files import read_recording, shown_path
-from .folders import USERS_FOLDER
-from .keys import CASSETTE_FORMAT
+from .folders import USERS_FOLDER, VARIANTS_FOLDER
+from .keys import CASSETTE_FORMAT, INGESTION_PREFIX
 
 # How an ingestion reached this run, as the reports count them (`dry_run`: ingested by
 # --live-dry-run, not written).
@@ -36,6 +43,18 @@ FIGURES = ("duration_s", "ready_wait_s", "requests", "usage", "cost_usd")
 
 def user_recording_path(root: Path, suite: str, user_id: str) -> Path:
     return root / suite / USERS_FOLDER / f"{user_id}.json"
+
+
+def variant_of(key: Mapping[str, str]) -> str:
+    """The ingestion variant a recording's key (or a case's) names: a short hash of its
+    `ingestion.*` fields, the suite's ingestion settings (the same for every user of a suite)."""
+    settings = {name: value for name, value in key.items() if name.startswith(INGESTION_PREFIX)}
+    return content_hash(settings)[:VARIANT_CHARS]
+
+
+def kept_variant_folder(root: Path, suite: str, variant: str) -> Path:
+    """Where the recordings of an ingestion variant that is not the last recorded are kept."""
+    return root / suite / USERS_FOLDER / VARIANTS_FOLDER / variant
 
 
 def user_http_path(root: Path, suite: str, user_id: str) -> Path:
@@ -58,6 +77,13 @@ class UserRecording:
     recorded_at: str | None = None
     format: int = CASSETTE_FORMAT
     plugin_version: Any = None
+    # The suite's ingestion settings it was recorded with (None: none, or recorded before
+    # they were kept): what `--eval-ingestion VARIANT` runs with.
+    settings: dict[str, Any] | None = None
+
+    @property
+    def variant(self) -> str:
+        return variant_of(self.key)
 
     @property
     def identity(self) -> str:
@@ -77,6 +103,8 @@ class UserRecording:
         doc.update((name, self.figures.get(name)) for name in FIGURES)
         if self.labels:
             doc["labels"] = self.labels
+        if self.settings is not None:
+            doc["ingestion"] = self.settings
         return doc
 
 
@@ -88,8 +116,10 @@ def build_user_recording(
     result: Any,
     figures: Mapping[str, Any],
     http: str,
+    settings: Mapping[str, Any] | None = None,
 ) -> UserRecording:
-    """An ingestion recording; `http` is the content hash of its HTTP exchanges as written."""
+    """An ingestion recording; `http` is the content hash of its HTTP exchanges as written;
+    `settings` the suite's ingestion settings."""
     return UserRecording(
         suite,
         user_id,
@@ -101,6 +131,7 @@ def build_user_recording(
         datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         CASSETTE_FORMAT,
         __version__,
+        dict(settings) if settings is not None else None,
     )
 
 
@@ -138,14 +169,21 @@ def load_user_recording(path: Path, rootdir: Path) -> UserRecording | None:
         doc.get("recorded_at"),
         doc["format"],
         doc.get("plugin_version"),
+        doc.get("ingestion") if isinstance(doc.get("ingestion"), dict) else None,
     )
 
 
 def figures_of(recording: UserRecording, source: str) -> dict[str, Any]:
-    """A recording's figures as each of its user's case results carries them (`ingestion`).
+    """A recording's figures as each of its user's case results carries them (`ingestion`),
+    with its ingestion variant.
     An ingestion this run paid for gets an `ingestion_id` of its own: under xdist, each worker
     ingests the users of its cases, and the reports count each ingestion once."""
-    figures = {"user": recording.user, "source": source, "recorded_at": recording.recorded_at}
+    figures = {
+        "user": recording.user,
+        "source": source,
+        "recorded_at": recording.recorded_at,
+        "variant": recording.variant,
+    }
     figures.update((name, recording.figures.get(name)) for name in FIGURES)
     if source in (RECORDED, DRY_RUN):
         figures["ingestion_id"] = os.urandom(6).hex()  # (uuid costs 3 ms to import)
@@ -170,3 +208,113 @@ def _structure_problem(doc: Any) -> str | None:
     if not isinstance(labels, dict):
         return '"labels" is not an object'
     return None
+
+
+@dataclass(slots=True)
+class ListedRecording:
+    """One ingestion recording on disk: where (`kept`: in `users/variants/`, not the variant
+    last recorded), and what it holds (None with `problem` when it cannot be read)."""
+
+    path: Path
+    user: str
+    kept: bool
+    recording: UserRecording | None
+    problem: str | None = None
+
+
+def list_user_recordings(
+    root: Path, suite: str, rootdir: Path | None = None
+) -> list[ListedRecording]:
+    """Every ingestion recording of a suite: by user, its last recorded variant, then its kept
+    ones, newest first. A file that cannot be read is listed with its problem (paths in
+    messages relative to `rootdir`, by default the cassette folder's parent)."""
+    users = root / suite / USERS_FOLDER
+    paths = [(path, False) for path in _recording_files(users)]
+    variants = users / VARIANTS_FOLDER
+    if variants.is_dir() and not variants.is_symlink():
+        for folder in sorted(variants.iterdir()):
+            if folder.is_dir() and not folder.is_symlink():
+                paths += [(path, True) for path in _recording_files(folder)]
+    listed = []
+    for path, kept in paths:
+        user = path.name[: -len(".json")]
+        try:
+            found = load_user_recording(path, rootdir or root.parent)
+        except CassetteError as exc:
+            listed.append(ListedRecording(path, user, kept, None, str(exc)))
+            continue
+        if found is not None:
+            listed.append(ListedRecording(path, user, kept, found))
+    listed.sort(key=lambda entry: entry.recording and entry.recording.recorded_at or "")
+    listed.reverse()  # newest first, then (a stable sort) by user, the last recorded first
+    listed.sort(key=lambda entry: (entry.user, entry.kept))
+    return listed
+
+
+def _recording_files(folder: Path) -> list[Path]:
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    return sorted(
+        path
+        for path in folder.glob("*.json")
+        if not path.name.endswith(".http.json") and path.is_file() and not path.is_symlink()
+    )
+
+
+class UnknownVariant(LookupError):
+    """No recording of a suite holds the ingestion variant asked for (its message says which
+    variants there are)."""
+
+
+def variant_settings(
+    root: Path, suite: str, variant: str, rootdir: Path | None = None
+) -> dict[str, Any] | None:
+    """The ingestion settings of a recorded variant of the suite (None: the variant without
+    settings). UnknownVariant when no readable recording of the suite holds it, or none holds
+    its settings (recorded before they were kept, with a setting too long for its label)."""
+    listed = [
+        entry.recording
+        for entry in list_user_recordings(root, suite, rootdir)
+        if entry.recording is not None
+    ]
+    matching = [recording for recording in listed if recording.variant == variant]
+    if not matching:
+        known = sorted({recording.variant for recording in listed})
+        raise UnknownVariant(
+            f"no ingestion recording of suite {suite!r} holds variant {variant} (its variants: "
+            f"{', '.join(known) or 'none recorded'}; `python -m pytest_evalcases ingestions` "
+            "lists them with their settings)"
+        )
+    for recording in matching:
+        settings = settings_of(recording)
+        if settings is not ...:
+            return settings  # type: ignore[no-any-return]
+    raise UnknownVariant(
+        f"the ingestion recordings of variant {variant} of suite {suite!r} were made before "
+        "recordings kept their settings, and a setting is too long to read back from its "
+        'label; set the suite\'s "ingestion" to it and record it again'
+    )
+
+
+def settings_of(recording: UserRecording) -> Any:
+    """A recording's ingestion settings (None: none): as it holds them, else read back from
+    its key's labels (a recording made before it held them) when every label hashes to its
+    field; Ellipsis when they cannot be known."""
+    fields = {
+        name: value for name, value in recording.key.items() if name.startswith(INGESTION_PREFIX)
+    }
+    if not fields:
+        return None
+    if recording.settings is not None:
+        return recording.settings
+    labels = (recording.labels or {}).get("key") or {}
+    settings = {}
+    for name, value in fields.items():
+        try:
+            setting = json.loads(labels[name])
+        except (KeyError, TypeError, ValueError):
+            return ...
+        if content_hash(setting) != value:
+            return ...
+        settings[name[len(INGESTION_PREFIX) :]] = setting
+    return settings

@@ -1,0 +1,112 @@
+"""The ingestion recordings of a suite's users, variant by variant (`python -m pytest_evalcases
+ingestions`): each variant's settings once, then one row per recording (user, variant, when,
+what it took, its file), as text or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..store.folders import USERS_FOLDER
+from ..store.user_recordings import ListedRecording, list_user_recordings, settings_of
+from .formatting import fmt_int, fmt_usd
+
+NO_SETTINGS = "(no ingestion settings)"
+SETTINGS_UNKNOWN = "(settings not kept: recorded before recordings held them)"
+
+
+def suites_with_users(root: Path) -> list[str]:
+    """The suite folders of a cassette folder that hold ingestion recordings."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        folder.name
+        for folder in root.iterdir()
+        if folder.is_dir() and not folder.is_symlink() and (folder / USERS_FOLDER).is_dir()
+    )
+
+
+def variants_view(root: Path, suite: str, user: str | None = None) -> dict[str, Any]:
+    """A suite's recordings as JSON: `variants` (name -> settings, None for none, or the
+    string SETTINGS_UNKNOWN) and `recordings`, by user, the last recorded first."""
+    listed = [entry for entry in list_user_recordings(root, suite) if user in (None, entry.user)]
+    variants: dict[str, Any] = {}
+    recordings = []
+    for entry in listed:
+        recordings.append(_row(root / suite, entry))
+        if entry.recording is None:
+            continue
+        known = variants.get(entry.recording.variant, SETTINGS_UNKNOWN)
+        if known == SETTINGS_UNKNOWN:
+            found = settings_of(entry.recording)
+            variants[entry.recording.variant] = SETTINGS_UNKNOWN if found is ... else found
+    return {"suite": suite, "variants": variants, "recordings": recordings}
+
+
+def _row(suite_folder: Path, entry: ListedRecording) -> dict[str, Any]:
+    """One recording as JSON; `file` relative to the suite's folder."""
+    row: dict[str, Any] = {
+        "user": entry.user,
+        "file": entry.path.relative_to(suite_folder).as_posix(),
+        "last_recorded": not entry.kept,
+    }
+    recording = entry.recording
+    if recording is None:
+        row["problem"] = entry.problem
+        return row
+    row.update(
+        variant=recording.variant,
+        recorded_at=recording.recorded_at,
+        result=recording.result,
+        **recording.figures,
+    )
+    return row
+
+
+def variants_lines(view: dict[str, Any]) -> list[str]:
+    """The view as text: a heading, each variant's settings, a table of the recordings."""
+    recordings = view["recordings"]
+    users = {row["user"] for row in recordings}
+    lines = [
+        f"{view['suite']}: {len(recordings)} ingestion recording"
+        f"{'' if len(recordings) == 1 else 's'} of {len(users)} user"
+        f"{'' if len(users) == 1 else 's'}, {len(view['variants'])} variant"
+        f"{'' if len(view['variants']) == 1 else 's'}"
+    ]
+    for name, settings in sorted(view["variants"].items()):
+        shown = settings if isinstance(settings, str) else _settings_text(settings)
+        lines.append(f"  variant {name}: {shown}")
+    header = ["user", "variant", "recorded at", "requests", "tokens", "cost", "file"]
+    rows = [header] + [_cells(row) for row in recordings]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  " + "  ".join([*cells, row[-1]]).rstrip())
+    return lines
+
+
+def _settings_text(settings: dict[str, Any] | None) -> str:
+    if not settings:
+        return NO_SETTINGS
+    return ", ".join(
+        f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in settings.items()
+    )
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    last = " (last recorded)" if row["last_recorded"] else ""
+    if "problem" in row:
+        return [row["user"], "?", "?", "", "", "", f"{row['file']}{last}: {row['problem']}"]
+    usage = row.get("usage") or {}
+    tokens = usage.get("total_tokens") if isinstance(usage, dict) else None
+    requests, cost = row.get("requests"), row.get("cost_usd")
+    return [
+        row["user"],
+        row["variant"],
+        row["recorded_at"] or "?",
+        "?" if requests is None else fmt_int(requests),
+        "?" if tokens is None else fmt_int(tokens),
+        "unknown" if cost is None else fmt_usd(cost),
+        row["file"] + last,
+    ]
