@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections.abc import Iterator
 
@@ -44,8 +45,12 @@ def test_a_cycle_unreachable_at_a_full_collection_is_still_collected(freezing: N
 
 def test_after_stop_freezing_a_full_collection_freezes_nothing(freezing: None) -> None:
     stop_freezing()
+    assert not [cb for cb in gc.callbacks if cb.__name__ == "_freeze_survivors"]
     kept = [_Node() for _ in range(1000)]
     before = gc.get_freeze_count()
     gc.collect()
-    assert gc.get_freeze_count() == before
+    # The count is the process's: a pytest session another test left running in a thread (an
+    # in-process run's hook left behind) may freeze at the same moment. Alone, it must not move.
+    if threading.active_count() == 1:
+        assert gc.get_freeze_count() == before
     assert len(kept) == 1000
