@@ -1,11 +1,12 @@
 """Importers: a local file in a benchmark's published format, or in another eval tool's own
 format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite.
 
-One module a format (hotpotqa, musique, twowiki, locomo; deepeval, promptfoo, inspect_ai,
+One module a format (hotpotqa, musique, twowiki, locomo, zep; deepeval, promptfoo, inspect_ai,
 ragas); each has `FORMAT`, `DESCRIPTION` and `parse(path, records) -> Parsed`, which checks
 every record (a problem is one BenchmarkFormatError naming the record and the field), and may
 have `read(path) -> records` (CSV, YAML; default: JSON or JSON Lines) and `OPTIONS` (the
-format's own options, e.g. promptfoo's `input_var`). `import_suite` then samples, builds the
+format's own options, e.g. promptfoo's `input_var`); a format that is a folder (zep) has
+`load(path) -> (records, sha256)` instead. `import_suite` then samples, builds the
 suite, its data files and any stage module, and writes them all or nothing.
 """
 
@@ -24,8 +25,16 @@ from ..core.names import unsafe_id_reason, unsafe_suite_name_reason
 from ..core.schema import ValidationError, validate_case
 from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error, misspelled_fields
-from . import deepeval, hotpotqa, inspect_ai, locomo, musique, promptfoo, ragas, twowiki
-from .base import IDS_FILE_CAP, BenchmarkFormatError, Parsed, Unit, read_file, read_records
+from . import deepeval, hotpotqa, inspect_ai, locomo, musique, promptfoo, ragas, twowiki, zep
+from .base import (
+    IDS_FILE_CAP,
+    BenchmarkFormatError,
+    Parsed,
+    TextFiles,
+    Unit,
+    read_file,
+    read_records,
+)
 from .peer_files import recorded_count
 from .sampling import (
     SAMPLING,
@@ -40,7 +49,7 @@ EXCLUSIONS_FILE = "exclusions.json"
 EXCLUSION_TOTAL = "without gold exclusions"
 FORMATS: dict[str, ModuleType] = {
     module.FORMAT: module
-    for module in (hotpotqa, musique, twowiki, locomo, deepeval, promptfoo, inspect_ai, ragas)
+    for module in (hotpotqa, musique, twowiki, locomo, zep, deepeval, promptfoo, inspect_ai, ragas)
 }
 
 __all__ = ["FORMATS", "BenchmarkFormatError", "ImportOptions", "import_suite", "build_suite"]
@@ -71,8 +80,12 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     BenchmarkFormatError (nothing written) for a bad file or bad options."""
     module = FORMATS[options.format]
     _check_paths(options)
-    raw = read_file(options.file, what="the benchmark file")
-    records = getattr(module, "read", read_records)(options.file)
+    if hasattr(module, "load"):  # a folder (Zep's layout): its files read, and one digest
+        records, file_sha256 = module.load(options.file)
+    else:
+        raw = read_file(options.file, what="the benchmark file")
+        records = getattr(module, "read", read_records)(options.file)
+        file_sha256 = hashlib.sha256(raw).hexdigest()
     if not records:
         raise BenchmarkFormatError(
             f"{options.file}: holds no records; check that it is the {options.format} file "
@@ -96,7 +109,7 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     if options.exclude_ids is not None:
         named = named_cases(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
         excluded = [unit.case["id"] for unit in named]
-    suite, files = build_suite(parsed, picked, options, hashlib.sha256(raw).hexdigest(), excluded)
+    suite, files = build_suite(parsed, picked, options, file_sha256, excluded)
     _check_suite(options.file, suite)
     written = _write_all({options.output: suite, **files}, options.force)
     return suite, written
@@ -129,6 +142,11 @@ def build_suite(
         for user_id in users_used:
             entry: dict[str, Any] = {"id": user_id}
             for field, content in parsed.users[user_id].items():
+                if isinstance(content, TextFiles):  # files as they are, listed by the user
+                    paths = [options.data_dir / name for name in content]
+                    files.update(zip(paths, map(_Text, content.values()), strict=True))
+                    entry[field] = [_relative(path, options.root) for path in paths]
+                    continue
                 path = options.data_dir / user_id / f"{field}.json"
                 files[path] = content
                 entry[field] = _relative(path, options.root)
