@@ -166,7 +166,7 @@ def _users(layout: Layout) -> dict[str, dict[str, Any]]:
     doc = _json(layout, "users.json")
     if not isinstance(doc, list) or not doc:
         raise BenchmarkFormatError(
-            f"{path}: expected a non-empty JSON array of users ({{\"user_id\", \"first_name\", "
+            f'{path}: expected a non-empty JSON array of users ({{"user_id", "first_name", '
             f"...}}){_NEXT}"
         )
     people: dict[str, dict[str, Any]] = {}
