@@ -95,15 +95,9 @@ def test_users_get_their_conversations_telemetry_and_the_shared_documents(projec
         ("data/zep/documents/tenancy_guide.md", "documents/tenancy_guide.md"),
     ]:
         assert Path(written).read_bytes() == (ZEP / "data" / original).read_bytes()
-    assert sorted(written_files(project)) == sorted(
-        [
-            "cases/zep.json",
-            "data/zep/zep_user_a01/conversations.json",
-            "data/zep/zep_user_a01/telemetry/zep_user_a01_flat_searches.json",
-            "data/zep/zep_user_b02/conversations.json",
-            *documents,
-        ]
-    )
+    users = {f"data/zep/{user}/conversations.json" for user in ("zep_user_a01", "zep_user_b02")}
+    telemetry = "data/zep/zep_user_a01/telemetry/zep_user_a01_flat_searches.json"
+    assert written_files(project) == {"cases/zep.json", telemetry, *users, *documents}
 
 
 def test_test_cases_map_query_golden_answer_category_and_needles(project: Path) -> None:
