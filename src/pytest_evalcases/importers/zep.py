@@ -54,6 +54,10 @@ class Layout:
             if name.startswith(prefix) and "/" not in name[len(prefix) :] and name.endswith(suffix)
         )
 
+    def digests(self) -> dict[str, str]:
+        """Each file's sha256, by its path relative to data/, sorted."""
+        return {name: hashlib.sha256(self.files[name]).hexdigest() for name in sorted(self.files)}
+
 
 def load(path: Path) -> tuple[list[Layout], str]:
     """Every file of Zep's layout the harness reads, and a digest of them all: the sha256 of
@@ -71,10 +75,9 @@ def load(path: Path) -> tuple[list[Layout], str]:
             if entry.is_dir():
                 continue
             files[f"{subfolder}/{entry.name}"] = read_file(entry, what="a file of Zep's layout")
-    lines = "".join(
-        f"{name} {hashlib.sha256(content).hexdigest()}\n" for name, content in sorted(files.items())
-    )
-    return [Layout(folder, files)], hashlib.sha256(lines.encode()).hexdigest()
+    layout = Layout(folder, files)
+    lines = "".join(f"{name} {digest}\n" for name, digest in layout.digests().items())
+    return [layout], hashlib.sha256(lines.encode()).hexdigest()
 
 
 def data_folder(path: Path) -> Path:
@@ -98,29 +101,23 @@ def parse(path: Path, records: list[Any]) -> Parsed:
     people = _users(layout)
     documents = _documents(layout)
     owners = _owners(layout, people)
-    users: dict[str, dict[str, Any]] = {}
-    units: list[Unit] = []
-    for name in layout.under("test_cases", "_tests.json"):
-        units += _cases(layout, name, people)
-    counts = {"conversations": 0, "messages": 0, "telemetry": 0}
-    for user_id, person in people.items():
-        conversations = [n for n in layout.under("conversations", ".json") if owners[n] == user_id]
-        telemetry = [n for n in layout.under("telemetry", ".json") if owners[n] == user_id]
-        sessions = _sessions(layout, conversations, user_id, person)
-        counts["conversations"] += len(sessions)
-        counts["messages"] += sum(len(session["turns"]) for session in sessions)
-        counts["telemetry"] += len(telemetry)
-        fields: dict[str, Any] = {
-            "conversations": {"speaker_a": person["name"], "speaker_b": ASSISTANT, **_info(person)}
-            | {"sessions": sessions}
-        }
-        if telemetry:
-            fields["telemetry"] = TextFiles(
-                {f"{user_id}/{name}": _telemetry(layout, name) for name in telemetry}
-            )
-        if documents:
-            fields[DOCUMENTS] = documents
-        users[user_id] = fields
+    test_files = layout.under("test_cases", "_tests.json")
+    if not test_files:
+        raise BenchmarkFormatError(
+            f"{layout.path('test_cases')}: holds no *_tests.json file, so there is no "
+            "case to import; add the test cases there (Zep's evaluation reads the same files)"
+        )
+    units = [unit for name in test_files for unit in _cases(layout, name, people)]
+    users = {
+        user_id: _user_files(layout, user_id, person, owners, documents)
+        for user_id, person in people.items()
+    }
+    conversations = [user["conversations"]["sessions"] for user in users.values()]
+    counts = {
+        "conversations": sum(len(sessions) for sessions in conversations),
+        "messages": sum(len(s["turns"]) for sessions in conversations for s in sessions),
+        "telemetry": sum(len(user.get("telemetry", ())) for user in users.values()),
+    }
     return Parsed(
         units,
         stages=["context_completeness", "answer_accuracy"],
@@ -130,13 +127,38 @@ def parse(path: Path, records: list[Any]) -> Parsed:
             "users": len(people),
             **counts,
             "documents": len(documents),
-            "test_case_files": len(layout.under("test_cases", "_tests.json")),
-            "files": {
-                f"data/{name}": hashlib.sha256(content).hexdigest()
-                for name, content in sorted(layout.files.items())
-            },
+            "test_case_files": len(test_files),
+            "files": {f"data/{name}": digest for name, digest in layout.digests().items()},
         },
     )
+
+
+def _user_files(
+    layout: Layout,
+    user_id: str,
+    person: dict[str, Any],
+    owners: dict[str, str],
+    documents: TextFiles,
+) -> dict[str, Any]:
+    """A user's data files: its conversations as sessions, its telemetry files as they are, and
+    the shared documents."""
+    conversations = [n for n in layout.under("conversations", ".json") if owners[n] == user_id]
+    telemetry = [n for n in layout.under("telemetry", ".json") if owners[n] == user_id]
+    fields: dict[str, Any] = {
+        "conversations": {
+            "speaker_a": person["name"],
+            "speaker_b": ASSISTANT,
+            **_info(person),
+            "sessions": _sessions(layout, conversations, user_id, person),
+        }
+    }
+    if telemetry:
+        fields["telemetry"] = TextFiles(
+            {f"{user_id}/{name}": _telemetry(layout, name) for name in telemetry}
+        )
+    if documents:
+        fields[DOCUMENTS] = documents
+    return fields
 
 
 def _json(layout: Layout, name: str) -> Any:

@@ -300,6 +300,10 @@ BAD = {
         ),
         "case id 'zep_user_b02-b02_race' appears twice",
     ),
+    "no test cases": (
+        lambda data: shutil.rmtree(data / "test_cases"),
+        "data/test_cases: holds no *_tests.json file, so there is no case to import",
+    ),
     "document not UTF-8": (
         lambda data: (data / "documents" / "scan.txt").write_bytes(b"\xff\xfe caf\xe9"),
         "data/documents/scan.txt: cannot read the file as UTF-8 text",
