@@ -99,7 +99,7 @@ def data_folder(path: Path) -> Path:
 def parse(path: Path, records: list[Any]) -> Parsed:
     (layout,) = records
     people = _users(layout)
-    documents = _documents(layout)
+    documents = _documents(layout)  # checked before any user's files
     owners = _owners(layout, people)
     test_files = layout.under("test_cases", "_tests.json")
     if not test_files:
@@ -108,10 +108,7 @@ def parse(path: Path, records: list[Any]) -> Parsed:
             "case to import; add the test cases there (Zep's evaluation reads the same files)"
         )
     units = [unit for name in test_files for unit in _cases(layout, name, people)]
-    users = {
-        user_id: _user_files(layout, user_id, person, owners, documents)
-        for user_id, person in people.items()
-    }
+    users = {user_id: _user_files(layout, person, owners) for user_id, person in people.items()}
     conversations = [user["conversations"]["sessions"] for user in users.values()]
     counts = {
         "conversations": sum(len(sessions) for sessions in conversations),
@@ -133,15 +130,10 @@ def parse(path: Path, records: list[Any]) -> Parsed:
     )
 
 
-def _user_files(
-    layout: Layout,
-    user_id: str,
-    person: dict[str, Any],
-    owners: dict[str, str],
-    documents: TextFiles,
-) -> dict[str, Any]:
+def _user_files(layout: Layout, person: dict[str, Any], owners: dict[str, str]) -> dict[str, Any]:
     """A user's data files: its conversations as sessions, its telemetry files as they are, and
     the shared documents."""
+    user_id = person["id"]
     conversations = [n for n in layout.under("conversations", ".json") if owners[n] == user_id]
     telemetry = [n for n in layout.under("telemetry", ".json") if owners[n] == user_id]
     fields: dict[str, Any] = {
@@ -156,6 +148,7 @@ def _user_files(
         fields["telemetry"] = TextFiles(
             {f"{user_id}/{name}": _telemetry(layout, name) for name in telemetry}
         )
+    documents = _documents(layout)
     if documents:
         fields[DOCUMENTS] = documents
     return fields
@@ -201,7 +194,7 @@ def _users(layout: Layout) -> dict[str, dict[str, Any]]:
             raise reader.error("user_id", "repeats an earlier user's id")
         first = reader.text("first_name")  # Zep's harness requires it to create the user
         last = reader.text("last_name", required=False) or ""
-        people[reader.id] = {"record": record, "name": f"{first} {last}".strip()}
+        people[reader.id] = {"id": reader.id, "record": record, "name": f"{first} {last}".strip()}
     return people
 
 
