@@ -2,14 +2,15 @@
 format (DeepEval, promptfoo, inspect-ai, ragas), becomes a suite; a human-labelled set
 (TruthfulQA, HaluEval general, a team's own labels) becomes a calibration suite.
 
-One module a format (hotpotqa, musique, twowiki, locomo; deepeval, promptfoo, inspect_ai,
+One module a format (hotpotqa, musique, twowiki, locomo, zep; deepeval, promptfoo, inspect_ai,
 ragas; truthfulqa, halueval, labelled); each has `FORMAT`, `DESCRIPTION` and
 `parse(path, records) -> Parsed`, which checks every record (a problem is one
 BenchmarkFormatError naming the record and the field), and may have `read(path) -> records`
 (CSV, YAML; default: JSON or JSON Lines) and `OPTIONS` (the format's own options, e.g.
-promptfoo's `input_var`). A labelled set's Parsed says `"kind": "calibration"` in its suite
-fields. `import_suite` then samples, builds the suite, its data files and any stage module, and
-writes them all or nothing.
+promptfoo's `input_var`); a format that is a folder (zep) has `load(path) -> (records, sha256)`
+instead. A labelled set's Parsed says `"kind": "calibration"` in its suite fields.
+`import_suite` then samples, builds the suite, its data files and any stage module, and writes
+them all or nothing.
 """
 
 from __future__ import annotations
@@ -40,8 +41,17 @@ from . import (
     ragas,
     truthfulqa,
     twowiki,
+    zep,
 )
-from .base import IDS_FILE_CAP, BenchmarkFormatError, Parsed, Unit, read_file, read_records
+from .base import (
+    IDS_FILE_CAP,
+    BenchmarkFormatError,
+    Parsed,
+    TextFiles,
+    Unit,
+    read_file,
+    read_records,
+)
 from .peer_files import recorded_count
 from .sampling import (
     SAMPLING,
@@ -61,6 +71,7 @@ FORMATS: dict[str, ModuleType] = {
         musique,
         twowiki,
         locomo,
+        zep,
         deepeval,
         promptfoo,
         inspect_ai,
@@ -108,8 +119,12 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     BenchmarkFormatError (nothing written) for a bad file or bad options."""
     module = FORMATS[options.format]
     _check_paths(options)
-    raw = read_file(options.file, what="the benchmark file")
-    records = getattr(module, "read", read_records)(options.file)
+    if hasattr(module, "load"):  # a folder (Zep's layout): its files read, and one digest
+        records, file_sha256 = module.load(options.file)
+    else:
+        raw = read_file(options.file, what="the benchmark file")
+        records = getattr(module, "read", read_records)(options.file)
+        file_sha256 = hashlib.sha256(raw).hexdigest()
     if not records:
         raise BenchmarkFormatError(
             f"{options.file}: holds no records; check that it is the {options.format} file "
@@ -137,11 +152,10 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     if options.exclude_ids is not None:
         named = named_cases(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
         excluded = [unit.case["id"] for unit in named]
-    sha256 = hashlib.sha256(raw).hexdigest()
     if is_calibration(parsed):
-        suite, files = build_calibration_suite(parsed, picked, options, sha256), {}
+        suite, files = build_calibration_suite(parsed, picked, options, file_sha256), {}
     else:
-        suite, files = build_suite(parsed, picked, options, sha256, excluded)
+        suite, files = build_suite(parsed, picked, options, file_sha256, excluded)
     if options.download:  # --download: where the file came from, beside its own hash
         suite["source"]["download"] = options.download
     if is_calibration(parsed):
@@ -179,6 +193,11 @@ def build_suite(
         for user_id in users_used:
             entry: dict[str, Any] = {"id": user_id}
             for field, content in parsed.users[user_id].items():
+                if isinstance(content, TextFiles):  # files as they are, listed by the user
+                    paths = [options.data_dir / name for name in content]
+                    files.update(zip(paths, map(_Text, content.values()), strict=True))
+                    entry[field] = [_relative(path, options.root) for path in paths]
+                    continue
                 path = options.data_dir / user_id / f"{field}.json"
                 files[path] = content
                 entry[field] = _relative(path, options.root)

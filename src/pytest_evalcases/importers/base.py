@@ -55,6 +55,12 @@ def read_text(path: Path, encoding: str = "utf-8") -> str:
         raise BenchmarkFormatError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
 
 
+class TextFiles(dict[str, str]):
+    """A user's field of several files written as they are (not as JSON): path under the data
+    folder -> text. The user lists them; the same path in several users is written once (Zep's
+    shared documents)."""
+
+
 @dataclass(slots=True)
 class Unit:
     """One case an importer made of the file, with what it brings to the data files."""
