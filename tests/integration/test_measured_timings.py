@@ -155,7 +155,7 @@ def test_a_live_run_measures_each_step_and_reports_it_everywhere(
     table = timings_table((timed.root / "live" / "report.md").read_text())
     assert list(table) == [step.removesuffix("_ms") for step in steps]
     assert table["measured run"][0] == "2" and table["measured turn"][0] == "1 (2 turns)"
-    assert table["measured ingestion"][0] == "1 users"
+    assert table["measured ingestion"][0] == "1 user"
     page = (timed.root / "live" / "dashboard.html").read_text()
     panel = page.split('<section id="timings">')[1].split("</section>")[0]
     for step in ("measured run", "measured turn", "measured ingestion", "search", "judge"):

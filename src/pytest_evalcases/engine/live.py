@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -281,20 +281,25 @@ async def _run_system(
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span, reuse_explained(ctx):
             turn_ms: list[float] = []  # a conversation's turns, when the plugin drives them
-            started = time.perf_counter()  # the run's wall time, measured here (`measured`)
             if http is None:
-                result = await _run_with_timeout(ctx, case, view, turn_ms)
-            else:
+                result, run_ms = await _timed(_run_with_timeout(ctx, case, view, turn_ms))
+            else:  # timed once the HTTP layer has started (its first start imports vcrpy)
                 with http().case(CaseHttp(case_where(ctx, case))) as case_http:
-                    result = await _run_with_timeout(ctx, case, view, turn_ms)
+                    result, run_ms = await _timed(_run_with_timeout(ctx, case, view, turn_ms))
                 exchanges = case_http.interactions
-            run_ms = round((time.perf_counter() - started) * 1000, 1)
             where = case_where(ctx, case)
             trace = with_measured(normalize_trace(result, where), where, run_ms, turn_ms)
             system_span.trace(trace)
         if slots is not None:
             slots.system_ran(ctx, case, trace)
     return trace, exchanges, recorded_cost_of(trace)
+
+
+async def _timed(running: Awaitable[Any]) -> tuple[Any, float]:
+    """What `running` gives, and its wall time in ms (the trace's `measured.run_ms`)."""
+    started = time.perf_counter()
+    result = await running
+    return result, round((time.perf_counter() - started) * 1000, 1)
 
 
 async def _run_with_timeout(

@@ -120,7 +120,7 @@ def _figures(values: Sequence[float], **count: int) -> dict[str, Any]:
 def _count(figures: Mapping[str, Any]) -> str:
     """The count cell: cases, `3 users` for the ingestion, `2 (6 turns)` for a turn."""
     if "users" in figures:
-        return f"{figures['users']} users"
+        return f"{figures['users']} user" + ("s" if figures["users"] != 1 else "")
     if "turns" in figures:
         return f"{figures['cases']} ({figures['turns']} turns)"
     return str(figures["cases"])
