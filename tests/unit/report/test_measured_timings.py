@@ -20,22 +20,12 @@ from pytest_evalcases.report.merge import merge_results
 from pytest_evalcases.report.timings import case_timings, timing_rows, timings_section
 from pytest_evalcases.store.cassette import Cassette
 
+from .test_timings import result as timings_case
 
-def result(case_id: str, recording: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    return {
-        "nodeid": f"c.json::{case_id}",
-        "suite": "s",
-        "id": case_id,
-        "file": "c.json",
-        "index": int(case_id[1:]),
-        "category": None,
-        "group": None,
-        "outcome": "passed",
-        "first_failure": None,
-        "stages": {},
-        "recording": recording,
-        **fields,
-    }
+
+def result(case_id: str, recording: dict[str, Any]) -> dict[str, Any]:
+    """A passed case of suite `s` (test_timings' case) with this recording."""
+    return {**timings_case(case_id, None, None), "recording": recording}
 
 
 def test_a_case_gets_each_step_it_has_and_nothing_it_lacks() -> None:
