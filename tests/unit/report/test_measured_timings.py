@@ -114,6 +114,7 @@ def test_report_md_the_dashboard_and_a_merge_show_the_same_measured_steps() -> N
     page = render_dashboard(doc)
     panel = page.split('<section id="timings">')[1].split("</section>")[0]
     assert "<td>measured run</td>" in panel and "290 ms" in panel
+    assert "<p>timings: measured run 100 ms · judge 30 ms</p>" in page  # c0's details
     # shards merged from their results.json files: the same figures, from the cases alone
     halves = [json.loads(json.dumps(aggregate([case]))) for case in cases]
     assert merge_results(halves)["timings"] == doc["timings"]
