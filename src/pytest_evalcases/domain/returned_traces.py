@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..core.errors import TraceError
+from ..core.measured import MEASURED, RUN_MS, TURNS_MS
 from ..core.trace import Trace
 from ..core.validation import one_line_validation_error
 
@@ -110,3 +111,21 @@ def normalize_trace(value: Any, where: str) -> dict[str, Any]:
             f"malformed trace for {where}; bad fields: {one_line_validation_error(exc)}"
         ) from None
     return trace.model_dump(mode="json", exclude_none=True)
+
+
+def with_measured(
+    trace: dict[str, Any], where: str, run_ms: float, turn_ms: list[float] | None = None
+) -> dict[str, Any]:
+    """The trace with what the plugin measured of its run (`measured`: the run's wall time, and
+    each turn's when the plugin drove the turns). The field is the plugin's: a system's own
+    `measured` is refused rather than overwritten."""
+    if MEASURED in trace:
+        raise TraceError(
+            f"malformed trace for {where}: its field {MEASURED!r} is the plugin's own (the "
+            "times it measures of the run); return your figures under another name, e.g. "
+            '"timings": {"search_ms": 120}'
+        )
+    measured: dict[str, Any] = {RUN_MS: run_ms}
+    if turn_ms:
+        measured[TURNS_MS] = list(turn_ms)
+    return {**trace, MEASURED: measured}

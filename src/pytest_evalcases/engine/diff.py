@@ -1,7 +1,8 @@
 """What a live run changed in a case's recording.
 
 A new recording that differs from the old one only in what no two runs share (`recorded_at`,
-latencies, usage counters, and the content hashes that follow from them) is not written: the
+latencies, the times the plugin measured (the trace's `measured`), usage counters, and the
+content hashes that follow from them) is not written: the
 cassette stays byte for byte, so a re-recording's diff shows real changes only (the values a
 provider makes fresh on every call are put back first, by http/rerecord.py). Otherwise the
 change is described in a few short phrases for the `recording changes` section, the HTTP
@@ -14,6 +15,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..core.measured import MEASURED
 from ..core.repeats import later_repeats, with_later_repeats
 from ..http.match import ABSENT
 from ..http.rerecord import Rerecorded, exchange_differences
@@ -47,6 +49,14 @@ def stable(value: Any, drop: frozenset[str] = VOLATILE_KEYS) -> Any:
     return value
 
 
+def stable_trace(trace: Any) -> Any:
+    """A trace as compared: without the volatile keys, nor what the plugin measured of its run
+    (its top-level `measured`; a system's own field of that name deeper down is compared)."""
+    if isinstance(trace, dict) and MEASURED in trace:
+        trace = {k: v for k, v in trace.items() if k != MEASURED}
+    return stable(trace)
+
+
 def stable_verdict(verdict: Any) -> Any:
     if not isinstance(verdict, dict):
         return verdict
@@ -69,7 +79,7 @@ def same_recording(old: Cassette, new: Cassette, labels: bool = True) -> bool:
     fields = _COMPARED_FIELDS if labels else _COMPARED_FIELDS[:-1]
     return (
         all(getattr(old, name) == getattr(new, name) for name in fields)
-        and stable(old.trace) == stable(new.trace)
+        and stable_trace(old.trace) == stable_trace(new.trace)
         and _stable_verdicts(old.verdicts) == _stable_verdicts(new.verdicts)
         and _stable_runs(old.later_runs) == _stable_runs(new.later_runs)
     )
@@ -79,7 +89,7 @@ def _stable_runs(runs: list[Run] | None) -> Any:
     """Runs 2..K (--eval-runs) as compared: each trace and its verdicts without volatile keys."""
     if runs is None:
         return None
-    return [(stable(run.trace), _stable_verdicts(run.verdicts)) for run in runs]
+    return [(stable_trace(run.trace), _stable_verdicts(run.verdicts)) for run in runs]
 
 
 def _short(value: Any) -> str:
@@ -234,7 +244,7 @@ def _run_differences(old: Run, new: Run, scores: StageScores) -> list[str]:
     """What differs between two runs of one case: the answer, tool calls, retrieved ids, other
     trace fields, stages that flipped, other verdict changes."""
     found: list[str] = []
-    old_trace, new_trace = stable(old.trace), stable(new.trace)
+    old_trace, new_trace = stable_trace(old.trace), stable_trace(new.trace)
     if old_trace.get("answer") != new_trace.get("answer"):
         found.append(
             f"answer: {_short(old_trace.get('answer', ''))} -> "

@@ -14,6 +14,7 @@ from ..core.errors import (
     UserCodeExit,
 )
 from ..core.event_loops import run_interruptible
+from ..core.measured import MEASURED
 from ..domain.context import case_where
 from ..domain.returned_traces import normalize_trace
 from ..domain.system import exit_message, start_daemon
@@ -101,13 +102,19 @@ def run_recorded(
     if doc.http is None or not os.path.lexists(pair.http_path):
         raise MissingRecording(f"no HTTP recording for {where}; record it with --live")
     exchanges = pair.checked_http(doc.http, ctx.rootdir)
-    return doc, key, run_offline(ctx, case, view, http, exchanges)
+    trace = run_offline(ctx, case, view, http, exchanges)
+    if MEASURED in doc.trace:  # served offline, the run's time is not the system's: the
+        trace[MEASURED] = doc.trace[MEASURED]  # recorded live run's is reported (and kept)
+    return doc, key, trace
+
+
+_UNSHARED = ("latency_ms", MEASURED)  # a trace's times, which no two runs share
 
 
 def _same_trace(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Equal but for the latency, which no two runs share."""
-    return {k: v for k, v in old.items() if k != "latency_ms"} == {
-        k: v for k, v in new.items() if k != "latency_ms"
+    """Equal but for the times, which no two runs share."""
+    return {k: v for k, v in old.items() if k not in _UNSHARED} == {
+        k: v for k, v in new.items() if k not in _UNSHARED
     }
 
 

@@ -9,7 +9,8 @@ for --live-judges); and a recording equal to the old one but for timings and usa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from ..core.errors import CassetteError, NewerCassette, SystemTimeout
 from ..core.event_loops import ctrl_c_pressed
 from ..core.modes import RunMode
 from ..domain.context import case_where
-from ..domain.returned_traces import normalize_trace
+from ..domain.returned_traces import normalize_trace, with_measured
 from ..domain.system import system_view
 from ..http.router import CaseHttp
 from ..store.cassette import Cassette, cassette_path, load_cassette
@@ -280,26 +281,38 @@ async def _run_system(
         except KeyboardInterrupt:
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span, reuse_explained(ctx):
+            turn_ms: list[float] = []  # a conversation's turns, when the plugin drives them
             if http is None:
-                result = await _run_with_timeout(ctx, case, view)
-            else:
+                result, run_ms = await _timed(_run_with_timeout(ctx, case, view, turn_ms))
+            else:  # timed once the HTTP layer has started (its first start imports vcrpy)
                 with http().case(CaseHttp(case_where(ctx, case))) as case_http:
-                    result = await _run_with_timeout(ctx, case, view)
+                    result, run_ms = await _timed(_run_with_timeout(ctx, case, view, turn_ms))
                 exchanges = case_http.interactions
-            trace = normalize_trace(result, case_where(ctx, case))
+            where = case_where(ctx, case)
+            trace = with_measured(normalize_trace(result, where), where, run_ms, turn_ms)
             system_span.trace(trace)
         if slots is not None:
             slots.system_ran(ctx, case, trace)
     return trace, exchanges, recorded_cost_of(trace)
 
 
-async def _run_with_timeout(ctx: SuiteContext, case: Case, view: Any) -> Any:
+async def _timed(running: Awaitable[Any]) -> tuple[Any, float]:
+    """What `running` gives, and its wall time in ms (the trace's `measured.run_ms`)."""
+    started = time.perf_counter()
+    result = await running
+    return result, round((time.perf_counter() - started) * 1000, 1)
+
+
+async def _run_with_timeout(
+    ctx: SuiteContext, case: Case, view: Any, turn_ms: list[float] | None = None
+) -> Any:
     """The system's run, bounded: past the timeout the case is an error and keeps its old
-    cassette (a sync system's thread is left behind; it cannot be stopped from outside)."""
+    cassette (a sync system's thread is left behind; it cannot be stopped from outside).
+    `turn_ms` gets each turn's wall time when the plugin drives a conversation's turns."""
     if case.turns is None:
         running = ctx.system.arun(view, case_where(ctx, case))
     else:
-        running = run_conversation(ctx.system, view, case_where(ctx, case))
+        running = run_conversation(ctx.system, view, case_where(ctx, case), turn_ms)
     try:
         return await asyncio.wait_for(_interruptible(running, case_where(ctx, case)), ctx.timeout)
     except TimeoutError:

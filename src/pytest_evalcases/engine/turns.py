@@ -11,6 +11,7 @@ The recorded trace is `{"answer": <the last turn's>, "turns": [<trace>, ...], "u
 from __future__ import annotations
 
 import inspect
+import time
 from typing import Any
 
 from ..core.errors import TraceError, UserCodeExit
@@ -76,8 +77,11 @@ def split_traces(result: Any, view: CaseInput, where: str) -> dict[str, Any]:
     )
 
 
-def run_conversation_sync(system: System, view: CaseInput, where: str) -> dict[str, Any]:
-    """The whole conversation, in this thread (an async `run_turn` runs in its own loop)."""
+def run_conversation_sync(
+    system: System, view: CaseInput, where: str, turn_ms: list[float] | None = None
+) -> dict[str, Any]:
+    """The whole conversation, in this thread (an async `run_turn` runs in its own loop).
+    `turn_ms` (a live run): each `run_turn`'s wall time is appended to it, in ms."""
     if system.run_turn is None:
         result = system.call(view)
         if inspect.isawaitable(result):
@@ -87,6 +91,7 @@ def run_conversation_sync(system: System, view: CaseInput, where: str) -> dict[s
     history: list[dict[str, str]] = []
     for index in range(len(view["turns"])):
         turn = _turn_view(view, index, history)
+        started = time.perf_counter()
         try:
             result = system.run_turn(turn, turn["history"])
         except (KeyboardInterrupt, Exception):
@@ -95,20 +100,26 @@ def run_conversation_sync(system: System, view: CaseInput, where: str) -> dict[s
             raise UserCodeExit(exit_message(_RUN_TURN, exc)) from exc
         if inspect.isawaitable(result):
             result = run_interruptible(_awaited(result))
+        if turn_ms is not None:
+            turn_ms.append(_ms_since(started))
         trace = normalize_trace(result, f"{where} turn {index + 1}")
         traces.append(trace)
         _next_history(history, turn["input"], trace)
     return conversation_trace(traces)
 
 
-async def run_conversation(system: System, view: CaseInput, where: str) -> dict[str, Any]:
+async def run_conversation(
+    system: System, view: CaseInput, where: str, turn_ms: list[float] | None = None
+) -> dict[str, Any]:
     """The whole conversation in the event loop: an async `run_turn` is awaited turn after
-    turn, a sync system runs in a daemon thread of its own (as `System.arun` runs `run`)."""
+    turn, a sync system runs in a daemon thread of its own (as `System.arun` runs `run`).
+    `turn_ms` (a live run): each `run_turn`'s wall time is appended to it, in ms (a `run(case)`
+    that answers all the turns at once has no time per turn)."""
     if system.run_turn is None:
         return split_traces(await system.arun(view, where), view, where)
     if not inspect.iscoroutinefunction(system.run_turn):
         return await run_in_daemon_thread(
-            lambda v: run_conversation_sync(system, v, where),
+            lambda v: run_conversation_sync(system, v, where, turn_ms),
             view,
             _RUN_TURN,
             f"{_RUN_TURN} of {where}",
@@ -117,6 +128,7 @@ async def run_conversation(system: System, view: CaseInput, where: str) -> dict[
     history: list[dict[str, str]] = []
     for index in range(len(view["turns"])):
         turn = _turn_view(view, index, history)
+        started = time.perf_counter()
         try:
             result = await system.run_turn(turn, turn["history"])
         except RuntimeError as exc:  # PEP 479 wraps a coroutine's StopIteration
@@ -129,10 +141,16 @@ async def run_conversation(system: System, view: CaseInput, where: str) -> dict[
             if type(exc).__name__ == "CancelledError":  # a timeout or Ctrl-C cancelling us
                 raise
             raise UserCodeExit(exit_message(_RUN_TURN, exc)) from exc
+        if turn_ms is not None:
+            turn_ms.append(_ms_since(started))
         trace = normalize_trace(result, f"{where} turn {index + 1}")
         traces.append(trace)
         _next_history(history, turn["input"], trace)
     return conversation_trace(traces)
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 async def _awaited(awaitable: Any) -> Any:

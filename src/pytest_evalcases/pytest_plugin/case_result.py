@@ -8,6 +8,7 @@ import pytest
 
 from ..core.errors import EvalCaseError, MissingRecording, StageFailure, StaleRecording
 from ..core.exception_chain import exception_summary
+from ..core.measured import MEASURED
 from ..core.repeats import has_repeats, later_repeats
 from ..domain.scoring import failure_details, result_stages
 from ..domain.turns import all_turns, turn_results
@@ -209,6 +210,8 @@ def _recording_info(
         info.update(_judge_info(recording.verdicts))
     if isinstance(trace.get("timings"), dict):  # the system's own steps (search, generate, ...)
         info["timings"] = trace["timings"]
+    if isinstance(measured := trace.get(MEASURED), dict):  # the run's time, as the plugin took it
+        info[MEASURED] = measured
     if recording.status in ("recorded", "dry_run"):  # what a live run changed, for the reviewer
         info["change"] = getattr(recording, "change", None)
         info["pending"] = getattr(recording, "pending", None) or []

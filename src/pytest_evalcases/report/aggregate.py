@@ -88,11 +88,12 @@ def aggregate(
         "runs": runs_section(cases, order),
         "cost": cost_section(cases, run or {}),
         "totals": totals_section(cases, order),
-        "timings": timings_section(cases),
+        "timings": {},
         "cases": cases,
         "baseline": None,
     }
     ingestion = ingestion_section(cases)
+    doc["timings"] = timings_section(cases, ingestion.get("users") or ())
     if ingestion:  # only a run whose suites ingest users: without, the document is as before
         doc["ingestion"] = ingestion
     return doc

@@ -114,6 +114,7 @@ def case_view(
             judge_latency=(
                 fmt_ms(rec["judge_latency_ms"]) if rec.get("judge_latency_ms") is not None else None
             ),
+            timings=_timings_text(case.get("timings")),
         ),
     )
 
@@ -122,6 +123,19 @@ def _extra_cell(column: CaseColumn, case: Mapping[str, Any]) -> SimpleNamespace:
     text = column.cell(case)
     missing = text == "–"
     return _NS(text=text, sort="" if missing and column.numeric else text)
+
+
+def _timings_text(timings: Any) -> str | None:
+    """The case's timings on one line (`measured run 32 ms · search 5 ms · judge 42 ms`), the
+    turns' list as each turn's time; None when it has none."""
+    if not isinstance(timings, Mapping) or not timings:
+        return None
+    parts = []
+    for step, value in timings.items():
+        values = value if isinstance(value, list) else [value]
+        shown = ", ".join(fmt_ms(v) for v in values if isinstance(v, int | float))
+        parts.append(f"{str(step).removesuffix('_ms')} {shown}")
+    return " · ".join(parts)
 
 
 def _ordered(stages: Mapping[str, Any], stage_order: Sequence[str]) -> list[str]:
