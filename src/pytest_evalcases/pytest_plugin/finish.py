@@ -12,6 +12,7 @@ import pytest
 from .. import __version__
 from ..core.safe_text import terminal_safe
 from ..manifest import MANIFEST_JSON, config_differences, dumps_manifest, manifest_document, refusal
+from ..manifest.authored import input_differences, input_refusal
 from ..report.baseline import render_baseline_terminal
 from ..report.changes import RECORDING_CHANGES_MD
 from ..report.gitinfo import git_commit
@@ -42,6 +43,16 @@ def check_locked_manifest(session: pytest.Session, state: Any) -> None:
                 refusal(session.config.getoption("eval_manifest"), locked, differences)
             )
         )
+
+
+def check_input_manifest(session: pytest.Session, state: Any) -> None:
+    """The authored input manifest: refuse to run (a usage error naming each field, both values
+    and the next step) when what this run would run differs. Before any case runs."""
+    manifest = state.input_manifest
+    project = project_config(state)
+    differences = input_differences(manifest, project, state.project_case_names)
+    if differences:
+        raise pytest.UsageError(redact_for_output(input_refusal(manifest.file, differences)))
 
 
 def run_info(

@@ -22,6 +22,7 @@ from .gathering import (
     ResultCollector,
     check_report_options,
     load_baseline,
+    load_input_manifest,
     load_locked_manifest,
     results_collector,
 )
@@ -70,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         work_for_xdist_run(getattr(config, "workerinput", {}).get("testrunuid"))
     config.pluginmanager.register(LeftBehind(settings.is_worker), "evalcases-left-behind")
+    state.input_manifest = load_input_manifest(config)  # every process: its split deselects
     if not settings.is_worker:
         check_report_options(config)
         state.baseline = load_baseline(config)
@@ -159,9 +161,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         stop_freezing()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The authored input manifest's split: the cases outside it do not run (deselected, as
+    -k deselects)."""
+    manifest = get_session(config).input_manifest
+    if manifest is None or not manifest.split:
+        return
+    kept, dropped = [], []
+    for item in items:
+        case, ctx = getattr(item, "case", None), getattr(item, "ctx", None)
+        if case is None or ctx is None or manifest.admits(ctx.suite.name, case.id, case.category):
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
+    if state.input_manifest is not None and not state.settings.is_worker:
+        # start-up: the authored manifest's check reads every suite; only a manifest asks
+        from .finish import check_input_manifest
+
+        check_input_manifest(session, state)
     if state.locked_manifest is not None:  # before any case runs (the controller's check)
         # start-up: the manifest check reads every suite; only --eval-manifest asks
         from .finish import check_locked_manifest

@@ -174,6 +174,15 @@ def add_options(parser: pytest.Parser) -> None:
         "inputs, fingerprints, judges, versions) equals the locked manifest.json",
     )
     group.addoption(
+        "--eval-input-manifest",
+        dest="eval_input_manifest",
+        default=None,
+        metavar="FILE",
+        help="the authored input manifest a team writes (seed, split, language, prompt "
+        "versions, model names): refuse to run when this run differs, hand its values to the "
+        "system as case.run_config, run only its split's cases, and record it",
+    )
+    group.addoption(
         "--eval-baseline",
         dest="eval_baseline",
         default=None,
@@ -203,5 +212,6 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("eval_summary", default="", help="default --eval-summary (failed, all, none)")
     parser.addini("eval_judge_repeats", default="", help="default --eval-judge-repeats")
+    parser.addini("eval_input_manifest", default="", help="default --eval-input-manifest")
     parser.addini("eval_rpm", default="", help="default --eval-rpm")
     parser.addini("eval_tpm", default="", help="default --eval-tpm")

@@ -80,6 +80,11 @@ class EvalSession:
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         self.locked_manifest: dict[str, Any] | None = None  # --eval-manifest, read at configure
+        # --eval-input-manifest (manifest/authored.py's InputManifest), read at configure by
+        # every process: the split deselects, the suites hand its values to the system
+        self.input_manifest: Any = None
+        # each suite's case ids and categories, read with project_config (the split's check)
+        self.project_case_names: dict[str, tuple[list[str], list[str | None]]] = {}
         # --eval-otel: spans of the cases this process records (live runs only)
         self.otel_requested = settings.otel
         self.otel: Any = None  # telemetry.export.OtelExport, once the first case records

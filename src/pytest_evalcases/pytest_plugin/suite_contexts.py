@@ -26,7 +26,8 @@ from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_option
 from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
-from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from ..manifest.authored import run_config_key_fields
+from ..store.keys import fingerprint_label, ingestion_key, suite_key_fields, suite_key_labels
 from .suite_stages import check_free_criteria_judge, check_suite_stages
 from .system_fixtures import default_spec, fixture_system
 
@@ -252,6 +253,7 @@ def suite_context(
             code_fields = state.code_fingerprints.default_key_fields(spec, code_paths)
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
+        run_config = _run_config(state, suite.name, fingerprint, key_fields, key_labels)
     except CaseFileError as exc:
         if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
             state.interrupted = state.interrupted or exc.what
@@ -286,7 +288,31 @@ def suite_context(
         or state.settings.default_judge_repeats,
         runs=state.settings.runs_override or suite.runs,
         totals=totals,
+        run_config=run_config,
     )
+
+
+def _run_config(
+    state: EvalSession,
+    suite: str,
+    fingerprint: dict[str, Any],
+    key_fields: dict[str, str],
+    key_labels: dict[str, str],
+) -> dict[str, Any] | None:
+    """The authored input manifest's values for this suite's system (`case.run_config`), and
+    those its fingerprint does not declare as key fields `run_config.<name>`; None without a
+    manifest, or for a suite outside its split."""
+    manifest = state.input_manifest
+    if manifest is None or not manifest.applies_to(suite):
+        return None
+    fields, values = run_config_key_fields(manifest, fingerprint)
+    key_fields.update(fields)
+    key_labels.update(
+        (name, label)
+        for name, value in values.items()
+        if (label := fingerprint_label(value)) is not None
+    )
+    return manifest.run_config()
 
 
 def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:

@@ -107,8 +107,37 @@ def _headline(doc: Mapping[str, Any]) -> list[str]:
         meta.append(f"{run['shards']} shards")
     if meta:
         lines += ["", "Run: " + " · ".join(meta)]
+    authored = _input_manifest_line((run.get("config") or {}).get("input"))
+    if authored:
+        lines += ["", authored]
     lines.append("")
     return lines
+
+
+def _input_manifest_line(record: Mapping[str, Any] | None) -> str | None:
+    """The authored input manifest the run obeyed: its file and hash, and what it fixed."""
+    if not isinstance(record, Mapping):
+        return None
+    values = record.get("values") or {}
+    parts = [
+        f"{name} {escape_cell(str(values[name]), 60)}"
+        for name in ("name", "seed", "language")
+        if values.get(name) is not None
+    ]
+    for table, label in (("prompt_versions", "prompt"), ("models", "model")):
+        parts += [
+            f"{label} {escape_cell(str(key), 40)} {escape_cell(str(value), 60)}"
+            for key, value in sorted((values.get(table) or {}).items())
+        ]
+    for part, names in sorted((values.get("split") or {}).items()):
+        shown = ", ".join(str(name) for name in names[:5])
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        parts.append(f"split {part} {escape_cell(shown, 120)}{more}")
+    head = (
+        f"Input manifest: `{escape_cell(str(record.get('file')), 80)}` "
+        f"(hash {escape_cell(str(record.get('hash'))[:12])})"
+    )
+    return head + (": " + " · ".join(parts) if parts else "")
 
 
 def _timings(section: Mapping[str, Any] | None) -> list[str]:
