@@ -89,7 +89,9 @@ def test_a_run_that_differs_refuses_naming_each_field_both_values_and_next_step(
     }
     write_manifest(proj, doc)
 
-    result = proj.run("-p", "no:cacheprovider", "--live", "--eval-input-manifest", "evalcases.manifest.json")
+    result = proj.run(
+        "-p", "no:cacheprovider", "--live", "--eval-input-manifest", "evalcases.manifest.json"
+    )
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
     text = output(result)
@@ -129,6 +131,13 @@ def test_an_accepted_run_hands_the_values_runs_the_split_and_records_them(
     )
 
     assert result.ret == 0, output(result)
+    header = next(line for line in result.outlines if line.startswith("evalcases: input"))
+    assert header.startswith("evalcases: input manifest evalcases.manifest.json (hash ")
+    assert header.endswith(
+        ": name locomo-q4 · seed 7 · language en · prompt prompt_version v3 · model "
+        "embedding_model embed-small · model judge lexical · model model echo-1 · split "
+        "categories multi_hop · split suites memory"
+    )
     result.assert_outcomes(passed=2, deselected=2)  # q1 (single_hop) and the other suite
     seen = configs_seen(proj)
     assert sorted(seen) == ["q2", "q3"]

@@ -161,6 +161,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         stop_freezing()
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The authored input manifest this run obeys, and what it fixes."""
+    manifest = get_session(config).input_manifest
+    if manifest is None:
+        return None
+    # start-up: only a run with an authored manifest formats its values here
+    from ..report.formatting import input_manifest_parts
+
+    parts = " · ".join(input_manifest_parts(manifest.values()))
+    return terminal_safe(
+        f"evalcases: input manifest {manifest.file} (hash {manifest.hash[:12]})"
+        + (f": {parts}" if parts else "")
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The authored input manifest's split: the cases outside it do not run (deselected, as
     -k deselects)."""

@@ -25,8 +25,8 @@ from ..domain.users import SuiteUser, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
-from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..manifest.authored import run_config_key_fields
+from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import fingerprint_label, ingestion_key, suite_key_fields, suite_key_labels
 from .suite_stages import check_free_criteria_judge, check_suite_stages
 from .system_fixtures import default_spec, fixture_system

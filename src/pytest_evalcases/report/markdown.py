@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outcomes import OUTCOMES, SUMMARY_KEYS
-from .formatting import fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_usd, uncommitted_changes
+from .formatting import (
+    fmt_int,
+    fmt_ms,
+    fmt_pct,
+    fmt_pct_ci,
+    fmt_usd,
+    input_manifest_parts,
+    uncommitted_changes,
+)
 from .markdown_baseline import baseline_section
 from .markdown_breakdowns import (
     categories_section,
@@ -118,26 +126,12 @@ def _input_manifest_line(record: Mapping[str, Any] | None) -> str | None:
     """The authored input manifest the run obeyed: its file and hash, and what it fixed."""
     if not isinstance(record, Mapping):
         return None
-    values = record.get("values") or {}
-    parts = [
-        f"{name} {escape_cell(str(values[name]), 60)}"
-        for name in ("name", "seed", "language")
-        if values.get(name) is not None
-    ]
-    for table, label in (("prompt_versions", "prompt"), ("models", "model")):
-        parts += [
-            f"{label} {escape_cell(str(key), 40)} {escape_cell(str(value), 60)}"
-            for key, value in sorted((values.get(table) or {}).items())
-        ]
-    for part, names in sorted((values.get("split") or {}).items()):
-        shown = ", ".join(str(name) for name in names[:5])
-        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
-        parts.append(f"split {part} {escape_cell(shown, 120)}{more}")
+    parts = input_manifest_parts(record.get("values") or {})
     head = (
         f"Input manifest: `{escape_cell(str(record.get('file')), 80)}` "
         f"(hash {escape_cell(str(record.get('hash'))[:12])})"
     )
-    return head + (": " + " · ".join(parts) if parts else "")
+    return head + (": " + " · ".join(escape_cell(part, 200) for part in parts) if parts else "")
 
 
 def _timings(section: Mapping[str, Any] | None) -> list[str]:
