@@ -19,6 +19,7 @@ from ..report.gitinfo import git_commit
 from ..report.run_report import build_run_report, judges_used
 from ..store.redaction import redact_for_output
 from ..telemetry import delivery_line
+from ..telemetry.phases import timed
 from .gathering import ResultCollector, results_collector
 from .hook_calls import added_summary_lines, gather_summary_lines, hook_errors, results_updater
 from .housekeeping import orphan_report
@@ -123,6 +124,17 @@ def finish_run(session: pytest.Session, state: EvalSession) -> None:
         _check_live_run_complete(session, collector, changes, state)
     if not collector.results:  # no eval case, or no report asked for
         return
+    if state.otel_export is not None:  # --eval-otel in a live run: the reporting phase's span
+        suites = sorted({str(result.get("suite")) for result in collector.results})
+        with timed("reporting", corpus=", ".join(suites)):
+            _report(session, state, collector)
+    else:
+        _report(session, state, collector)
+
+
+def _report(session: pytest.Session, state: EvalSession, collector: ResultCollector) -> None:
+    """Aggregate, write the report files, apply the baseline gate."""
+    changes = collector.changes
     judge = judges_used(
         collector.results, state.settings.judge_override or state.settings.default_judge
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import time
 from typing import Any
 
 import pytest
@@ -139,6 +140,19 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
 
             report.result.extend(unreadable_case_files(collector))
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """--eval-otel in a live run: the collection phase's start and end, for its span."""
+    state = get_session(session.config)
+    if not (state.otel_requested and state.settings.live):
+        return (yield)
+    started = time.time_ns()
+    try:
+        return (yield)
+    finally:
+        state.collection_ns = (started, time.time_ns())
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -281,7 +295,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller only: the live run's completeness (its exit code), then aggregate, write the
     report files, apply the baseline gate."""
     state = get_session(session.config)
-    state.close_otel()  # workers too: each sends its own cases' spans
     state.keep_guard_refusals()  # workers too: each hands the controller its own
     try:
         collector = results_collector(session.config)
@@ -292,6 +305,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         finish_run(session, state)
     finally:
+        state.close_otel()  # workers too: each sends its own spans (after the reporting phase)
         if state.guard_refusals and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the network was asked for
         if state.interrupted is not None:  # ended cleanly, with its summary, as at a Ctrl-C
