@@ -7,13 +7,13 @@ prompt version of the authored input manifest. Against the loopback OTLP collect
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 
 import pytest
 from evalhelpers import Project, make_case, output, suite_doc
-from inprocess import run_pytest_in_process
 from otlp_collector import Collector
+
+from .test_otel import run_env as otel_run
 
 # A memory system: setup_user remembers the user's file in the process; run answers from it.
 MEMORY_SYSTEM = """\
@@ -52,10 +52,8 @@ PHASES = ["collection", "ingestion", "live_batch", "judging", "reporting"]
 @pytest.fixture
 def collector() -> Iterator[Collector]:
     running = Collector().start()
-    try:
-        yield running
-    finally:
-        running.stop()
+    yield running
+    running.stop()
 
 
 @pytest.fixture
@@ -85,20 +83,8 @@ def memory(project: Project) -> Project:
 
 
 def run_env(project: Project, collector: Collector, *args: str) -> pytest.RunResult:
-    return run_pytest_in_process(
-        project.root,
-        "-p",
-        "no:cacheprovider",
-        "--live",
-        "--eval-otel",
-        "--eval-input-manifest",
-        "evalcases.manifest.json",
-        "--eval-report",
-        "out",
-        *args,
-        env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint, "COLUMNS": "200"},
-        unset=[name for name in os.environ if name.startswith("OTEL_")],
-    )
+    manifest = ("--eval-input-manifest", "evalcases.manifest.json", "--eval-report", "out")
+    return otel_run(project, collector, "--live", "--eval-otel", *manifest, *args)
 
 
 def run_spans(collector: Collector) -> list[dict]:

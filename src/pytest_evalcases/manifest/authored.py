@@ -23,7 +23,7 @@ from typing import Any
 from ..core.hashing import content_hash
 from ..store.files import REPORT_FILE_CAP, RefusedFile, read_bounded
 from .config import readable
-from .lock import ManifestError, shown_value
+from .lock import ManifestError, refusal_text, shown_value
 
 INPUT_MANIFEST_FORMAT = "pytest-evalcases/input-manifest"
 INPUT_MANIFEST_VERSION = 1
@@ -306,17 +306,12 @@ def _split_differences(
 
 def input_refusal(shown: str, differences: list[Difference]) -> str:
     """The message of a run that refuses to start: every difference, then what to do."""
-    count = len(differences)
-    lines = [
-        f"{OPTION} {shown}: this run differs from the authored manifest in {count} "
-        f"place{'s' * (count != 1)}; nothing ran:"
-    ]
-    lines += [f"  {difference.line()}" for difference in differences]
-    lines.append(
+    return refusal_text(
+        f"{OPTION} {shown}: this run differs from the authored manifest",
+        [difference.line() for difference in differences],
         "the manifest is the run's input: bring the system and options in line with it, or edit "
-        "the manifest (and commit it) if the change is meant"
+        "the manifest (and commit it) if the change is meant",
     )
-    return "\n".join(lines)
 
 
 def run_config_key_fields(

@@ -156,13 +156,19 @@ def shown_value(value: Any) -> str:
 def refusal(path: str, locked: Mapping[str, Any], differences: list[str]) -> str:
     """The message of a run that refuses to start: every difference, then what to do."""
     run = f" (run {locked['run_id']})" if locked.get("run_id") else ""
-    lines = [
-        f"--eval-manifest {path}: this run's configuration differs from the locked "
-        f"manifest{run} in {len(differences)} place{'s' * (len(differences) != 1)}; nothing ran:"
-    ]
-    lines += [f"  {line}" for line in differences]
-    lines.append(
+    return refusal_text(
+        f"--eval-manifest {path}: this run's configuration differs from the locked manifest{run}",
+        differences,
         "restore the locked configuration, or, if the change is meant, lock the new one: run "
-        "with --eval-report DIR and commit DIR/manifest.json as the manifest"
+        "with --eval-report DIR and commit DIR/manifest.json as the manifest",
     )
+
+
+def refusal_text(head: str, differences: list[str], advice: str) -> str:
+    """`head` in N places; nothing ran:`, each difference indented, then `advice`: the shape of
+    every manifest's refusal (the lock's and the authored input manifest's)."""
+    count = len(differences)
+    lines = [f"{head} in {count} place{'s' * (count != 1)}; nothing ran:"]
+    lines += [f"  {line}" for line in differences]
+    lines.append(advice)
     return "\n".join(lines)
