@@ -19,6 +19,7 @@ from pytest_evalcases.manifest.authored import (
     run_config_key_fields,
 )
 from pytest_evalcases.manifest.config import readable
+from pytest_evalcases.telemetry.phases import PhaseLog, listen, manifest_tags, timed
 
 LONG_PROMPT = "Answer from the retrieved facts only; say so when they do not hold the answer. " * 2
 
@@ -212,3 +213,42 @@ def test_the_lock_compares_the_authored_values_not_the_path() -> None:
     assert config_differences({}, {"input": {"values": {"seed": 7}}}) == ["input.seed: (none) -> 7"]
     same = {"input": {"file": "x", "hash": "3", "values": {"seed": 7}}}
     assert config_differences(old, same) == []
+
+
+def test_the_manifests_tags_for_the_telemetry_spans() -> None:
+    manifest = parse_input_manifest(
+        {"name": "q4", "language": "de", "prompt_versions": {"answer": "v2"}}, "m.json"
+    )
+    assert manifest_tags(manifest.values(), manifest.hash) == {
+        "evalcases.language": "de",
+        "evalcases.prompt_version.answer": "v2",
+        "evalcases.prompt_version": "v2",  # one prompt version: also under the plain name
+        "evalcases.manifest.name": "q4",
+        "evalcases.manifest.hash": manifest.hash,
+    }
+    two = parse_input_manifest({"prompt_versions": {"a": "v1", "b": "v2"}}, "m.json")
+    assert manifest_tags(two.values()) == {
+        "evalcases.prompt_version.a": "v1",
+        "evalcases.prompt_version.b": "v2",
+    }
+    assert manifest_tags(None) == {}
+
+
+def test_phases_are_timed_only_while_an_export_listens() -> None:
+    with timed("ingestion", "memory/u-ana", suite="memory") as notes:
+        assert notes == {}  # nobody listens: nothing is kept
+    log = PhaseLog()
+    listen(log)
+    try:
+        with timed("ingestion", "memory/u-ana", suite="memory") as notes:
+            notes["ingestion.source"] = "recorded"
+        with pytest.raises(RuntimeError), timed("ingestion", "memory/u-bo", suite="memory"):
+            raise RuntimeError("the graph build failed")
+    finally:
+        listen(None)
+    ana, bo = log.taken()
+    assert (ana.phase, ana.name, ana.error) == ("ingestion", "memory/u-ana", None)
+    assert ana.attributes == {"suite": "memory", "ingestion.source": "recorded"}
+    assert ana.started_ns <= ana.ended_ns
+    assert bo.error == "RuntimeError: the graph build failed"
+    assert log.taken() == []
