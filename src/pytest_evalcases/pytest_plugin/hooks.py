@@ -182,12 +182,11 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     # start-up: only a run with an authored manifest formats its values here
     from ..report.formatting import input_manifest_parts
+    from ..store.redaction import redact_for_output
 
     parts = " · ".join(input_manifest_parts(manifest.values()))
-    return terminal_safe(
-        f"evalcases: input manifest {manifest.file} (hash {manifest.hash[:12]})"
-        + (f": {parts}" if parts else "")
-    )
+    line = f"evalcases: input manifest {manifest.file} (hash {manifest.hash[:12]})"
+    return terminal_safe(redact_for_output(line + (f": {parts}" if parts else "")))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
