@@ -187,3 +187,16 @@ def test_each_xdist_process_sends_the_phases_it_ran(memory: Project, collector: 
     for phases in seen.values():  # a worker collects, ingests its users, runs and judges
         assert {"collection", "ingestion", "live_batch", "judging"} <= set(phases)
         assert "reporting" not in phases
+
+
+def test_an_ingest_only_run_sends_its_ingestion_phase(
+    memory: Project, collector: Collector
+) -> None:
+    result = run_env(memory, collector, "--eval-ingest-only")
+
+    assert result.ret == 0, output(result)
+    (run,) = run_spans(collector)
+    phases = {span["attributes"]["evalcases.phase"]: span for span in children(collector, run)}
+    assert sorted(phases) == ["collection", "ingestion", "reporting"]  # no case ran
+    users = children(collector, phases["ingestion"])
+    assert sorted(span["attributes"]["evalcases.user"] for span in users) == ["u-ana", "u-bo"]

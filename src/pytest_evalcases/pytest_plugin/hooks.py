@@ -232,6 +232,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         # start-up: only --eval-ingest-only ingests the selected users and runs no case
         from .sources.ingest_only import ingest_selected
 
+        state.otel_export  # noqa: B018 - --eval-otel: made now, so the ingestion phase is sent
         state.source = ingest_selected(session, state)
         return (yield)
     if state.settings.live or state.settings.replay_http:
