@@ -32,6 +32,7 @@ class Memory:
         if user.id in behaviour().get("setup_raises", []):
             raise RuntimeError(f"the graph build of {user.id} failed")
         MEMORY[user.id] = Path(user.history).read_text()
+        log(f"ingest {user.id} {user.run_config['language']}")
         return {"memory_id": f"mem-{user.id}"}
 
     def user_ready(self, user, result):
@@ -104,7 +105,15 @@ def test_a_live_run_sends_its_phases_with_events_and_the_manifests_tags(
     result = run_env(memory, collector)
 
     assert result.ret == 0, output(result)
-    assert sorted(memory.calls()) == ["run ana-1 de", "run bo-1 de"]  # run_config reached it
+    # the authored manifest's values reached setup_user and run, and key the ingestion
+    assert sorted(memory.calls()) == [
+        "ingest u-ana de",
+        "ingest u-bo de",
+        "run ana-1 de",
+        "run bo-1 de",
+    ]
+    ingestion = json.loads((memory.root / "cassettes/memory/users/u-ana.json").read_text())
+    assert "run_config.language" in ingestion["key"]
     run_id = json.loads((memory.root / "out/results.json").read_text())["run"]["run_id"]
     (run,) = run_spans(collector)
     assert run["parent_span_id"] is None

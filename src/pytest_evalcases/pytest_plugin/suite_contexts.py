@@ -282,7 +282,7 @@ def suite_context(
         judge_from=judge_from,
         judge_options=_judge_options(suite, state.settings.rootdir),
         timeout=timeout,
-        users=_suite_users(suite, state) if suite.users else None,
+        users=_suite_users(suite, state, run_config) if suite.users else None,
         judge_repeats=state.settings.judge_repeats_override
         or suite.judge_repeats
         or state.settings.default_judge_repeats,
@@ -324,7 +324,9 @@ def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:
     return options
 
 
-def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
+def _suite_users(
+    suite: Suite, state: EvalSession, run_config: dict[str, Any] | None = None
+) -> dict[str, SuiteUser | CaseFileError]:
 
     def hash_file(path: str, where: str) -> str:
         return hash_inputs([path], state, where, "the user's files")[path]
@@ -335,6 +337,7 @@ def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | Case
         hash_file,
         suite.ingestion,
         state.settings.ingest_timeout,
+        run_config,
     )
 
 
