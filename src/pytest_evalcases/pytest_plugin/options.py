@@ -162,7 +162,8 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         dest="eval_otel",
         help="in live runs, send one OpenTelemetry span per case (children: the system run and "
-        "each judge request) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default "
+        "each judge request) and the run's phases over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT "
+        "(default "
         "http://localhost:4318); needs the otel extra",
     )
     group.addoption(
