@@ -82,9 +82,14 @@ def run_env(project: Project, collector: Collector, *args: str) -> pytest.RunRes
     )
 
 
+def case_spans(collector: Collector) -> list[dict]:
+    """The spans of the cases and their children: not the run's phases (test_otel_phases.py)."""
+    return [s for s in collector.spans if "evalcases.process" not in s["attributes"]]
+
+
 def by_name(collector: Collector) -> dict[str, dict]:
-    spans = {span["name"]: span for span in collector.spans}
-    assert len(spans) == len(collector.spans), [s["name"] for s in collector.spans]
+    spans = {span["name"]: span for span in case_spans(collector)}
+    assert len(spans) == len(case_spans(collector)), [s["name"] for s in collector.spans]
     return spans
 
 
@@ -106,14 +111,14 @@ def test_a_live_run_sends_a_span_per_case_with_its_system_run_and_judge_requests
     run_id = json.loads((traced.root / "out" / "results.json").read_text())["run"]["run_id"]
     assert f"eval otel: {len(collector.spans)} spans sent to {collector.endpoint}/v1/traces" in text
     roots = sorted(
-        (s for s in collector.spans if s["parent_span_id"] is None), key=lambda s: s["name"]
+        (s for s in case_spans(collector) if s["parent_span_id"] is None), key=lambda s: s["name"]
     )
     assert [s["name"] for s in roots] == [
         "eval suite::alpha",
         "eval suite::gamma",
         "eval suite::miss",
     ]
-    assert len(collector.spans) == 9  # each case: itself, its system run, one verdict
+    assert len(case_spans(collector)) == 9  # each case: itself, its system run, one verdict
     logged = {
         line.split()[1]: line.split()[2:] for line in traced.calls() if line.startswith("span ")
     }
@@ -162,16 +167,17 @@ def test_xdist_workers_tag_their_spans_with_the_run_id(
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED, output(result)
     run_id = json.loads((traced.root / "out" / "results.json").read_text())["run"]["run_id"]
-    roots = [s for s in collector.spans if s["parent_span_id"] is None]
+    roots = [s for s in case_spans(collector) if s["parent_span_id"] is None]
     assert sorted(s["name"] for s in roots) == [
         "eval suite::alpha",
         "eval suite::gamma",
         "eval suite::miss",
     ]
     assert {s["attributes"]["evalcases.run_id"] for s in collector.spans} == {run_id}
-    assert len(collector.spans) == 9
+    assert len(case_spans(collector)) == 9
     # the workers' counts, summed on the controller
-    assert f"eval otel: 9 spans sent to {collector.endpoint}/v1/traces" in output(result)
+    sent = len(collector.spans)  # the cases' and each process's phases
+    assert f"eval otel: {sent} spans sent to {collector.endpoint}/v1/traces" in output(result)
 
 
 def test_a_replay_sends_nothing_and_imports_no_opentelemetry(

@@ -49,6 +49,8 @@ class SuiteContext:
     # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).
     runs: int | None = None
     totals: tuple[TotalRule, ...] = ()  # the suite's named totals, their id files read
+    # The authored input manifest's values (`case.run_config`); None: the run has none.
+    run_config: dict[str, Any] | None = None
 
 
 def case_where(ctx: SuiteContext, case: Case) -> str:

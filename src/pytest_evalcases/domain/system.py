@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import copy
 import importlib
 import inspect
 import sys
@@ -37,8 +38,18 @@ class CaseInput(AttributeMapping):
     __slots__ = ()
 
 
-def system_view(case: Case) -> CaseInput:
-    view = CaseInput(id=case.id, input=case.input)
+class ConfiguredCaseInput(CaseInput):
+    """A case's view with `run_config`, the authored input manifest's values: the suite keys
+    them as `run_config.<name>` (manifest/authored.py), so the case's key leaves them out."""
+
+    __slots__ = ()
+
+
+RUN_CONFIG = "run_config"
+
+
+def system_view(case: Case, run_config: Mapping[str, Any] | None = None) -> CaseInput:
+    view = (CaseInput if run_config is None else ConfiguredCaseInput)(id=case.id, input=case.input)
     if case.user is not None:  # whose memory the system answers from
         view["user"] = case.user
     if case.extra:
@@ -46,12 +57,19 @@ def system_view(case: Case) -> CaseInput:
     if case.turns is not None:  # the whole conversation: every user message, nothing before it
         view["turns"] = [turn.input for turn in case.turns]
         view["history"] = []
+    if run_config is not None:  # a copy per case: a system that edits it changes no other case
+        view[RUN_CONFIG] = AttributeMapping(copy.deepcopy(dict(run_config)))
     return view
 
 
 def key_view(view: Mapping[str, Any]) -> dict[str, Any]:
     """The part of the system's view that goes into the key: not the id (it names the cassette)."""
-    return {name: value for name, value in view.items() if name not in SYSTEM_HIDDEN_FIELDS}
+    hidden = (RUN_CONFIG,) if isinstance(view, ConfiguredCaseInput) else ()
+    return {
+        name: value
+        for name, value in view.items()
+        if name not in SYSTEM_HIDDEN_FIELDS and name not in hidden
+    }
 
 
 class System:

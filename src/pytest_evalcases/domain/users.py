@@ -36,17 +36,29 @@ class UserData(AttributeMapping):
     """What `setup_user(user)` receives: `id` and each named file field as absolute paths (a
     `Path`, or a list of them where the suite lists several), with attribute access
     (`user.id`, `user["conversations"]`); and, as an attribute only (the mapping holds the
-    files), the suite's `ingestion` settings (None when it declares none)."""
+    files), the suite's `ingestion` settings (None when it declares none) and `run_config`, the
+    authored input manifest's values (None without one)."""
 
-    __slots__ = ("_ingestion",)
+    __slots__ = ("_ingestion", "_run_config")
 
-    def __init__(self, *args: Any, ingestion: dict[str, Any] | None = None, **fields: Any):
+    def __init__(
+        self,
+        *args: Any,
+        ingestion: dict[str, Any] | None = None,
+        run_config: dict[str, Any] | None = None,
+        **fields: Any,
+    ):
         super().__init__(*args, **fields)
         self._ingestion = ingestion
+        self._run_config = run_config
 
     @property
     def ingestion(self) -> dict[str, Any] | None:
         return self._ingestion
+
+    @property
+    def run_config(self) -> dict[str, Any] | None:
+        return self._run_config
 
 
 class SuiteUser:
@@ -303,11 +315,13 @@ def build_users(
     hash_file: Callable[[str, str], str],
     ingestion: dict[str, Any] | None = None,
     ready_timeout: float | None = None,
+    run_config: dict[str, Any] | None = None,
 ) -> dict[str, SuiteUser | CaseFileError]:
     """Each declared user (schema.User) as a SuiteUser, or the error its cases get (a missing or
     outside file errors only that user's cases). `hash_file(path, where)` hashes one path
     relative to the rootdir, raising CaseFileError starting with `where`. `ingestion`: the
-    suite's ingestion settings, handed to `setup_user` as `user.ingestion`."""
+    suite's ingestion settings, handed to `setup_user` as `user.ingestion`; `run_config`, the
+    authored input manifest's values, as `user.run_config`."""
     built: dict[str, SuiteUser | CaseFileError] = {}
     for user in users:
         unsafe = unsafe_id_reason(user.id)
@@ -325,7 +339,7 @@ def build_users(
         except CaseFileError as exc:
             built[user.id] = exc
             continue
-        data = UserData(id=user.id, ingestion=ingestion)
+        data = UserData(id=user.id, ingestion=ingestion, run_config=run_config)
         for field, paths in user.files().items():
             absolute = [(rootdir / path).resolve() for path in paths]
             listed = isinstance((user.model_extra or {})[field], list)

@@ -47,6 +47,7 @@ from ..store.user_recordings import (
     build_user_recording,
     load_user_recording,
 )
+from ..telemetry.phases import timed
 from .diff import describe_http_changes, describe_ingestion_changes
 from .limits import Interrupted
 from .save import ignored_paths
@@ -139,8 +140,14 @@ def _ingest_live(
     # Under xdist, the workers running one user's cases take turns: the first ingests and
     # records, the others find its recording current and reuse it (user_ready says so, or
     # --live-stale trusts it), or ingest for themselves and must come to the same ingestion.
-    with exclusive(str(last_recorded_pair(ctx).json_path.resolve())):
-        return _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
+    with (
+        timed(
+            "ingestion", f"{ctx.suite.name}/{user.id}", suite=ctx.suite.name, user=user.id
+        ) as notes,
+        exclusive(str(last_recorded_pair(ctx).json_path.resolve())),
+    ):
+        _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
+        notes["ingestion.source"] = (run_of(user).figures or {}).get("source")
 
 
 def _ingest_or_reuse(

@@ -125,7 +125,7 @@ async def record(
     --live-judges judge only what the trace lacks (verdicts that are pending, missing, edited by
     hand, made under another key or on another answer or context).
     """
-    view = system_view(case)
+    view = system_view(case, ctx.run_config)
     repairs = mode != RunMode.LIVE_JUDGES  # a broken user recording: ingested again
     key = case_key(ctx, view, repairs)
     old = _old_recording(ctx, case, mode, offline)

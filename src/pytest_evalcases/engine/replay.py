@@ -82,7 +82,7 @@ def checked_cassette(
             f"no recording for {case_where(ctx, case)}; record it with --live "
             f"({shown_path(path, ctx.rootdir)})"
         )
-    view = system_view(case)
+    view = system_view(case, ctx.run_config)
     key = case_key(ctx, view)
     check_key(
         doc.key,
@@ -242,7 +242,7 @@ def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:
     labels = dict(ctx.key_labels)
     if ctx.user is not None:
         labels.update(ingestion_fields(ctx, repairs=True)[1])
-    label = case_key_label(key_view(system_view(case)))
+    label = case_key_label(key_view(system_view(case, ctx.run_config)))
     if label is not None:
         labels["case"] = label
     return labels

@@ -21,7 +21,8 @@ from ..store.files import REPORT_FILE_CAP, RefusedFile, read_bounded
 MANIFEST_FORMAT = "pytest-evalcases/manifest"
 MANIFEST_VERSION = 1
 MANIFEST_JSON = "manifest.json"
-LOCKED_PARTS = ("suites", "unloadable", "versions")
+# `input`: the authored input manifest's values (manifest/authored.py), when the run had one
+LOCKED_PARTS = ("suites", "unloadable", "versions", "input")
 _RESULTS_FORMAT = "pytest-evalcases/results"  # a results.json locks as well as its manifest
 _HASH = re.compile(r"[0-9a-f]{16}")
 _SHOWN_CHARS = 80
@@ -112,6 +113,8 @@ def config_differences(locked: Mapping[str, Any], current: Mapping[str, Any]) ->
                     found.append(f"{file}: does not load now ({reason})")
                 elif file not in new:
                     found.append(f"{file}: loads now (it did not when the manifest was written)")
+        elif part == "input":  # its values; not the file's path, which may be spelled otherwise
+            _diff(old.get("values") or {}, new.get("values") or {}, "input.", found)
         else:
             _diff(old, new, f"{part}.", found)
     return found
@@ -122,21 +125,21 @@ def _diff(old: Any, new: Any, prefix: str, found: list[str]) -> None:
         for key in sorted(old.keys() | new.keys(), key=str):
             name = f"{prefix}{key}"
             if key not in new:
-                found.append(f"{name}: {_shown(old[key])} -> (none)")
+                found.append(f"{name}: {shown_value(old[key])} -> (none)")
             elif key not in old:
-                found.append(f"{name}: (none) -> {_shown(new[key])}")
+                found.append(f"{name}: (none) -> {shown_value(new[key])}")
             else:
                 _diff(old[key], new[key], name + ".", found)
         return
     if old != new or type(old) is not type(new):
-        found.append(f"{prefix.rstrip('.: ')}: {_shown(old)} -> {_shown(new)}")
+        found.append(f"{prefix.rstrip('.: ')}: {shown_value(old)} -> {shown_value(new)}")
 
 
 def _is_hash(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == {"hash"}
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """A value as a difference line shows it: hashes by their first 6 characters."""
     if _is_hash(value):
         return f"hash {str(value['hash'])[:6]}"
@@ -153,13 +156,19 @@ def _shown(value: Any) -> str:
 def refusal(path: str, locked: Mapping[str, Any], differences: list[str]) -> str:
     """The message of a run that refuses to start: every difference, then what to do."""
     run = f" (run {locked['run_id']})" if locked.get("run_id") else ""
-    lines = [
-        f"--eval-manifest {path}: this run's configuration differs from the locked "
-        f"manifest{run} in {len(differences)} place{'s' * (len(differences) != 1)}; nothing ran:"
-    ]
-    lines += [f"  {line}" for line in differences]
-    lines.append(
+    return refusal_text(
+        f"--eval-manifest {path}: this run's configuration differs from the locked manifest{run}",
+        differences,
         "restore the locked configuration, or, if the change is meant, lock the new one: run "
-        "with --eval-report DIR and commit DIR/manifest.json as the manifest"
+        "with --eval-report DIR and commit DIR/manifest.json as the manifest",
     )
+
+
+def refusal_text(head: str, differences: list[str], advice: str) -> str:
+    """`head` in N places; nothing ran:`, each difference indented, then `advice`: the shape of
+    every manifest's refusal (the lock's and the authored input manifest's)."""
+    count = len(differences)
+    lines = [f"{head} in {count} place{'s' * (count != 1)}; nothing ran:"]
+    lines += [f"  {line}" for line in differences]
+    lines.append(advice)
     return "\n".join(lines)

@@ -12,12 +12,14 @@ import pytest
 from .. import __version__
 from ..core.safe_text import terminal_safe
 from ..manifest import MANIFEST_JSON, config_differences, dumps_manifest, manifest_document, refusal
+from ..manifest.authored import input_differences, input_refusal
 from ..report.baseline import render_baseline_terminal
 from ..report.changes import RECORDING_CHANGES_MD
 from ..report.gitinfo import git_commit
 from ..report.run_report import build_run_report, judges_used
 from ..store.redaction import redact_for_output
 from ..telemetry import delivery_line
+from ..telemetry.phases import timed
 from .gathering import ResultCollector, results_collector
 from .hook_calls import added_summary_lines, gather_summary_lines, hook_errors, results_updater
 from .housekeeping import orphan_report
@@ -42,6 +44,16 @@ def check_locked_manifest(session: pytest.Session, state: Any) -> None:
                 refusal(session.config.getoption("eval_manifest"), locked, differences)
             )
         )
+
+
+def check_input_manifest(session: pytest.Session, state: Any) -> None:
+    """The authored input manifest: refuse to run (a usage error naming each field, both values
+    and the next step) when what this run would run differs. Before any case runs."""
+    manifest = state.input_manifest
+    project = project_config(state)
+    differences = input_differences(manifest, project, state.project_case_names)
+    if differences:
+        raise pytest.UsageError(redact_for_output(input_refusal(manifest.file, differences)))
 
 
 def run_info(
@@ -112,6 +124,17 @@ def finish_run(session: pytest.Session, state: EvalSession) -> None:
         _check_live_run_complete(session, collector, changes, state)
     if not collector.results:  # no eval case, or no report asked for
         return
+    if state.otel_export is not None:  # --eval-otel in a live run: the reporting phase's span
+        suites = sorted({str(result.get("suite")) for result in collector.results})
+        with timed("reporting", corpus=", ".join(suites)):
+            _report(session, state, collector)
+    else:
+        _report(session, state, collector)
+
+
+def _report(session: pytest.Session, state: EvalSession, collector: ResultCollector) -> None:
+    """Aggregate, write the report files, apply the baseline gate."""
+    changes = collector.changes
     judge = judges_used(
         collector.results, state.settings.judge_override or state.settings.default_judge
     )

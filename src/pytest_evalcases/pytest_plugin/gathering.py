@@ -47,6 +47,32 @@ def load_locked_manifest(config: pytest.Config) -> dict[str, Any] | None:
         raise pytest.UsageError(str(exc)) from None
 
 
+def input_manifest_path(config: pytest.Config) -> tuple[Path, str] | None:
+    """--eval-input-manifest (from the invocation folder), else ini eval_input_manifest (from
+    the rootdir): the file, and its name as the user wrote it."""
+    given = config.getoption("eval_input_manifest", None)
+    if given:
+        return Path(config.invocation_params.dir, given), str(given)
+    ini = (config.getini("eval_input_manifest") or "").strip()
+    return (Path(config.rootpath, ini), ini) if ini else None
+
+
+def load_input_manifest(config: pytest.Config) -> Any:
+    """Read the authored input manifest up front (every process: the split deselects and the
+    suites hand its values to the system): a bad file stops the run before anything runs."""
+    found = input_manifest_path(config)
+    if found is None:
+        return None
+    # start-up: the authored manifest loads only when a run names one
+    from ..manifest import ManifestError
+    from ..manifest.authored import load_input_manifest as load
+
+    try:
+        return load(*found)
+    except ManifestError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def load_baseline(config: pytest.Config) -> dict[str, Any] | None:
     """Read --eval-baseline up front, so a bad file stops the run before any case runs."""
     path = config.getoption("eval_baseline")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import time
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from .gathering import (
     ResultCollector,
     check_report_options,
     load_baseline,
+    load_input_manifest,
     load_locked_manifest,
     results_collector,
 )
@@ -70,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         work_for_xdist_run(getattr(config, "workerinput", {}).get("testrunuid"))
     config.pluginmanager.register(LeftBehind(settings.is_worker), "evalcases-left-behind")
+    state.input_manifest = load_input_manifest(config)  # every process: its split deselects
     if not settings.is_worker:
         check_report_options(config)
         state.baseline = load_baseline(config)
@@ -139,6 +142,19 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """--eval-otel in a live run: the collection phase's start and end, for its span."""
+    state = get_session(session.config)
+    if not (state.otel_requested and state.settings.live):
+        return (yield)
+    started = time.time_ns()
+    try:
+        return (yield)
+    finally:
+        state.collection_ns = (started, time.time_ns())
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Claim the suite names of the case files this run did not collect (two files declaring
     one name must be refused whatever the selection). Collected items live until the end of the
@@ -159,9 +175,46 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         stop_freezing()
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The authored input manifest this run obeys, and what it fixes."""
+    manifest = get_session(config).input_manifest
+    if manifest is None:
+        return None
+    # start-up: only a run with an authored manifest formats its values here
+    from ..report.formatting import input_manifest_parts
+    from ..store.redaction import redact_for_output
+
+    parts = " · ".join(input_manifest_parts(manifest.values()))
+    line = f"evalcases: input manifest {manifest.file} (hash {manifest.hash[:12]})"
+    return terminal_safe(redact_for_output(line + (f": {parts}" if parts else "")))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The authored input manifest's split: the cases outside it do not run (deselected, as
+    -k deselects)."""
+    manifest = get_session(config).input_manifest
+    if manifest is None or not manifest.split:
+        return
+    kept, dropped = [], []
+    for item in items:
+        case, ctx = getattr(item, "case", None), getattr(item, "ctx", None)
+        if case is None or ctx is None or manifest.admits(ctx.suite.name, case.id, case.category):
+            kept.append(item)
+        else:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Any:
     state = get_session(session.config)
+    if state.input_manifest is not None and not state.settings.is_worker:
+        # start-up: the authored manifest's check reads every suite; only a manifest asks
+        from .finish import check_input_manifest
+
+        check_input_manifest(session, state)
     if state.locked_manifest is not None:  # before any case runs (the controller's check)
         # start-up: the manifest check reads every suite; only --eval-manifest asks
         from .finish import check_locked_manifest
@@ -179,6 +232,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         # start-up: only --eval-ingest-only ingests the selected users and runs no case
         from .sources.ingest_only import ingest_selected
 
+        state.otel_export  # noqa: B018 - --eval-otel: made now, so the ingestion phase is sent
         state.source = ingest_selected(session, state)
         return (yield)
     if state.settings.live or state.settings.replay_http:
@@ -241,7 +295,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller only: the live run's completeness (its exit code), then aggregate, write the
     report files, apply the baseline gate."""
     state = get_session(session.config)
-    state.close_otel()  # workers too: each sends its own cases' spans
     state.keep_guard_refusals()  # workers too: each hands the controller its own
     try:
         collector = results_collector(session.config)
@@ -252,6 +305,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         finish_run(session, state)
     finally:
+        state.close_otel()  # workers too: each sends its own spans (after the reporting phase)
         if state.guard_refusals and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the network was asked for
         if state.interrupted is not None:  # ended cleanly, with its summary, as at a Ctrl-C

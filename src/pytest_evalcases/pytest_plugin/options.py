@@ -171,7 +171,8 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         dest="eval_otel",
         help="in live runs, send one OpenTelemetry span per case (children: the system run and "
-        "each judge request) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default "
+        "each judge request) and the run's phases over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT "
+        "(default "
         "http://localhost:4318); needs the otel extra",
     )
     group.addoption(
@@ -181,6 +182,15 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="refuse to run, listing each difference, unless this run's configuration (suites, "
         "inputs, fingerprints, judges, versions) equals the locked manifest.json",
+    )
+    group.addoption(
+        "--eval-input-manifest",
+        dest="eval_input_manifest",
+        default=None,
+        metavar="FILE",
+        help="the authored input manifest a team writes (seed, split, language, prompt "
+        "versions, model names): refuse to run when this run differs, hand its values to the "
+        "system as case.run_config, run only its split's cases, and record it",
     )
     group.addoption(
         "--eval-baseline",
@@ -212,5 +222,6 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("eval_summary", default="", help="default --eval-summary (failed, all, none)")
     parser.addini("eval_judge_repeats", default="", help="default --eval-judge-repeats")
+    parser.addini("eval_input_manifest", default="", help="default --eval-input-manifest")
     parser.addini("eval_rpm", default="", help="default --eval-rpm")
     parser.addini("eval_tpm", default="", help="default --eval-tpm")

@@ -55,18 +55,25 @@ def _read_project(state: EvalSession) -> dict[str, Any]:
             unloadable[file] = f"suite name {name!r} is also declared by {suites[name]['file']}"
             continue
         suites[name] = entry
-    return {
+    config = {
         "suites": dict(sorted(suites.items())),
         "unloadable": dict(sorted(unloadable.items())),
         "versions": package_versions(),
         "git": git_state(state.settings.rootdir),
     }
+    if state.input_manifest is not None:  # the authored input manifest the run obeyed
+        config["input"] = state.input_manifest.record()
+    return config
 
 
 def _suite_entry(state: EvalSession, path: Path, file: str) -> tuple[str, dict[str, Any]]:
 
     ctx = load_suite_context(state, path)
     raw_cases = ctx.suite.cases if isinstance(ctx.suite.cases, list) else []
+    state.project_case_names[ctx.suite.name] = (
+        [str(case.get("id")) for case in raw_cases if isinstance(case, dict)],
+        [case.get("category") for case in raw_cases if isinstance(case, dict)],
+    )
     version = None
     if ctx.judge_spec:
         version = judge_version(ctx.judge_spec)

@@ -80,8 +80,14 @@ class EvalSession:
         self.baseline: dict[str, Any] | None = None
         self.run_report: Any = None
         self.locked_manifest: dict[str, Any] | None = None  # --eval-manifest, read at configure
+        # --eval-input-manifest (manifest/authored.py's InputManifest), read at configure by
+        # every process: the split deselects, the suites hand its values to the system
+        self.input_manifest: Any = None
+        # each suite's case ids and categories, read with project_config (the split's check)
+        self.project_case_names: dict[str, tuple[list[str], list[str | None]]] = {}
         # --eval-otel: spans of the cases this process records (live runs only)
         self.otel_requested = settings.otel
+        self.collection_ns: tuple[int, int] | None = None  # when this process collected
         self.otel: Any = None  # telemetry.export.OtelExport, once the first case records
         # how the export went: this process's counts, and (xdist controller) each worker's
         self.otel_deliveries: list[dict[str, Any]] = []
@@ -119,8 +125,28 @@ class EvalSession:
             # start-up: the export module loads only in a live run that asks for spans
             from ..telemetry.export import OtelExport
 
-            self.otel = OtelExport(self.run_id)
+            self.otel = OtelExport(self.run_id, tags=self.otel_tags(), process=self._process())
+            if self.collection_ns is not None:  # it ended before the export was made
+                # start-up: as the export module
+                from ..telemetry.phases import note_phase
+
+                note_phase("collection", *self.collection_ns)
         return self.otel
+
+    def otel_tags(self) -> dict[str, str]:
+        """The authored input manifest's tags of every span (language, prompt versions)."""
+        if self.input_manifest is None:
+            return {}
+        # start-up: as the export module
+        from ..telemetry.phases import manifest_tags
+
+        return manifest_tags(self.input_manifest.values(), self.input_manifest.hash)
+
+    def _process(self) -> str:
+        worker = getattr(self.config, "workerinput", {}).get("workerid")
+        if worker:
+            return str(worker)
+        return "controller" if self.config.pluginmanager.has_plugin("dsession") else "main"
 
     def close_otel(self) -> None:
         """Send what is left and keep the counts saying how it went (once, at the end); an

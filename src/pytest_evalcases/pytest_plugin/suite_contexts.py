@@ -25,8 +25,9 @@ from ..domain.users import SuiteUser, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
+from ..manifest.authored import run_config_key_fields
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
-from ..store.keys import ingestion_key, suite_key_fields, suite_key_labels
+from ..store.keys import fingerprint_label, ingestion_key, suite_key_fields, suite_key_labels
 from ..store.user_recordings import UnknownVariant, variant_settings
 from .suite_stages import check_free_criteria_judge, check_suite_stages
 from .system_fixtures import default_spec, fixture_system
@@ -255,6 +256,7 @@ def suite_context(
             code_fields = state.code_fingerprints.default_key_fields(spec, code_paths)
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
+        run_config = _run_config(state, suite.name, fingerprint, key_fields, key_labels)
     except CaseFileError as exc:
         if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
             state.interrupted = state.interrupted or exc.what
@@ -283,12 +285,13 @@ def suite_context(
         judge_from=judge_from,
         judge_options=_judge_options(suite, state.settings.rootdir),
         timeout=timeout,
-        users=_suite_users(suite, state) if suite.users else None,
+        users=_suite_users(suite, state, run_config) if suite.users else None,
         judge_repeats=state.settings.judge_repeats_override
         or suite.judge_repeats
         or state.settings.default_judge_repeats,
         runs=state.settings.runs_override or suite.runs,
         totals=totals,
+        run_config=run_config,
     )
 
 
@@ -304,6 +307,29 @@ def _on_variant(suite: Suite, variant: str, state: EvalSession, nodeid: str) -> 
     return suite.model_copy(update={"ingestion": settings})
 
 
+def _run_config(
+    state: EvalSession,
+    suite: str,
+    fingerprint: dict[str, Any],
+    key_fields: dict[str, str],
+    key_labels: dict[str, str],
+) -> dict[str, Any] | None:
+    """The authored input manifest's values for this suite's system (`case.run_config`), and
+    those its fingerprint does not declare as key fields `run_config.<name>`; None without a
+    manifest, or for a suite outside its split."""
+    manifest = state.input_manifest
+    if manifest is None or not manifest.applies_to(suite):
+        return None
+    fields, values = run_config_key_fields(manifest, fingerprint)
+    key_fields.update(fields)
+    key_labels.update(
+        (name, label)
+        for name, value in values.items()
+        if (label := fingerprint_label(value)) is not None
+    )
+    return manifest.run_config()
+
+
 def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:
     """The suite's judge options; with its own metrics, the rootdir their classes are imported
     from (never part of a verdict's key)."""
@@ -313,7 +339,9 @@ def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:
     return options
 
 
-def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | CaseFileError]:
+def _suite_users(
+    suite: Suite, state: EvalSession, run_config: dict[str, Any] | None = None
+) -> dict[str, SuiteUser | CaseFileError]:
 
     def hash_file(path: str, where: str) -> str:
         return hash_inputs([path], state, where, "the user's files")[path]
@@ -324,6 +352,7 @@ def _suite_users(suite: Suite, state: EvalSession) -> dict[str, SuiteUser | Case
         hash_file,
         suite.ingestion,
         state.settings.ingest_timeout,
+        run_config,
     )
 
 

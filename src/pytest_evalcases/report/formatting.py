@@ -57,3 +57,21 @@ def uncommitted_changes(run: Mapping[str, Any]) -> bool:
     config = run.get("config")
     git = config.get("git") if isinstance(config, Mapping) else None
     return isinstance(git, Mapping) and git.get("dirty") is True
+
+
+def input_manifest_parts(values: Mapping[str, Any]) -> list[str]:
+    """What an authored input manifest fixed, one part a value (`seed 7`, `model model
+    gpt-4o-mini`, `split ids q1, q2 and 3 more`): report.md's line and the run's header."""
+    parts = [
+        f"{name} {values[name]}"
+        for name in ("name", "seed", "language")
+        if values.get(name) is not None
+    ]
+    for table, label in (("prompt_versions", "prompt"), ("models", "model")):
+        parts += [
+            f"{label} {key} {value}" for key, value in sorted((values.get(table) or {}).items())
+        ]
+    for part, names in sorted((values.get("split") or {}).items()):
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        parts.append(f"split {part} {', '.join(str(name) for name in names[:5])}{more}")
+    return parts

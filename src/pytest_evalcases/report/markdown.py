@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outcomes import OUTCOMES, SUMMARY_KEYS
-from .formatting import fmt_int, fmt_ms, fmt_pct, fmt_pct_ci, fmt_usd, uncommitted_changes
+from .formatting import (
+    fmt_int,
+    fmt_ms,
+    fmt_pct,
+    fmt_pct_ci,
+    fmt_usd,
+    input_manifest_parts,
+    uncommitted_changes,
+)
 from .markdown_baseline import baseline_section
 from .markdown_breakdowns import (
     categories_section,
@@ -107,8 +115,23 @@ def _headline(doc: Mapping[str, Any]) -> list[str]:
         meta.append(f"{run['shards']} shards")
     if meta:
         lines += ["", "Run: " + " · ".join(meta)]
+    authored = _input_manifest_line((run.get("config") or {}).get("input"))
+    if authored:
+        lines += ["", authored]
     lines.append("")
     return lines
+
+
+def _input_manifest_line(record: Mapping[str, Any] | None) -> str | None:
+    """The authored input manifest the run obeyed: its file and hash, and what it fixed."""
+    if not isinstance(record, Mapping):
+        return None
+    parts = input_manifest_parts(record.get("values") or {})
+    head = (
+        f"Input manifest: `{escape_cell(str(record.get('file')), 80)}` "
+        f"(hash {escape_cell(str(record.get('hash'))[:12])})"
+    )
+    return head + (": " + " · ".join(escape_cell(part, 200) for part in parts) if parts else "")
 
 
 def _timings(section: Mapping[str, Any] | None) -> list[str]:

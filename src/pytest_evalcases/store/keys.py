@@ -27,7 +27,8 @@ from ..domain.users import USER_FIELD_PREFIX, changed_user_files
 INGESTION_PREFIX = "ingestion."
 # A user's case: which ingestion of its user it ran on (engine/user_runs.py), `ingested.<user>`.
 INGESTED_PREFIX = "ingested."
-_INGESTION_KEY_PREFIXES = ("fingerprint.", "code.", INGESTION_PREFIX)
+# run_config.: the authored input manifest's values setup_user gets (`user.run_config`)
+_INGESTION_KEY_PREFIXES = ("fingerprint.", "code.", INGESTION_PREFIX, "run_config.")
 # Key fields whose long labels (a prompt, an ontology, a judged stage's own criteria) show as
 # the words that changed.
 _TEXT_PREFIXES = ("fingerprint.", INGESTION_PREFIX, "criteria", "steps", "reads", "rubric")

@@ -11,6 +11,7 @@ span while the system runs: spans the system makes itself nest under it.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from .attributes import (
     trace_attributes,
     verdict_attributes,
 )
+from .phases import COMPONENTS, PHASE_ORDER, PhaseLog, TimedPart, listen
 
 DEFAULT_SERVICE = "pytest-evalcases"
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"  # the OTLP/HTTP default
@@ -74,9 +76,24 @@ class _CountingExporter(SpanExporter):
 class OtelExport:
     """The run's spans: `start_case` per live case, `case_reported` once it is scored."""
 
-    def __init__(self, run_id: str, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        environ: Mapping[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
+        process: str = "main",
+    ) -> None:
         environ = os.environ if environ is None else environ
         self.run_id = run_id
+        # the authored input manifest's tags (language, prompt versions), on every span
+        self.tags = dict(tags or {})
+        self.process = process  # "main", or the xdist worker's id, or "controller"
+        self.phases = PhaseLog()
+        listen(self.phases)  # the phases this process times from now on are sent
+        self.suites: set[str] = set()  # the corpus: the suites whose cases this process ran
+        self.cases_ns: list[int] = []  # earliest start, latest end of the cases sent
+        self.judging_ns: list[int] = []  # of the judge requests
+        self._lock = threading.Lock()
         self.endpoint = traces_endpoint(environ)
         resource = Resource.create(
             {
@@ -94,6 +111,7 @@ class OtelExport:
 
     def start_case(self, nodeid: str, ctx: Any, case: Any) -> LiveCaseSpans:
         spans = LiveCaseSpans(self, ctx, case)
+        self.suites.add(ctx.suite.name)
         self.open[nodeid] = spans
         return spans
 
@@ -108,12 +126,109 @@ class OtelExport:
         for spans in list(self.open.values()):
             spans.end(None)
         self.open.clear()
+        listen(None)
+        self._send_phases(time.time_ns())
         self.provider.shutdown()  # flushes the batch processor
         return {
             "sent": self.exporter.sent,
             "failed": self.exporter.failed,
             "endpoint": self.endpoint,
         }
+
+    def widen(self, bounds: list[int], started: int, ended: int) -> None:
+        """Stretch a phase's [start, end] over one more case or judge request."""
+        with self._lock:
+            if bounds:
+                bounds[0], bounds[1] = min(bounds[0], started), max(bounds[1], ended)
+            else:
+                bounds[:] = [started, ended]
+
+    def tagged(self, corpus: str | None, **found: Any) -> dict[str, Any]:
+        """The tags of a run or phase span: run id, corpus, the manifest's, and `found`."""
+        attributes: dict[str, Any] = {"evalcases.run_id": self.run_id, **self.tags}
+        corpus = corpus or ", ".join(sorted(self.suites)) or None
+        if corpus:
+            attributes["evalcases.corpus"] = corpus
+        attributes["evalcases.process"] = self.process
+        attributes.update(
+            (f"evalcases.{name}", value)
+            for name, value in found.items()
+            if isinstance(value, str | bool | int | float)
+        )
+        return attributes
+
+    def _send_phases(self, ended: int) -> None:
+        """The process's `eval run` span, a child span per phase it timed (each with its
+        started and completed events) and, under ingestion, one per user."""
+        parts = self.phases.taken()
+        if len(self.cases_ns) == 2:
+            parts.append(TimedPart("live_batch", *self.cases_ns))
+        if len(self.judging_ns) == 2:
+            parts.append(TimedPart("judging", *self.judging_ns))
+        if not parts:
+            return
+        run = self.tracer.start_span(
+            "eval run",
+            start_time=min(part.started_ns for part in parts),
+            attributes=self.tagged(None),
+        )
+        parent = trace.set_span_in_context(run)
+        for phase in PHASE_ORDER:
+            own = [part for part in parts if part.phase == phase]
+            if own:
+                self._send_phase(phase, own, parent)
+        run.end(end_time=max(ended, *(part.ended_ns for part in parts)))
+
+    def _send_phase(self, phase: str, parts: list[TimedPart], parent: Any) -> None:
+        component = COMPONENTS[phase]
+        whole = next((part for part in parts if part.name is None), None)
+        runs = [part for part in parts if part.name is not None]
+        started = whole.started_ns if whole else min(part.started_ns for part in runs)
+        ended = whole.ended_ns if whole else max(part.ended_ns for part in runs)
+        found = dict(whole.attributes) if whole else {}
+        corpus = found.pop("corpus", None)
+        if corpus is None and runs:  # the suites of the users ingested
+            corpus = ", ".join(sorted({str(part.attributes.get("suite")) for part in runs}))
+        what = {"phase": phase, "component": component}
+        span = self.tracer.start_span(
+            f"phase {phase}",
+            context=parent,
+            start_time=started,
+            attributes=self.tagged(corpus, **what, **found),
+        )
+        event = {"evalcases.phase": phase, "evalcases.component": component}
+        span.add_event("phase.started", event, timestamp=started)
+        inside = trace.set_span_in_context(span)
+        errors = [part for part in parts if part.error]
+        for part in runs:
+            self._send_component(component, part, inside)
+        outcome = "failed" if errors else "completed"
+        span.add_event("phase.completed", {**event, "evalcases.outcome": outcome}, timestamp=ended)
+        if errors:
+            span.set_status(Status(StatusCode.ERROR, f"{len(errors)} failed: {errors[0].error}"))
+        span.end(end_time=ended)
+
+    def _send_component(self, component: str, part: TimedPart, parent: Any) -> None:
+        """One component's run in a phase (a user's ingestion), with its own events."""
+        attributes = dict(part.attributes)
+        suite = attributes.get("suite")
+        span = self.tracer.start_span(
+            f"{component} {part.name}",
+            context=parent,
+            start_time=part.started_ns,
+            attributes=self.tagged(
+                str(suite) if suite else None, phase=part.phase, component=component, **attributes
+            ),
+        )
+        event = {"evalcases.component": component, "evalcases.name": str(part.name)}
+        span.add_event("component.started", event, timestamp=part.started_ns)
+        outcome = "failed" if part.error else "completed"
+        span.add_event(
+            "component.completed", {**event, "evalcases.outcome": outcome}, timestamp=part.ended_ns
+        )
+        if part.error:
+            span.set_status(Status(StatusCode.ERROR, part.error))
+        span.end(end_time=part.ended_ns)
 
 
 class _Notes:
@@ -148,9 +263,10 @@ class LiveCaseSpans:
             self.span = self.export.tracer.start_span(
                 f"eval {suite}::{self.case.id}",
                 start_time=self.started,
-                attributes=case_attributes(
-                    self.export.run_id, suite, self.case.id, self.case.category
-                ),
+                attributes={
+                    **case_attributes(self.export.run_id, suite, self.case.id, self.case.category),
+                    **self.export.tags,
+                },
             )
         return self.span
 
@@ -170,12 +286,16 @@ class LiveCaseSpans:
     def judge_request(self, stage: str, judge_id: str | None) -> Iterator[_Notes]:
         provider, model = _judge_parts(judge_id)
         parent = trace.set_span_in_context(self._case_span())
-        with self.export.tracer.start_as_current_span(
-            judge_span_name(stage, provider, model),
-            context=parent,
-            attributes=judge_attributes(self.export.run_id, stage, provider, model),
-        ) as span:
-            yield _Notes(span)
+        started = time.time_ns()
+        try:
+            with self.export.tracer.start_as_current_span(
+                judge_span_name(stage, provider, model),
+                context=parent,
+                attributes=judge_attributes(self.export.run_id, stage, provider, model),
+            ) as span:
+                yield _Notes(span)
+        finally:  # the judging phase: the first request's start to the last one's end
+            self.export.widen(self.export.judging_ns, started, time.time_ns())
 
     def recorded(self, spent_usd: float) -> None:
         self.ended = time.time_ns()
@@ -196,7 +316,9 @@ class LiveCaseSpans:
             )
         elif result is not None and result.get("outcome") == "error":
             self.span.set_status(Status(StatusCode.ERROR, "the case could not be evaluated"))
-        self.span.end(end_time=self.ended or time.time_ns())
+        ended = self.ended or time.time_ns()
+        self.span.end(end_time=ended)
+        self.export.widen(self.export.cases_ns, self.started, ended)  # the live batch phase
 
 
 def _fingerprint(ctx: Any) -> Mapping[str, Any]:
