@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..core.errors import CaseFileError, EvalCaseError
+from ..core.errors import CaseFileError
 from ..core.exception_chain import chain_of, link_text
 from ..core.suite_schema import SystemRetries
 from ..core.transient import (
@@ -49,10 +49,21 @@ _OUR_PACKAGE = __name__.split(".", 1)[0]
 
 
 def transient_reason(exc: BaseException, declared: tuple[str, ...] = ()) -> str | None:
-    """Why `exc` is worth another try (`HTTP 503`, `ConnectionResetError`, `declared
-    transient: mypkg.errors:Flaky`), or None. The chain is read from what was raised down to
-    the root cause; the first link that decides wins: a declared class, an error of the code
-    or of ours (never), an HTTP status (transient or not), a connection or timeout error."""
+    """Why `exc` is worth another try (`HTTP 503: HTTPStatusError: …`, `ConnectionResetError:
+    …`, `declared transient (mypkg.errors:Flaky): Flaky: …`), or None. The chain is read from
+    what was raised down to the root cause; the first link that decides wins: a declared class,
+    an error of the code or of ours (never), an HTTP status (transient or not), a connection or
+    timeout error."""
+    found = _transient(exc, declared)
+    if found is None:
+        return None
+    kind, link = found
+    text = link_text(link)
+    return text if text.startswith(kind) else f"{kind}: {text}"
+
+
+def _transient(exc: BaseException, declared: tuple[str, ...]) -> tuple[str, BaseException] | None:
+    """(what kind of transient error, the link of the chain that says so), or None."""
     if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit, --replay-http's stop
         return None
     for link in chain_of(exc):
@@ -60,15 +71,23 @@ def transient_reason(exc: BaseException, declared: tuple[str, ...] = ()) -> str 
         named = {f"{cls.__module__}:{cls.__qualname__}" for cls in classes}
         for name in declared:
             if name in named:
-                return f"declared transient ({name}): {link_text(link)}"
+                return f"declared transient ({name})", link
         if isinstance(link, _NEVER_TRANSIENT) or type(link).__module__.startswith(_OUR_PACKAGE):
             return None
         status = status_of(link)
         if status is not None:
-            return f"HTTP {status}: {link_text(link)}" if transient_status(status) else None
+            return (f"HTTP {status}", link) if transient_status(status) else None
         if transient_network_error(link):
-            return link_text(link)
+            return type(link).__name__, link
     return None
+
+
+def transient_kind(reason: str) -> str:
+    """The kind a `transient_reason` starts with: `HTTP 503`, `ConnectionResetError`,
+    `declared transient (mypkg.errors:Flaky)`."""
+    if reason.startswith("declared transient ("):
+        return reason[: reason.index(")") + 1]
+    return reason.split(":", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -132,9 +151,10 @@ class Retry:
     wait_s: float
 
 
-class RetriesSpent(EvalCaseError):  # noqa: N818 (why retrying stopped; the error is its cause)
+class RetriesSpent(Exception):  # noqa: N818 (why retrying stopped; the error is its cause)
     """A transient error that was not tried again: the retries or the waiting time were used up,
-    or the next wait would pass the call's bound. Raised `from` the system's last error."""
+    or the next wait would pass the call's bound. Raised `from` the system's last error, so a
+    case shows that error's chain and the user's frames under this message."""
 
 
 @dataclass
@@ -159,27 +179,27 @@ class Attempts:
         if reason is None:
             return None
         done = len(self.retries)
-        after = f"after {done} {'retry' if done == 1 else 'retries'}"
+        after = f"after {done} {'retry' if done == 1 else 'retries'} ({transient_kind(reason)})"
         if done >= self.policy.retries:
-            raise self._spent(f"{after} ({RETRIES_OPTION})", reason) from exc
+            raise self._spent(
+                f'{after}; {RETRIES_OPTION} (or the suite\'s "system_retries") sets how many'
+            ) from exc
         wait = self.policy.delay(done + 1)
         if self.waited + wait > self.policy.max_wait:
             raise self._spent(
-                f"{after}: the next wait of {wait:.1f} s would pass "
-                f"{self.policy.max_wait:g} s of waiting in all",
-                reason,
+                f"{after}: the next wait of {wait:.1f} s would pass {self.policy.max_wait:g} s "
+                'of waiting in all (the suite\'s "system_retries": {"max_wait": ...})'
             ) from exc
         if self.deadline is not None and self.clock() + wait >= self.deadline:
             raise self._spent(
-                f"{after}: the next wait of {wait:.1f} s would pass {self.bound}",
-                reason,
+                f"{after}: the next wait of {wait:.1f} s would pass {self.bound}"
             ) from exc
         self.retries.append(Retry(reason, wait))
         self.waited += wait
         return wait
 
-    def _spent(self, why: str, reason: str) -> RetriesSpent:
-        return RetriesSpent(f"{self.what} failed {why}; last error: {reason}")
+    def _spent(self, why: str) -> RetriesSpent:
+        return RetriesSpent(f"{self.what} still failed {why}")
 
     def summary(self) -> str:
         """`retried 2 times (HTTP 503 ×2)`, or "" without a retry."""

@@ -199,9 +199,10 @@ class IngestionWait:
             once = lambda: self._bounded_once(hook, method, *args)  # noqa: E731
             return attempts.call(once, self._sleep, failed)
         except RetriesSpent as exc:
+            last = attempts.policy.reason(exc.__cause__) if exc.__cause__ else None
             raise UserSetupError(
-                f"{exc}; none of user {self.user_id!r}'s cases can be recorded until it succeeds "
-                "(the other users' cases run)"
+                f"{exc}; last error: {last}; none of user {self.user_id!r}'s cases can be "
+                "recorded until it succeeds (the other users' cases run)"
             ) from exc.__cause__
         finally:
             self.retried += attempts.retries

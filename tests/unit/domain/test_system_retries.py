@@ -188,8 +188,8 @@ def test_the_retries_stop_at_their_number_with_the_last_error_as_cause() -> None
         attempts.call(function, clock.sleep)  # type: ignore[arg-type]
     assert len(calls) == 3 and spent.value.__cause__ is last
     assert str(spent.value) == (
-        "run(case) of s::c1 failed after 2 retries (--eval-system-retries); last error: "
-        "HTTP 502: HTTPStatusError: Server error '502'"
+        "run(case) of s::c1 still failed after 2 retries (HTTP 502); --eval-system-retries (or "
+        'the suite\'s "system_retries") sets how many'
     )
 
 
@@ -216,7 +216,9 @@ def test_a_retry_never_passes_the_calls_deadline() -> None:
         RetryPolicy(jitter=0.0), "run(case) of s::c1", "the 5 s of --eval-timeout", 5.0, clock
     )
     _, function = failing(*[TimeoutError()] * 9)
-    with pytest.raises(RetriesSpent, match="after 1 retry: the next wait of 4.0 s would pass "):
+    with pytest.raises(
+        RetriesSpent, match=r"after 1 retry \(TimeoutError\): the next wait of 4.0 s would pass "
+    ):
         attempts.call(function, clock.sleep)  # type: ignore[arg-type]
     assert clock.slept == [2.0] and clock.now < 5.0
 
@@ -255,7 +257,8 @@ def test_an_ingestion_hook_whose_retries_are_spent_fails_that_user() -> None:
     with pytest.raises(UserSetupError) as failed:
         wait.bounded("setup_user", lambda data: setup_user(), {})  # type: ignore[operator]
     assert str(failed.value) == (
-        "setup_user('u-ana') of suite 'memory' failed after 2 retries: the next wait of 4.0 s "
+        "setup_user('u-ana') of suite 'memory' still failed after 2 retries (HTTP 503): the "
+        "next wait of 4.0 s "
         "would pass the 4 s of --eval-ingest-timeout; last error: HTTP 503: HTTPStatusError: "
         "Server error '503'; none of user 'u-ana''s cases can be recorded until it succeeds "
         "(the other users' cases run)"
