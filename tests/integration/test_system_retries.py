@@ -21,6 +21,14 @@ pytest.importorskip("httpx")
 pytest.importorskip("vcr")
 
 
+# What the service answers: a priced model's usage, so a request's cost is known.
+ANSWER = {
+    "answer": "30 days",
+    "model": "gpt-4o-mini",
+    "usage": {"prompt_tokens": 1000, "completion_tokens": 500},
+}
+
+
 class FlakyService:
     """A loopback model service: each request takes the next fault in `faults` ("503",
     "reset"), then every request is answered 200 with a JSON answer and its usage."""
@@ -42,7 +50,7 @@ class FlakyService:
                     self.close_connection = True
                     return
                 status = 503 if fault == "503" else 200
-                body = {"error": "overloaded"} if status == 503 else {"answer": "30 days"}
+                body = {"error": "overloaded"} if status == 503 else dict(ANSWER)
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -92,9 +100,12 @@ def run(case):
     if raises:  # the next error to raise, once
         (ROOT / "steer.json").write_text(json.dumps({{**steer, "raise": raises[1:]}}))
         raise {{"Flaky": Flaky, "ValueError": ValueError}}[raises[0]]("busy")
-    reply = httpx.post("http://127.0.0.1:{port}/v1/answer", json={{"q": case["input"]}})
-    reply.raise_for_status()
-    return {{"answer": reply.json()["answer"]}}
+    answer = None
+    for step in range(steer.get("steps", 1)):  # a step's request each: search, then answer
+        reply = httpx.post("http://127.0.0.1:{port}/v1/answer", json={{"q": case["input"]}})
+        reply.raise_for_status()
+        answer = reply.json()["answer"]
+    return {{"answer": answer}}
 """
 
 
@@ -209,3 +220,24 @@ def test_the_retries_stop_within_eval_timeout(
     )
     assert re.fullmatch(r"  at agent\.py:\d+ in run: reply\.raise_for_status\(\)", block[2])
     assert not (agent.root / "cassettes/m/q.json").exists()
+
+
+def test_a_failed_attempts_cost_counts_but_its_exchanges_are_not_recorded(
+    agent: Project, service: FlakyService
+) -> None:
+    from pytest_evalcases.core.pricing import cost_usd
+
+    agent.write_text("steer.json", json.dumps({"steps": 2}))
+    service.faults = ["", "503"]  # attempt 1: its first request paid for, its second refused
+
+    result = agent.run("--live", "--eval-report", "r")
+
+    result.assert_outcomes(passed=1)
+    assert service.requests == 4 and calls(agent) == 2
+    http = json.loads((agent.root / "cassettes/m/q.http.json").read_text())
+    assert [x["response"]["status"]["code"] for x in http["interactions"]] == [200, 200]
+    case = json.loads((agent.root / "r/results.json").read_text())["cases"][0]
+    one_request = cost_usd("gpt-4o-mini", 1000, 500)
+    assert one_request is not None and one_request > 0
+    assert case["recording"]["spent_usd"] == pytest.approx(one_request)  # the failed attempt's
+    assert len(case["recording"]["system_retries"]) == 1
