@@ -155,6 +155,7 @@ def test_a_503_and_a_reset_are_retried_and_only_the_good_exchange_is_recorded(
     assert [x["response"]["status"]["code"] for x in http["interactions"]] == [200]
     output = "\n".join(result.outlines)
     assert "system retries: 2 (m::q 2)" in output
+    assert "m::q (new)\n  system run retried 2 times (HTTP 503, " in output  # recording changes
     assert ", 2 system retries" in output  # the progress line
 
     replay = agent.run()  # nothing to retry: no system call
