@@ -210,6 +210,15 @@ def test_the_waits_stop_at_max_wait_in_all() -> None:
     assert clock.slept == [2.0, 4.0]
 
 
+def test_with_the_defaults_300_s_of_waiting_come_before_the_8th_retry() -> None:
+    clock = FakeClock()
+    attempts = Attempts(RetryPolicy(), "run(case) of s::c1", clock=clock)
+    _, function = failing(*[HTTPStatusError(503)] * 9)
+    with pytest.raises(RetriesSpent, match=r"after 7 retries \(HTTP 503\): the next wait of 2"):
+        attempts.call(function, clock.sleep)  # type: ignore[arg-type]
+    assert 254 <= sum(clock.slept) <= 254 * 1.1 and len(clock.slept) == 7
+
+
 def test_a_retry_never_passes_the_calls_deadline() -> None:
     clock = FakeClock()
     attempts = Attempts(
