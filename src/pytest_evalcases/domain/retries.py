@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..core.environment import env_number
 from ..core.errors import CaseFileError
 from ..core.exception_chain import chain_of, link_text
 from ..core.suite_schema import SystemRetries
@@ -125,22 +126,9 @@ def policy_of(
         retries = retries_override
     backoff = declared.backoff
     if backoff is None:
-        backoff = _env_seconds(env, BACKOFF_ENV, DEFAULT_BACKOFF)
+        backoff = env_number(env, BACKOFF_ENV, DEFAULT_BACKOFF, CaseFileError)
     max_wait = declared.max_wait if declared.max_wait is not None else DEFAULT_MAX_WAIT
     return RetryPolicy(retries, backoff, max_wait, tuple(declared.transient))
-
-
-def _env_seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise CaseFileError(f"{name}={raw!r} must be a number of seconds, 0 or more")
-    return value
 
 
 @dataclass(frozen=True, slots=True)

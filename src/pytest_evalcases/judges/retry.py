@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..core.environment import env_number as read_env_number
 from ..core.transient import backoff_delay
 from .endpoint import RATE_LIMIT_WAIT_ENV, Endpoint
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError
@@ -162,13 +163,4 @@ class RetryPolicy:
 
 def env_number(env: Mapping[str, str], name: str, default: float) -> float:
     """A non-negative number from the environment, else `default`; JudgeConfigError if bad."""
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise JudgeConfigError(f"{name}={raw!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise JudgeConfigError(f"{name}={raw!r} must be a non-negative number")
-    return value
+    return read_env_number(env, name, default, JudgeConfigError)

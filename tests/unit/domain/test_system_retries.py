@@ -241,7 +241,7 @@ def test_the_policy_from_suite_flag_and_environment() -> None:
     assert (policy.retries, policy.backoff, policy.max_wait) == (5, 0.001, 60.0)
     assert policy.transient == (FLAKY,)
     assert policy_of(SystemRetries(backoff=1), None, {BACKOFF_ENV: "0.001"}).backoff == 1.0
-    with pytest.raises(CaseFileError, match=f"{BACKOFF_ENV}='soon' must be a number"):
+    with pytest.raises(CaseFileError, match=f"{BACKOFF_ENV}='soon' is not a number"):
         policy_of(None, None, {BACKOFF_ENV: "soon"})
 
 
