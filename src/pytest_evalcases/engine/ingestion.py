@@ -26,6 +26,7 @@ from ..core.errors import (
     NewerCassette,
     StaleRecording,
 )
+from ..domain.retries import RetriesSpent
 from ..domain.returned_traces import json_problem
 from ..domain.users import call_hook
 from ..http.rerecord import keep_old_volatile
@@ -115,8 +116,8 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
     have found nothing in memory (an in-process index is gone in a new process): say so."""
     try:
         yield
-    except (EvalCaseError, Interrupted):  # ours: a timeout, a stale request, a Ctrl-C
-        raise
+    except (EvalCaseError, Interrupted, RetriesSpent):  # ours: a timeout, a stale request,
+        raise  # a Ctrl-C, a transient error retried in vain (no memory lost makes a 503)
     except Exception as exc:
         user = ctx.user
         if user is None or not run_of(user).reused_unchecked:
