@@ -263,3 +263,42 @@ def test_an_attempt_that_hangs_after_a_retry_ends_at_the_same_timeout(
         "--eval-timeout"
     )
     assert service.requests == 2
+
+
+MEMORY_AGENT = """\
+import httpx
+
+
+class Memory:
+    def setup_user(self, user):
+        reply = httpx.post("http://127.0.0.1:{port}/v1/ingest", json={{"user": user.id}})
+        reply.raise_for_status()
+        return {{"memory": "m-1"}}
+
+    def run(self, case):
+        return {{"answer": "30 days"}}
+
+
+system = Memory()
+"""
+
+
+def test_a_users_ingestion_is_retried_and_records_only_the_good_exchange(
+    agent: Project, service: FlakyService
+) -> None:
+    agent.write_text("memory.py", MEMORY_AGENT.format(port=service.port))
+    agent.write_text("data/ana.json", "[]")
+    doc = suite(system="memory:system", users=[{"id": "u-ana", "chats": "data/ana.json"}])
+    doc["cases"][0]["user"] = "u-ana"  # type: ignore[index]
+    agent.write_suite(doc)
+    service.faults = ["503"]
+
+    result = agent.run("--live", "--eval-report", "r")
+
+    result.assert_outcomes(passed=1)
+    assert service.requests == 2
+    http = json.loads((agent.root / "cassettes/m/users/u-ana.http.json").read_text())
+    assert [x["response"]["status"]["code"] for x in http["interactions"]] == [200]
+    case = json.loads((agent.root / "r/results.json").read_text())["cases"][0]
+    assert case["ingestion"]["retries"] == 1
+    assert "system retries: 1 (m::users/u-ana (ingestion) 1)" in "\n".join(result.outlines)
