@@ -190,7 +190,7 @@ class Attempts:
         return RetriesSpent(f"{self.what} still failed {why}")
 
     def summary(self) -> str:
-        """`retried 2 times (HTTP 503 ×2)`, or "" without a retry."""
+        """`retried 2 times`, or "" without a retry."""
         if not self.retries:
             return ""
         return f"retried {len(self.retries)} time{'s' * (len(self.retries) != 1)}"

@@ -8,6 +8,7 @@ once per user per run, at collection: a suite without users never reaches this m
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -196,7 +197,7 @@ class IngestionWait:
         deadline = self._started + self.whole
         attempts = Attempts(self.retries, what, bound, deadline, self._clock)
         try:
-            once = lambda: self._bounded_once(hook, method, *args)  # noqa: E731
+            once = functools.partial(self._bounded_once, hook, method, *args)
             return attempts.call(once, self._sleep, failed)
         except RetriesSpent as exc:
             last = attempts.policy.reason(exc.__cause__) if exc.__cause__ else None
