@@ -73,7 +73,7 @@ class FlakyService:
 @pytest.fixture
 def service() -> Iterator[FlakyService]:
     flaky = FlakyService()
-    thread = threading.Thread(target=flaky.server.serve_forever, daemon=True)
+    thread = threading.Thread(target=flaky.server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield flaky
     flaky.server.shutdown()
