@@ -186,7 +186,8 @@ def test_a_live_model_error_is_a_few_lines_naming_the_root_cause_and_the_url(
         }
     )
 
-    result = project.run("--live")
+    # not retried (a refused connection is transient: docs/system.md): the error as raised
+    result = project.run("--live", "--eval-system-retries", "0")
 
     result.assert_outcomes(errors=1)
     block = error_block(result, "m::q").splitlines()
@@ -205,7 +206,7 @@ def test_a_live_model_error_is_a_few_lines_naming_the_root_cause_and_the_url(
     summary = "\n".join(result.outlines)
     assert f"not recorded: m::q ({chain[0].format(url=url)}" in summary
 
-    full = project.run("--live", "--tb=long")
+    full = project.run("--live", "--tb=long", "--eval-system-retries", "0")
 
     full.assert_outcomes(errors=1)
     long_block = error_block(full, "m::q")

@@ -262,7 +262,8 @@ def project_with_user_ready_down(project: Project, model: FactModel) -> Project:
 
 
 def test_an_error_of_user_ready_names_user_ready(project: Project, model: FactModel) -> None:
-    live = project_with_user_ready_down(project, model).run("--live")
+    # not retried (docs/system.md#retries-of-the-systems-calls): the error as user_ready raised it
+    live = project_with_user_ready_down(project, model).run("--live", "--eval-system-retries", "0")
 
     live.assert_outcomes(errors=4)
     assert "user_ready('u-ana') of suite 'memory' raised ConnectionError" in output(live)
@@ -272,7 +273,8 @@ def test_an_error_of_user_ready_names_user_ready(project: Project, model: FactMo
 
 
 def test_a_failed_ingestion_is_not_reported_as_replayed(project: Project, model: FactModel) -> None:
-    live = project_with_user_ready_down(project, model).run("--live", "--eval-report", "r")
+    down = project_with_user_ready_down(project, model)
+    live = down.run("--live", "--eval-report", "r", "--eval-system-retries", "0")
 
     live.assert_outcomes(errors=4)
     sources = {

@@ -110,13 +110,14 @@ def _frame_text(shown: str, frame: traceback.FrameSummary) -> str:
 
 
 def exception_lines(exc: BaseException, user_path: UserPath = lambda path: None) -> list[str]:
-    """The exception in a few lines: `Type: message (METHOD URL)` of what the system raised,
+    """The exception in a few lines: `Type: message (METHOD URL)` of what the system raised (an
+    error of ours, e.g. retries spent on it: its message alone),
     `caused by Type: message` down to the root cause (a repeated link once), and `at file:line`
     for the innermost frames of the user's code."""
     chain = chain_of(exc)
     texts: list[str] = []
     for link in chain:
-        text = link_text(link)
+        text = link_text(link, named=not _ours(link))  # ours: its message says what happened
         if text not in texts:
             texts.append(text)
     request = request_of(chain)

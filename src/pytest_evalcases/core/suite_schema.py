@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from .field_checks import checked_answer_schema, checked_json_paths, checked_volatile_entries
 from .schema import CaseModel
+from .transient import NEVER_TRANSIENT_NAMES
 
 __all__ = [
     "CitationOptions",
@@ -220,6 +221,32 @@ class Total(BaseModel):
     exclude: TotalExclusion = TotalExclusion()
 
 
+class SystemRetries(BaseModel):
+    """How the system's calls (`run`, `setup_user`, `ready`, `user_ready`) are retried on a
+    transient error (domain/retries.py). A field left out takes its default there; the flag
+    --eval-system-retries overrides `retries`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retries: int | None = Field(None, ge=0)  # after the first attempt (default 8; 0: none)
+    backoff: float | None = Field(None, ge=0, allow_inf_nan=False)  # seconds before retry 1
+    max_wait: float | None = Field(None, ge=0, allow_inf_nan=False)  # seconds of waits in all
+    # Exceptions of the system's own that are transient: "module:Class" (subclasses too).
+    transient: list[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")]] = []
+
+    @field_validator("transient")
+    @classmethod
+    def _not_assertion_like(cls, names: list[str]) -> list[str]:
+        for name in names:
+            module, _, qualname = name.partition(":")
+            if module == "builtins" and qualname in NEVER_TRANSIENT_NAMES:
+                raise ValueError(
+                    f"{name!r} is an error of the code, never a transient one: it is not "
+                    "retried; declare the system's own exception class instead"
+                )
+        return names
+
+
 class Suite(BaseModel):
     """A case file's suite-level settings (cases are validated separately, one by one)."""
 
@@ -250,6 +277,8 @@ class Suite(BaseModel):
     # Whether a gating stage whose repeats fall on both sides of the threshold fails the case.
     unstable: Literal["fail", "pass"] = "fail"
     timeout: float | None = Field(None, gt=0)  # seconds a system run may take (live, HTTP replay)
+    # Retries of the system's calls on a transient error (None: the defaults, as Zep's).
+    system_retries: SystemRetries | None = None
     # The system's source, hashed into the key (None: the module holding `system`; []: none).
     code: list[str] | None = None
     # JSONPaths of request body fields --replay-http ignores when matching (e.g. "$.user").

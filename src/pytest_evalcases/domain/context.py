@@ -11,6 +11,7 @@ from ..core.errors import CaseFileError
 from ..core.schema import Case
 from ..core.suite_schema import Suite
 from .calibration_schema import CalibrationCase, CalibrationSuite
+from .retries import NO_RETRIES, RetryPolicy
 from .stages import Stage
 from .system import System
 from .totals import TotalRule
@@ -51,6 +52,9 @@ class SuiteContext:
     totals: tuple[TotalRule, ...] = ()  # the suite's named totals, their id files read
     # The authored input manifest's values (`case.run_config`); None: the run has none.
     run_config: dict[str, Any] | None = None
+    # How the system's calls are retried on a transient error (live runs; suite_contexts sets
+    # the suite's policy, the defaults as Zep's: domain/retries.py).
+    retries: RetryPolicy = NO_RETRIES
 
 
 def case_where(ctx: SuiteContext, case: Case) -> str:

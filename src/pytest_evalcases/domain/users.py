@@ -8,6 +8,7 @@ once per user per run, at collection: a suite without users never reaches this m
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -17,6 +18,7 @@ from typing import Any
 from ..core.errors import CaseFileError, EvalCaseError, UserCodeExit
 from ..core.hashing import LABEL_CHARS, SHOW_CHARS, content_hash
 from ..core.names import shown_name, unsafe_id_reason
+from .retries import NO_RETRIES, Attempts, RetriesSpent, Retry, RetryPolicy
 from .system import (
     TIMEOUT_OPTION,
     AttributeMapping,
@@ -124,17 +126,25 @@ class SuiteUser:
         """Whether this run's ingestion of the user ended in an error."""
         return self._error is not None
 
-    def ingestion_wait(self, suite_name: str, call_timeout: float | None) -> IngestionWait:
+    def ingestion_wait(
+        self, suite_name: str, call_timeout: float | None, retries: RetryPolicy = NO_RETRIES
+    ) -> IngestionWait:
         """The bounds of this user's ingestion, starting now: `call_timeout` (--eval-timeout,
-        the suite's "timeout") for each call of a hook, --eval-ingest-timeout for them all."""
-        return IngestionWait(self.id, suite_name, call_timeout, self.ready_timeout)
+        the suite's "timeout") for each call of a hook, --eval-ingest-timeout for them all;
+        `retries`: how a hook's call that failed with a transient error is tried again."""
+        return IngestionWait(self.id, suite_name, call_timeout, self.ready_timeout, retries=retries)
 
-    def set_up(self, system_target: Any, wait: IngestionWait) -> tuple[Any, float]:
+    def set_up(
+        self, system_target: Any, wait: IngestionWait, failed: Callable[[], None] = lambda: None
+    ) -> tuple[Any, float]:
         """Call the system's `setup_user(user)` (when it has one), bounded by `wait`: (what it
-        returned, the seconds it took)."""
+        returned, the seconds it took). `failed()` after each attempt that is tried again."""
         method = getattr(system_target, "setup_user", None)
         started = time.perf_counter()
-        result = wait.bounded("setup_user", method, self.data) if callable(method) else None
+        if callable(method):
+            result = wait.bounded("setup_user", method, self.data, failed=failed)
+        else:
+            result = None
         return result, time.perf_counter() - started
 
     def wait_ready(
@@ -168,18 +178,49 @@ class IngestionWait:
         call_timeout: float | None,
         whole: float,
         clock: Callable[[], float] = time.monotonic,
+        retries: RetryPolicy = NO_RETRIES,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.user_id, self.suite_name = user_id, suite_name
         self.call_timeout, self.whole = call_timeout, whole
         self._clock = clock
         self._started = clock()
+        # A hook's call that failed with a transient error is tried again (domain/retries.py),
+        # every attempt and wait within --eval-ingest-timeout; `retried` notes each retry.
+        self.retries, self._sleep = retries, sleep
+        self.retried: list[Retry] = []
 
     def remaining(self) -> float:
         """Seconds left of --eval-ingest-timeout."""
         return max(self.whole - (self._clock() - self._started), 0.0)
 
-    def bounded(self, hook: str, method: Callable[..., Any], *args: Any) -> Any:
-        """`method(*args)` within the bounds: its value, what it raised, or HookTimeout."""
+    def bounded(
+        self,
+        hook: str,
+        method: Callable[..., Any],
+        *args: Any,
+        failed: Callable[[], None] = lambda: None,
+    ) -> Any:
+        """`method(*args)` within the bounds, tried again on a transient error (`failed()` after
+        each attempt that is): its value, what it raised, HookTimeout, or a UserSetupError when
+        the retries were spent."""
+        what = f"{hook}({self.user_id!r}) of suite {self.suite_name!r}"
+        bound = f"the {self.whole:g} s of --eval-ingest-timeout"
+        deadline = self._started + self.whole
+        attempts = Attempts(self.retries, what, bound, deadline, self._clock)
+        try:
+            once = functools.partial(self._bounded_once, hook, method, *args)
+            return attempts.call(once, self._sleep, failed)
+        except RetriesSpent as exc:
+            last = attempts.policy.reason(exc.__cause__) if exc.__cause__ else None
+            raise UserSetupError(
+                f"{exc}; last error: {last}; none of user {self.user_id!r}'s cases can be "
+                "recorded until it succeeds (the other users' cases run)"
+            ) from exc.__cause__
+        finally:
+            self.retried += attempts.retries
+
+    def _bounded_once(self, hook: str, method: Callable[..., Any], *args: Any) -> Any:
         # A call made as the time runs out (ready's last look) still gets a moment to return.
         left = max(self.remaining(), LAST_CALL)
         per_call = self.call_timeout is not None and self.call_timeout <= left

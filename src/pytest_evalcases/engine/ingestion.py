@@ -27,6 +27,7 @@ from ..core.errors import (
     NewerCassette,
     StaleRecording,
 )
+from ..domain.retries import RetriesSpent
 from ..domain.returned_traces import json_problem
 from ..domain.users import call_hook
 from ..http.rerecord import keep_old_volatile
@@ -50,6 +51,7 @@ from ..store.user_recordings import (
 from ..telemetry.phases import timed
 from .diff import describe_http_changes, describe_ingestion_changes
 from .limits import Interrupted
+from .retried_run import failed_attempt_dropped
 from .save import ignored_paths
 from .shared_ingestion import SharedIngestion
 from .user_runs import ingestion_key, last_recorded_pair, run_of, user_pair
@@ -116,8 +118,8 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
     have found nothing in memory (an in-process index is gone in a new process): say so."""
     try:
         yield
-    except (EvalCaseError, Interrupted):  # ours: a timeout, a stale request, a Ctrl-C
-        raise
+    except (EvalCaseError, Interrupted, RetriesSpent):  # ours: a timeout, a stale request,
+        raise  # a Ctrl-C, a transient error retried in vain (no memory lost makes a 503)
     except Exception as exc:
         user = ctx.user
         if user is None or not run_of(user).reused_unchecked:
@@ -161,7 +163,7 @@ def _ingest_or_reuse(
     run = run_of(user)
     key, labels = ingestion_key(ctx)
     old, before = _recording_there(ctx, user)
-    wait = user.ingestion_wait(ctx.suite.name, ctx.timeout)  # every hook below, bounded
+    wait = user.ingestion_wait(ctx.suite.name, ctx.timeout, ctx.retries)  # each hook: bounded
     if old is not None and before is not None and old.key == key:
         user_ready = getattr(target, "user_ready", None)
         if callable(user_ready):  # the system knows whether its ingested state is still there
@@ -180,8 +182,10 @@ def _ingest_or_reuse(
     case_http = CaseHttp(_where(ctx, user))
     cost: float | None = None
     try:
-        with http.case(case_http):
-            returned, duration = user.set_up(target, wait)
+        with http.case(case_http):  # a failed attempt's exchanges are dropped: retried_run
+            returned, duration = user.set_up(
+                target, wait, failed_attempt_dropped(case_http, run.paid)
+            )
         # Outside the recording: how often ready() looks differs from run to run.
         run.ready_wait = user.wait_ready(target, ctx.suite.name, returned, wait)
         exchanges = case_http.interactions
@@ -200,6 +204,8 @@ def _ingest_or_reuse(
             ctx, user, key, labels, result, exchanges, figures, old, before, dry_run
         )
         run.took(doc, DRY_RUN if dry_run else RECORDED, change)
+        if wait.retried and run.figures is not None:  # this run's, not the recording's
+            run.figures["retries"] = len(wait.retried)
     finally:  # paid for, even when a later step failed: --eval-budget counts it
         if cost is None:
             cost = exchanges_usage(case_http.interactions).cost_usd

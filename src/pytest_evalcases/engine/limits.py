@@ -129,6 +129,7 @@ class CaseSlots:
         self._slots = asyncio.Semaphore(concurrency)
         self.rule = rule
         self.counted: set[str] = set()  # cases whose failure the rule has counted already
+        self.system_retries = 0  # system runs tried again (domain/retries.py): the progress line
 
     @asynccontextmanager
     async def system(self, starts_case: bool = True) -> AsyncIterator[None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -19,9 +19,9 @@ from ..core.errors import CassetteError, NewerCassette, SystemTimeout
 from ..core.event_loops import ctrl_c_pressed
 from ..core.modes import RunMode
 from ..domain.context import case_where
+from ..domain.retries import Attempts, Retry
 from ..domain.returned_traces import normalize_trace, with_measured
-from ..domain.system import system_view
-from ..http.router import CaseHttp
+from ..domain.system import TIMEOUT_OPTION, system_view
 from ..store.cassette import Cassette, cassette_path, load_cassette
 from ..store.pair import RecordingPair
 from ..telemetry import NO_SPANS, CaseSpans
@@ -40,6 +40,7 @@ from .live_plan import (
 )
 from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import case_key
+from .retried_run import RetriedRun, retried_run
 from .save import save_recording
 from .turns import run_conversation
 
@@ -93,12 +94,14 @@ def _old_recording(
 @dataclass(frozen=True, slots=True)
 class _SystemRuns:
     """The runs the plan made (or reused), run 1's HTTP exchanges (None: keep the HTTP
-    recording there is), their recorded cost, and the key (a user's: its ingestion now known)."""
+    recording there is), their recorded cost, and the key (a user's: its ingestion now known),
+    and the retries the runs took (domain/retries.py)."""
 
     runs: tuple[RecordedRun, ...]
     exchanges: list[dict[str, Any]] | None
     spent: float
     key: dict[str, str]
+    retries: tuple[Retry, ...] = ()
 
 
 async def record(
@@ -175,6 +178,7 @@ async def record(
         not_rejudged=notes.not_rejudged,
         spent_usd=spent,
         scoring=saved.scores,
+        system_retries=[{"reason": r.reason, "wait_s": round(r.wait_s, 3)} for r in made.retries],
     )
 
 
@@ -207,17 +211,19 @@ async def _make_runs(
     runs: list[RecordedRun] = []
     exchanges: list[dict[str, Any]] | None = None
     spent = 0.0
+    retries: tuple[Retry, ...] = ()
     for number in range(plan.wanted):
-        trace, run_exchanges, cost = await _run_system(
+        trace, run_exchanges, cost, run_retries = await _run_system(
             ctx, case, view, slots, http, spans, number == 0, mode, dry_run
         )
         exchanges = run_exchanges if number == 0 else exchanges
         spent += cost
+        retries += run_retries
         runs.append(RecordedRun(trace))
     key = plan.key
     if ctx.user is not None:  # the ingestion this run's system ran on, now known
         key = case_key(ctx, view, mode != RunMode.LIVE_JUDGES)
-    return _SystemRuns(tuple(runs), exchanges, spent, key)
+    return _SystemRuns(tuple(runs), exchanges, spent, key, retries)
 
 
 async def _judge_due(
@@ -262,11 +268,11 @@ async def _run_system(
     starts_case: bool = True,
     mode: RunMode = RunMode.LIVE,
     dry_run: bool = False,
-) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float]:
-    """One system run in a system slot: its trace, its HTTP exchanges (with `http`) and cost.
+) -> tuple[dict[str, Any], list[dict[str, Any]] | None, float, tuple[Retry, ...]]:
+    """One system run in a system slot: its trace, its HTTP exchanges (with `http`), its cost
+    (the failed attempts' included) and the retries it took.
     Set up only when a case really runs the system (not for --live-judges, nor when
     --live-stale finds every recording current); the user's ingestion too (engine/ingestion)."""
-    exchanges = None
     async with slots.system(starts_case) if slots is not None else nullcontext():
         try:
             await ctx.system.asetup(ctx.suite, ctx.timeout)
@@ -282,44 +288,65 @@ async def _run_system(
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None
         with spans.system_run() as system_span, reuse_explained(ctx):
             turn_ms: list[float] = []  # a conversation's turns, when the plugin drives them
-            if http is None:
-                result, run_ms = await _timed(_run_with_timeout(ctx, case, view, turn_ms))
-            else:  # timed once the HTTP layer has started (its first start imports vcrpy)
-                with http().case(CaseHttp(case_where(ctx, case))) as case_http:
-                    result, run_ms = await _timed(_run_with_timeout(ctx, case, view, turn_ms))
-                exchanges = case_http.interactions
+            # (timed once the HTTP layer has started: its first start imports vcrpy)
+            ran, run_ms = await _run_with_timeout(
+                ctx, case, view, http() if http else None, slots, turn_ms
+            )
+            exchanges = ran.exchanges
             where = case_where(ctx, case)
-            trace = with_measured(normalize_trace(result, where), where, run_ms, turn_ms)
+            trace = with_measured(normalize_trace(ran.result, where), where, run_ms, turn_ms)
             system_span.trace(trace)
         if slots is not None:
             slots.system_ran(ctx, case, trace)
-    return trace, exchanges, recorded_cost_of(trace)
-
-
-async def _timed(running: Awaitable[Any]) -> tuple[Any, float]:
-    """What `running` gives, and its wall time in ms (the trace's `measured.run_ms`)."""
-    started = time.perf_counter()
-    result = await running
-    return result, round((time.perf_counter() - started) * 1000, 1)
+    return trace, exchanges, recorded_cost_of(trace) + ran.failed_cost, ran.retries
 
 
 async def _run_with_timeout(
-    ctx: SuiteContext, case: Case, view: Any, turn_ms: list[float] | None = None
-) -> Any:
-    """The system's run, bounded: past the timeout the case is an error and keeps its old
-    cassette (a sync system's thread is left behind; it cannot be stopped from outside).
-    `turn_ms` gets each turn's wall time when the plugin drives a conversation's turns."""
-    if case.turns is None:
-        running = ctx.system.arun(view, case_where(ctx, case))
-    else:
-        running = run_conversation(ctx.system, view, case_where(ctx, case), turn_ms)
+    ctx: SuiteContext,
+    case: Case,
+    view: Any,
+    http: HttpLayer | None = None,
+    slots: CaseSlots | None = None,
+    turn_ms: list[float] | None = None,
+) -> tuple[RetriedRun, float]:
+    """The system's run, bounded, tried again on a transient error (engine/retried_run.py):
+    every attempt and wait within the one timeout; past it the case is an error and keeps its
+    old cassette (a sync system's thread is left behind; it cannot be stopped from outside).
+    Also the wall time in ms of the attempt that succeeded (the trace's `measured.run_ms`);
+    `turn_ms` gets its turns' times when the plugin drives a conversation's turns."""
+    where = case_where(ctx, case)
+    attempt_ms: list[float] = []
+
+    async def run_once() -> Any:
+        if turn_ms is not None:
+            turn_ms.clear()  # a failed attempt's turns are not the recorded run's
+        started = time.perf_counter()
+        if case.turns is None:
+            result = await _interruptible(ctx.system.arun(view, where), where)
+        else:
+            running = run_conversation(ctx.system, view, where, turn_ms)
+            result = await _interruptible(running, where)
+        attempt_ms.append(round((time.perf_counter() - started) * 1000, 1))
+        return result
+
+    deadline = time.monotonic() + ctx.timeout
+    bound = f"the {ctx.timeout:g} s of {TIMEOUT_OPTION}"
+    attempts = Attempts(ctx.retries, f"run(case) of {where}", bound, deadline)
+    spend = slots.spend if slots is not None else (lambda usd: None)
     try:
-        return await asyncio.wait_for(_interruptible(running, case_where(ctx, case)), ctx.timeout)
+        ran = await asyncio.wait_for(
+            retried_run(attempts, run_once, http, where, spend), ctx.timeout
+        )
+        return ran, attempt_ms[-1]
     except TimeoutError:
+        retried = f" ({attempts.summary()})" if attempts.retries else ""
         raise SystemTimeout(
-            f"run(case) of {case_where(ctx, case)} did not finish within {ctx.timeout:g} s; raise "
+            f"run(case) of {where} did not finish within {ctx.timeout:g} s{retried}; raise "
             'the limit with --eval-timeout (or the suite\'s "timeout") if it is slow'
         ) from None
+    finally:
+        if slots is not None:
+            slots.system_retries += len(attempts.retries)
 
 
 async def _interruptible(running: Any, where: str) -> Any:

@@ -33,6 +33,8 @@ class LiveRecording(Recording):
     # The saved recording's scores (an engine.case_scores.SavedScores): computed once, by
     # whichever needs them first
     scoring: Any = None
+    # The system's calls tried again on a transient error: [{"reason": ..., "wait_s": ...}]
+    system_retries: list[dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)

@@ -26,29 +26,10 @@ from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from ..core.names import clip
+from ..core.transient import TRANSIENT_NAMES, TRANSIENT_STATUS, status_of
 from .errors import JudgeReplyError
 
 FailureKind = Literal["rate_limited", "transient", "reply", "auth", "fatal"]
-
-_TRANSIENT_STATUS = frozenset({408, 409, 425})
-# Exception class names (anywhere in the MRO) that mean "the request never got a proper answer".
-_TRANSIENT_NAMES = frozenset(
-    {
-        "ClientConnectionError",  # aiohttp: refused, reset, server disconnected
-        "ClientPayloadError",  # aiohttp: the body broke off
-        "APIConnectionError",  # openai (APITimeoutError derives from it)
-        "APITimeoutError",
-        "TimeoutException",  # httpx
-        "ConnectError",
-        "ReadError",
-        "WriteError",
-        "RemoteProtocolError",
-        "NetworkError",
-        "TransportError",
-        "ServiceUnavailableError",  # litellm
-        "ServerError",  # google-genai (5xx)
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -57,20 +38,6 @@ class Failure:
     message: str
     status: int | None = None
     retry_after: float | None = None
-
-
-def status_of(exc: BaseException) -> int | None:
-    """The HTTP status an SDK exception carries, if any."""
-    for candidate in (
-        getattr(exc, "status_code", None),
-        getattr(getattr(exc, "response", None), "status_code", None),
-        getattr(exc, "code", None),  # google-genai APIError.code; openai's .code is a str
-        getattr(exc, "status", None),
-    ):
-        is_number = isinstance(candidate, int) and not isinstance(candidate, bool)
-        if is_number and 100 <= candidate < 600:
-            return candidate
-    return None
 
 
 def headers_of(exc: BaseException) -> Mapping[str, str] | None:
@@ -169,12 +136,12 @@ def classify(exc: BaseException) -> Failure:
         if status == 429 or (status == 503 and retry_after is not None):
             wait = retry_after if retry_after is not None else rate_limit_reset_of(exc)
             return Failure("rate_limited", text, status, wait)
-        if status in _TRANSIENT_STATUS or status >= 500:
+        if status in TRANSIENT_STATUS or status >= 500:
             return Failure("transient", text, status, retry_after)
         return Failure("fatal", text, status)
     if isinstance(exc, (TimeoutError, ConnectionError)):
         return Failure("transient", text)
-    if any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__):
+    if any(cls.__name__ in TRANSIENT_NAMES for cls in type(exc).__mro__):
         return Failure("transient", text)
     return Failure("fatal", text)
 

@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..core.environment import env_number as read_env_number
+from ..core.transient import backoff_delay
 from .endpoint import RATE_LIMIT_WAIT_ENV, Endpoint
 from .errors import JudgeAuthError, JudgeConfigError, JudgeError
 from .failures import Failure, classify
@@ -68,8 +70,7 @@ class RetryPolicy:
 
     def backoff(self, retry_number: int) -> float:
         """Wait before retry `retry_number` (1 = first retry): base * 2^(n-1), capped, jittered."""
-        delay = min(self.max_delay, self.base_delay * (2 ** (retry_number - 1)))
-        return min(self.max_delay, delay * (1.0 + self.jitter * self.rng.random()))
+        return backoff_delay(retry_number, self.base_delay, self.max_delay, self.jitter, self.rng)
 
     def delay_for(self, failure: Failure, retry_number: int) -> float:
         if failure.retry_after is not None:
@@ -162,13 +163,4 @@ class RetryPolicy:
 
 def env_number(env: Mapping[str, str], name: str, default: float) -> float:
     """A non-negative number from the environment, else `default`; JudgeConfigError if bad."""
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise JudgeConfigError(f"{name}={raw!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):
-        raise JudgeConfigError(f"{name}={raw!r} must be a non-negative number")
-    return value
+    return read_env_number(env, name, default, JudgeConfigError)

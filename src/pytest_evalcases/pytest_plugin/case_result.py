@@ -217,6 +217,9 @@ def _recording_info(
         info["pending"] = getattr(recording, "pending", None) or []
         info["not_rejudged"] = getattr(recording, "not_rejudged", None) or []
         info["spent_usd"] = getattr(recording, "spent_usd", 0.0)
+    retries = getattr(recording, "system_retries", None)
+    if retries:  # the system run tried again on a transient error: each retry, why, its wait
+        info["system_retries"] = retries
     return info
 
 

@@ -188,6 +188,7 @@ class LiveRecorder:
                 # Counted before the next case can take the slot: the exception reached here
                 # without a pause from the system run that raised it.
                 self.rule.count(True)
+            progress.system_retries = limits.slots.system_retries
             progress.case_done(self.services.judge_bindings(), spent)
 
         cases = [asyncio.ensure_future(one(item)) for item in items]
@@ -273,13 +274,15 @@ class _Limits:
 
 
 class Progress:
-    """The live recording progress line: cases done/total, judge calls, retries, tokens, cost."""
+    """The live recording progress line: cases done/total, judge calls, retries, tokens, cost,
+    and the system runs tried again (when any was)."""
 
     def __init__(self, total: int, write: Any, is_tty: bool) -> None:
         self.total, self.done, self._write, self._tty = total, 0, write, is_tty
         # What the finished cases cost: the judges' running total also holds the requests of
         # cases still in flight, which would make a projection from it run high.
         self.spent = 0.0
+        self.system_retries = 0  # system runs tried again on a transient error
 
     def _line(self, bindings: Any) -> str:
         calls = retries = tokens = 0
@@ -295,6 +298,8 @@ class Progress:
             f"recording: {self.done}/{self.total} cases, {calls} judge calls, {retries} retries, "
             f"{tokens} tokens, ${cost:.4f}"
         )
+        if self.system_retries:
+            line += f", {self.system_retries} system retries"
         if self.spent and 0 < self.done < self.total:  # the whole run at the finished cases' pace
             line += f" (projected {budget_text(self.spent / self.done * self.total)})"
         return line

@@ -82,6 +82,16 @@ def add_options(parser: pytest.Parser) -> None:
         "setup_user, ready and user_ready gets the same limit",
     )
     group.addoption(
+        "--eval-system-retries",
+        dest="eval_system_retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="when recording, retry a system call (run, setup_user, ready, user_ready) that "
+        "failed with a transient error (connection reset, timeout, HTTP 429 or 5xx) up to N "
+        "times with exponential backoff, within its timeout (default 8; 0: never)",
+    )
+    group.addoption(
         "--eval-ingest-timeout",
         dest="eval_ingest_timeout",
         type=float,

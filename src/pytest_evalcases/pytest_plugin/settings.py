@@ -76,6 +76,12 @@ def _count_setting(value: Any, where: str) -> int | None:
     return count
 
 
+def _retries_setting(value: int | None) -> int | None:
+    if value is not None and value < 0:
+        raise pytest.UsageError(f"--eval-system-retries must be 0 or more, not {value}")
+    return value
+
+
 def _mode(config: pytest.Config) -> str:
     live, stale, judges = (
         config.getoption(n) for n in ("eval_live", "eval_live_stale", "eval_live_judges")
@@ -159,6 +165,7 @@ class Settings:
     default_timeout: float
     ingest_timeout: float | None  # seconds ready(user, result) may stay false (None: 600)
     ingest_only: bool  # --eval-ingest-only: the selected users' ingestion, no case
+    system_retries: int | None  # --eval-system-retries (None: the suite's, else 8)
     judge_repeats_override: int | None
     default_judge_repeats: int | None
     runs_override: int | None
@@ -205,6 +212,7 @@ def read_settings(config: pytest.Config) -> Settings:
         default_timeout=_positive(config.getini("eval_timeout"), "ini eval_timeout"),
         ingest_timeout=_positive(config.getoption("eval_ingest_timeout"), "--eval-ingest-timeout"),
         ingest_only=bool(config.getoption("eval_ingest_only")),
+        system_retries=_retries_setting(config.getoption("eval_system_retries")),
         judge_repeats_override=_count_setting(
             config.getoption("eval_judge_repeats"), "--eval-judge-repeats"
         ),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationSuite
 from ..domain.context import CalibrationContext, SuiteContext
+from ..domain.retries import RetryPolicy, policy_of
 from ..domain.system import fixture_name, resolve_system
 from ..domain.totals import resolve_totals
 from ..domain.users import SuiteUser, build_users
@@ -292,6 +294,7 @@ def suite_context(
         runs=state.settings.runs_override or suite.runs,
         totals=totals,
         run_config=run_config,
+        retries=_retry_policy(suite, state, nodeid),
     )
 
 
@@ -328,6 +331,14 @@ def _run_config(
         if (label := fingerprint_label(value)) is not None
     )
     return manifest.run_config()
+
+
+def _retry_policy(suite: Suite, state: EvalSession, nodeid: str) -> RetryPolicy:
+    """How this suite's system calls are retried on a transient error when recording."""
+    try:
+        return policy_of(suite.system_retries, state.settings.system_retries, os.environ)
+    except CaseFileError as exc:
+        raise CaseFileError(f"{nodeid}: {exc}") from None
 
 
 def _judge_options(suite: Suite, rootdir: Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..domain.retries import transient_kind
 from .markdown_table import escape_cell
 
 # Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
@@ -52,6 +53,17 @@ def not_recorded_reason(result: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _retries_detail(recording: Mapping[str, Any]) -> list[str]:
+    """`system run retried 2 times (HTTP 503, ReadError)` for a case whose system run was
+    tried again on a transient error (docs/system.md#retries-of-the-systems-calls)."""
+    retries = recording.get("system_retries")
+    if not isinstance(retries, list) or not retries:
+        return []
+    kinds = [transient_kind(str(retry.get("reason", ""))) for retry in retries]
+    times = f"{len(retries)} time{'s' * (len(retries) != 1)}"
+    return [f"system run retried {times} ({', '.join(dict.fromkeys(kinds))})"]
+
+
 class RecordingChanges:
     """`add` every case's result dict of a live run, then `lines` (terminal) or `markdown`."""
 
@@ -84,7 +96,8 @@ class RecordingChanges:
             self.counts[kind] += 1
             self.repaired += bool(change.get("repaired"))
             if kind != "unchanged":
-                self.changed.append(_Entry(order, label, kind, list(change.get("details") or [])))
+                details = [*(change.get("details") or []), *_retries_detail(recording)]
+                self.changed.append(_Entry(order, label, kind, details))
         elif recording.get("status") in ("replayed", "replayed_http"):
             self.current += 1
         reason = not_recorded_reason(result)

@@ -133,6 +133,7 @@ class RunSummary:
         self._recorded = self._replayed = self._stale = self._missing = 0
         self._replayed_http = 0  # replayed by running the system over its recorded HTTP
         self._secrets = self._redacted_recordings = 0
+        self._system_retries: dict[str, int] = {}  # case or user -> retries of the system's calls
         self._ready_waits: dict[str, float] = {}  # user -> seconds its ready() was polled
         self._ingestion = UserRecords()  # each (suite, user)'s ingestion record
         self._dry_run = 0  # run and judged by --live-dry-run, not written
@@ -201,6 +202,12 @@ class RunSummary:
         if recording.get("ready_wait_s") is not None:  # the user's ready() was waited for
             user = str(result.get("user") or result.get("group"))
             self._ready_waits[user] = recording["ready_wait_s"]
+        retries = recording.get("system_retries")
+        if retries:
+            self._system_retries[f"{result.get('suite')}::{result.get('id')}"] = len(retries)
+        if ingestion is not None and ingestion.get("retries"):
+            where = f"{result.get('suite')}::users/{ingestion.get('user')} (ingestion)"
+            self._system_retries[where] = ingestion["retries"]
         secrets = recording.get("redacted") or 0
         self._secrets += secrets
         self._redacted_recordings += bool(secrets)
@@ -289,6 +296,8 @@ class RunSummary:
             more = f" (+{len(longest) - 5} more)" if len(longest) > 5 else ""
             count = f"{len(longest)} user{'s' * (len(longest) != 1)}"
             lines.append(f"ingestion: waited for ready() of {count}: {shown}{more}")
+        if self._system_retries:
+            lines.append(retries_line(self._system_retries))
         if self._secrets:
             lines.append(redaction_summary(self._secrets, self._redacted_recordings))
         lines += [f"  orphan: {path}" for path in orphans]
@@ -369,3 +378,12 @@ class RunSummary:
         if hidden:
             lines.append(f"({hidden} more {kind}s with higher pass rates; -v shows every {kind})")
         return lines
+
+
+def retries_line(retried: Mapping[str, int]) -> str:
+    """`system retries: 3 (s::c1 2, s::users/u-ana (ingestion) 1)`: the system's calls tried
+    again on a transient error in a live run, the most retried first."""
+    ordered = sorted(retried.items(), key=lambda entry: (-entry[1], entry[0]))
+    shown = ", ".join(f"{where} {count}" for where, count in ordered[:5])
+    more = f" (+{len(ordered) - 5} more)" if len(ordered) > 5 else ""
+    return f"system retries: {sum(retried.values())} ({shown}{more})"
