@@ -16,7 +16,7 @@ from evalhelpers import (
     run_live_openai,
     run_pytest_env_in_process,
 )
-from judge_server import JudgeServer, judge_server_fixture
+from judge_server import Fault, JudgeServer, judge_server_fixture
 
 from pytest_evalcases.cli import main as cli_main
 from pytest_evalcases.domain.calibration_schema import CalibrationCase, CalibrationSuite
@@ -189,8 +189,8 @@ def test_two_judges_on_the_same_labels_compared(
     project: Project, judge_server: JudgeServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The lexical judge and the loopback LLM judge (scripted: it calls `thirty` and
-    `not-seven` WRONG, everything else CORRECT; its first request fails, so `thirty` is not
-    graded) on one labelled set, then `compare`."""
+    `not-seven` WRONG, everything else CORRECT; its request for `thirty` fails, so `thirty` is
+    not graded) on one labelled set, then `compare`."""
     project.write_suite(_accuracy_suite())
     assert_not_aborted(_run(project, "--live", "--eval-judge", "lexical"))
     lexical = _run(project, "--eval-report", "lexical")
@@ -198,7 +198,8 @@ def test_two_judges_on_the_same_labels_compared(
 
     judge_server.answer_in_turn("No, thirty backups", True)
     judge_server.answer_in_turn("Thirty backups are kept.", True)
-    judge_server.fail_next("401")
+    # `thirty`'s request fails, whichever comes first (the live batch judges side by side)
+    judge_server.rules.append(({"accuracy"}, "Thirty backups are kept.", Fault("401")))
     llm = run_live_openai(project, judge_server.base_url, "--eval-report", "llm")
     assert_not_aborted(llm)
     results = json.loads((project.root / "llm" / "results.json").read_text())
