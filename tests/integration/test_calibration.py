@@ -105,8 +105,12 @@ def test_a_calibration_suite_records_replays_and_reports_what_the_judge_missed(
     )
     section = _section(replayed, "judge calibration")
     assert section[0] == "suite cal:"
-    rows = {line.split()[0]: line.split() for line in section[1:6]}
+    # As the eval cases' table: the cases the judge got wrong, the others counted (-v: all).
+    rows = {line.split()[0]: line.split() for line in section[2:3]}
     assert rows["invented"][1:] == ["faithfulness", "[0.50,", "0.50,", "0.50]", "MISSED", "failed"]
+    assert section[3] == "(3 calibration cases judged right not shown; -v shows every case)"
+    every = _section(_run(project, "-v"), "judge calibration")
+    rows = {line.split()[0]: line.split() for line in every[2:6]}
     assert rows["csv"][-2:] == ["caught", "passed"]
     assert rows["control"][-2:] == ["ok", "passed"]
     assert "judge lexical:" in section

@@ -175,10 +175,13 @@ SHORT_HEADERS = {
 }
 
 
-def terminal_lines(section: Mapping[str, Any], width: int | None = None) -> list[str]:
+def terminal_lines(
+    section: Mapping[str, Any], width: int | None = None, hidden: int = 0
+) -> list[str]:
     """The terminal's `judge calibration` section: the cases under their suite, the figures
     under their judge (so neither repeats a long name on every row), fitted to `width` when
-    given (short headers and a legend when the full ones do not fit)."""
+    given (short headers and a legend when the full ones do not fit). `hidden`: the cases the
+    caller left out of `section["cases"]` (the ones judged right), said in a line."""
     lines: list[str] = []
     cases, figures = case_rows(section), figures_rows(section)
     by_suite: dict[str, list[list[str]]] = {}
@@ -188,6 +191,11 @@ def terminal_lines(section: Mapping[str, Any], width: int | None = None) -> list
     for suite, rows in by_suite.items():
         lines += [*([""] if lines else []), f"suite {suite}:"]
         lines += _plain_table([["case", *cases[0][1:]], *rows])
+    if hidden:
+        lines.append(
+            f"({hidden} calibration case{'s' * (hidden != 1)} judged right not shown; "
+            "-v shows every case)"
+        )
     by_judge: dict[str, list[list[str]]] = {}
     for row in figures[1:]:
         by_judge.setdefault(row[1], []).append([row[0], *row[2:]])

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.outcomes import ACCURACY_STAGE, COMPLETENESS_STAGE, DECIDED, PASS_LIKE
 from ..domain.calibration_agreement import calibration_report, terminal_agreement_lines
-from ..domain.calibration_scoring import terminal_lines
+from ..domain.calibration_scoring import RIGHT, terminal_lines
 from ..store.redaction import redaction_summary
 from .ingestion import UserRecords, summary_line
 from .terminal_tables import case_table, fit_failure, fitted, rate_table
@@ -223,7 +223,15 @@ class RunSummary:
         section = calibration_report(ordered)
         if not section:
             return []
-        return [*terminal_lines(section, width), *terminal_agreement_lines(section)]
+        shown, hidden = section, 0
+        if self.rows != ROWS_ALL:  # as the eval cases: the rows to read, the rest counted
+            wrong = (
+                []
+                if self.rows == ROWS_NONE
+                else [case for case in section["cases"] if case.get("status") not in RIGHT]
+            )
+            shown, hidden = {**section, "cases": wrong}, len(section["cases"]) - len(wrong)
+        return [*terminal_lines(shown, width, hidden), *terminal_agreement_lines(section)]
 
     def _add_group_scores(self, group: str, stages: Mapping[str, Any]) -> None:
         scores = self._group_scores.setdefault(group, {})
