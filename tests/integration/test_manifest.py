@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from evalhelpers import Project, make_case, output, record_template, suite_doc
+from evalhelpers import Project, git, make_case, output, record_template, suite_doc
 
 LONG_PROMPT = "Answer in one short sentence, citing the page you used. " * 3  # > 80 characters
 
@@ -39,18 +39,6 @@ def proj(template: Project, tmp_path: Path) -> Project:
     project = Project(tmp_path / "p")
     project.copy_from(template.root)
     return project
-
-
-def git(root: Path, *args: str) -> str:
-    proc = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    return proc.stdout.strip()
 
 
 def report(project: Project, *args: str, folder: str = "out") -> tuple[dict, dict]:
@@ -117,7 +105,7 @@ def test_uncommitted_changes_are_flagged(proj: Project) -> None:
     git(proj.root, "init", "-q")
     git(proj.root, "add", "-A")
     git(proj.root, "commit", "-q", "-m", "recorded")
-    head = git(proj.root, "rev-parse", "HEAD")
+    head = git(proj.root, "rev-parse", "HEAD").strip()
 
     clean, _ = report(proj, folder="clean")  # the report folder itself is untracked: still clean
     assert clean["run"]["config"]["git"] == {"commit": head, "dirty": False}

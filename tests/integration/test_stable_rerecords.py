@@ -21,7 +21,6 @@ import json
 import random
 import secrets
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evalhelpers import Project, changes_section
+from evalhelpers import Project, changes_section, git
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "openai-agent"
 CASES = ("refund-window", "order-shipped", "cancel-processing-order")
@@ -135,12 +134,6 @@ def support(project: Project, fresh_model: FreshValuesModel, monkeypatch: pytest
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     git(project.root, "init", "-q")
     return Project(project.root)
-
-
-def git(root: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.autocrlf=false"]
-    done = subprocess.run([*command, *args], cwd=root, capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 def changed_lines(diff: str) -> list[str]:
