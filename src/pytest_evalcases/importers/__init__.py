@@ -19,16 +19,10 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..core.names import unsafe_id_reason, unsafe_suite_name_reason
-from ..core.schema import ValidationError, validate_case
-from ..core.suite_schema import Suite
-from ..core.validation import format_validation_error, misspelled_fields
-from ..domain.calibration_schema import CalibrationCase, CalibrationSuite
 from . import (
     deepeval,
     halueval,
@@ -44,7 +38,6 @@ from . import (
     zep,
 )
 from .base import (
-    IDS_FILE_CAP,
     BenchmarkFormatError,
     Parsed,
     TextFiles,
@@ -52,6 +45,15 @@ from .base import (
     read_file,
     read_records,
 )
+from .checks import (
+    check_calibration_suite,
+    check_options,
+    check_suite,
+    check_unique_ids,
+    read_ids,
+    read_ids_file,
+)
+from .options import ImportOptions
 from .peer_files import recorded_count
 from .sampling import (
     SAMPLING,
@@ -90,35 +92,11 @@ LABELLED_REPEATS = 1
 __all__ = ["FORMATS", "BenchmarkFormatError", "ImportOptions", "import_suite", "build_suite"]
 
 
-@dataclass(slots=True)
-class ImportOptions:
-    format: str
-    file: Path
-    output: Path  # the suite file, e.g. cases/hotpot.json
-    data_dir: Path  # where the corpus and the users' files go, e.g. data/hotpot
-    root: Path  # the project's rootdir: the suite names its files relative to it
-    limit: int | None = None
-    seed: int = 0
-    stratify: str | None = None  # a case field whose values keep their shares in the sample
-    ids: Path | None = None  # a file naming exactly the cases to import (ids or 0-based indices)
-    max_sessions: int | None = None  # LoCoMo: each conversation's first N sessions
-    # a file of gold exclusions (ids or indices): a total that leaves them out
-    exclude_ids: Path | None = None
-    system: str | None = None
-    name: str | None = None
-    force: bool = False
-    input_var: str | None = None  # promptfoo: the var that is the case's input
-    stage: str | None = None  # labelled sets: the judged stage the cases test
-    columns: dict[str, str] | None = None  # labelled FILE: role (input, label, ...) -> column
-    label_threshold: float | None = None  # labelled FILE: a score label of at least this passes
-    download: dict[str, Any] | None = None  # --download: the source's URL and hash (downloads.py)
-
-
 def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     """Read, check, sample, write. Returns the suite and the files written; raises
     BenchmarkFormatError (nothing written) for a bad file or bad options."""
     module = FORMATS[options.format]
-    _check_paths(options)
+    check_options(options, FORMATS)
     if hasattr(module, "load"):  # a folder (Zep's layout): its files read, and one digest
         records, file_sha256 = module.load(options.file)
     else:
@@ -139,9 +117,9 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
         if getattr(options, name) is not None:
             own[name] = getattr(options, name)
     parsed = module.parse(options.file, records, **own)
-    _check_unique_ids(options.file, parsed.units)
+    check_unique_ids(options.file, parsed.units)
     if options.ids is not None:
-        picked = named_cases(parsed.units, _read_ids(options.ids), str(options.ids))
+        picked = named_cases(parsed.units, read_ids(options.ids), str(options.ids))
     elif options.stratify is not None:
         field = STRATUM_FIELDS.get(options.stratify, options.stratify)
         check_stratum_field(parsed.units, field, str(options.file))
@@ -150,7 +128,7 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
         picked = sample(parsed.units, options.limit, options.seed)
     excluded = None
     if options.exclude_ids is not None:
-        named = named_cases(parsed.units, _read_ids(options.exclude_ids), str(options.exclude_ids))
+        named = named_cases(parsed.units, read_ids(options.exclude_ids), str(options.exclude_ids))
         excluded = [unit.case["id"] for unit in named]
     if is_calibration(parsed):
         suite, files = build_calibration_suite(parsed, picked, options, file_sha256), {}
@@ -159,9 +137,9 @@ def import_suite(options: ImportOptions) -> tuple[dict[str, Any], list[Path]]:
     if options.download:  # --download: where the file came from, beside its own hash
         suite["source"]["download"] = options.download
     if is_calibration(parsed):
-        _check_calibration_suite(options.file, suite)
+        check_calibration_suite(options.file, suite)
     else:
-        _check_suite(options.file, suite)
+        check_suite(options.file, suite)
     written = _write_all({options.output: suite, **files}, options.force)
     return suite, written
 
@@ -277,13 +255,13 @@ def _source(
     if options.exclude_ids is not None:
         source["exclusions"] = {
             "file": options.exclude_ids.name,
-            "sha256": hashlib.sha256(_read_ids_file(options.exclude_ids)).hexdigest(),
+            "sha256": hashlib.sha256(read_ids_file(options.exclude_ids)).hexdigest(),
             "cases": len(excluded or ()),
         }
     if options.ids is not None:
         source["ids"] = {
             "file": options.ids.name,
-            "sha256": hashlib.sha256(_read_ids_file(options.ids)).hexdigest(),
+            "sha256": hashlib.sha256(read_ids_file(options.ids)).hexdigest(),
         }
     return source
 
@@ -334,171 +312,6 @@ def _sampling(options: ImportOptions) -> str:
     if options.stratify is not None:
         return STRATIFIED.format(field=options.stratify)
     return SAMPLING
-
-
-def _read_ids(path: Path) -> list[str | int]:
-    """A JSON array of ids (strings) and 0-based indices (integers), or a text file of one id or
-    index a line (blank lines and `#` comments skipped)."""
-    text = _read_ids_file(path).decode("utf-8-sig", errors="replace")
-    if not text.lstrip().startswith("["):
-        return [s for line in text.splitlines() if (s := line.split("#", 1)[0].strip())]
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BenchmarkFormatError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
-    if not isinstance(doc, list) or not all(
-        isinstance(entry, str) or (isinstance(entry, int) and not isinstance(entry, bool))
-        for entry in doc
-    ):
-        raise BenchmarkFormatError(
-            f"{path}: a JSON ids file is an array of case ids (strings) and 0-based indices "
-            "(integers)"
-        )
-    return doc
-
-
-def _check_paths(options: ImportOptions) -> None:
-    if options.format not in FORMATS:
-        raise BenchmarkFormatError(
-            f"unknown format {options.format!r}; known: {', '.join(FORMATS)}"
-        )
-    if options.limit is not None and options.limit < 1:
-        raise BenchmarkFormatError(f"--limit {options.limit}: give at least 1 case")
-    if options.ids is not None and (options.limit is not None or options.stratify is not None):
-        raise BenchmarkFormatError(
-            "--ids imports exactly the cases it names: leave out --limit and --stratify"
-        )
-    if options.stratify is not None and options.limit is None:
-        raise BenchmarkFormatError(f"--stratify {options.stratify}: give --limit N as well")
-    if options.input_var is not None and "input_var" not in getattr(
-        FORMATS[options.format], "OPTIONS", ()
-    ):
-        raise BenchmarkFormatError("--input-var applies to promptfoo files only")
-    _check_labelled_options(options)
-    if options.max_sessions is not None:
-        if options.format != "locomo":
-            raise BenchmarkFormatError("--max-sessions applies to locomo files only")
-        if options.max_sessions < 1:
-            raise BenchmarkFormatError(f"--max-sessions {options.max_sessions}: keep at least 1")
-    if options.output.suffix != ".json":
-        raise BenchmarkFormatError(f"{options.output}: a suite file ends in .json")
-    if not options.force and options.output.exists():
-        raise BenchmarkFormatError(
-            f"{options.output} exists; pass --force to replace it (its recordings go stale "
-            "only where cases changed)"
-        )
-    for path, what in ((options.output, "the suite"), (options.data_dir, "the data folder")):
-        if not path.resolve().is_relative_to(options.root.resolve()):
-            raise BenchmarkFormatError(
-                f"{path}: {what} must be inside the project ({options.root}), whose files the "
-                "suite names; run the command from the project's root"
-            )
-    cases_dir = options.output.resolve().parent
-    if options.data_dir.resolve().is_relative_to(cases_dir):
-        raise BenchmarkFormatError(
-            f"{options.data_dir}: the data folder is inside {cases_dir}, where its .json files "
-            "would be collected as case files; pass --data with a folder outside it"
-        )
-
-
-def _read_ids_file(path: Path) -> bytes:
-    return read_file(
-        path,
-        IDS_FILE_CAP,
-        "the ids file",
-        "an ids file holds case ids or 0-based indices, one a line (or a JSON array): check "
-        "that it is the file you meant",
-    )
-
-
-def _check_labelled_options(options: ImportOptions) -> None:
-    """The labelled sets' options go with the formats that read them, and the eval suites'
-    options (a system, gold exclusions) not with a labelled set, which runs no system."""
-    own = getattr(FORMATS[options.format], "OPTIONS", ())
-    for name, flag, formats in (
-        ("stage", "--stage", "truthfulqa and labelled files"),
-        ("columns", "--input/--answer/--reference/--context/--label", "labelled files"),
-        ("label_threshold", "--label-threshold", "labelled files"),
-    ):
-        if getattr(options, name) is not None and name not in own:
-            raise BenchmarkFormatError(f"{flag} applies to {formats} only")
-    labelled_set = options.format in (truthfulqa.FORMAT, halueval.FORMAT, labelled.FORMAT)
-    if options.stratify == "label" and not labelled_set:
-        raise BenchmarkFormatError(
-            "--stratify label applies to labelled sets (truthfulqa, halueval, labelled), whose "
-            "cases carry a label; stratify by category or user"
-        )
-    if labelled_set:
-        for given, flag in ((options.system, "--system"), (options.exclude_ids, "--exclude-ids")):
-            if given is not None:
-                raise BenchmarkFormatError(
-                    f"{flag}: a {options.format} file becomes a calibration suite, which runs "
-                    "no system and has no totals; leave it out"
-                )
-
-
-def _check_unique_ids(path: Path, units: list[Unit]) -> None:
-
-    seen: dict[str, int] = {}
-    for index, unit in enumerate(units):
-        case_id = unit.case["id"]
-        unsafe = unsafe_id_reason(case_id)
-        if unsafe:
-            raise BenchmarkFormatError(
-                f"{path}: case {index} has the id {case_id!r}, which cannot name a cassette "
-                f"file: {unsafe}"
-            )
-        if case_id in seen:
-            raise BenchmarkFormatError(
-                f"{path}: case id {case_id!r} appears twice (cases {seen[case_id]} and "
-                f"{index}); ids name the recordings, so they must be unique"
-            )
-        seen[case_id] = index
-
-
-def _check_suite_name(suite: dict[str, Any]) -> None:
-    unsafe = unsafe_suite_name_reason(suite["name"])
-    if unsafe:
-        raise BenchmarkFormatError(
-            f"suite name {suite['name']!r} cannot name the cassette folder: {unsafe}; pass "
-            "another --name"
-        )
-
-
-def _check_suite(path: Path, suite: dict[str, Any]) -> None:
-    """What was built is a suite the plugin loads (e.g. no category is a reserved marker)."""
-    _check_suite_name(suite)
-    problems = []
-    try:
-        Suite.model_validate(suite)
-        for index, case in enumerate(suite["cases"]):
-            extra = validate_case(case).extra
-            for line in misspelled_fields(extra, suite.get("system_fields", ())):
-                problems.append(f"cases[{index}].{line}")
-    except ValidationError as exc:
-        problems.append(format_validation_error(exc))
-    if problems:
-        raise BenchmarkFormatError(
-            f"{path}: the imported suite would not load:\n" + "\n".join(problems)
-        )
-
-
-def _check_calibration_suite(path: Path, suite: dict[str, Any]) -> None:
-    """What was built is a calibration suite the plugin loads, every case included."""
-    _check_suite_name(suite)
-    prefix = ""
-    try:
-        checked = CalibrationSuite.model_validate(suite)
-        for index, case in enumerate(suite["cases"]):
-            prefix = f"cases[{index}] ({case['id']})"
-            CalibrationCase.model_validate(case, context={"declared": checked.judged_stages})
-    except ValidationError as exc:
-        raise BenchmarkFormatError(
-            f"{path}: the imported calibration suite would not load:\n"
-            + format_validation_error(exc, prefix=prefix)
-        ) from None
 
 
 def _relative(path: Path, root: Path) -> str:
