@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -17,6 +18,11 @@ from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the ada
 # The fresh interpreters the tests start share one bytecode cache (see bytecode.py).
 def pytest_configure(config: pytest.Config) -> None:
     bytecode.create_shared_cache(config)
+    # A suite started in the background of a shell without job control ignores SIGINT, and the
+    # interpreters it starts would inherit that: the Ctrl-C tests (tests/hostile/
+    # test_bounded_hooks.py, test_ctrl_c_blocked_loop.py, ...) need them to hear it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
