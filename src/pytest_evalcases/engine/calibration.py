@@ -60,19 +60,21 @@ def material(target: CalibrationTarget) -> dict[str, Any]:
     return {"stage": case.stage, **{name: fields[name] for name in reads if name in fields}}
 
 
-def cassette_key(target: CalibrationTarget) -> dict[str, str]:
-    return {
-        "format": str(CASSETTE_FORMAT),
-        "kind": content_hash("calibration"),
-        "material": content_hash(material(target)),
-    }
+_KIND = content_hash("calibration")  # the cassette key's `kind`, the same for every case
 
 
-def expected_verdict_key(target: CalibrationTarget, judge: JudgeBinding) -> dict[str, str]:
+def cassette_key(material_hash: str) -> dict[str, str]:
+    """The cassette's key, from the hash of its material (hashed once a case: `material`)."""
+    return {"format": str(CASSETTE_FORMAT), "kind": _KIND, "material": material_hash}
+
+
+def expected_verdict_key(
+    target: CalibrationTarget, judge: JudgeBinding, material_hash: str
+) -> dict[str, str]:
     """Repeat 1's key: what ordinary verdicts are keyed on, plus the material."""
     stage = stage_of(target.rule, target.case.stage)
     key = verdict_key(stage, target.as_case, target.options, judge.id, judge.version)
-    return {**key, "material": content_hash(material(target))}
+    return {**key, "material": material_hash}
 
 
 def _path(ctx: CalibrationContext, case_id: str) -> str:
@@ -95,9 +97,10 @@ def replay(
             f"no recording for calibration case {_where(ctx, target)}; record it with --live "
             f"({shown_path(path, ctx.rootdir)})"
         )
+    material_hash = content_hash(material(target))
     check_key(
         doc.key,
-        cassette_key(target),
+        cassette_key(material_hash),
         "",
         "--live",
         labels=lambda: (stored_labels(doc.labels, "key"), {}),
@@ -114,7 +117,7 @@ def replay(
         raise PendingVerdict(
             f"judge verdict pending for {stage} of {_where(ctx, target)}; record it with --live"
         )
-    expected = expected_verdict_key(target, judge)
+    expected = expected_verdict_key(target, judge, material_hash)
     old = dict(verdict.get("key") or {})
     if judge.id is None:  # no judge configured: accept whichever judge recorded it
         for name in ("judge", "judge_version"):
@@ -183,8 +186,9 @@ async def record(
         raise
     except CassetteError:
         old = None
-    expected = expected_verdict_key(target, judge)
     trace = material(target)
+    material_hash = content_hash(trace)
+    expected = expected_verdict_key(target, judge, material_hash)
     verdict = await judge_with_repeats(
         judge,
         target.case.stage,
@@ -207,7 +211,7 @@ async def record(
     doc = build_cassette(
         ctx.suite.name,
         target.case.id,
-        cassette_key(target),
+        cassette_key(material_hash),
         trace,
         {target.case.stage: verdict},
         None,
