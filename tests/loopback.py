@@ -43,7 +43,9 @@ class JsonServer:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}{prefix}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # a short poll interval: close() (shutdown) waits for it, at every test's teardown
+        serve = lambda: self.server.serve_forever(poll_interval=0.02)  # noqa: E731
+        threading.Thread(target=serve, daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
