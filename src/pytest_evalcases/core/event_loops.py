@@ -57,7 +57,10 @@ def run_interruptible(coro: Coroutine[Any, Any, T]) -> T:
                 ).start()
             super()._on_sigint(signum, frame, main_task)  # type: ignore[misc]
 
-    _pressed.clear()
+    if threading.current_thread() is threading.main_thread():
+        # A new run (Ctrl-C reaches only the main thread's runner; a loop another thread runs
+        # for a sync system's async turns must not forget a Ctrl-C the batch is acting on).
+        _pressed.clear()
     try:
         with Runner() as runner:
             return runner.run(coro)
