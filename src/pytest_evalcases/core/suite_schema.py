@@ -57,6 +57,40 @@ class User(BaseModel):
         }
 
 
+class Documents(BaseModel):
+    """A suite's shared documents (Zep's document graph): named data files, each a path or a list
+    of paths relative to the rootdir, ingested once for all the suite's cases by the system's
+    `setup_documents(documents)`, and the settings of that ingestion (`"ingestion"`: chunk
+    size, contextualisation prompt, ...; each set of them is a variant kept side by side)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    ingestion: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _files_only(self) -> Documents:
+        if not self.model_extra:
+            raise ValueError(
+                'name the shared documents\' files: {"files": ["data/docs/handbook.md"]} (any '
+                'field name but "ingestion" names data files)'
+            )
+        for name, value in self.model_extra.items():
+            paths = value if isinstance(value, list) else [value]
+            if not paths or not all(isinstance(p, str) and p for p in paths):
+                raise ValueError(
+                    f"field {name!r} must be a file path or a non-empty list of file paths "
+                    '(every field of "documents" but "ingestion" names data files)'
+                )
+        return self
+
+    def files(self) -> dict[str, list[str]]:
+        """Field name -> its paths, in the order the suite lists them."""
+        return {
+            name: value if isinstance(value, list) else [value]
+            for name, value in (self.model_extra or {}).items()
+        }
+
+
 class GraphOptions(BaseModel):
     """The `graph` stage's suite settings (see stages/graph.py)."""
 
@@ -297,6 +331,8 @@ class Suite(BaseModel):
     # How the system ingests a user's data (ontology, instructions, chunk size, ...): free-form
     # JSON handed to setup_user as `user.ingestion`, and in every case's key.
     ingestion: dict[str, Any] | None = None
+    # Documents ingested once for all the suite's cases, by `setup_documents(documents)`.
+    documents: Documents | None = None
     # Where an imported suite came from (`python -m pytest_evalcases import`): never read by a run.
     source: dict[str, Any] | None = None
     # Named totals over part of the suite (a paper's headline leaves some cases out).

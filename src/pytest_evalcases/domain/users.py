@@ -4,6 +4,10 @@ A suite declares `"users": [{"id": "u-ana", "conversations": "data/ana/chats.jso
 case names its `"user"`. Each user's files form one key field, `user.<id>`, of that user's cases
 only, so editing Ana's chats stales Ana's cases and no one else's. Everything here is computed
 once per user per run, at collection: a suite without users never reaches this module.
+
+The suite's shared documents (`"documents"`, Zep's document graph) are ingested the same way,
+once for all its cases, by `setup_documents(documents)`: a `SuiteUser` with `shared=True`
+(`build_documents`), whose hooks and messages are the documents' (`HookNames`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +37,37 @@ DEFAULT_READY_TIMEOUT = 600.0  # seconds (--eval-ingest-timeout): a user's graph
 FIRST_POLL = 0.05  # seconds before the second look at ready(); doubled each time, up to LAST_POLL
 LAST_POLL = 5.0
 LAST_CALL = 0.5  # seconds a hook called with less of --eval-ingest-timeout left is given
+DOCUMENTS_ID = "documents"  # the shared documents' name in figures and recordings
+DOCUMENTS_FILES_FIELD = "documents.files"  # their files' key field, in every case of the suite
+
+
+@dataclass(frozen=True, slots=True)
+class HookNames:
+    """The system's hooks of one kind of ingestion: the one that ingests, the one polled until
+    the processing is done, and the one that says whether a recorded ingestion's state is still
+    there (so it is reused)."""
+
+    setup: str
+    ready: str
+    still_there: str
+
+
+USER_HOOKS = HookNames("setup_user", "ready", "user_ready")
+DOCUMENT_HOOKS = HookNames("setup_documents", "documents_processed", "documents_ready")
+
+
+def hook_call(hook: str, unit_id: str, shared: bool) -> str:
+    """How a message names a hook's call: `setup_user('u-ana')`, `setup_documents(documents)`."""
+    return f"{hook}(documents)" if shared else f"{hook}({unit_id!r})"
+
+
+def whose_cases(unit_id: str, shared: bool) -> str:
+    """`none of user 'u-ana''s cases ...`, `none of the suite's cases ...`."""
+    return "the suite's cases" if shared else f"user {unit_id!r}'s cases"
+
+
+def others_run(shared: bool) -> str:
+    return "" if shared else " (the other users' cases run)"
 
 
 class UserData(AttributeMapping):
@@ -65,7 +101,8 @@ class UserData(AttributeMapping):
 
 class SuiteUser:
     """One declared user of a suite: its key field and label, its data, and its ingestion in
-    this run (done once per user, in worker threads: `once`)."""
+    this run (done once per user, in worker threads: `once`). With `shared`, the suite's shared
+    documents, ingested once for all its cases by the documents' hooks."""
 
     def __init__(
         self,
@@ -75,8 +112,11 @@ class SuiteUser:
         label: str | None,
         data: UserData,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        shared: bool = False,
     ) -> None:
         self.id = user_id
+        self.shared = shared
+        self.hooks = DOCUMENT_HOOKS if shared else USER_HOOKS
         self.key_field = key_field
         self.key_hash = key_hash
         self.label = label
@@ -102,12 +142,14 @@ class SuiteUser:
                     raise
                 except IngestTimeout as exc:
                     self._error = UserSetupError(
-                        f"ready({self.id!r}) of suite {suite_name!r} {exc}; none of user "
-                        f"{self.id!r}'s cases is recorded (raise --eval-ingest-timeout if "
-                        "the system's processing is this slow)"
+                        f"{self.called(self.hooks.ready)} of suite {suite_name!r} {exc}; none "
+                        f"of {whose_cases(self.id, self.shared)} is recorded (raise "
+                        "--eval-ingest-timeout if the system's processing is this slow)"
                     )
                 except BaseException as exc:  # user code: fail this user's cases only
-                    self._error = _setup_error(self.id, suite_name, exc)
+                    self._error = _setup_error(
+                        self.id, suite_name, exc, self.hooks.setup, self.shared
+                    )
                 self._done = True
         if self._error is not None:
             raise self._error
@@ -119,7 +161,13 @@ class SuiteUser:
         if self._done:
             self.once(work, suite_name)
         else:
-            await run_in_daemon_thread(lambda _: self.once(work, suite_name), None, "setup_user")
+            await run_in_daemon_thread(
+                lambda _: self.once(work, suite_name), None, self.hooks.setup
+            )
+
+    def called(self, hook: str) -> str:
+        """`setup_user('u-ana')`, `setup_documents(documents)`."""
+        return hook_call(hook, self.id, self.shared)
 
     @property
     def failed(self) -> bool:
@@ -132,17 +180,25 @@ class SuiteUser:
         """The bounds of this user's ingestion, starting now: `call_timeout` (--eval-timeout,
         the suite's "timeout") for each call of a hook, --eval-ingest-timeout for them all;
         `retries`: how a hook's call that failed with a transient error is tried again."""
-        return IngestionWait(self.id, suite_name, call_timeout, self.ready_timeout, retries=retries)
+        return IngestionWait(
+            self.id,
+            suite_name,
+            call_timeout,
+            self.ready_timeout,
+            retries=retries,
+            shared=self.shared,
+        )
 
     def set_up(
         self, system_target: Any, wait: IngestionWait, failed: Callable[[], None] = lambda: None
     ) -> tuple[Any, float]:
-        """Call the system's `setup_user(user)` (when it has one), bounded by `wait`: (what it
-        returned, the seconds it took). `failed()` after each attempt that is tried again."""
-        method = getattr(system_target, "setup_user", None)
+        """Call the system's `setup_user(user)` (`setup_documents(documents)`) when it has one,
+        bounded by `wait`: (what it returned, the seconds it took). `failed()` after each
+        attempt that is tried again."""
+        method = getattr(system_target, self.hooks.setup, None)
         started = time.perf_counter()
         if callable(method):
-            result = wait.bounded("setup_user", method, self.data, failed=failed)
+            result = wait.bounded(self.hooks.setup, method, self.data, failed=failed)
         else:
             result = None
         return result, time.perf_counter() - started
@@ -153,12 +209,12 @@ class SuiteUser:
         """Poll the system's `ready(user, result)` (when it has one) until it is true, each look
         bounded by `wait` and the polling ending with the user's ingestion time: the seconds
         it was polled (None without `ready`); its error is said as `ready`'s."""
-        ready = getattr(system_target, "ready", None)
+        ready = getattr(system_target, self.hooks.ready, None)
         if not callable(ready):
             return None
 
         def looked(user: Any, result: Any) -> Any:
-            return call_hook("ready", self, suite_name, ready, result, wait)
+            return call_hook(self.hooks.ready, self, suite_name, ready, result, wait)
 
         return wait_until_ready(looked, self.data, result, wait.remaining())
 
@@ -180,8 +236,9 @@ class IngestionWait:
         clock: Callable[[], float] = time.monotonic,
         retries: RetryPolicy = NO_RETRIES,
         sleep: Callable[[float], None] = time.sleep,
+        shared: bool = False,
     ) -> None:
-        self.user_id, self.suite_name = user_id, suite_name
+        self.user_id, self.suite_name, self.shared = user_id, suite_name, shared
         self.call_timeout, self.whole = call_timeout, whole
         self._clock = clock
         self._started = clock()
@@ -204,7 +261,7 @@ class IngestionWait:
         """`method(*args)` within the bounds, tried again on a transient error (`failed()` after
         each attempt that is): its value, what it raised, HookTimeout, or a UserSetupError when
         the retries were spent."""
-        what = f"{hook}({self.user_id!r}) of suite {self.suite_name!r}"
+        what = f"{hook_call(hook, self.user_id, self.shared)} of suite {self.suite_name!r}"
         bound = f"the {self.whole:g} s of --eval-ingest-timeout"
         deadline = self._started + self.whole
         attempts = Attempts(self.retries, what, bound, deadline, self._clock)
@@ -214,8 +271,8 @@ class IngestionWait:
         except RetriesSpent as exc:
             last = attempts.policy.reason(exc.__cause__) if exc.__cause__ else None
             raise UserSetupError(
-                f"{exc}; last error: {last}; none of user {self.user_id!r}'s cases can be "
-                "recorded until it succeeds (the other users' cases run)"
+                f"{exc}; last error: {last}; none of {whose_cases(self.user_id, self.shared)} "
+                f"can be recorded until it succeeds{others_run(self.shared)}"
             ) from exc.__cause__
         finally:
             self.retried += attempts.retries
@@ -225,7 +282,7 @@ class IngestionWait:
         left = max(self.remaining(), LAST_CALL)
         per_call = self.call_timeout is not None and self.call_timeout <= left
         timeout = self.call_timeout if per_call and self.call_timeout is not None else left
-        what = f"{hook}({self.user_id!r}) of suite {self.suite_name!r}"
+        what = f"{hook_call(hook, self.user_id, self.shared)} of suite {self.suite_name!r}"
         try:
             return call_within(lambda: method(*args), timeout, what)
         except Unfinished:
@@ -235,9 +292,10 @@ class IngestionWait:
                 else f"{self.whole:g} s (--eval-ingest-timeout, the whole wait of a user)"
             )
             raise HookTimeout(
-                f"{what} did not finish within {bound}; none of user {self.user_id!r}'s cases "
-                "can be recorded (the other users' cases run); raise the limit if it is slow "
-                "(the hook's thread is left behind: it cannot be stopped from outside)"
+                f"{what} did not finish within {bound}; none of "
+                f"{whose_cases(self.user_id, self.shared)} can be recorded"
+                f"{others_run(self.shared)}; raise the limit if it is slow (the hook's thread "
+                "is left behind: it cannot be stopped from outside)"
             ) from None
 
 
@@ -292,11 +350,15 @@ def call_hook(
     except (KeyboardInterrupt, IngestTimeout, HookTimeout):
         raise
     except BaseException as exc:
-        raise _setup_error(user.id, suite_name, exc, hook) from exc
+        raise _setup_error(user.id, suite_name, exc, hook, user.shared) from exc
 
 
 def _setup_error(
-    user_id: str, suite_name: str, exc: BaseException, hook: str = "setup_user"
+    user_id: str,
+    suite_name: str,
+    exc: BaseException,
+    hook: str = "setup_user",
+    shared: bool = False,
 ) -> BaseException:
     # --replay-http's unserved request reads as a stale recording; a stale, missing or broken
     # ingestion recording is an error of the recording, said as such.
@@ -309,8 +371,8 @@ def _setup_error(
         else (f"{type(exc).__name__}({', '.join(map(repr, exc.args))})")
     )
     error: BaseException = UserSetupError(
-        f"{hook}({user_id!r}) of suite {suite_name!r} raised {what}; none of user "
-        f"{user_id!r}'s cases can be recorded until it succeeds (the other users' cases run)"
+        f"{hook_call(hook, user_id, shared)} of suite {suite_name!r} raised {what}; none of "
+        f"{whose_cases(user_id, shared)} can be recorded until it succeeds{others_run(shared)}"
     )
     if not isinstance(exc, Exception):  # SystemExit & co. must not end the session
         error = UserCodeExit(str(error))
@@ -373,24 +435,72 @@ def build_users(
             )
             continue
         try:
-            hashed: dict[str, list[tuple[str, str]]] = {}
-            for field, paths in user.files().items():
-                where = f"user {user.id!r}, field {field!r}: "
-                hashed[field] = [(path, hash_file(path, where)) for path in paths]
+            built[user.id] = _built_unit(
+                user.id,
+                user_key_field(user.id),
+                user.files(),
+                user.model_extra or {},
+                f"user {user.id!r}",
+                rootdir,
+                hash_file,
+                UserData(id=user.id, ingestion=ingestion, run_config=run_config),
+                ready_timeout,
+            )
         except CaseFileError as exc:
             built[user.id] = exc
-            continue
-        data = UserData(id=user.id, ingestion=ingestion, run_config=run_config)
-        for field, paths in user.files().items():
-            absolute = [(rootdir / path).resolve() for path in paths]
-            listed = isinstance((user.model_extra or {})[field], list)
-            data[field] = absolute if listed else absolute[0]
-        built[user.id] = SuiteUser(
-            user.id,
-            user_key_field(user.id),
-            content_hash({field: entries for field, entries in hashed.items()}),
-            user_label(hashed),
-            data,
-            DEFAULT_READY_TIMEOUT if ready_timeout is None else ready_timeout,
-        )
     return built
+
+
+def build_documents(
+    documents: Any,
+    rootdir: Path,
+    hash_file: Callable[[str, str], str],
+    ready_timeout: float | None = None,
+    run_config: dict[str, Any] | None = None,
+) -> SuiteUser:
+    """The suite's shared documents (schema.Documents) as the ingestion of all its cases:
+    `setup_documents(documents)` gets `documents.id` ("documents"), each file field as absolute
+    paths, `documents.ingestion` (their settings) and `documents.run_config`. CaseFileError
+    (every case of the suite gets it) when a file cannot be hashed."""
+    return _built_unit(
+        DOCUMENTS_ID,
+        DOCUMENTS_FILES_FIELD,
+        documents.files(),
+        documents.model_extra or {},
+        "documents",
+        rootdir,
+        hash_file,
+        UserData(id=DOCUMENTS_ID, ingestion=documents.ingestion, run_config=run_config),
+        ready_timeout,
+        shared=True,
+    )
+
+
+def _built_unit(
+    unit_id: str,
+    key_field: str,
+    files: dict[str, list[str]],
+    declared: Mapping[str, Any],
+    named: str,
+    rootdir: Path,
+    hash_file: Callable[[str, str], str],
+    data: UserData,
+    ready_timeout: float | None,
+    shared: bool = False,
+) -> SuiteUser:
+    hashed: dict[str, list[tuple[str, str]]] = {}
+    for field, paths in files.items():
+        where = f"{named}, field {field!r}: "
+        hashed[field] = [(path, hash_file(path, where)) for path in paths]
+    for field, paths in files.items():
+        absolute = [(rootdir / path).resolve() for path in paths]
+        data[field] = absolute if isinstance(declared[field], list) else absolute[0]
+    return SuiteUser(
+        unit_id,
+        key_field,
+        content_hash({field: entries for field, entries in hashed.items()}),
+        user_label(hashed),
+        data,
+        DEFAULT_READY_TIMEOUT if ready_timeout is None else ready_timeout,
+        shared,
+    )

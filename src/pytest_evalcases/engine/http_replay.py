@@ -30,6 +30,7 @@ from .recording import JudgeBinding, LiveRecording, Recording
 from .replay import check_verdicts, checked_cassette
 from .save import save_recording
 from .turns import run_conversation_sync
+from .user_runs import ingestion_units, named
 
 if TYPE_CHECKING:
     from ..core.schema import Case
@@ -171,11 +172,11 @@ def run_offline(
                 "cannot serve requests made in setup(suite) (they are not recorded: make them "
                 "in setup_user, whose ingestion is, or in run)"
             ) from None
-    if ctx.user is not None:  # its recorded ingestion replayed once, before its first case
-        try:
-            ingest_offline(ctx, http)
+    for unit in ingestion_units(ctx):  # each recorded ingestion replayed once, before its
+        try:  # first case: the suite's documents, then the user's data
+            ingest_offline(ctx, http, unit)
         except KeyboardInterrupt:
-            raise Interrupted(f"the ingestion of user {ctx.user.id!r}") from None
+            raise Interrupted(f"the ingestion of {named(unit)}") from None
     case_http = CaseHttp(where, exchanges, replay_ignored(suite), suite.allow_hosts)
     outcome: dict[str, Any] = {}
 

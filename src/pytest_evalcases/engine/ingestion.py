@@ -10,6 +10,11 @@ first case, its HTTP exchanges and what it returned are recorded under
 - --replay-http: `setup_user` runs offline, its HTTP served from the recording (`ready` is not
   polled: the processing it waits for happened when it was recorded).
 - plain replay runs no ingestion: the recording is read for its figures alone.
+
+The suite's shared documents are ingested the same way by `setup_documents(documents)` (their
+hooks `documents_processed` and `documents_ready` in place of `ready` and `user_ready`),
+recorded under `<suite>/documents/ingestion.json`: every function takes the unit to ingest, by
+default the context's user.
 """
 
 from __future__ import annotations
@@ -54,7 +59,14 @@ from .limits import Interrupted
 from .retried_run import failed_attempt_dropped
 from .save import ignored_paths
 from .shared_ingestion import SharedIngestion
-from .user_runs import ingestion_key, last_recorded_pair, run_of, user_pair
+from .user_runs import (
+    ingestion_key,
+    ingestion_units,
+    last_recorded_pair,
+    named,
+    run_of,
+    user_pair,
+)
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
@@ -70,12 +82,13 @@ def ingest_live(
     redo: bool,
     dry_run: bool,
     spend: Callable[[float], None] = lambda usd: None,
+    unit: SuiteUser | None = None,
 ) -> None:
-    """Ingest the context's user for a live run, once per user per process (see the module's
-    docstring). `redo` (--live): ingest again unless `user_ready` says the state is still
-    there. `dry_run`: write nothing. `spend` (--eval-budget) gets what the ingestion cost,
-    as recorded, once, even when it failed after paying."""
-    user = ctx.user
+    """Ingest the context's user (or `unit`, the documents) for a live run, once per process
+    (see the module's docstring). `redo` (--live): ingest again unless `user_ready` says the
+    state is still there. `dry_run`: write nothing. `spend` (--eval-budget) gets what the
+    ingestion cost, as recorded, once, even when it failed after paying."""
+    user = ctx.user if unit is None else unit
     assert user is not None
     try:
         user.once(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
@@ -89,10 +102,11 @@ async def aingest_live(
     redo: bool,
     dry_run: bool,
     spend: Callable[[float], None] = lambda usd: None,
+    unit: SuiteUser | None = None,
 ) -> None:
     """`ingest_live` for the event loop (waited for in a daemon thread the first time);
     `spend` is called in the loop's thread."""
-    user = ctx.user
+    user = ctx.user if unit is None else unit
     assert user is not None
     try:
         await user.aonce(lambda: _ingest_live(ctx, user, http, redo, dry_run), ctx.suite.name)
@@ -100,10 +114,11 @@ async def aingest_live(
         spend(run_of(user).take_spent())
 
 
-def ingest_offline(ctx: SuiteContext, http: HttpLayer) -> None:
-    """--replay-http: run the context's user's ingestion offline, once, its HTTP served from
-    its recording. StaleRecording when it asks for what the recording does not hold."""
-    user = ctx.user
+def ingest_offline(ctx: SuiteContext, http: HttpLayer, unit: SuiteUser | None = None) -> None:
+    """--replay-http: run the context's user's (or `unit`'s) ingestion offline, once, its HTTP
+    served from its recording. StaleRecording when it asks for what the recording does not
+    hold."""
+    user = ctx.user if unit is None else unit
     assert user is not None
     user.once(lambda: _ingest_offline(ctx, user, http), ctx.suite.name)
 
@@ -121,15 +136,18 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
     except (EvalCaseError, Interrupted, RetriesSpent):  # ours: a timeout, a stale request,
         raise  # a Ctrl-C, a transient error retried in vain (no memory lost makes a 503)
     except Exception as exc:
-        user = ctx.user
-        if user is None or not run_of(user).reused_unchecked:
+        unchecked = [unit for unit in ingestion_units(ctx) if run_of(unit).reused_unchecked]
+        if not unchecked:
             raise
+        unit = unchecked[-1]
+        hooks = unit.hooks
+        arguments = "documents, result" if unit.shared else "user, result"
         raise ReusedIngestionError(
-            f"{type(exc).__name__}: {exc} — user {user.id!r}'s ingestion was reused from its "
-            "recording, so setup_user did not run in this process (the system has no "
-            "user_ready(user, result) to say whether its ingested state is still there); if "
-            "the system keeps its memory in the process, give it a user_ready, or re-record "
-            "with --live (docs/memory.md)"
+            f"{type(exc).__name__}: {exc} — {named(unit)}'s ingestion was reused from its "
+            f"recording, so {hooks.setup} did not run in this process (the system has no "
+            f"{hooks.still_there}({arguments}) to say whether its ingested state is still "
+            f"there); if the system keeps its memory in the process, give it a "
+            f"{hooks.still_there}, or re-record with --live (docs/memory.md)"
         ) from exc
 
 
@@ -137,7 +155,7 @@ def _ingest_live(
     ctx: SuiteContext, user: SuiteUser, http: HttpLayer | None, redo: bool, dry_run: bool
 ) -> None:
     target = ctx.system.target
-    if not callable(getattr(target, "setup_user", None)):
+    if not callable(getattr(target, user.hooks.setup, None)):
         return  # nothing to ingest: the system reads its users' files itself
     # Under xdist, the workers running one user's cases take turns: the first ingests and
     # records, the others find its recording current and reuse it (user_ready says so, or
@@ -146,7 +164,7 @@ def _ingest_live(
         timed(
             "ingestion", f"{ctx.suite.name}/{user.id}", suite=ctx.suite.name, user=user.id
         ) as notes,
-        exclusive(str(last_recorded_pair(ctx).json_path.resolve())),
+        exclusive(str(last_recorded_pair(ctx, user).json_path.resolve())),
     ):
         _ingest_or_reuse(ctx, user, target, http, redo, dry_run)
         notes["ingestion.source"] = (run_of(user).figures or {}).get("source")
@@ -161,14 +179,15 @@ def _ingest_or_reuse(
     dry_run: bool,
 ) -> None:
     run = run_of(user)
-    key, labels = ingestion_key(ctx)
+    key, labels = ingestion_key(ctx, user)
     old, before = _recording_there(ctx, user)
     wait = user.ingestion_wait(ctx.suite.name, ctx.timeout, ctx.retries)  # each hook: bounded
     if old is not None and before is not None and old.key == key:
-        user_ready = getattr(target, "user_ready", None)
+        still_there = user.hooks.still_there
+        user_ready = getattr(target, still_there, None)
         if callable(user_ready):  # the system knows whether its ingested state is still there
             result = old.result
-            reuse = bool(call_hook("user_ready", user, ctx.suite.name, user_ready, result, wait))
+            reuse = bool(call_hook(still_there, user, ctx.suite.name, user_ready, result, wait))
         else:
             reuse = not redo
         if reuse:
@@ -214,22 +233,22 @@ def _ingest_or_reuse(
 
 def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None:
     target = ctx.system.target
-    if not callable(getattr(target, "setup_user", None)):
+    if not callable(getattr(target, user.hooks.setup, None)):
         return
-    pair = user_pair(ctx)
+    pair = user_pair(ctx, user)
     shown = shown_path(pair.json_path, ctx.rootdir)
     old = load_user_recording(pair.json_path, ctx.rootdir)
     exchanges: list[dict[str, Any]] = []
     if old is not None:
-        key, labels = ingestion_key(ctx)
+        key, labels = ingestion_key(ctx, user)
         # The code runs today (as for a case under --replay-http): its change is no reason.
         stale = changed_fields(
             _without_code(old.key), _without_code(key), stored_labels(old.labels, "key"), labels
         )
         if stale:
             raise StaleRecording(
-                f"stale ingestion recording of user {user.id!r} ({shown}): {'; '.join(stale)}; "
-                "re-record it with --eval-ingest-only (or the user's cases with --live)"
+                f"stale ingestion recording of {named(user)} ({shown}): {'; '.join(stale)}; "
+                f"re-record it with --eval-ingest-only (or {_whose(user)} cases with --live)"
             )
         exchanges = pair.checked_http(old.http, ctx.rootdir)
     suite = ctx.suite
@@ -242,11 +261,11 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
     if case_http.problem:
         if old is None:
             raise MissingRecording(
-                f"no ingestion recording of user {user.id!r} ({shown}) to serve setup_user's "
-                f"requests ({case_http.problem.split(' — ')[0]}); record it with "
-                "--eval-ingest-only (or the user's cases with --live)"
+                f"no ingestion recording of {named(user)} ({shown}) to serve "
+                f"{user.hooks.setup}'s requests ({case_http.problem.split(' — ')[0]}); record "
+                f"it with --eval-ingest-only (or {_whose(user)} cases with --live)"
             )
-        raise StaleRecording(f"stale ingestion recording of user {user.id!r}: {case_http.problem}")
+        raise StaleRecording(f"stale ingestion recording of {named(user)}: {case_http.problem}")
     if old is not None:
         run_of(user).took(old, REPLAYED_HTTP)
 
@@ -258,7 +277,7 @@ def _recording_there(
     records it anew) and its HTTP exchanges (None when the pair does not hold: a write
     interrupted between the two files, or one edited by hand). NewerCassette when a newer
     pytest-evalcases wrote it: never ingested over."""
-    pair = user_pair(ctx)
+    pair = user_pair(ctx, user)
     try:
         old = load_user_recording(pair.json_path, ctx.rootdir)
     except NewerCassette:
@@ -310,7 +329,7 @@ def _save(
         result,
         figures,
         http_hash,
-        ctx.suite.ingestion,
+        user.data.ingestion,
     )
     unchanged = same_result and old is not None and old.http == http_hash
     run_of(user).recording_unchanged = unchanged
@@ -325,14 +344,14 @@ def _save(
         change = {"kind": "changed", "details": describe_ingestion_changes(old, doc, http_changes)}
     if dry_run:
         return doc, change
-    shared = SharedIngestion(ctx)
+    shared = SharedIngestion(ctx, user)
     shared.check(doc)  # under xdist: the ingestion another worker of this run recorded
     if not unchanged:
         if old is not None and before is not None and old.variant != doc.variant:
             _keep_variant(ctx, user, old, before)
         # An ingestion that now makes no request: its exchanges go (no file reads as none).
         http_doc = http_document(ctx.suite.name, user.id, exchanges) if exchanges else None
-        user_pair(ctx).write(doc, ctx.rootdir, http_doc, drop_http=not exchanges)
+        user_pair(ctx, user).write(doc, ctx.rootdir, http_doc, drop_http=not exchanges)
     shared.note(doc)
     return doc, change
 
@@ -345,7 +364,9 @@ def _keep_variant(
     the two writes leaves both, each a whole pair), so switching the settings back reuses it.
     A recording already kept there stays: it is the one a run of that variant reads (and may
     have been recorded again since the run that stopped between the two writes)."""
-    kept = RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, user.id, old.variant)
+    kept = RecordingPair.of_user(
+        ctx.cassette_root, ctx.suite.name, user.id, old.variant, user.shared
+    )
     if os.path.lexists(kept.json_path):
         return
     http_doc = http_document(ctx.suite.name, user.id, exchanges) if exchanges else None
@@ -365,13 +386,13 @@ def _recordable(result: Any, ctx: SuiteContext, user: SuiteUser) -> Any:
     problem = json_problem(result)
     if text is None or (problem is not None and ("surrogate" in problem or "deeper" in problem)):
         raise CassetteError(
-            f"setup_user({user.id!r}) of suite {ctx.suite.name!r} returned a result its "
-            f"ingestion recording cannot hold: {problem or 'it nests too deep'}; return a small "
-            "summary of plain JSON (a memory id, counts, usage), not the data"
+            f"{user.called(user.hooks.setup)} of suite {ctx.suite.name!r} returned a result "
+            f"its ingestion recording cannot hold: {problem or 'it nests too deep'}; return a "
+            "small summary of plain JSON (a memory id, counts, usage), not the data"
         )
     if len(text) > RESULT_CAP:
         raise CassetteError(
-            f"setup_user({user.id!r}) of suite {ctx.suite.name!r} returned {len(text):,} "
+            f"{user.called(user.hooks.setup)} of suite {ctx.suite.name!r} returned {len(text):,} "
             f"characters of JSON (at most {RESULT_CAP:,}); return a summary (a memory id, "
             "counts, usage), not the data"
         )
@@ -414,4 +435,10 @@ def _without_code(key: dict[str, str]) -> dict[str, str]:
 
 
 def _where(ctx: SuiteContext, user: SuiteUser) -> str:
+    if user.shared:
+        return f"{ctx.suite.name}::documents (ingestion)"
     return f"{ctx.suite.name}::users/{user.id} (ingestion)"
+
+
+def _whose(unit: SuiteUser) -> str:
+    return "the suite's" if unit.shared else "the user's"

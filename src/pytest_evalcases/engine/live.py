@@ -43,6 +43,7 @@ from .replay import case_key
 from .retried_run import RetriedRun, retried_run
 from .save import save_recording
 from .turns import run_conversation
+from .user_runs import ingestion_units
 
 if TYPE_CHECKING:
     from ..core.schema import Case
@@ -221,7 +222,7 @@ async def _make_runs(
         retries += run_retries
         runs.append(RecordedRun(trace))
     key = plan.key
-    if ctx.user is not None:  # the ingestion this run's system ran on, now known
+    if ctx.user is not None or ctx.documents is not None:  # the ingestions it ran on, now known
         key = case_key(ctx, view, mode != RunMode.LIVE_JUDGES)
     return _SystemRuns(tuple(runs), exchanges, spent, key, retries)
 
@@ -276,13 +277,16 @@ async def _run_system(
     async with slots.system(starts_case) if slots is not None else nullcontext():
         try:
             await ctx.system.asetup(ctx.suite, ctx.timeout)
-            if ctx.user is not None:  # the user's data ingested once, before its first case
+            # The suite's documents, then the user's data: each ingested once, before the
+            # first case that runs on it.
+            for unit in ingestion_units(ctx):
                 await aingest_live(  # --eval-budget counts what the ingestion cost
                     ctx,
                     http() if http else None,
                     mode == RunMode.LIVE,
                     dry_run,
                     slots.spend if slots is not None else (lambda usd: None),
+                    unit,
                 )
         except KeyboardInterrupt:
             raise Interrupted(f"the set-up of {ctx.suite.name}") from None

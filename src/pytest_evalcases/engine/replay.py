@@ -103,7 +103,7 @@ def case_key(ctx: SuiteContext, view: CaseInput, repairs: bool = False) -> dict[
     recording of the user that cannot be used raises, or with `repairs` (--live,
     --live-stale) reads as none, so the case is recorded again)."""
     key = recording_key(ctx.key_fields, key_view(view))
-    if ctx.user is not None:
+    if ctx.user is not None or ctx.documents is not None:
         key.update(ingestion_fields(ctx, repairs)[0])
     return key
 
@@ -240,7 +240,7 @@ def key_labels_of(doc: Cassette, ctx: SuiteContext, case: Case) -> LabelSource:
 def trace_labels(ctx: SuiteContext, case: Case) -> dict[str, str]:
     """Labels of the trace key's fields today: the suite's and this case's."""
     labels = dict(ctx.key_labels)
-    if ctx.user is not None:
+    if ctx.user is not None or ctx.documents is not None:
         labels.update(ingestion_fields(ctx, repairs=True)[1])
     label = case_key_label(key_view(system_view(case, ctx.run_config)))
     if label is not None:

@@ -22,10 +22,11 @@ from ..core.errors import IngestionConflict
 from ..core.hashing import content_hash
 from ..store.files import shown_path
 from ..store.pair import checked_lock_folder, lock_folder, open_outside
-from .user_runs import user_pair
+from .user_runs import named, user_pair
 
 if TYPE_CHECKING:
     from ..domain.context import SuiteContext
+    from ..domain.users import SuiteUser
     from ..store.user_recordings import UserRecording
 
 
@@ -41,10 +42,11 @@ def work_for_xdist_run(run: str | None) -> None:
 class SharedIngestion:
     """This run's note of a user's ingestion (none outside xdist)."""
 
-    def __init__(self, ctx: SuiteContext) -> None:
+    def __init__(self, ctx: SuiteContext, unit: SuiteUser | None = None) -> None:
         self.ctx = ctx
+        self.unit = ctx.user if unit is None else unit
         run = _XDIST_RUN[0]
-        path = user_pair(ctx).json_path.resolve()
+        path = user_pair(ctx, self.unit).json_path.resolve()
         self.note_path = (
             lock_folder() / f"{content_hash(f'{path}#{run}')}.ingested" if run else None
         )
@@ -60,16 +62,19 @@ class SharedIngestion:
         except OSError:  # the first worker to ingest the user
             return
         if earlier and earlier != recording.identity:
-            user = self.ctx.user
-            assert user is not None
-            shown = shown_path(user_pair(self.ctx).json_path, self.ctx.rootdir)
+            unit = self.unit
+            assert unit is not None
+            shown = shown_path(user_pair(self.ctx, unit).json_path, self.ctx.rootdir)
+            hook = unit.hooks.still_there
+            arguments = "documents, result" if unit.shared else "user, result"
+            cases = "cases" if unit.shared else "cases of the user"
             raise IngestionConflict(
-                f"user {user.id!r} was ingested by another xdist worker of this run to another "
-                f"result ({shown} keeps that one); without user_ready(user, result) each worker "
-                "ingests for itself, and this worker's cases of the user would be recorded "
+                f"{named(unit)} was ingested by another xdist worker of this run to another "
+                f"result ({shown} keeps that one); without {hook}({arguments}) each worker "
+                f"ingests for itself, and this worker's {cases} would be recorded "
                 "against an ingestion the recording does not keep: they are not recorded. "
                 "Ingest first with --eval-ingest-only --live, then run -n with --live-stale "
-                "(which reuses the recording); or give the system a user_ready "
+                f"(which reuses the recording); or give the system a {hook} "
                 "(docs/memory.md)"
             )
 

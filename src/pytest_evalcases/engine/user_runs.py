@@ -1,4 +1,6 @@
-"""A suite user in this run: the ingestion its cases run on, and what this run did with it.
+"""A suite user in this run: the ingestion its cases run on, and what this run did with it. The
+suite's shared documents are such a unit too (`SuiteUser.shared`): every function here takes the
+unit, by default the context's user.
 
 A `SuiteUser` (domain/users.py) is what the suite declares; a `UserRun` is this process's state of
 it: the ingestion recording its cases run on (recorded, reused or read), its figures for the
@@ -26,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import EvalCaseError, MissingRecording
 from ..core.hashing import LABEL_CHARS
 from ..store.files import shown_path
-from ..store.keys import ingested_field, user_ingestion_key
+from ..store.keys import (
+    DOCUMENTS_INGESTED,
+    documents_ingestion_key,
+    ingested_field,
+    user_ingestion_key,
+)
 from ..store.pair import RecordingPair
 from ..store.user_recordings import (
     REPLAYED,
@@ -63,6 +70,7 @@ class UserRun:
     # case of the user asks for them on replay)
     fields: tuple[UserRecording, dict[str, str], dict[str, str]] | None = None
     pair: RecordingPair | None = None  # the recording of its ingestion variant (`user_pair`)
+    shared: bool = False  # the suite's shared documents: their figures say so (`documents`)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def paid(self, usd: float) -> None:
@@ -84,6 +92,8 @@ class UserRun:
         changes` section."""
         self.recording = recording
         self.figures = figures_of(recording, source)
+        if self.shared:
+            self.figures["documents"] = True
         if change is not None:
             self.figures["change"] = change
 
@@ -97,72 +107,102 @@ def run_of(user: SuiteUser) -> UserRun:
     with _RUNS_LOCK:
         found = _RUNS.get(user)
         if found is None:
-            found = _RUNS[user] = UserRun()
+            found = _RUNS[user] = UserRun(shared=user.shared)
         return found
 
 
-def ingestion_key(ctx: SuiteContext) -> tuple[dict[str, str], dict[str, str]]:
-    """The key (and labels) of the context's user's ingestion recording: the one place it is
-    computed."""
-    assert ctx.user is not None
-    return user_ingestion_key(ctx.key_fields, ctx.key_labels, ctx.user.key_field, ctx.input_fields)
+def ingestion_units(ctx: SuiteContext) -> list[SuiteUser]:
+    """The ingestions the context's cases run on, in the order they are ingested: the suite's
+    shared documents, then the cases' user."""
+    units = []
+    if ctx.documents is not None:
+        units.append(ctx.documents)
+    if ctx.user is not None:
+        units.append(ctx.user)
+    return units
 
 
-def user_pair(ctx: SuiteContext) -> RecordingPair:
-    """The recording of the context's user's ingestion variant (the suite's `ingestion`
-    settings): kept in `users/variants/<variant>/` when it is not the variant last recorded,
-    else at `users/<id>.json` (which holds the last variant recorded, or none yet). Resolved
-    once per user per process."""
-    assert ctx.user is not None
-    run = run_of(ctx.user)
+def named(unit: SuiteUser) -> str:
+    """`user 'u-ana'`, `the documents`: how messages name an ingestion."""
+    return "the documents" if unit.shared else f"user {unit.id!r}"
+
+
+def _unit(ctx: SuiteContext, unit: SuiteUser | None) -> SuiteUser:
+    chosen = ctx.user if unit is None else unit
+    assert chosen is not None
+    return chosen
+
+
+def ingestion_key(
+    ctx: SuiteContext, unit: SuiteUser | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The key (and labels) of the ingestion recording of `unit` (the context's user by
+    default, or the suite's documents): the one place it is computed."""
+    unit = _unit(ctx, unit)
+    if unit.shared:
+        return documents_ingestion_key(ctx.key_fields, ctx.key_labels, ctx.input_fields)
+    return user_ingestion_key(ctx.key_fields, ctx.key_labels, unit.key_field, ctx.input_fields)
+
+
+def user_pair(ctx: SuiteContext, unit: SuiteUser | None = None) -> RecordingPair:
+    """The recording of the unit's ingestion variant (the suite's `ingestion` settings, or the
+    documents'): kept in `users/variants/<variant>/` when it is not the variant last recorded,
+    else at `users/<id>.json` (which holds the last variant recorded, or none yet); the
+    documents' in `documents/`. Resolved once per unit per process."""
+    unit = _unit(ctx, unit)
+    run = run_of(unit)
     if run.pair is None:
-        variant = variant_of(ingestion_key(ctx)[0])
-        kept = RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, ctx.user.id, variant)
-        run.pair = kept if os.path.lexists(kept.json_path) else last_recorded_pair(ctx)
+        variant = variant_of(ingestion_key(ctx, unit)[0])
+        kept = RecordingPair.of_user(
+            ctx.cassette_root, ctx.suite.name, unit.id, variant, unit.shared
+        )
+        run.pair = kept if os.path.lexists(kept.json_path) else last_recorded_pair(ctx, unit)
     return run.pair
 
 
-def last_recorded_pair(ctx: SuiteContext) -> RecordingPair:
-    """`users/<id>.json`: the recording of the user's variant last recorded (the name a user's
-    ingestions lock on, whatever their variant)."""
-    assert ctx.user is not None
-    return RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, ctx.user.id)
+def last_recorded_pair(ctx: SuiteContext, unit: SuiteUser | None = None) -> RecordingPair:
+    """`users/<id>.json` (`documents/ingestion.json`): the recording of the variant last
+    recorded (the name the unit's ingestions lock on, whatever their variant)."""
+    unit = _unit(ctx, unit)
+    return RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, unit.id, shared=unit.shared)
 
 
-def ingests(ctx: SuiteContext) -> bool:
+def ingests(ctx: SuiteContext, unit: SuiteUser | None = None) -> bool:
     """Whether the context's cases run on an ingestion of their user (its system has
-    `setup_user`)."""
-    if ctx.user is None:
+    `setup_user`), or of the documents (`setup_documents`)."""
+    unit = ctx.user if unit is None else unit
+    if unit is None:
         return False
     if not ctx.system.built:  # a fixture's system, never built to replay: as recorded
-        path = user_pair(ctx).json_path
+        path = user_pair(ctx, unit).json_path
         known = _RECORDED_USERS.get(path)
         if known is None:
             known = _RECORDED_USERS[path] = path.is_file()
         return known
-    return callable(getattr(ctx.system.target, "setup_user", None))
+    return callable(getattr(ctx.system.target, unit.hooks.setup, None))
 
 
 # Whether a user's ingestion recording exists, by its path: asked once per process.
 _RECORDED_USERS: dict[Path, bool] = {}
 
 
-def recorded_ingestion(ctx: SuiteContext) -> UserRecording:
-    """The user's ingestion recording on disk, read and checked as a pair once per process;
+def recorded_ingestion(ctx: SuiteContext, unit: SuiteUser | None = None) -> UserRecording:
+    """The unit's ingestion recording on disk, read and checked as a pair once per process;
     MissingRecording, CassetteError (corrupt, NewerCassette) or TornPair naming the file and
     the next step."""
-    assert ctx.user is not None
-    run = run_of(ctx.user)
+    unit = _unit(ctx, unit)
+    run = run_of(unit)
     if run.recording is not None:  # ingested (or reused) by this run, or read before
         return run.recording
     if not run.checked:
-        pair = user_pair(ctx)
+        pair = user_pair(ctx, unit)
         try:
             found = load_user_recording(pair.json_path, ctx.rootdir)
             if found is None:
+                whose = "the suite's cases run" if unit.shared else "its cases run"
                 raise MissingRecording(
-                    f"no ingestion recording of user {ctx.user.id!r} "
-                    f"({shown_path(pair.json_path, ctx.rootdir)}): its cases run on the "
+                    f"no ingestion recording of {named(unit)} "
+                    f"({shown_path(pair.json_path, ctx.rootdir)}): {whose} on the "
                     "ingestion it holds; record it with --eval-ingest-only --live"
                 )
             pair.checked_http(found.http, ctx.rootdir)
@@ -177,23 +217,37 @@ def recorded_ingestion(ctx: SuiteContext) -> UserRecording:
 
 
 def ingestion_fields(ctx: SuiteContext, repairs: bool) -> tuple[dict[str, str], dict[str, str]]:
-    """The case key's field naming the ingestion the context's cases run on,
-    `ingested.<user>`: a short hash of its recording's result and HTTP exchanges
-    (`UserRecording.identity`), and its label (the result, when short). None for a user whose
-    system has no `setup_user`. `repairs` (--live, --live-stale): a recording that cannot be
-    used reads as UNKNOWN_INGESTION (the case is recorded again, after the user is ingested
-    again); otherwise its problem is raised."""
-    if not ingests(ctx):
+    """The case key's fields naming the ingestions the context's cases run on,
+    `documents.ingested` and `ingested.<user>`: each a short hash of its recording's result
+    and HTTP exchanges (`UserRecording.identity`), and its label (the result, when short).
+    None for an ingestion the system has no hook for. `repairs` (--live, --live-stale): a
+    recording that cannot be used reads as UNKNOWN_INGESTION (the case is recorded again,
+    after the unit is ingested again); otherwise its problem is raised."""
+    units = ingestion_units(ctx)
+    if len(units) == 1:  # the common case: the fields asked for are copied once
+        return _unit_fields(ctx, units[0], repairs)
+    fields: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    for unit in units:
+        more_fields, more_labels = _unit_fields(ctx, unit, repairs)
+        fields.update(more_fields)
+        labels.update(more_labels)
+    return fields, labels
+
+
+def _unit_fields(
+    ctx: SuiteContext, unit: SuiteUser, repairs: bool
+) -> tuple[dict[str, str], dict[str, str]]:
+    if not ingests(ctx, unit):
         return {}, {}
-    assert ctx.user is not None
-    name = ingested_field(ctx.user.id)
+    name = DOCUMENTS_INGESTED if unit.shared else ingested_field(unit.id)
     try:
-        recording = recorded_ingestion(ctx)
+        recording = recorded_ingestion(ctx, unit)
     except EvalCaseError:
         if repairs:
             return {name: UNKNOWN_INGESTION}, {}
         raise
-    run = run_of(ctx.user)
+    run = run_of(unit)
     cached = run.fields
     if cached is None or cached[0] is not recording:
         label = _result_label(recording.result)
@@ -213,20 +267,20 @@ def _result_label(result: Any) -> str | None:
     return text if len(text) <= LABEL_CHARS else None
 
 
-def ingestion_figures(ctx: SuiteContext) -> dict[str, Any] | None:
-    """The user's ingestion figures for the reports: this run's; or, when this run did not
-    ingest it (a replay, --live-judges, cases all current), its recording's, if current (a
-    broken one shows none: its cases errored). None after a failed ingestion: nothing came of
-    it."""
-    user = ctx.user
-    if user is None or user.failed:
+def ingestion_figures(ctx: SuiteContext, unit: SuiteUser | None = None) -> dict[str, Any] | None:
+    """The unit's (by default the user's) ingestion figures for the reports: this run's; or,
+    when this run did not ingest it (a replay, --live-judges, cases all current), its
+    recording's, if current (a broken one shows none: its cases errored). None after a failed
+    ingestion: nothing came of it."""
+    unit = ctx.user if unit is None else unit
+    if unit is None or unit.failed:
         return None
-    run = run_of(user)
-    if run.figures is None and ingests(ctx):
+    run = run_of(unit)
+    if run.figures is None and ingests(ctx, unit):
         try:
-            recording = recorded_ingestion(ctx)
+            recording = recorded_ingestion(ctx, unit)
         except EvalCaseError:
             return None
-        if recording.key == ingestion_key(ctx)[0]:
+        if recording.key == ingestion_key(ctx, unit)[0]:
             run.took(recording, REPLAYED)
     return run.figures

@@ -140,6 +140,10 @@ def _case_result(
         ingestion = ingestion_figures(item.ctx)  # the user's: one dict shared by its cases
         if ingestion is not None:
             result["ingestion"] = ingestion
+    if item.ctx.documents is not None:  # the suite's shared documents' ingestion, as a user's
+        documents = ingestion_figures(item.ctx, item.ctx.documents)
+        if documents is not None:
+            result["documents_ingestion"] = documents
     if item.ctx.totals:  # which of its suite's named totals count this case
         result["totals"] = {total.name: total.counts(case) for total in item.ctx.totals}
     if scores is not None and scores.turns is not None:

@@ -15,7 +15,13 @@ import pytest
 from ..core.modes import RunMode
 from ..core.names import shown_file
 from ..store.files import CASE_FILE_CAP, problem_of, read_bounded
-from ..store.folders import VARIANTS_FOLDER, left_alone, scan_recordings, user_recording_stem
+from ..store.folders import (
+    VARIANTS_FOLDER,
+    documents_recording_stem,
+    left_alone,
+    scan_recordings,
+    user_recording_stem,
+)
 
 if TYPE_CHECKING:
     from .session import EvalSession
@@ -181,6 +187,8 @@ def scan_suites(
                 for u in doc.get("users") or ()
                 if isinstance(u, dict) and isinstance(u.get("id"), str)
             ]
+            if isinstance(doc.get("documents"), dict):
+                ids.append(documents_recording_stem())
             name = doc["name"]
             if not isinstance(name, str):
                 raise TypeError("the suite name is not a string")

@@ -23,13 +23,19 @@ from ..domain.context import CalibrationContext, SuiteContext
 from ..domain.retries import RetryPolicy, policy_of
 from ..domain.system import fixture_name, resolve_system
 from ..domain.totals import resolve_totals
-from ..domain.users import SuiteUser, build_users
+from ..domain.users import DOCUMENTS_ID, SuiteUser, build_documents, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
 from ..manifest.authored import run_config_key_fields
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
-from ..store.keys import fingerprint_label, ingestion_key, suite_key_fields, suite_key_labels
+from ..store.keys import (
+    DOCUMENTS_INGESTION_PREFIX,
+    fingerprint_label,
+    ingestion_key,
+    suite_key_fields,
+    suite_key_labels,
+)
 from ..store.user_recordings import UnknownVariant, variant_settings
 from .suite_stages import check_free_criteria_judge, check_suite_stages
 from .system_fixtures import default_spec, fixture_system
@@ -259,6 +265,7 @@ def suite_context(
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
         run_config = _run_config(state, suite.name, fingerprint, key_fields, key_labels)
+        documents = _suite_documents(suite, state, run_config, key_fields, key_labels)
     except CaseFileError as exc:
         if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
             state.interrupted = state.interrupted or exc.what
@@ -288,6 +295,7 @@ def suite_context(
         judge_options=_judge_options(suite, state.settings.rootdir),
         timeout=timeout,
         users=_suite_users(suite, state, run_config) if suite.users else None,
+        documents=documents,
         judge_repeats=state.settings.judge_repeats_override
         or suite.judge_repeats
         or state.settings.default_judge_repeats,
@@ -365,6 +373,42 @@ def _suite_users(
         state.settings.ingest_timeout,
         run_config,
     )
+
+
+def _suite_documents(
+    suite: Suite,
+    state: EvalSession,
+    run_config: dict[str, Any] | None,
+    key_fields: dict[str, str],
+    key_labels: dict[str, str],
+) -> SuiteUser | None:
+    """The suite's shared documents as the ingestion every case runs on, their files and
+    settings added to every case's key (`documents.files`, `documents.ingestion.<name>`).
+    None without `"documents"`; CaseFileError (the suite's) when a file cannot be hashed, or
+    a user is named as they are."""
+    declared = suite.documents
+    if declared is None:
+        return None
+    if any(user.id == DOCUMENTS_ID for user in suite.users):
+        raise CaseFileError(
+            f"user id {DOCUMENTS_ID!r} is the name of the suite's shared documents in its "
+            'reports: rename the user (in "users" and in its cases\' "user")'
+        )
+
+    def hash_file(path: str, where: str) -> str:
+        return hash_inputs([path], state, where, "the documents' files")[path]
+
+    documents = build_documents(
+        declared, state.settings.rootdir, hash_file, state.settings.ingest_timeout, run_config
+    )
+    key_fields[documents.key_field] = documents.key_hash
+    if documents.label is not None:
+        key_labels[documents.key_field] = documents.label
+    if declared.ingestion is not None:
+        fields, labels = ingestion_key(declared.ingestion, DOCUMENTS_INGESTION_PREFIX)
+        key_fields.update(fields)
+        key_labels.update(labels)
+    return documents
 
 
 class ContextVariants:

@@ -30,6 +30,9 @@ SOURCE_WORDS = {"dry_run": "ingested by a dry run (not written)"}
 # The sources of an ingestion this run paid for: their figures are this run's spend.
 PAID = ("recorded", "dry_run")
 _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
+# A case's record of its suite's shared documents' ingestion (`"user": "documents"`), beside
+# its user's `ingestion`: counted as one more row.
+DOCUMENTS_RECORD = "documents_ingestion"
 
 # A case's place in collection order: (file, index, node id).
 CaseOrder = tuple[str, int, str]
@@ -142,6 +145,8 @@ def user_row(suite: str, user: str, record: Mapping[str, Any]) -> dict[str, Any]
     }
     if isinstance(variant, str):
         row["variant"] = variant
+    if record.get("documents") is True:  # the suite's shared documents, not a user
+        row["documents"] = True
     return row
 
 
@@ -205,6 +210,9 @@ def ingestion_section(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     records = UserRecords()
     for case in cases:
         record = case.get("ingestion")  # the one lookup a case without a user pays
+        if record is not None:
+            records.add(case, record)
+        record = case.get(DOCUMENTS_RECORD)  # the suite's shared documents' ingestion
         if record is not None:
             records.add(case, record)
     if not records:
@@ -308,7 +316,17 @@ def summary_line(
             parts.append(_paid_part(f"{n} {SOURCE_WORDS.get(source, source)}", rows))
         else:
             parts.append(f"{n} {SOURCE_WORDS.get(source, source)}")
-    return f"ingestion: {len(users)} user{'s' * (len(users) != 1)}: " + ", ".join(parts)
+    return f"ingestion: {_counted(users)}: " + ", ".join(parts)
+
+
+def _counted(rows: Sequence[Mapping[str, Any]]) -> str:
+    """`3 users`, `2 users and the documents`, `2 users and the documents of 2 suites`."""
+    shared = sum(1 for row in rows if row.get("documents"))
+    users = len(rows) - shared
+    said = f"{users} user{'s' * (users != 1)}"
+    if shared:
+        said += " and the documents" + (f" of {shared} suites" if shared > 1 else "")
+    return said
 
 
 def _paid_part(text: str, rows: Sequence[Mapping[str, Any]]) -> str:

@@ -11,6 +11,9 @@ from pathlib import Path
 from ..core.processes import process_alive
 
 USERS_FOLDER = "users"  # a suite's ingestion recordings (store/user_recordings.py)
+# documents/: the recording of the suite's shared documents' ingestion, `ingestion.json`
+DOCUMENTS_FOLDER = "documents"
+DOCUMENTS_RECORDING = "ingestion"
 # users/variants/<variant>/: the recordings of the ingestion variants not last recorded
 VARIANTS_FOLDER = "variants"
 
@@ -46,6 +49,12 @@ def user_recording_stem(user_id: str) -> str:
     """How a suite's list of expected recordings names a user's ingestion recording (a case id
     never holds a `/`, so the two never meet)."""
     return f"{USERS_FOLDER}/{user_id}"
+
+
+def documents_recording_stem() -> str:
+    """How a suite's list of expected recordings names its shared documents' ingestion
+    recording (kept variants included: `documents/variants/<v>/ingestion.json`)."""
+    return f"{DOCUMENTS_FOLDER}/{DOCUMENTS_RECORDING}"
 
 
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:
@@ -109,16 +118,17 @@ def _recording_folders(suite_folder: str) -> list[tuple[str, str]]:
     the real folders of `users/variants/` (a kept variant's `<id>.json` is user `<id>`'s, so
     it is an orphan only when the suite no longer declares the user)."""
     folders = [("", suite_folder)]
-    users = os.path.join(suite_folder, USERS_FOLDER)
-    if os.path.isdir(users) and not os.path.islink(users):
-        folders.append((f"{USERS_FOLDER}/", users))
-        variants = os.path.join(users, VARIANTS_FOLDER)
-        if os.path.isdir(variants) and not os.path.islink(variants):
-            folders += [
-                (f"{USERS_FOLDER}/", entry.path)
-                for entry in _by_name(list(os.scandir(variants)))
-                if entry.is_dir(follow_symlinks=False)
-            ]
+    for phase in (USERS_FOLDER, DOCUMENTS_FOLDER):
+        found = os.path.join(suite_folder, phase)
+        if os.path.isdir(found) and not os.path.islink(found):
+            folders.append((f"{phase}/", found))
+            variants = os.path.join(found, VARIANTS_FOLDER)
+            if os.path.isdir(variants) and not os.path.islink(variants):
+                folders += [
+                    (f"{phase}/", entry.path)
+                    for entry in _by_name(list(os.scandir(variants)))
+                    if entry.is_dir(follow_symlinks=False)
+                ]
     return folders
 
 

@@ -22,16 +22,31 @@ from ..core.hashing import (
     value_label,
 )
 from ..core.word_diff import word_diff
-from ..domain.users import USER_FIELD_PREFIX, changed_user_files
+from ..domain.users import DOCUMENTS_FILES_FIELD, USER_FIELD_PREFIX, changed_user_files
 
 INGESTION_PREFIX = "ingestion."
 # A user's case: which ingestion of its user it ran on (engine/user_runs.py), `ingested.<user>`.
 INGESTED_PREFIX = "ingested."
+# The suite's shared documents (`"documents"`), in the key of every case of the suite: their
+# files, their ingestion's settings and which recorded ingestion of them the case ran on.
+DOCUMENTS_FILES = DOCUMENTS_FILES_FIELD
+DOCUMENTS_INGESTION_PREFIX = "documents.ingestion."
+DOCUMENTS_INGESTED = "documents.ingested"
 # run_config.: the authored input manifest's values setup_user gets (`user.run_config`)
-_INGESTION_KEY_PREFIXES = ("fingerprint.", "code.", INGESTION_PREFIX, "run_config.")
+_SHARED_KEY_PREFIXES = ("fingerprint.", "code.", "run_config.")
+_INGESTION_KEY_PREFIXES = (*_SHARED_KEY_PREFIXES, INGESTION_PREFIX)
+_DOCUMENTS_KEY_PREFIXES = (*_SHARED_KEY_PREFIXES, DOCUMENTS_INGESTION_PREFIX)
 # Key fields whose long labels (a prompt, an ontology, a judged stage's own criteria) show as
 # the words that changed.
-_TEXT_PREFIXES = ("fingerprint.", INGESTION_PREFIX, "criteria", "steps", "reads", "rubric")
+_TEXT_PREFIXES = (
+    "fingerprint.",
+    INGESTION_PREFIX,
+    DOCUMENTS_INGESTION_PREFIX,
+    "criteria",
+    "steps",
+    "reads",
+    "rubric",
+)
 
 # Bump when the cassette layout or the meaning of a key field changes: every recording goes stale.
 # 2: code fingerprints in the key, content hashes of the trace and verdicts, HTTP recordings.
@@ -61,15 +76,38 @@ def suite_key_fields(
     return key
 
 
-def ingestion_key(settings: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+def ingestion_key(
+    settings: Mapping[str, Any], prefix: str = INGESTION_PREFIX
+) -> tuple[dict[str, str], dict[str, str]]:
     """A suite's `"ingestion"` settings (ontology, instructions, chunk size, ...) as key fields
     `ingestion.<name>` and their labels: a changed setting stales every case of the suite's
-    users and the message names it, as it names a changed fingerprint entry."""
-    fields = {f"{INGESTION_PREFIX}{name}": content_hash(value) for name, value in settings.items()}
-    labels = {
-        f"{INGESTION_PREFIX}{name}": fingerprint_label(value) for name, value in settings.items()
-    }
+    users and the message names it, as it names a changed fingerprint entry. The shared
+    documents' settings are `documents.ingestion.<name>` (`prefix`), of every case."""
+    fields = {f"{prefix}{name}": content_hash(value) for name, value in settings.items()}
+    labels = {f"{prefix}{name}": fingerprint_label(value) for name, value in settings.items()}
     return fields, {name: label for name, label in labels.items() if label is not None}
+
+
+def documents_ingestion_key(
+    key_fields: Mapping[str, str], labels: Labels, input_fields: Collection[str] = ()
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The key of the shared documents' ingestion recording, out of a case's key: their files,
+    the system, its fingerprint and code, and the documents' own ingestion settings; not a
+    user's files or settings (a user's graph and the document graph are ingested apart, as in
+    Zep's harness), not what a case adds."""
+    names = [
+        name
+        for name in key_fields
+        if name not in input_fields
+        and (
+            name in ("format", "system", DOCUMENTS_FILES)
+            or name.startswith(_DOCUMENTS_KEY_PREFIXES)
+        )
+    ]
+    return (
+        {name: key_fields[name] for name in names},
+        {name: labels[name] for name in names if name in labels},
+    )
 
 
 def user_ingestion_key(
@@ -193,7 +231,11 @@ def changed_fields(
                     label_new = None if is_long_label(label_new) else label_new
                 if (label_old or shown_old) != (label_new or shown_new):
                     shown_old, shown_new = label_old or shown_old, label_new or shown_new
-                if name.startswith("user.") and label_old and label_new:
+                if (
+                    (name.startswith("user.") or name == DOCUMENTS_FILES)
+                    and label_old
+                    and label_new
+                ):
                     # a stale user: name the files that changed
                     files = changed_user_files(label_old, label_new)
                     if files is not None:

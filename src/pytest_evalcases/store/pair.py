@@ -33,7 +33,13 @@ import pydantic_core
 from ..core.errors import CassetteError, NewerCassette, RecordingWriteError, TornPair
 from ..core.hashing import content_hash
 from .files import CASSETTE_CAP, MB, read_bounded, shown_path
-from .folders import USERS_FOLDER, VARIANTS_FOLDER, writable_folder_problem
+from .folders import (
+    DOCUMENTS_FOLDER,
+    DOCUMENTS_RECORDING,
+    USERS_FOLDER,
+    VARIANTS_FOLDER,
+    writable_folder_problem,
+)
 from .http import interactions_hash, load_http
 from .keys import CASSETTE_FORMAT
 
@@ -80,11 +86,20 @@ class RecordingPair:
 
     @classmethod
     def of_user(
-        cls, root: Path, suite: str, user_id: str, kept_variant: str | None = None
+        cls,
+        root: Path,
+        suite: str,
+        user_id: str,
+        kept_variant: str | None = None,
+        shared: bool = False,
     ) -> RecordingPair:
         """A user's ingestion recording: `users/<id>.json`, the last variant recorded; with
-        `kept_variant`, that variant's kept recording, `users/variants/<variant>/<id>.json`."""
-        users = root / suite / USERS_FOLDER
+        `kept_variant`, that variant's kept recording, `users/variants/<variant>/<id>.json`.
+        `shared`: the suite's shared documents', `documents/ingestion.json` (and
+        `documents/variants/<variant>/ingestion.json`)."""
+        if shared:
+            user_id = DOCUMENTS_RECORDING
+        users = root / suite / (DOCUMENTS_FOLDER if shared else USERS_FOLDER)
         folder = users if kept_variant is None else users / VARIANTS_FOLDER / kept_variant
         return cls(
             folder / f"{user_id}.json",

@@ -31,7 +31,7 @@ from ..core.hashing import VARIANT_CHARS, content_hash
 from .cassette import recording_header
 from .files import read_recording, shown_path
 from .folders import USERS_FOLDER, VARIANTS_FOLDER
-from .keys import CASSETTE_FORMAT, INGESTION_PREFIX
+from .keys import CASSETTE_FORMAT, DOCUMENTS_INGESTION_PREFIX, INGESTION_PREFIX
 
 # How an ingestion reached this run, as the reports count them (`dry_run`: ingested by
 # --live-dry-run, not written).
@@ -39,6 +39,9 @@ RECORDED, DRY_RUN, REUSED = "recorded", "dry_run", "reused"
 REPLAYED_HTTP, REPLAYED = "replayed_http", "replayed"
 # The figures a recording holds beside its key and result (None when unknown).
 FIGURES = ("duration_s", "ready_wait_s", "requests", "usage", "cost_usd")
+# The key fields that make a variant: a user's ingestion settings, or the shared documents'
+# (a recording's key holds one kind or the other).
+_SETTINGS = (INGESTION_PREFIX, DOCUMENTS_INGESTION_PREFIX)
 
 
 def user_recording_path(root: Path, suite: str, user_id: str) -> Path:
@@ -48,7 +51,7 @@ def user_recording_path(root: Path, suite: str, user_id: str) -> Path:
 def variant_of(key: Mapping[str, str]) -> str:
     """The ingestion variant a recording's key (or a case's) names: a short hash of its
     `ingestion.*` fields, the suite's ingestion settings (the same for every user of a suite)."""
-    settings = {name: value for name, value in key.items() if name.startswith(INGESTION_PREFIX)}
+    settings = {name: value for name, value in key.items() if name.startswith(_SETTINGS)}
     return content_hash(settings)[:VARIANT_CHARS]
 
 

@@ -1,4 +1,5 @@
-"""--eval-ingest-only: the ingestion of the selected cases' users, user by user, and no case.
+"""--eval-ingest-only: the ingestion of the selected cases' users, user by user, and no case
+(the suite's shared documents first, when it declares them).
 
 Zep's harness runs ingestion and evaluation as separate runs, paid and resumed apart. Each user
 is recorded as soon as it is ingested (engine/ingestion.py), so a run stopped halfway resumes at
@@ -17,12 +18,13 @@ from ...core.modes import RunMode
 from ...core.safe_text import terminal_safe
 from ...engine.ingestion import ingest_live
 from ...engine.limits import INTERRUPTED, StopRule, interrupted_reason
-from ...engine.user_runs import run_of
+from ...engine.user_runs import ingestion_units, named, run_of
 from ...store.redaction import redact_for_output
 from ...store.user_recordings import DRY_RUN, RECORDED, REUSED
 
 if TYPE_CHECKING:
     from ...domain.context import SuiteContext
+    from ...domain.users import SuiteUser
     from ...engine.recording import Recording
     from ..items import CaseItem
     from ..session import EvalSession
@@ -41,6 +43,11 @@ class IngestOnlySource:
         self.said = said
 
     def recording_for(self, item: CaseItem) -> Recording:
+        documents = item.ctx.documents
+        if documents is not None:  # the suite's documents failed: none of its cases can run
+            failed = self.said.get((item.ctx.suite.name, documents.id))
+            if isinstance(failed, BaseException):
+                raise failed
         user = item.ctx.user
         outcome = self.said.get((item.ctx.suite.name, user.id)) if user is not None else None
         if isinstance(outcome, BaseException):
@@ -59,56 +66,63 @@ class IngestOnlySource:
 
 
 def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySource:
-    """Ingest the users of the selected cases, in the order their first case is selected."""
-    users: dict[UserKey, SuiteContext] = {}
+    """Ingest the users of the selected cases, in the order their first case is selected (a
+    suite's shared documents before its first user)."""
+    units: dict[UserKey, tuple[SuiteContext, SuiteUser]] = {}
     for item in session.items:
         if (
             getattr(item, "is_eval_case", False)
             and not item.case.skip
-            and item.ctx.user is not None
             and item.suite_conflict(state) is None
         ):
-            users.setdefault((item.ctx.suite.name, item.ctx.user.id), item.ctx)
+            for unit in ingestion_units(item.ctx):
+                units.setdefault((item.ctx.suite.name, unit.id), (item.ctx, unit))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write_line if reporter else (lambda text: None)
     settings = state.settings
-    write(f"ingesting {len(users)} user{'s' * (len(users) != 1)} (--eval-ingest-only)")
+    users = sum(1 for _, unit in units.values() if not unit.shared)
+    shared = len(units) - users
+    documents = f" and the documents of {shared} suite{'s' * (shared != 1)}" if shared else ""
+    write(f"ingesting {users} user{'s' * (users != 1)}{documents} (--eval-ingest-only)")
     said: dict[UserKey, str | BaseException] = {}
     rule = StopRule(0, settings.budget)  # --eval-budget: no user starts once it is spent
-    for (suite, user_id), ctx in users.items():
+    for (suite, unit_id), (ctx, unit) in units.items():
         if rule.reason is not None:
-            said[(suite, user_id)] = NotIngested(f"user {user_id!r} not ingested: {rule.reason}")
-            write(f"  {suite}::{user_id}: not ingested: {rule.reason}")
+            said[(suite, unit_id)] = NotIngested(f"{named(unit)} not ingested: {rule.reason}")
+            write(f"  {suite}::{unit_id}: not ingested: {rule.reason}")
             state.stopped = rule.reason
             continue
         try:
             ctx.system.setup(ctx.suite, ctx.timeout)
             ingest_live(
-                ctx, state.http_layer, settings.mode == RunMode.LIVE, settings.dry_run, rule.spend
+                ctx,
+                state.http_layer,
+                settings.mode == RunMode.LIVE,
+                settings.dry_run,
+                rule.spend,
+                unit,
             )
         except KeyboardInterrupt:
-            reason = interrupted_reason(f"the ingestion of user {user_id!r}")
+            reason = interrupted_reason(f"the ingestion of {named(unit)}")
             state.interrupted = reason
-            write(f"  {suite}::{user_id}: interrupted; the users before it are recorded")
+            write(f"  {suite}::{unit_id}: interrupted; the users before it are recorded")
             return IngestOnlySource(said)
         except Exception as exc:  # its cases error with it; the other users go on
-            said[(suite, user_id)] = exc
+            said[(suite, unit_id)] = exc
             first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
-            write(f"  {suite}::{user_id}: error: {terminal_safe(redact_for_output(first_line))}")
+            write(f"  {suite}::{unit_id}: error: {terminal_safe(redact_for_output(first_line))}")
             continue
-        said[(suite, user_id)] = _outcome(ctx, settings.dry_run)
-        write(f"  {suite}::{user_id}: {said[(suite, user_id)]}")
+        said[(suite, unit_id)] = _outcome(unit, settings.dry_run)
+        write(f"  {suite}::{unit_id}: {said[(suite, unit_id)]}")
     return IngestOnlySource(said)
 
 
-def _outcome(ctx: SuiteContext, dry_run: bool) -> str:
+def _outcome(unit: SuiteUser, dry_run: bool) -> str:
     """`recorded in 1.2 s (3 requests, 1,000 tokens)`, `reused: its recording is current`."""
-    user = ctx.user
-    assert user is not None
-    run = run_of(user)
+    run = run_of(unit)
     figures: dict[str, Any] | None = run.figures
     if figures is None:
-        return "has nothing to ingest (the system has no setup_user)"
+        return f"has nothing to ingest (the system has no {unit.hooks.setup})"
     if figures["source"] == REUSED:
         return "reused: its recording is current (ingested " + str(figures["recorded_at"]) + ")"
     assert figures["source"] in (RECORDED, DRY_RUN)

@@ -1,0 +1,419 @@
+"""The suite's shared documents as a recorded phase of their own (issue 32, part 1): Zep ingests
+the user graphs and one shared document graph apart, keeps the variants of each, and evaluates a
+pair. Here a suite's `"documents"` are ingested once for all its cases by
+`setup_documents(documents)`, recorded under `<suite>/documents/ingestion.json` (and
+`.http.json`) like a user's ingestion: reused when current, replayed offline by --replay-http,
+ingested alone by --eval-ingest-only, kept per variant of their own settings; and every case's
+key holds the files, the settings and the recorded ingestion it ran on, apart from its user's.
+
+The system is Zep-like: its document graph and user graphs live in a "service" (files under
+service/, kept between runs), each named by its settings, built by a loopback model that
+extracts each chunk's facts over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from evalhelpers import Project, output
+from fact_model import FactModel
+
+from pytest_evalcases.cli import main
+from pytest_evalcases.store.user_recordings import variant_of
+
+SERVICE_SYSTEM = '''\
+"""A memory service with a shared document graph and a graph per user."""
+import hashlib
+import json
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+SERVICE = ROOT / "service"
+
+
+def log(line):
+    with open(ROOT / "calls.log", "a") as handle:
+        handle.write(line + "\\n")
+
+
+def plan():
+    return json.loads((ROOT / "plan.json").read_text())
+
+
+def extract(text):
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]}
+    request = urllib.request.Request(
+        (ROOT / "model_url.txt").read_text() + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        return json.loads(reply.read())["choices"][0]["message"]["content"]
+
+
+def named(prefix, settings):
+    text = json.dumps(settings, sort_keys=True)
+    return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+class Service:
+    def __init__(self):
+        self.graphs = {}
+
+    def setup(self, suite):
+        log(f"setup {suite.name}")
+
+    def setup_documents(self, documents):
+        settings = documents.ingestion or {}
+        log(f"setup_documents {json.dumps(settings, sort_keys=True)}")
+        if plan().get("documents_fail"):
+            raise RuntimeError("the document store is down")
+        lines = [
+            line for path in documents.files for line in path.read_text().splitlines() if line
+        ]
+        size = settings.get("lines_per_chunk", 1)
+        chunks = [" ".join(lines[i:i + size]) for i in range(0, len(lines), size)]
+        facts = [extract(chunk) for chunk in chunks]
+        graph = named("docs", settings)
+        SERVICE.mkdir(exist_ok=True)
+        (SERVICE / graph).write_text(json.dumps(facts))
+        self.graphs["documents"] = graph
+        return {"graph_id": graph, "chunks": len(chunks)}
+
+    def documents_ready(self, documents, result):
+        log("documents_ready")
+        found = (SERVICE / result["graph_id"]).is_file() and not plan().get("service_reset")
+        if found:
+            self.graphs["documents"] = result["graph_id"]
+        return found
+
+    def setup_user(self, user):
+        log(f"setup_user {user.id}")
+        graph = named(user.id, user.ingestion or {})
+        SERVICE.mkdir(exist_ok=True)
+        (SERVICE / graph).write_text(user.chats.read_text())
+        self.graphs[user.id] = graph
+        return {"graph_id": graph}
+
+    def user_ready(self, user, result):
+        log(f"user_ready {user.id}")
+        found = (SERVICE / result["graph_id"]).is_file() and not plan().get("service_reset")
+        if found:
+            self.graphs[user.id] = result["graph_id"]
+        return found
+
+    def run(self, case):
+        log(f"run {case['id']}")
+        facts = []
+        if case.get("user"):
+            facts += json.loads((SERVICE / self.graphs[case["user"]]).read_text())
+        facts += json.loads((SERVICE / self.graphs["documents"]).read_text())
+        words = case["input"].split()
+        hit = [fact for fact in facts if any(word in fact for word in words)]
+        return {"answer": hit[0] if hit else "I don't know.", "context": hit}
+
+
+system = Service()
+'''
+
+
+def zep_suite(**fields: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "name": "zep",
+        "system": "zepsys:system",
+        "judge": "lexical",
+        "stages": ["answer_accuracy"],
+        "documents": {"files": ["data/docs/policies.md", "data/docs/pricing.md"]},
+        "users": [
+            {"id": "u-ana", "chats": "data/ana/chats.json"},
+            {"id": "u-bo", "chats": "data/bo/chats.json"},
+        ],
+        "cases": [
+            {
+                "id": "ana-plan",
+                "input": "plan",
+                "user": "u-ana",
+                "reference": "Ana is on the team plan.",
+            },
+            {
+                "id": "bo-refund",
+                "input": "Refunds",
+                "user": "u-bo",
+                "reference": "Refunds are paid within 14 days.",
+            },
+            # a case of no user runs on the documents alone
+            {"id": "price", "input": "costs", "reference": "The team plan costs 20 euros."},
+        ],
+    }
+    doc.update(fields)
+    return doc
+
+
+def write_zep_project(project: Project, model: FactModel, **suite_fields: Any) -> Project:
+    project.write_text("zepsys.py", SERVICE_SYSTEM)
+    project.write_text("model_url.txt", model.url)
+    plan(project)
+    project.write_text(
+        "data/docs/policies.md", "Refunds are paid within 14 days.\nSupport answers in a day.\n"
+    )
+    project.write_text("data/docs/pricing.md", "The team plan costs 20 euros.\n")
+    project.write_text("data/ana/chats.json", json.dumps(["Ana is on the team plan."]))
+    project.write_text("data/bo/chats.json", json.dumps(["Bo asked about prices."]))
+    project.write_suite(zep_suite(**suite_fields))
+    return project
+
+
+def plan(project: Project, **fields: Any) -> None:
+    project.write_text("plan.json", json.dumps(fields))
+
+
+def documents_doc(project: Project, variant: str | None = None) -> dict[str, Any]:
+    folder = project.root / "cassettes/zep/documents"
+    if variant is not None:
+        folder = folder / "variants" / variant
+    return json.loads((folder / "ingestion.json").read_text())
+
+
+def results(project: Project) -> dict[str, Any]:
+    return json.loads((project.root / "r" / "results.json").read_text())
+
+
+@pytest.fixture
+def zep(project: Project, model: FactModel) -> Project:
+    write_zep_project(project, model)
+    project.run("--live").assert_outcomes(passed=3)
+    return project
+
+
+def test_live_ingests_the_documents_once_for_all_cases_and_records_them_apart(
+    zep: Project, model: FactModel
+) -> None:
+    calls = zep.calls()
+    assert calls.count("setup_documents {}") == 1
+    # the documents before any user and any case
+    assert calls.index("setup_documents {}") < calls.index("setup_user u-ana")
+    assert calls.index("setup_documents {}") < min(
+        i for i, call in enumerate(calls) if call.startswith("run ")
+    )
+    doc = documents_doc(zep)
+    assert doc["user"] == "documents"
+    assert doc["result"] == {"graph_id": "docs-44136f", "chunks": 3}
+    assert doc["requests"] == 3 and model.requests == 3  # one extraction a chunk
+    assert doc["usage"]["total_tokens"] == 30
+    # its key: the documents' files, the system, its code; not a user's files or a case's
+    assert {"documents.files", "system", "format"} <= set(doc["key"])
+    assert not any(name.startswith(("user.", "ingestion.", "case")) for name in doc["key"])
+    exchanges = json.loads((zep.root / "cassettes/zep/documents/ingestion.http.json").read_text())[
+        "interactions"
+    ]
+    assert len(exchanges) == 3
+    # a user's recording does not depend on the documents: they are ingested apart
+    ana = json.loads((zep.root / "cassettes/zep/users/u-ana.json").read_text())
+    assert not any(name.startswith("documents.") for name in ana["key"])
+    # every case's key holds the documents' files and the ingestion it ran on
+    for case in ("ana-plan", "bo-refund", "price"):
+        key = zep.cassette("zep", case)["key"]
+        assert key["documents.files"] == doc["key"]["documents.files"]
+        assert "documents.ingested" in key
+    assert "ingested.u-ana" in zep.cassette("zep", "ana-plan")["key"]
+    assert not any(k.startswith("ingested.") for k in zep.cassette("zep", "price")["key"])
+
+
+def test_replay_reads_the_documents_recording_and_reports_it_beside_the_users(
+    zep: Project,
+) -> None:
+    zep.clear_calls()
+
+    replay = zep.run("--eval-report", "r")
+
+    replay.assert_outcomes(passed=3)
+    assert zep.calls() == []  # no system, no ingestion
+    rows = {row["user"]: row for row in results(zep)["ingestion"]["users"]}
+    assert set(rows) == {"documents", "u-ana", "u-bo"}
+    assert rows["documents"]["source"] == "replayed"
+    assert rows["documents"]["requests"] == 3
+    price = next(case for case in results(zep)["cases"] if case["id"] == "price")
+    assert price["documents_ingestion"]["source"] == "replayed"
+    assert "ingestion" not in price  # no user: no user's ingestion
+
+
+def test_an_edited_document_stales_every_case_naming_the_file_and_live_stale_reingests_it(
+    zep: Project, model: FactModel
+) -> None:
+    zep.write_text("data/docs/pricing.md", "The team plan costs 25 euros.\n")
+
+    replay = zep.run()
+
+    replay.assert_outcomes(errors=3)
+    text = output(replay)
+    assert "stale recording: documents.files changed (data/docs/pricing.md@" in text
+    assert "data/docs/policies.md@" not in text.split("documents.files changed")[1].split("\n")[0]
+
+    zep.clear_calls()
+    sent = model.requests
+    zep.run("--live-stale").assert_outcomes(passed=3)
+    assert zep.cassette("zep", "price")["trace"]["answer"] == "The team plan costs 25 euros."
+    calls = zep.calls()
+    assert calls.count("setup_documents {}") == 1
+    assert not any(call.startswith("setup_user") for call in calls)  # the users are current
+    assert model.requests == sent + 3
+    assert documents_doc(zep)["result"]["chunks"] == 3
+
+
+def test_live_stale_reuses_current_documents_and_live_asks_documents_ready(
+    zep: Project, model: FactModel
+) -> None:
+    sent = model.requests
+    zep.clear_calls()
+    zep.write_text("data/ana/chats.json", json.dumps(["Ana is on the solo plan."]))
+
+    zep.run("--live-stale").assert_outcomes(passed=2, failed=1)
+
+    calls = zep.calls()
+    assert "setup_user u-ana" in calls  # Ana's data changed
+    assert not any(call.startswith("setup_documents") for call in calls)  # documents current
+    assert "documents_ready" in calls  # asked whether the document graph is still there
+    assert model.requests == sent
+
+    zep.clear_calls()
+    plan(zep, service_reset=True)  # the service lost its graphs: documents_ready says so
+    zep.run("--live").assert_outcomes(passed=2, failed=1)
+    assert zep.calls().count("setup_documents {}") == 1
+    assert model.requests == sent + 3
+
+
+def test_replay_http_runs_setup_documents_offline_from_its_recording(
+    zep: Project, model: FactModel
+) -> None:
+    sent = model.requests
+    zep.clear_calls()
+
+    offline = zep.run("--replay-http", "--eval-report", "r")
+
+    offline.assert_outcomes(passed=3)
+    assert model.requests == sent  # served from documents/ingestion.http.json
+    assert zep.calls().count("setup_documents {}") == 1
+    rows = {row["user"]: row for row in results(zep)["ingestion"]["users"]}
+    assert rows["documents"]["source"] == "replayed_http"
+
+    (zep.root / "cassettes/zep/documents/ingestion.http.json").unlink()
+    (zep.root / "cassettes/zep/documents/ingestion.json").unlink()
+    missing = zep.run("--replay-http")
+    missing.assert_outcomes(errors=3)
+    assert (
+        "no ingestion recording of the documents (cassettes/zep/documents/ingestion.json): the "
+        "suite's cases run on the ingestion it holds; record it with --eval-ingest-only --live"
+        in output(missing)
+    )
+
+
+def test_a_failing_setup_documents_errors_every_case_and_keeps_their_recordings(
+    zep: Project,
+) -> None:
+    before = zep.files()
+    plan(zep, documents_fail=True, service_reset=True)
+
+    live = zep.run("--live")
+
+    live.assert_outcomes(errors=3)
+    assert (
+        "setup_documents(documents) of suite 'zep' raised RuntimeError: the document store is "
+        "down; none of the suite's cases can be recorded until it succeeds" in output(live)
+    )
+    assert zep.files() == before
+
+
+def test_eval_ingest_only_ingests_the_documents_first_then_the_users(
+    project: Project, model: FactModel
+) -> None:
+    write_zep_project(project, model)
+
+    first = project.run("--eval-ingest-only")
+
+    text = output(first)
+    assert "ingesting 2 users and the documents of 1 suite (--eval-ingest-only)" in text
+    assert "  zep::documents: recorded in " in text and "(3 requests, 30 tokens)" in text
+    assert text.index("zep::documents:") < text.index("zep::u-ana:")
+    assert project.calls()[1] == "setup_documents {}"
+    project.clear_calls()
+
+    project.run("--live-stale").assert_outcomes(passed=3)  # on the ingestions recorded apart
+    assert not any(call.startswith(("setup_documents", "setup_user")) for call in project.calls())
+
+    again = project.run("--eval-ingest-only")
+    assert "  zep::documents: reused: its recording is current" in output(again)
+
+
+def test_document_variants_are_kept_side_by_side_and_switching_back_reuses_one(
+    project: Project, model: FactModel
+) -> None:
+    one = {"lines_per_chunk": 1}
+    two = {"lines_per_chunk": 2}
+    write_zep_project(
+        project, model, documents={"files": ["data/docs/policies.md"], "ingestion": one}
+    )
+    project.run("--live").assert_outcomes(passed=2, failed=1)  # no price document here
+    first = documents_doc(project)
+    assert first["ingestion"] == one and first["result"]["chunks"] == 2
+
+    project.edit_suite(
+        "cases/zep.json",
+        lambda doc: doc["documents"].update(ingestion=two),
+    )
+    stale = project.run()
+    assert "documents.ingestion.lines_per_chunk changed (1 -> 2)" in output(stale)
+    project.run("--live-stale").assert_outcomes(passed=2, failed=1)
+    assert documents_doc(project)["result"]["chunks"] == 1
+    kept = documents_doc(project, variant_of(first["key"]))
+    assert kept["result"] == first["result"]  # moved aside, whole
+
+    project.edit_suite("cases/zep.json", lambda doc: doc["documents"].update(ingestion=one))
+    project.clear_calls()
+    sent = model.requests
+    project.run("--live-stale").assert_outcomes(passed=2, failed=1)
+    calls = project.calls()
+    assert not any(call.startswith("setup_documents") for call in calls)  # the kept one
+    assert "documents_ready" in calls and model.requests == sent
+    # the users' recordings hold no document variant: they were not ingested again
+    assert not any(call.startswith("setup_user") for call in calls)
+
+
+def test_documents_files_must_exist_and_a_user_may_not_be_named_documents(
+    project: Project, model: FactModel
+) -> None:
+    write_zep_project(project, model)
+    (project.root / "data/docs/pricing.md").unlink()
+
+    missing = project.run()
+
+    text = output(missing)
+    assert "documents, field 'files': input file 'data/docs/pricing.md' cannot be read" in text
+
+    project.write_text("data/docs/pricing.md", "The team plan costs 20 euros.\n")
+    project.edit_suite(
+        "cases/zep.json",
+        lambda doc: doc["users"].append({"id": "documents", "chats": "data/bo/chats.json"}),
+    )
+    clash = project.run()
+    assert "user id 'documents' is the name of the suite's shared documents" in output(clash)
+
+
+def test_a_kept_documents_recording_is_an_orphan_only_once_the_suite_drops_its_documents(
+    zep: Project,
+) -> None:
+    assert main(["scan", "cassettes"]) == 0  # the documents' recordings hold no secret
+    kept = output(zep.run("--live-prune"))
+    assert "deleted 0 orphaned recordings" in kept
+    assert (zep.root / "cassettes/zep/documents/ingestion.json").is_file()
+
+    def drop(doc: dict[str, Any]) -> None:
+        del doc["documents"]
+
+    zep.edit_suite("cases/zep.json", drop)
+    pruned = output(zep.run("--live-prune"))
+    assert "cassettes/zep/documents/ingestion.json" in pruned
+    assert not (zep.root / "cassettes/zep/documents/ingestion.json").exists()
+    assert not (zep.root / "cassettes/zep/documents/ingestion.http.json").exists()
