@@ -59,9 +59,13 @@ def test_a_zep_folder_records_with_the_memory_agent_and_replays_offline(project:
 
     live.assert_outcomes(**OUTCOMES)
     assert "6 new" in output(live)
-    # Each user's ingestion read its conversations and the two shared documents: Priya's two
-    # conversations hold 3 + 2 messages, Tomas's one 3; the documents' paragraphs (headings
-    # left out) are 2 + 2.
+    # Each user's ingestion read its conversations: Priya's two conversations hold 3 + 2
+    # messages, Tomas's one 3. The two shared documents are the suite's, ingested once by
+    # setup_documents (Zep's document graph): their paragraphs (headings left out) are 2 + 2.
+    assert suite["documents"] == {
+        "files": ["data/zep/documents/cycling_notes.txt", "data/zep/documents/tenancy_guide.md"]
+    }
+    assert not any("documents" in user for user in suite["users"])
     results = {
         user: json.loads((project / "cassettes" / "zep" / "users" / f"{user}.json").read_text())[
             "result"
@@ -69,9 +73,11 @@ def test_a_zep_folder_records_with_the_memory_agent_and_replays_offline(project:
         for user in ("zep_user_a01", "zep_user_b02")
     }
     assert {user: (r["messages"], r["documents"], r["chunks"]) for user, r in results.items()} == {
-        "zep_user_a01": (5, 2, 4),
-        "zep_user_b02": (3, 2, 4),
+        "zep_user_a01": (5, 0, 0),
+        "zep_user_b02": (3, 0, 0),
     }
+    shared = json.loads((project / "cassettes/zep/documents/ingestion.json").read_text())
+    assert (shared["result"]["documents"], shared["result"]["chunks"]) == (2, 4)
     # The documents question is answered from a shared document's paragraph.
     deposit = json.loads(
         (project / "cassettes" / "zep" / "zep_user_a01-a01_deposit_days.json").read_text()
@@ -89,5 +95,5 @@ def test_a_zep_folder_records_with_the_memory_agent_and_replays_offline(project:
 
     replay.assert_outcomes(**OUTCOMES)
     assert "recordings: 0 recorded, 6 replayed, 0 stale, 0 missing" in output(replay)
-    assert "ingestion: 2 users: 2 replayed" in output(replay)
+    assert "ingestion: 2 users and the documents: 3 replayed" in output(replay)
     assert cassettes(project) == recorded  # a replay writes nothing

@@ -180,6 +180,10 @@ def build_suite(
                 files[path] = content
                 entry[field] = _relative(path, options.root)
             suite["users"].append(entry)
+    if parsed.documents:
+        paths = [options.data_dir / name for name in parsed.documents]
+        files.update(zip(paths, map(_Text, parsed.documents.values()), strict=True))
+        suite["documents"] = {"files": [_relative(path, options.root) for path in paths]}
     suite.update(stages=parsed.stages, report_only=parsed.report_only, k=parsed.k)
     suite.update(parsed.suite_fields)
     modules = _stage_modules(parsed, options, name)

@@ -82,6 +82,9 @@ class Parsed:
     report_only: list[str]
     k: int = 5
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the suite's shared documents (Zep's document graph), written as they are: its
+    # `"documents": {"files": [...]}`, ingested once by `setup_documents`
+    documents: TextFiles | None = None
     # the named totals papers report for this benchmark (a suite's "totals")
     totals: list[dict[str, Any]] = field(default_factory=list)
     # The total --exclude-ids adds, when the benchmark's publishers combine their exclusion list

@@ -11,8 +11,9 @@
 DIR is the folder holding `data/`, or `data/` itself. One suite user per Zep user with test
 cases: its conversations become one `conversations` file in the layout the LoCoMo importer
 writes (each conversation a session, oldest first as Zep orders them), its telemetry files are
-copied as they are (`telemetry`), and every shared document is copied once and listed in each
-user's `documents` (each user's ingestion reads them). Each test case is a case of its user.
+copied as they are (`telemetry`). The shared documents are copied once and become the suite's
+`"documents"` (Zep's document graph: ingested once for all users by `setup_documents`,
+recorded apart from the users' ingestions). Each test case is a case of its user.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def parse(path: Path, records: list[Any]) -> Parsed:
         stages=["context_completeness", "answer_accuracy"],
         report_only=["context_coverage"],
         users=users,
+        documents=documents or None,
         source_notes={
             "users": len(people),
             **counts,
@@ -131,8 +133,7 @@ def parse(path: Path, records: list[Any]) -> Parsed:
 
 
 def _user_files(layout: Layout, person: dict[str, Any], owners: dict[str, str]) -> dict[str, Any]:
-    """A user's data files: its conversations as sessions, its telemetry files as they are, and
-    the shared documents."""
+    """A user's data files: its conversations as sessions, its telemetry files as they are."""
     user_id = person["id"]
     conversations = [n for n in layout.under("conversations", ".json") if owners[n] == user_id]
     telemetry = [n for n in layout.under("telemetry", ".json") if owners[n] == user_id]
@@ -148,9 +149,6 @@ def _user_files(layout: Layout, person: dict[str, Any], owners: dict[str, str]) 
         fields["telemetry"] = TextFiles(
             {f"{user_id}/{name}": _telemetry(layout, name) for name in telemetry}
         )
-    documents = _documents(layout)
-    if documents:
-        fields[DOCUMENTS] = documents
     return fields
 
 
