@@ -1,12 +1,16 @@
 """A small offline memory agent: it remembers each user's conversations (and notes) and
-answers questions about them from that user's memory only.
+answers questions about them from that user's memory only, and from a handbook shared by all.
 
 - `setup_user(user)` ingests one user: every message of its `conversations` file (sessions of
   dated turns, the layout `python -m pytest_evalcases import locomo` writes) and every
-  paragraph of its `documents`, into a BM25 index (bm25s) of that user alone. It returns what
-  it indexed: the counts and a content hash (`ingestion_result`).
+  paragraph of its `documents` (`paragraphs_per_chunk` of the suite's `ingestion` settings
+  make one memory), into a BM25 index (bm25s) of that user alone. It returns what it indexed:
+  the counts and a content hash (`ingestion_result`).
   It also saves the index, as a memory service keeps its users, under `.memory-store/<user>/`
   (beside `cases/`; not committed).
+- `setup_documents(documents)` ingests the suite's shared documents once, into an index of
+  their own (Zep's document graph), chunked by the documents' own `paragraphs_per_chunk`;
+  `documents_ready(documents, result)` loads a saved one of the recorded content.
 - `ready(user, result)` stands for a memory service that processes an ingestion in the
   background: false on its first poll after a user's ingestion, true from the second.
 - `user_ready(user, result)` says whether a recorded ingestion's state is still there: it loads
@@ -14,7 +18,8 @@ answers questions about them from that user's memory only.
   reuse the ingestion instead of indexing again).
 - `run(case)` retrieves the `K` best memories of `case.user` for the question and answers with
   the retrieved sentence that shares the most content words with it, prefixed by the date it
-  was said; with too little overlap it abstains ("I don't know: ...").
+  was said; with too little overlap it looks in the shared documents, and failing that abstains
+  ("I don't know: ..."). A case of no user asks the shared documents alone.
 
 Deterministic except `latency_ms`. bm25s is imported on the first ingestion only, so a replay
 (which imports this module for its fingerprint) never loads it.
@@ -38,6 +43,8 @@ STORE = Path(__file__).resolve().parents[1] / ".memory-store"  # the saved index
 MODEL = "extractive-memory-v1"
 MIN_OVERLAP = 0.5
 NOTE = "note"  # the speaker of a paragraph of the user's documents
+SHARED = "handbook"  # the speaker of a paragraph of the suite's shared documents
+SHARED_STORE = "_shared-documents"  # their saved index, beside the users' (no user id has "_")
 WORD = re.compile(r"\w\w+")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 STOPWORDS = frozenset(
@@ -74,6 +81,8 @@ class Memory:
         """Where a quoted sentence comes from, as the answer names it."""
         if self.speaker == NOTE:
             return f"From the notes ({self.when})"
+        if self.speaker == SHARED:
+            return f"From the handbook ({self.when})"
         return f"On {self.when}, {self.speaker} said"
 
 
@@ -85,19 +94,31 @@ def read_memories(user: Mapping[str, Any]) -> list[Memory]:
         when = session.get("date_time") or f"session {session['session']}"
         for turn in session["turns"]:
             memories.append(Memory(turn["dia_id"], when, turn["speaker"], turn["text"]))
+    per_chunk = _paragraphs_per_chunk(getattr(user, "ingestion", None))
     for path in user.get("documents") or []:
-        paragraphs = Path(path).read_text(encoding="utf-8").split("\n\n")
-        for number, paragraph in enumerate(p.strip() for p in paragraphs):
-            if paragraph and not paragraph.startswith("#"):
-                memories.append(
-                    Memory(
-                        f"{Path(path).name}#{number}",
-                        Path(path).name,
-                        NOTE,
-                        " ".join(paragraph.split()),
-                    )
-                )
+        memories += document_memories(Path(path), NOTE, per_chunk)
     return memories
+
+
+def document_memories(path: Path, speaker: str, per_chunk: int = 1) -> list[Memory]:
+    """A document's paragraphs (headings left out), `per_chunk` of them a memory, named by the
+    number of the chunk's first paragraph (`notes.md#1`)."""
+    paragraphs = [p.strip() for p in path.read_text(encoding="utf-8").split("\n\n")]
+    numbered = [(n, p) for n, p in enumerate(paragraphs) if p and not p.startswith("#")]
+    chunks = [numbered[i : i + per_chunk] for i in range(0, len(numbered), per_chunk)]
+    return [
+        Memory(
+            f"{path.name}#{chunk[0][0]}",
+            path.name,
+            speaker,
+            " ".join(" ".join(p.split()) for _, p in chunk),
+        )
+        for chunk in chunks
+    ]
+
+
+def _paragraphs_per_chunk(settings: Mapping[str, Any] | None) -> int:
+    return int((settings or {}).get("paragraphs_per_chunk", 1))
 
 
 def ingestion_result(user: Mapping[str, Any], memories: list[Memory]) -> dict[str, Any]:
@@ -107,9 +128,9 @@ def ingestion_result(user: Mapping[str, Any], memories: list[Memory]) -> dict[st
         [[m.id, m.when, m.speaker, m.text] for m in memories], ensure_ascii=False
     ).encode("utf-8")
     return {
-        "messages": sum(1 for m in memories if m.speaker != NOTE),
+        "messages": sum(1 for m in memories if m.speaker not in (NOTE, SHARED)),
         "documents": len(user.get("documents") or []),
-        "chunks": sum(1 for m in memories if m.speaker == NOTE),
+        "chunks": sum(1 for m in memories if m.speaker in (NOTE, SHARED)),
         "content_hash": hashlib.sha256(indexed).hexdigest()[:12],
         # A BM25 build calls no model: nothing spent (an unreported cost would read "unknown").
         "usage": {"prompt_tokens": 0, "completion_tokens": 0},
@@ -175,6 +196,7 @@ class MemoryAgent:
     def __init__(self, k: int = K) -> None:
         self.k = k
         self._users: dict[str, UserMemory] = {}
+        self._shared: UserMemory | None = None  # the suite's shared documents' index
         self._polls: dict[str, int] = {}  # ready() calls since each user's last ingestion
         self._lock = threading.Lock()
 
@@ -205,6 +227,33 @@ class MemoryAgent:
             self._users[user["id"]] = memory
         return True
 
+    def setup_documents(self, documents: Mapping[str, Any]) -> dict[str, Any]:
+        """The suite's shared documents, indexed once for every case."""
+        per_chunk = _paragraphs_per_chunk(getattr(documents, "ingestion", None))
+        paths = [
+            Path(path)
+            for name in sorted(name for name in documents if name != "id")
+            for path in (
+                documents[name] if isinstance(documents[name], list) else [documents[name]]
+            )
+        ]
+        memories = [m for path in paths for m in document_memories(path, SHARED, per_chunk)]
+        memory = UserMemory(memories)
+        result = ingestion_result({"documents": paths}, memories)
+        memory.save(STORE / SHARED_STORE, result["content_hash"])
+        with self._lock:
+            self._shared = memory
+        return result
+
+    def documents_ready(self, documents: Mapping[str, Any], result: Mapping[str, Any]) -> bool:
+        """Whether the index of the recorded shared documents is still saved: loaded if so."""
+        memory = UserMemory.load(STORE / SHARED_STORE, result.get("content_hash"))
+        if memory is None:
+            return False
+        with self._lock:
+            self._shared = memory
+        return True
+
     def ready(self, user: Mapping[str, Any], result: Mapping[str, Any]) -> bool:
         """False on the first poll after a user's ingestion, true after it."""
         with self._lock:
@@ -214,20 +263,34 @@ class MemoryAgent:
 
     def run(self, case: Mapping[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
-        memory = self._users.get(case["user"])
-        if memory is None:
-            raise RuntimeError(f"user {case['user']!r} was never ingested (setup_user)")
-        found = memory.search(case["input"], self.k)
-        answer = extract_answer(case["input"], found)
+        user = case.get("user")
+        found: list[Memory] = []
+        tool_calls = []
+        answer = ""
+        if user is not None:
+            memory = self._users.get(user)
+            if memory is None:
+                raise RuntimeError(f"user {user!r} was never ingested (setup_user)")
+            found = memory.search(case["input"], self.k)
+            answer = extract_answer(case["input"], found)
+            tool_calls.append(
+                {
+                    "name": "search_memory",
+                    "args": {"user": user, "query": case["input"], "k": self.k},
+                }
+            )
+        if (user is None or answer.startswith("I don't know")) and self._shared is not None:
+            shared = self._shared.search(case["input"], self.k)
+            tool_calls.append(
+                {"name": "search_handbook", "args": {"query": case["input"], "k": self.k}}
+            )
+            in_handbook = extract_answer(case["input"], shared)
+            if user is None or not in_handbook.startswith("I don't know"):
+                found, answer = (found if user is None else []) + shared, in_handbook
         context = [m.line() for m in found]
         return {
             "answer": answer,
-            "tool_calls": [
-                {
-                    "name": "search_memory",
-                    "args": {"user": case["user"], "query": case["input"], "k": self.k},
-                }
-            ],
+            "tool_calls": tool_calls,
             "retrieved": [m.id for m in found],
             "context": context,
             "usage": {

@@ -19,7 +19,7 @@ from inprocess import run_pytest_in_process
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "memory-qa"
 LOCOMO_SAMPLE = Path(__file__).resolve().parents[2] / "data" / "benchmarks" / "locomo.json"
-GREEN = {"passed": 14, "xfailed": 2}
+GREEN = {"passed": 16, "xfailed": 2}
 USERS = {"u-ana": 6, "u-ben": 5, "u-chen": 5}
 
 
@@ -82,7 +82,7 @@ def test_the_committed_recordings_replay_green_with_per_user_rows(example: Path)
     assert doc["group_kind"] == "user"
     cva = doc["completeness_vs_accuracy"]
     # The multi-hop case had everything in its context and still answered wrong.
-    assert cva["complete_but_wrong"] == 1 and cva["complete_and_correct"] == 11
+    assert cva["complete_but_wrong"] == 1 and cva["complete_and_correct"] == 13
     assert doc["categories"]["unanswerable"]["accuracy"] == {"CORRECT": 3, "WRONG": 1}
 
 
@@ -110,7 +110,7 @@ def test_editing_one_users_notes_stales_only_that_users_cases(example: Path) -> 
 
     rerecord = run_in(example, "--live-stale")
     rerecord.assert_outcomes(**GREEN)
-    assert "6 recorded, 10 replayed" in output(rerecord)
+    assert "6 recorded, 12 replayed" in output(rerecord)
 
 
 def test_a_user_whose_setup_fails_errors_alone(example: Path) -> None:
@@ -126,7 +126,7 @@ def test_a_user_whose_setup_fails_errors_alone(example: Path) -> None:
     assert "setup_user('u-ben') of suite 'memory-qa' raised AttributeError" in error_block(
         result, "::ben-race"
     )
-    result.assert_outcomes(passed=10, xfailed=1, errors=5)
+    result.assert_outcomes(passed=12, xfailed=1, errors=5)
 
 
 def test_a_locomo_file_imports_and_records_with_the_same_agent(example: Path) -> None:
