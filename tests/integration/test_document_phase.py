@@ -71,6 +71,10 @@ class Service:
         log(f"setup_documents {json.dumps(settings, sort_keys=True)}")
         if plan().get("documents_fail"):
             raise RuntimeError("the document store is down")
+        flaky = ROOT / "flaky.txt"  # ConnectionErrors left before the store answers
+        if flaky.is_file() and int(flaky.read_text()) > 0:
+            flaky.write_text(str(int(flaky.read_text()) - 1))
+            raise ConnectionError("connection reset by the document store")
         lines = [
             line for path in documents.files for line in path.read_text().splitlines() if line
         ]
@@ -417,3 +421,66 @@ def test_a_kept_documents_recording_is_an_orphan_only_once_the_suite_drops_its_d
     assert "cassettes/zep/documents/ingestion.json" in pruned
     assert not (zep.root / "cassettes/zep/documents/ingestion.json").exists()
     assert not (zep.root / "cassettes/zep/documents/ingestion.http.json").exists()
+
+
+def test_eval_documents_pairs_the_cases_with_a_kept_documents_variant(
+    project: Project, model: FactModel
+) -> None:
+    one = {"lines_per_chunk": 1}
+    two = {"lines_per_chunk": 2}
+    write_zep_project(
+        project, model, documents={"files": ["data/docs/policies.md"], "ingestion": two}
+    )
+    project.run("--live").assert_outcomes(passed=2, failed=1)
+    variant_two = variant_of(documents_doc(project)["key"])
+    project.edit_suite("cases/zep.json", lambda doc: doc["documents"].update(ingestion=one))
+    project.run("--live-stale").assert_outcomes(passed=2, failed=1)
+
+    assert main(["ingestions", "zep", "--cassettes", "cassettes"]) == 0
+    listed = main(["ingestions", "zep", "--cassettes", "cassettes", "--json"])
+    assert listed == 0
+
+    project.clear_calls()
+    sent = model.requests
+    paired = project.run("--live-stale", "--eval-documents", variant_two)
+    paired.assert_outcomes(passed=2, failed=1)
+    calls = project.calls()
+    assert not any(call.startswith("setup_documents") for call in calls)  # the kept variant
+    assert "documents_ready" in calls and model.requests == sent
+    assert project.cassette("zep", "price")["key"]["documents.ingestion.lines_per_chunk"]
+    project.run("--eval-documents", variant_two).assert_outcomes(passed=2, failed=1)
+    project.run().assert_outcomes(errors=3)  # the suite's own variant: recorded on the other
+
+    unknown = project.run("--eval-documents", "0123abcd")
+    assert (
+        "--eval-documents 0123abcd: no document ingestion recording of suite 'zep' holds variant "
+        "0123abcd" in output(unknown)
+    )
+
+
+def test_ingestions_lists_the_documents_recordings_and_their_variants_apart(
+    zep: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ingestions", "zep", "--cassettes", "cassettes"]) == 0
+
+    text = capsys.readouterr().out
+    assert "zep: 3 ingestion recordings of 2 users and the documents, 1 variant (documents: 1)" in (
+        text
+    )
+    variant = variant_of(documents_doc(zep)["key"])
+    assert f"documents variant {variant}: (no ingestion settings)" in text
+    assert f"documents  {variant}" in text and "documents/ingestion.json (last recorded)" in text
+
+
+def test_a_transient_error_of_setup_documents_is_retried_and_counted(
+    project: Project, model: FactModel
+) -> None:
+    write_zep_project(project, model, system_retries={"backoff": 0.01})
+    project.write_text("flaky.txt", "2")
+
+    live = project.run("--live")
+
+    live.assert_outcomes(passed=3)
+    assert project.calls().count("setup_documents {}") == 3  # two resets, then the ingestion
+    assert "zep::documents (ingestion) 2" in output(live)
+    assert documents_doc(project)["requests"] == 3  # the failed attempts' exchanges dropped

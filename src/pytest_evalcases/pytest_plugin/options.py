@@ -120,6 +120,15 @@ def add_options(parser: pytest.Parser) -> None:
         "each user's variants)",
     )
     group.addoption(
+        "--eval-documents",
+        dest="eval_documents",
+        default=None,
+        metavar="VARIANT",
+        help="run the cases on a recorded ingestion variant of the suite's shared documents: "
+        'its settings in place of "documents"\' "ingestion" (Zep\'s --doc-run; python -m '
+        "pytest_evalcases ingestions lists the documents' variants)",
+    )
+    group.addoption(
         "--eval-judge-repeats",
         dest="eval_judge_repeats",
         type=int,

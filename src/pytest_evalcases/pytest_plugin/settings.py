@@ -176,6 +176,8 @@ class Settings:
     # --eval-ingestion VARIANT: the users' cases run with that recorded variant's ingestion
     # settings in place of each suite's "ingestion" (None: the suite's own)
     ingestion_variant: str | None = None
+    # --eval-documents: a recorded variant of the suite's shared documents' ingestion
+    documents_variant: str | None = None
 
     @property
     def live(self) -> bool:
@@ -225,17 +227,19 @@ def read_settings(config: pytest.Config) -> Settings:
         report_dir=config.getoption("eval_report"),
         otel=bool(config.getoption("eval_otel")),
         ingestion_variant=_variant_setting(config.getoption("eval_ingestion")),
+        documents_variant=_variant_setting(config.getoption("eval_documents"), "--eval-documents"),
     )
 
 
-def _variant_setting(value: str | None) -> str | None:
-    """--eval-ingestion's variant name, as `ingestions` lists it (VARIANT_CHARS hex digits)."""
+def _variant_setting(value: str | None, option: str = "--eval-ingestion") -> str | None:
+    """--eval-ingestion's (--eval-documents') variant name, as `ingestions` lists it
+    (VARIANT_CHARS hex digits)."""
     if value is None:
         return None
     name = value.strip().lower()
     if len(name) != VARIANT_CHARS or any(ch not in "0123456789abcdef" for ch in name):
         raise pytest.UsageError(
-            f"--eval-ingestion {value!r}: name an ingestion variant by its {VARIANT_CHARS} hex "
+            f"{option} {value!r}: name an ingestion variant by its {VARIANT_CHARS} hex "
             "characters, as `python -m pytest_evalcases ingestions` lists them"
         )
     return name

@@ -215,6 +215,8 @@ def suite_context(
     check_suite_stages(state, suite, nodeid)
     if state.settings.ingestion_variant is not None and suite.users:
         suite = _on_variant(suite, state.settings.ingestion_variant, state, nodeid)
+    if state.settings.documents_variant is not None and suite.documents is not None:
+        suite = _on_documents_variant(suite, state.settings.documents_variant, state, nodeid)
     try:
         totals = resolve_totals(suite, state.settings.rootdir)
     except CaseFileError as exc:
@@ -316,6 +318,19 @@ def _on_variant(suite: Suite, variant: str, state: EvalSession, nodeid: str) -> 
     except UnknownVariant as exc:
         raise CaseFileError(f"{nodeid}: --eval-ingestion {variant}: {exc}") from None
     return suite.model_copy(update={"ingestion": settings})
+
+
+def _on_documents_variant(suite: Suite, variant: str, state: EvalSession, nodeid: str) -> Suite:
+    """The suite with a recorded variant of its shared documents' ingestion in place of their
+    own settings (--eval-documents, Zep's --doc-run)."""
+    assert suite.documents is not None
+    root = state.settings.cassette_root
+    try:
+        settings = variant_settings(root, suite.name, variant, state.settings.rootdir, shared=True)
+    except UnknownVariant as exc:
+        raise CaseFileError(f"{nodeid}: --eval-documents {variant}: {exc}") from None
+    documents = suite.documents.model_copy(update={"ingestion": settings})
+    return suite.model_copy(update={"documents": documents})
 
 
 def _run_config(

@@ -1,6 +1,8 @@
 """The ingestion recordings of a suite's users, variant by variant (`python -m pytest_evalcases
 ingestions`): each variant's settings once, then one row per recording (user, variant, when,
-what it took, its file), as text or JSON."""
+what it took, its file), as text or JSON. The suite's shared documents' recordings are rows of
+"user" `documents`, their variants listed apart (`document_variants`): they are named by the
+documents' own settings."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..store.folders import USERS_FOLDER
+from ..store.folders import DOCUMENTS_FOLDER, USERS_FOLDER
 from ..store.user_recordings import ListedRecording, list_user_recordings, settings_of
 from .formatting import fmt_int, fmt_usd
 
@@ -23,25 +25,37 @@ def suites_with_users(root: Path) -> list[str]:
     return sorted(
         folder.name
         for folder in root.iterdir()
-        if folder.is_dir() and not folder.is_symlink() and (folder / USERS_FOLDER).is_dir()
+        if folder.is_dir()
+        and not folder.is_symlink()
+        and ((folder / USERS_FOLDER).is_dir() or (folder / DOCUMENTS_FOLDER).is_dir())
     )
 
 
 def variants_view(root: Path, suite: str, user: str | None = None) -> dict[str, Any]:
     """A suite's recordings as JSON: `variants` (name -> settings, None for none, or the
-    string SETTINGS_UNKNOWN) and `recordings`, by user, the last recorded first."""
-    listed = [entry for entry in list_user_recordings(root, suite) if user in (None, entry.user)]
-    variants: dict[str, Any] = {}
-    recordings = []
-    for entry in listed:
-        recordings.append(_row(root / suite, entry))
-        if entry.recording is None:
+    string SETTINGS_UNKNOWN) and `recordings`, by user, the last recorded first; and when the
+    suite has shared documents' recordings, `document_variants`, theirs."""
+    view: dict[str, Any] = {"suite": suite, "variants": {}, "recordings": []}
+    for shared, variants_field in ((True, "document_variants"), (False, "variants")):
+        listed = [
+            entry
+            for entry in list_user_recordings(root, suite, shared=shared)
+            if user in (None, entry.user)
+        ]
+        if shared and not listed:
             continue
-        known = variants.get(entry.recording.variant, SETTINGS_UNKNOWN)
-        if known == SETTINGS_UNKNOWN:
-            found = settings_of(entry.recording)
-            variants[entry.recording.variant] = SETTINGS_UNKNOWN if found is ... else found
-    return {"suite": suite, "variants": variants, "recordings": recordings}
+        variants: dict[str, Any] = view.setdefault(variants_field, {})
+        for entry in listed:
+            view["recordings"].append(_row(root / suite, entry))
+            if shared:
+                view["recordings"][-1]["documents"] = True
+            if entry.recording is None:
+                continue
+            known = variants.get(entry.recording.variant, SETTINGS_UNKNOWN)
+            if known == SETTINGS_UNKNOWN:
+                found = settings_of(entry.recording)
+                variants[entry.recording.variant] = SETTINGS_UNKNOWN if found is ... else found
+    return view
 
 
 def _row(suite_folder: Path, entry: ListedRecording) -> dict[str, Any]:
@@ -67,16 +81,22 @@ def _row(suite_folder: Path, entry: ListedRecording) -> dict[str, Any]:
 def variants_lines(view: dict[str, Any]) -> list[str]:
     """The view as text: a heading, each variant's settings, a table of the recordings."""
     recordings = view["recordings"]
-    users = {row["user"] for row in recordings}
+    users = {row["user"] for row in recordings if not row.get("documents")}
+    documents = "document_variants" in view
+    shared = len(view.get("document_variants", ()))
     lines = [
         f"{view['suite']}: {len(recordings)} ingestion recording"
         f"{'' if len(recordings) == 1 else 's'} of {len(users)} user"
-        f"{'' if len(users) == 1 else 's'}, {len(view['variants'])} variant"
-        f"{'' if len(view['variants']) == 1 else 's'}"
+        f"{'' if len(users) == 1 else 's'}{' and the documents' if documents else ''}, "
+        f"{len(view['variants'])} variant{'' if len(view['variants']) == 1 else 's'}"
+        + (f" (documents: {shared})" if documents else "")
     ]
     for name, settings in sorted(view["variants"].items()):
         shown = settings if isinstance(settings, str) else _settings_text(settings)
         lines.append(f"  variant {name}: {shown}")
+    for name, settings in sorted(view.get("document_variants", {}).items()):
+        shown = settings if isinstance(settings, str) else _settings_text(settings)
+        lines.append(f"  documents variant {name}: {shown}")
     header = ["user", "variant", "recorded at", "requests", "tokens", "cost", "file"]
     rows = [header] + [_cells(row) for row in recordings]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]

@@ -28,9 +28,10 @@ import pydantic_core
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import VARIANT_CHARS, content_hash
+from ..domain.users import DOCUMENTS_ID
 from .cassette import recording_header
 from .files import read_recording, shown_path
-from .folders import USERS_FOLDER, VARIANTS_FOLDER
+from .folders import DOCUMENTS_FOLDER, USERS_FOLDER, VARIANTS_FOLDER
 from .keys import CASSETTE_FORMAT, DOCUMENTS_INGESTION_PREFIX, INGESTION_PREFIX
 
 # How an ingestion reached this run, as the reports count them (`dry_run`: ingested by
@@ -216,7 +217,8 @@ def _structure_problem(doc: Any) -> str | None:
 @dataclass(slots=True)
 class ListedRecording:
     """One ingestion recording on disk: where (`kept`: in `users/variants/`, not the variant
-    last recorded), and what it holds (None with `problem` when it cannot be read)."""
+    last recorded), and what it holds (None with `problem` when it cannot be read). The
+    shared documents' are listed as user "documents"."""
 
     path: Path
     user: str
@@ -226,12 +228,13 @@ class ListedRecording:
 
 
 def list_user_recordings(
-    root: Path, suite: str, rootdir: Path | None = None
+    root: Path, suite: str, rootdir: Path | None = None, shared: bool = False
 ) -> list[ListedRecording]:
     """Every ingestion recording of a suite: by user, its last recorded variant, then its kept
     ones, newest first. A file that cannot be read is listed with its problem (paths in
-    messages relative to `rootdir`, by default the cassette folder's parent)."""
-    users = root / suite / USERS_FOLDER
+    messages relative to `rootdir`, by default the cassette folder's parent). `shared`: the
+    recordings of the suite's shared documents instead (`documents/`)."""
+    users = root / suite / (DOCUMENTS_FOLDER if shared else USERS_FOLDER)
     paths = [(path, False) for path in _recording_files(users)]
     variants = users / VARIANTS_FOLDER
     if variants.is_dir() and not variants.is_symlink():
@@ -240,7 +243,7 @@ def list_user_recordings(
                 paths += [(path, True) for path in _recording_files(folder)]
     listed = []
     for path, kept in paths:
-        user = path.name[: -len(".json")]
+        user = DOCUMENTS_ID if shared else path.name[: -len(".json")]
         try:
             found = load_user_recording(path, rootdir or root.parent)
         except CassetteError as exc:
@@ -270,21 +273,23 @@ class UnknownVariant(LookupError):
 
 
 def variant_settings(
-    root: Path, suite: str, variant: str, rootdir: Path | None = None
+    root: Path, suite: str, variant: str, rootdir: Path | None = None, shared: bool = False
 ) -> dict[str, Any] | None:
-    """The ingestion settings of a recorded variant of the suite (None: the variant without
-    settings). UnknownVariant when no readable recording of the suite holds it, or none holds
-    its settings (recorded before they were kept, with a setting too long for its label)."""
+    """The ingestion settings of a recorded variant of the suite's users (`shared`: of its
+    shared documents); None: the variant without settings. UnknownVariant when no readable
+    recording of the suite holds it, or none holds its settings (recorded before they were
+    kept, with a setting too long for its label)."""
     listed = [
         entry.recording
-        for entry in list_user_recordings(root, suite, rootdir)
+        for entry in list_user_recordings(root, suite, rootdir, shared)
         if entry.recording is not None
     ]
     matching = [recording for recording in listed if recording.variant == variant]
     if not matching:
         known = sorted({recording.variant for recording in listed})
+        whose = "document ingestion" if shared else "ingestion"
         raise UnknownVariant(
-            f"no ingestion recording of suite {suite!r} holds variant {variant} (its variants: "
+            f"no {whose} recording of suite {suite!r} holds variant {variant} (its variants: "
             f"{', '.join(known) or 'none recorded'}; `python -m pytest_evalcases ingestions` "
             "lists them with their settings)"
         )
@@ -303,9 +308,7 @@ def settings_of(recording: UserRecording) -> Any:
     """A recording's ingestion settings (None: none): as it holds them, else read back from
     its key's labels (a recording made before it held them) when every label hashes to its
     field; Ellipsis when they cannot be known."""
-    fields = {
-        name: value for name, value in recording.key.items() if name.startswith(INGESTION_PREFIX)
-    }
+    fields = {name: value for name, value in recording.key.items() if name.startswith(_SETTINGS)}
     if not fields:
         return None
     if recording.settings is not None:
@@ -319,5 +322,6 @@ def settings_of(recording: UserRecording) -> Any:
             return ...
         if content_hash(setting) != value:
             return ...
-        settings[name[len(INGESTION_PREFIX) :]] = setting
+        prefix = DOCUMENTS_INGESTION_PREFIX if name.startswith(DOCUMENTS_INGESTION_PREFIX) else ""
+        settings[name[len(prefix or INGESTION_PREFIX) :]] = setting
     return settings
