@@ -338,7 +338,7 @@ def test_eval_ingest_only_ingests_the_documents_first_then_the_users(
     first = project.run("--eval-ingest-only")
 
     text = output(first)
-    assert "ingesting 2 users and the documents of 1 suite (--eval-ingest-only)" in text
+    assert "ingesting 2 users and the documents (--eval-ingest-only)" in text
     assert "  zep::documents: recorded in " in text and "(3 requests, 30 tokens)" in text
     assert text.index("zep::documents:") < text.index("zep::u-ana:")
     assert project.calls()[1] == "setup_documents {}"

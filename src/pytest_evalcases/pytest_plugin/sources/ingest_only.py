@@ -82,7 +82,7 @@ def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySo
     settings = state.settings
     users = sum(1 for _, unit in units.values() if not unit.shared)
     shared = len(units) - users
-    documents = f" and the documents of {shared} suite{'s' * (shared != 1)}" if shared else ""
+    documents = f" and the documents{f' of {shared} suites' * (shared > 1)}" if shared else ""
     write(f"ingesting {users} user{'s' * (users != 1)}{documents} (--eval-ingest-only)")
     said: dict[UserKey, str | BaseException] = {}
     rule = StopRule(0, settings.budget)  # --eval-budget: no user starts once it is spent
