@@ -1,0 +1,123 @@
+"""Gaps the feature audit against the seed systems found (docs/seeds.md), each with its fix.
+
+Zep's graph API returns an edge as `{"uuid", "source_node_uuid", "target_node_uuid", "name",
+"fact", "episodes"}` and a node as `{"uuid", "name", "labels", "summary"}`. A system that returns
+what Zep gave it was refused by `graph` and failed `graph_schema` ("has none of subject, source,
+from, head"); both now read Zep's shape, and `graph` prints each edge's fact, as Zep's
+`zep_graph_inspect.py` does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evalcases.__main__ import main
+from pytest_evalcases.core.schema import validate_case
+from pytest_evalcases.core.suite_schema import Suite
+from pytest_evalcases.domain.graph_elements import graph_elements
+from pytest_evalcases.domain.stages.registry import STAGES, prepare_stages
+
+# What Zep's graph.node / graph.edge listings return for one user (the fields Zep's inspector
+# prints), trimmed to two nodes and two edges.
+ZEP_GRAPH: dict[str, Any] = {
+    "nodes": [
+        {"uuid": "4f1c", "name": "Bob", "labels": ["Entity", "Person"], "summary": "a cellist"},
+        {"uuid": "9a2e", "name": "cello", "labels": ["Entity", "Instrument"]},
+    ],
+    "edges": [
+        {
+            "uuid": "e-1",
+            "source_node_uuid": "4f1c",
+            "target_node_uuid": "9a2e",
+            "name": "PLAYS",
+            "fact": "Bob plays the cello in the city orchestra",
+            "episodes": ["ep-7"],
+        },
+        {
+            "uuid": "e-2",
+            "source_node_uuid": "4f1c",
+            "target_node_uuid": "4f1c",
+            "name": "IS",
+            "fact": "Bob is a cellist",
+            "episodes": ["ep-8"],
+        },
+    ],
+}
+
+
+def test_zeps_edges_are_read_with_their_nodes_names_facts_and_episodes() -> None:
+    graph = graph_elements({"graph": ZEP_GRAPH}, "result")
+    assert graph is not None
+    edge = graph.edges[0]
+    assert edge.triple == ("Bob", "PLAYS", "cello")
+    assert edge.fact == "Bob plays the cello in the city orchestra"
+    assert edge.sources == ("ep-7",)
+    assert [node.types for node in graph.nodes] == [("Entity", "Person"), ("Entity", "Instrument")]
+
+
+def test_graph_prints_a_zep_users_graph_with_each_edges_fact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = tmp_path / "bob.json"
+    recording.write_text(json.dumps({"suite": "zs", "user": "bob", "result": {"graph": ZEP_GRAPH}}))
+    assert main(["graph", str(recording)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "user bob of suite zs (result.graph): 2 nodes, 2 edges",
+        "nodes:",
+        "  Bob [Entity, Person] (3 edges)",
+        "  cello [Entity, Instrument] (1 edge)",
+        "edges:",
+        "  Bob --PLAYS--> cello  (Bob plays the cello in the city orchestra)",
+        "  Bob --IS--> Bob  (Bob is a cellist)",
+    ]
+    # --node keeps each kept edge's own fact; --json gives it as "fact"
+    assert main(["graph", str(recording), "--node", "cello", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["edges"] == [
+        {
+            "subject": "Bob",
+            "relation": "PLAYS",
+            "object": "cello",
+            "fact": "Bob plays the cello in the city orchestra",
+        }
+    ]
+
+
+def test_an_edge_without_a_fact_prints_and_exports_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = tmp_path / "case.json"
+    recording.write_text(
+        json.dumps({"suite": "s", "case": "c", "trace": {"triples": [["a", "r", "b"]]}})
+    )
+    assert main(["graph", str(recording), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["edges"] == [
+        {"subject": "a", "relation": "r", "object": "b"}
+    ]
+
+
+def test_graph_schema_checks_a_zep_graph_its_types_and_its_episodes_as_provenance() -> None:
+    suite = Suite.model_validate(
+        {
+            "name": "s",
+            "stages": ["graph_schema"],
+            "cases": [],
+            "graph_schema": {
+                "node_types": ["Entity", "Person", "Instrument"],
+                "relations": {"PLAYS": ["Person", "Instrument"]},
+                "provenance": "required",
+                "sources": ["ep-7", "ep-8"],
+            },
+        }
+    )
+    prepare_stages(suite, suite.stages, Path("."))
+    case = validate_case({"id": "c", "input": "q"})
+    result = STAGES["graph_schema"].score(case, {"answer": "", "graph": ZEP_GRAPH}, suite, None)
+    # the nodes have no provenance of their own (Zep lists episodes on edges): 2 nodes fail
+    # "no source"; PLAYS conforms; IS is not a declared relation
+    assert result.score == pytest.approx(1 / 4)
+    assert "relation IS not declared" in result.reason
+    assert "node Bob: no source" in result.reason
