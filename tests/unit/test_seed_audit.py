@@ -121,3 +121,16 @@ def test_graph_schema_checks_a_zep_graph_its_types_and_its_episodes_as_provenanc
     assert result.score == pytest.approx(1 / 4)
     assert "relation IS not declared" in result.reason
     assert "node Bob: no source" in result.reason
+
+
+ZEP_FOLDER = Path(__file__).resolve().parents[1] / "data" / "zep"
+
+
+def test_an_import_of_one_user_says_one_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ids.json").write_text("[0]")
+    code = main(["import", "zep", str(ZEP_FOLDER), "-o", "cases/zep.json", "--ids", "ids.json"])
+    assert code == 0
+    assert "imported 1 of 6 cases, 1 user from " in capsys.readouterr().out
