@@ -10,6 +10,7 @@ from, head"); both now read Zep's shape, and `graph` prints each edge's fact, as
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +135,24 @@ def test_an_import_of_one_user_says_one_user(
     code = main(["import", "zep", str(ZEP_FOLDER), "-o", "cases/zep.json", "--ids", "ids.json"])
     assert code == 0
     assert "imported 1 of 6 cases, 1 user from " in capsys.readouterr().out
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to '-'."""
+    kept = "".join(ch for ch in heading.strip().lower() if ch.isalnum() or ch in " -_")
+    return kept.replace(" ", "-")
+
+
+def test_every_link_of_the_seeds_page_names_a_file_and_a_heading_it_has() -> None:
+    page = (DOCS / "seeds.md").read_text()
+    links = re.findall(r"\]\(([^)#\s]+\.md)(?:#([^)\s]+))?\)", page)
+    assert len(links) >= 15
+    for file, anchor in links:
+        target = DOCS / file
+        assert target.is_file(), file
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(), re.MULTILINE)
+            assert anchor in {_slug(h) for h in headings}, f"{file}#{anchor}"
