@@ -156,3 +156,67 @@ def test_every_link_of_the_seeds_page_names_a_file_and_a_heading_it_has() -> Non
         if anchor:
             headings = re.findall(r"^#+ (.+)$", target.read_text(), re.MULTILINE)
             assert anchor in {_slug(h) for h in headings}, f"{file}#{anchor}"
+
+
+# Episteme checks the graph store an ingestion built; the graph_schema stage reads a case's
+# trace only, so `graph --schema` checks a user's ingestion recording (or a cassette) apart.
+ZEP_SCHEMA = {
+    "node_types": ["Entity", "Person", "Instrument"],
+    "relations": {"PLAYS": ["Person", "Instrument"], "IS": None},
+    "provenance": "optional",
+    "sources": ["ep-7", "ep-8"],
+}
+
+
+def _bob(tmp_path: Path) -> Path:
+    recording = tmp_path / "bob.json"
+    recording.write_text(json.dumps({"suite": "zs", "user": "bob", "result": {"graph": ZEP_GRAPH}}))
+    return recording
+
+
+def _suite_file(tmp_path: Path, schema: dict[str, Any] | None) -> Path:
+    suite = {"name": "zs", "cases": []} | ({"graph_schema": schema} if schema else {})
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps(suite))
+    return path
+
+
+def test_graph_schema_checks_a_users_ingested_graph_as_episteme_checks_its_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = _bob(tmp_path)
+    conforming = _suite_file(tmp_path, ZEP_SCHEMA)
+    assert main(["graph", str(recording), "--schema", str(conforming), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "recording": "user bob of suite zs",
+        "where": "result.graph",
+        "schema": str(conforming),
+        "elements": 4,
+        "conforming": 4,
+        "violations": [],
+    }
+    strict = _suite_file(
+        tmp_path,
+        {**ZEP_SCHEMA, "relations": {"PLAYS": ["Person", "Instrument"]}, "sources": ["ep-7"]},
+    )
+    assert main(["graph", str(recording), "--schema", str(strict)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"user bob of suite zs (result.graph): 3/4 elements keep to the graph_schema of {strict}",
+        "  edge (Bob, IS, Bob): relation IS not declared, source ep-8 not among the sources",
+    ]
+
+
+def test_graph_schema_of_an_ingestion_refuses_sources_it_cannot_have_and_a_bad_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = _bob(tmp_path)
+    retrieved = _suite_file(tmp_path, {**ZEP_SCHEMA, "sources": "retrieved"})
+    assert main(["graph", str(recording), "--schema", str(retrieved)]) == 2
+    assert "an ingestion retrieves nothing" in capsys.readouterr().err
+    assert main(["graph", str(recording), "--schema", str(_suite_file(tmp_path, None))]) == 2
+    assert 'the suite declares no "graph_schema"' in capsys.readouterr().err
+    wrong = _suite_file(tmp_path, {"node_types": ["A"], "relations": {"r": ["A", "B"]}})
+    assert main(["graph", str(recording), "--schema", str(wrong)]) == 2
+    assert "graph_schema is not valid: " in capsys.readouterr().err
+    assert main(["graph", str(recording), "--schema", str(tmp_path / "none.json")]) == 2
+    assert "none.json: no such file" in capsys.readouterr().err

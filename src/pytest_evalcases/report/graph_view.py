@@ -19,7 +19,14 @@ from ..domain.graph_elements import GraphElements, NoGraph, graph_elements
 # Where a recording keeps what its system returned: a case's trace, an ingestion's result.
 _HOLDERS = ("trace", "result")
 
-__all__ = ["Graph", "NoGraph", "graph_json", "graph_lines", "recorded_graph"]
+__all__ = [
+    "Graph",
+    "NoGraph",
+    "graph_json",
+    "graph_lines",
+    "recorded_elements",
+    "recorded_graph",
+]
 
 
 @dataclass(slots=True)
@@ -53,13 +60,19 @@ class Graph:
 
 def recorded_graph(doc: Mapping[str, Any]) -> Graph:
     """The graph a recording holds; NoGraph when it holds none."""
+    return _viewed(recorded_elements(doc))
+
+
+def recorded_elements(doc: Mapping[str, Any]) -> GraphElements:
+    """The nodes and edges a recording holds, as the `graph_schema` stage reads them; NoGraph
+    when it holds none."""
     for holder in _HOLDERS:
         part = doc.get(holder)
         if not isinstance(part, Mapping):
             continue
         elements = graph_elements(part, holder)
         if elements is not None:
-            return _viewed(elements)
+            return elements
     raise NoGraph(
         "holds no graph: looked for `triples`, `graph` and `nodes`/`edges` in its "
         + " and ".join(f"`{holder}`" for holder in _HOLDERS)
