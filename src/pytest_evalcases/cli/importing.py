@@ -262,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
     for path in written:
         print(f"wrote {path}")
     source = suite["source"]
-    users = f", {len(suite['users'])} users" if suite.get("users") else ""
+    count = len(suite.get("users") or [])
+    users = f", {count} user{'s' * (count != 1)}" if count else ""
     labels = ""
     if suite.get("kind") == "calibration":
         fails = sum(case["expect"] == "fail" for case in suite["cases"])

@@ -3,12 +3,13 @@
 result (the same fields). One reading for `python -m pytest_evalcases graph`
 (report/graph_view.py) and the `graph_schema` stage.
 
-Edges may be `[subject, relation, object]` lists or objects with subject/relation/object or
-source/target and relation/type/label; nodes objects with an id or a name (and optionally a
-type, or `labels`) or plain names. Each object element may name where it came from (its
-provenance): `provenance`, `sources`, `source_ids`, `source_id`, `document_id`, `doc_id` or
-`episodes` (Zep's), a string or a list; a node's `source` too, and an edge's when its subject is
-given by another field.
+Edges may be `[subject, relation, object]` lists or objects with subject/relation/object,
+source/target or Zep's source_node_uuid/target_node_uuid, and relation/type/label/name (Zep's
+`fact`, the edge's sentence, is kept for the printout); nodes objects with an id or a name
+(and optionally a type, or `labels`) or plain names. Each object element may name where it
+came from (its provenance): `provenance`, `sources`, `source_ids`, `source_id`,
+`document_id`, `doc_id` or `episodes` (Zep's), a string or a list; a node's `source` too, and
+an edge's when its subject is given by another field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 _SUBJECT = ("subject", "source", "from", "head")
 _RELATION = ("relation", "type", "label", "predicate", "name")
 _OBJECT = ("object", "target", "to", "tail")
+# Zep's edge names its nodes by these (the graph API's EntityEdge); tried after the keys above
+_ZEP_SUBJECT, _ZEP_OBJECT = ("source_node_uuid",), ("target_node_uuid",)
 _NODE_ID = ("id", "uuid", "name", "label")
 PROVENANCE_FIELDS = (
     "provenance",
@@ -51,6 +54,7 @@ class GraphEdge:
     object: str
     sources: tuple[str, ...]
     where: str
+    fact: str | None = None  # Zep's `fact`: the sentence the edge was drawn from
 
     @property
     def triple(self) -> tuple[str, str, str]:
@@ -105,25 +109,35 @@ def _nodes_and_edges(graph: Mapping[str, Any], where: str) -> GraphElements:
 def _edge(raw: Any, where: str, names: Mapping[str, str] | None = None) -> GraphEdge:
     names = names or {}
     sources: tuple[str, ...] = ()
+    fact: str | None = None
     if isinstance(raw, list | tuple) and len(raw) == 3:
         subject, relation, obj = (str(part) for part in raw)
     elif isinstance(raw, Mapping):
-        subject = _first(raw, _SUBJECT, where)
+        subject = _first(raw, _SUBJECT, where, _ZEP_SUBJECT)
         relation = _first(raw, _RELATION, where)
-        obj = _first(raw, _OBJECT, where)
+        obj = _first(raw, _OBJECT, where, _ZEP_OBJECT)
         # `source` is the subject of a source/target edge, else where the edge came from
-        own_subject = any(raw.get(key) not in (None, "") for key in ("subject", "from", "head"))
+        own_subject = any(
+            raw.get(key) not in (None, "")
+            for key in ("subject", "source_node_uuid", "from", "head")
+        )
         sources = _sources(raw, ("source",) if own_subject else ())
+        fact = str(raw["fact"]) if raw.get("fact") not in (None, "") else None
     else:
         raise NoGraph(
             f"{where} is not an edge: give [subject, relation, object] or an object with "
             "subject/relation/object (or source/target and relation)"
         )
-    return GraphEdge(names.get(subject, subject), relation, names.get(obj, obj), sources, where)
+    return GraphEdge(
+        names.get(subject, subject), relation, names.get(obj, obj), sources, where, fact
+    )
 
 
-def _first(raw: Mapping[str, Any], keys: tuple[str, ...], where: str) -> str:
-    for key in keys:
+def _first(
+    raw: Mapping[str, Any], keys: tuple[str, ...], where: str, also: tuple[str, ...] = ()
+) -> str:
+    """The first of `keys` (then of `also`, Zep's names, left out of the message) given."""
+    for key in (*keys, *also):
         value = raw.get(key)
         if value is not None and value != "":
             return str(value)

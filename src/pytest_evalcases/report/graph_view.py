@@ -19,7 +19,14 @@ from ..domain.graph_elements import GraphElements, NoGraph, graph_elements
 # Where a recording keeps what its system returned: a case's trace, an ingestion's result.
 _HOLDERS = ("trace", "result")
 
-__all__ = ["Graph", "NoGraph", "graph_json", "graph_lines", "recorded_graph"]
+__all__ = [
+    "Graph",
+    "NoGraph",
+    "graph_json",
+    "graph_lines",
+    "recorded_elements",
+    "recorded_graph",
+]
 
 
 @dataclass(slots=True)
@@ -28,6 +35,7 @@ class Graph:
     edges: list[tuple[str, str, str]]
     types: dict[str, str] = field(default_factory=dict)  # node -> its type, where given
     lone: list[str] = field(default_factory=list)  # nodes no edge names
+    facts: dict[int, str] = field(default_factory=dict)  # an edge's index -> its Zep `fact`
 
     def nodes(self) -> list[tuple[str, int]]:
         """Each node with its number of edges, most connected first, then by name."""
@@ -41,19 +49,30 @@ class Graph:
 
     def around(self, node: str) -> Graph:
         """The edges that touch `node` (its neighbourhood)."""
-        edges = [edge for edge in self.edges if node in (edge[0], edge[2])]
-        return Graph(self.where, edges, {n: t for n, t in self.types.items() if n == node})
+        kept = [i for i, edge in enumerate(self.edges) if node in (edge[0], edge[2])]
+        return Graph(
+            self.where,
+            [self.edges[i] for i in kept],
+            {n: t for n, t in self.types.items() if n == node},
+            facts={new: self.facts[i] for new, i in enumerate(kept) if i in self.facts},
+        )
 
 
 def recorded_graph(doc: Mapping[str, Any]) -> Graph:
     """The graph a recording holds; NoGraph when it holds none."""
+    return _viewed(recorded_elements(doc))
+
+
+def recorded_elements(doc: Mapping[str, Any]) -> GraphElements:
+    """The nodes and edges a recording holds, as the `graph_schema` stage reads them; NoGraph
+    when it holds none."""
     for holder in _HOLDERS:
         part = doc.get(holder)
         if not isinstance(part, Mapping):
             continue
         elements = graph_elements(part, holder)
         if elements is not None:
-            return _viewed(elements)
+            return elements
     raise NoGraph(
         "holds no graph: looked for `triples`, `graph` and `nodes`/`edges` in its "
         + " and ".join(f"`{holder}`" for holder in _HOLDERS)
@@ -70,7 +89,8 @@ def _viewed(elements: GraphElements) -> Graph:
             types.setdefault(node.name, "")
     named = {part for subject, _, obj in edges for part in (subject, obj)}
     lone = [name for name in types if name not in named]
-    return Graph(elements.where, edges, {n: t for n, t in types.items() if t}, lone)
+    facts = {i: edge.fact for i, edge in enumerate(elements.edges) if edge.fact}
+    return Graph(elements.where, edges, {n: t for n, t in types.items() if t}, lone, facts)
 
 
 def graph_lines(graph: Graph, title: str) -> list[str]:
@@ -85,7 +105,9 @@ def graph_lines(graph: Graph, title: str) -> list[str]:
         kind = f" [{graph.types[node]}]" if graph.types.get(node) else ""
         lines.append(f"  {node}{kind} ({degree} edge{'s' * (degree != 1)})")
     lines.append("edges:")
-    lines += [f"  {subject} --{relation}--> {obj}" for subject, relation, obj in graph.edges]
+    for index, (subject, relation, obj) in enumerate(graph.edges):
+        fact = f"  ({graph.facts[index]})" if index in graph.facts else ""
+        lines.append(f"  {subject} --{relation}--> {obj}{fact}")
     return lines
 
 
@@ -99,6 +121,7 @@ def graph_json(graph: Graph, title: str) -> dict[str, Any]:
         ],
         "edges": [
             {"subject": subject, "relation": relation, "object": obj}
-            for subject, relation, obj in graph.edges
+            | ({"fact": graph.facts[index]} if index in graph.facts else {})
+            for index, (subject, relation, obj) in enumerate(graph.edges)
         ],
     }
