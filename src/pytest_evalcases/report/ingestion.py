@@ -188,13 +188,16 @@ def users_total(users: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The total over users' rows: sums of the known figures, null where none is known; a cost
     with some users unknown is the known ones' sum, `cost_unknown_users` counting the others
     (unknown is not zero), and likewise `usage_unknown_users` for the tokens."""
+    shared = sum(1 for u in users if u.get("documents"))
     total: dict[str, Any] = {
-        "users": len(users),
+        "users": len(users) - shared,  # the shared documents' rows apart (`documents`)
         "duration_s": _known_sum((u["duration_s"] for u in users), 6),
         "ready_wait_s": _known_sum((u["ready_wait_s"] for u in users), 6),
         "requests": sum(u["requests"] for u in users),
         "ingestions": sum(u.get("ingestions", 0) for u in users),
     }
+    if shared:
+        total["documents"] = shared
     for key in _TOKENS:
         total[key] = _known_sum(u[key] for u in users)
     total["usage_unknown_users"] = sum(1 for u in users if u["total_tokens"] is None)
@@ -282,10 +285,9 @@ def sources_text(sources: Mapping[str, int]) -> str:
 def total_cells(section: Mapping[str, Any]) -> list[str]:
     """The total row: users and their sources, then the summed figures."""
     t = section["total"]
-    users = f"{t['users']} user{'s' * (t['users'] != 1)}"
     return [
         "total",
-        users,
+        _count_text(t["users"], t.get("documents") or 0),
         sources_text(t["sources"]),
         fmt_seconds(t["duration_s"]),
         fmt_seconds(t["ready_wait_s"]),
@@ -320,9 +322,12 @@ def summary_line(
 
 
 def _counted(rows: Sequence[Mapping[str, Any]]) -> str:
-    """`3 users`, `2 users and the documents`, `2 users and the documents of 2 suites`."""
     shared = sum(1 for row in rows if row.get("documents"))
-    users = len(rows) - shared
+    return _count_text(len(rows) - shared, shared)
+
+
+def _count_text(users: int, shared: int) -> str:
+    """`3 users`, `2 users and the documents`, `2 users and the documents of 2 suites`."""
     said = f"{users} user{'s' * (users != 1)}"
     if shared:
         said += " and the documents" + (f" of {shared} suites" if shared > 1 else "")
