@@ -4,6 +4,9 @@ labelled by three human annotators, as a calibration suite of judge test cases.
     {"ID", "user_query", "chatgpt_response", "hallucination": "yes" | "no",
      "hallucination_spans": [...]}
 
+(HaluEval's first release names the label `hallucination_label`, "Yes" | "No", without spans:
+read as well.)
+
 Each response is a case judged at `factual_support`, a judged stage the suite declares (no
 built-in stage checks facts without retrieved context or a golden answer): `hallucination: yes`
 (the annotators' majority) is `"expect": "fail"`; the spans people marked are kept in `metadata`
@@ -36,6 +39,7 @@ HUMAN_AGREEMENT = {
 LABELS = {"yes": "fail", "no": "pass"}
 SPAN_SHOWN = 160  # characters of each span the failure message quotes (metadata keeps all)
 NEXT_STEP = "; expected HaluEval's general_data.json (one JSON record a line)"
+FIRST_RELEASE_FIELD = "hallucination_label"  # the label's name in HaluEval's first release
 
 
 def parse(path: Path, records: list[Any]) -> Parsed:
@@ -57,9 +61,16 @@ def parse(path: Path, records: list[Any]) -> Parsed:
 def _unit(reader: RecordReader) -> Unit:
     raw_id = reader.get("ID", (str, int))
     reader.id = str(raw_id)
-    label = reader.text("hallucination").strip().lower()
+    # The first release named the field `hallucination_label` ("Yes"/"No"); the current one
+    # `hallucination` ("yes"/"no"): either is read.
+    field = "hallucination"
+    if reader.get(field, str, required=False) is None:
+        if reader.get(FIRST_RELEASE_FIELD, str, required=False) is None:
+            raise reader.error(field, f"is missing (and so is {FIRST_RELEASE_FIELD!r})")
+        field = FIRST_RELEASE_FIELD
+    label = reader.text(field).strip().lower()
     if label not in LABELS:
-        raise reader.error("hallucination", f"is {label!r}, expected 'yes' or 'no'")
+        raise reader.error(field, f"is {label!r}, expected 'yes' or 'no'")
     spans = reader.get("hallucination_spans", list, required=False) or []
     if not all(isinstance(span, str) for span in spans):
         raise reader.error("hallucination_spans", "must be a list of strings")
