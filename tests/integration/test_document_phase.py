@@ -402,7 +402,9 @@ def test_documents_files_must_exist_and_a_user_may_not_be_named_documents(
         lambda doc: doc["users"].append({"id": "documents", "chats": "data/bo/chats.json"}),
     )
     clash = project.run()
-    assert "user id 'documents' is the name of the suite's shared documents" in output(clash)
+    assert "user id 'documents' is the name of a phase of the suite's shared documents" in output(
+        clash
+    )
 
 
 def test_a_kept_documents_recording_is_an_orphan_only_once_the_suite_drops_its_documents(
@@ -484,3 +486,155 @@ def test_a_transient_error_of_setup_documents_is_retried_and_counted(
     assert project.calls().count("setup_documents {}") == 3  # two resets, then the ingestion
     assert "zep::documents (ingestion) 2" in output(live)
     assert documents_doc(project)["requests"] == 3  # the failed attempts' exchanges dropped
+
+
+# Zep chunks and contextualises the documents once (the expensive part: a model call a chunk),
+# then builds the document graph from that chunk set, once per graph variant.
+PREPARING_SYSTEM = SERVICE_SYSTEM.replace(
+    "system = Service()",
+    """
+class Preparing(Service):
+    def prepare_documents(self, documents):
+        settings = documents.ingestion or {}
+        log(f"prepare_documents {json.dumps(settings, sort_keys=True)}")
+        lines = [
+            line for path in documents.files for line in path.read_text().splitlines() if line
+        ]
+        size = settings.get("lines_per_chunk", 1)
+        chunks = [" ".join(lines[i:i + size]) for i in range(0, len(lines), size)]
+        chunk_set = named("chunks", settings)
+        SERVICE.mkdir(exist_ok=True)
+        (SERVICE / chunk_set).write_text(json.dumps([extract(chunk) for chunk in chunks]))
+        return {"chunk_set": chunk_set, "chunks": len(chunks)}
+
+    def documents_prepared(self, documents, result):
+        log("documents_prepared")
+        return (SERVICE / result["chunk_set"]).is_file() and not plan().get("service_reset")
+
+    def setup_documents(self, documents):
+        settings = documents.ingestion or {}
+        log(f"setup_documents {json.dumps(settings, sort_keys=True)} on {documents.prepared}")
+        chunks = json.loads((SERVICE / documents.prepared["chunk_set"]).read_text())
+        graph = named("docs", {**settings, **documents.prepared})
+        (SERVICE / graph).write_text(json.dumps(chunks))
+        self.graphs["documents"] = graph
+        return {"graph_id": graph, "ontology": settings.get("ontology")}
+
+
+system = Preparing()
+""",
+)
+
+
+def preparing_project(project: Project, model: FactModel) -> Project:
+    write_zep_project(
+        project,
+        model,
+        documents={
+            "files": ["data/docs/policies.md", "data/docs/pricing.md"],
+            "preparation": {"lines_per_chunk": 1},
+            "ingestion": {"ontology": "plans, prices"},
+        },
+    )
+    project.write_text("zepsys.py", PREPARING_SYSTEM)
+    return project
+
+
+def preparation_doc(project: Project) -> dict[str, Any]:
+    return json.loads((project.root / "cassettes/zep/documents/preparation.json").read_text())
+
+
+def test_the_documents_preparation_is_a_recorded_phase_their_ingestion_reads(
+    project: Project, model: FactModel
+) -> None:
+    preparing_project(project, model)
+
+    live = project.run("--live", "--eval-report", "r")
+
+    live.assert_outcomes(passed=3)
+    calls = project.calls()
+    prepare = 'prepare_documents {"lines_per_chunk": 1}'
+    assert calls.count(prepare) == 1
+    prepared = preparation_doc(project)
+    chunk_set = prepared["result"]["chunk_set"]
+    assert prepared["result"] == {"chunk_set": chunk_set, "chunks": 3}
+    # setup_documents reads the preparation's result (documents.prepared), after it
+    setup = f'setup_documents {{"ontology": "plans, prices"}} on {prepared["result"]}'
+    assert calls.index(prepare) < calls.index(setup)
+    assert prepared["phase"] == "preparation" and prepared["requests"] == 3 == model.requests
+    assert "documents.preparation.lines_per_chunk" in prepared["key"]
+    assert not any(name.startswith("documents.ingestion.") for name in prepared["key"])
+    ingested = documents_doc(project)
+    assert ingested["requests"] == 0  # the graph is built from the chunk set, no model call
+    assert "documents.prepared" in ingested["key"]  # which preparation it read
+    key = project.cassette("zep", "price")["key"]
+    assert {"documents.prepared", "documents.ingested"} <= set(key)
+    rows = {row["user"]: row for row in results(project)["ingestion"]["users"]}
+    assert (
+        rows["preparation"]["requests"] == 3 and rows["preparation"]["documents"] == "preparation"
+    )
+    assert "ingestion: 2 users and the documents: 4 recorded" in output(live)
+
+
+def test_a_new_graph_variant_reuses_the_chunk_set_and_a_new_chunking_redoes_both(
+    project: Project, model: FactModel
+) -> None:
+    preparing_project(project, model).run("--live").assert_outcomes(passed=3)
+    sent = model.requests
+    project.clear_calls()
+
+    def ontology(doc: dict[str, Any]) -> None:
+        doc["documents"]["ingestion"] = {"ontology": "plans, prices, refunds"}
+
+    project.edit_suite("cases/zep.json", ontology)
+    project.run("--live-stale").assert_outcomes(passed=3)
+
+    calls = project.calls()
+    assert not any(call.startswith("prepare_documents") for call in calls)  # reused
+    assert "documents_prepared" in calls
+    assert any(
+        call.startswith('setup_documents {"ontology": "plans, prices, refunds"}') for call in calls
+    )
+    assert model.requests == sent  # the chunk set's model calls were not paid again
+
+    def chunking(doc: dict[str, Any]) -> None:
+        doc["documents"]["preparation"] = {"lines_per_chunk": 2}
+
+    project.edit_suite("cases/zep.json", chunking)
+    stale = project.run()
+    assert "documents.preparation.lines_per_chunk changed (1 -> 2)" in output(stale)
+    project.clear_calls()
+    project.run("--live-stale").assert_outcomes(passed=3)
+    calls = project.calls()
+    assert 'prepare_documents {"lines_per_chunk": 2}' in calls
+    assert any(call.startswith("setup_documents") for call in calls)  # on the new chunk set
+    assert model.requests == sent + 2  # two chunks of two lines and one
+    # the earlier chunk set is kept beside it, as a variant of the preparation
+    kept = list((project.root / "cassettes/zep/documents/variants").glob("*/preparation.json"))
+    assert len(kept) == 1
+
+
+def test_replay_http_and_ingest_only_run_the_preparation_first(
+    project: Project, model: FactModel
+) -> None:
+    preparing_project(project, model)
+
+    first = project.run("--eval-ingest-only")
+
+    text = output(first)
+    assert "ingesting 2 users and the documents (--eval-ingest-only)" in text
+    assert text.index("zep::documents (preparation): recorded in") < text.index(
+        "zep::documents: recorded in"
+    )
+    project.run("--live-stale").assert_outcomes(passed=3)
+    sent = model.requests
+    project.clear_calls()
+
+    offline = project.run("--replay-http")
+
+    offline.assert_outcomes(passed=3)
+    assert model.requests == sent
+    calls = project.calls()
+    assert calls.index('prepare_documents {"lines_per_chunk": 1}') < next(
+        i for i, call in enumerate(calls) if call.startswith("setup_documents")
+    )

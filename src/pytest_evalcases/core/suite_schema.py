@@ -66,20 +66,24 @@ class Documents(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     ingestion: dict[str, Any] | None = None
+    # The settings of their preparation (Zep's chunk set: chunking, contextualisation), a
+    # recorded phase of its own, reused by every variant of their ingestion.
+    preparation: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _files_only(self) -> Documents:
         if not self.model_extra:
             raise ValueError(
                 'name the shared documents\' files: {"files": ["data/docs/handbook.md"]} (any '
-                'field name but "ingestion" names data files)'
+                'field name but "ingestion" and "preparation" names data files)'
             )
         for name, value in self.model_extra.items():
             paths = value if isinstance(value, list) else [value]
             if not paths or not all(isinstance(p, str) and p for p in paths):
                 raise ValueError(
                     f"field {name!r} must be a file path or a non-empty list of file paths "
-                    '(every field of "documents" but "ingestion" names data files)'
+                    '(every field of "documents" but "ingestion" and "preparation" names data '
+                    "files)"
                 )
         return self
 

@@ -45,9 +45,10 @@ class SuiteContext:
     # get; and the user of the cases sharing this context (a per-user variant), if any.
     users: dict[str, SuiteUser | CaseFileError] | None = None
     user: SuiteUser | None = None
-    # The suite's shared documents (`"documents"`), ingested once for all its cases (None: it
-    # declares none).
+    # The suite's shared documents (`"documents"`), ingested once for all its cases, and their
+    # preparation, the phase before (None: it declares none).
     documents: SuiteUser | None = None
+    preparation: SuiteUser | None = None
     # Verdicts per judged stage asked for (None: as recorded on replay, 1 when recording).
     judge_repeats: int | None = None
     # Independent system runs per case asked for (None: as recorded on replay, 1 when recording).

@@ -6,8 +6,10 @@ only, so editing Ana's chats stales Ana's cases and no one else's. Everything he
 once per user per run, at collection: a suite without users never reaches this module.
 
 The suite's shared documents (`"documents"`, Zep's document graph) are ingested the same way,
-once for all its cases, by `setup_documents(documents)`: a `SuiteUser` with `shared=True`
-(`build_documents`), whose hooks and messages are the documents' (`HookNames`).
+once for all its cases, by `setup_documents(documents)`, after an optional preparation of them
+(`prepare_documents(documents)`, Zep's chunk set) recorded and reused as a phase of its own:
+each a `SuiteUser` with a `SharedPhase` (`build_documents`), whose hooks, recording and
+messages are that phase's.
 """
 
 from __future__ import annotations
@@ -38,22 +40,58 @@ FIRST_POLL = 0.05  # seconds before the second look at ready(); doubled each tim
 LAST_POLL = 5.0
 LAST_CALL = 0.5  # seconds a hook called with less of --eval-ingest-timeout left is given
 DOCUMENTS_ID = "documents"  # the shared documents' name in figures and recordings
+PREPARATION_ID = "preparation"  # their preparation's (no user of such a suite may have either)
 DOCUMENTS_FILES_FIELD = "documents.files"  # their files' key field, in every case of the suite
 
 
 @dataclass(frozen=True, slots=True)
 class HookNames:
     """The system's hooks of one kind of ingestion: the one that ingests, the one polled until
-    the processing is done, and the one that says whether a recorded ingestion's state is still
-    there (so it is reused)."""
+    the processing is done (None: none), and the one that says whether a recorded ingestion's
+    state is still there (so it is reused)."""
 
     setup: str
-    ready: str
+    ready: str | None
     still_there: str
 
 
 USER_HOOKS = HookNames("setup_user", "ready", "user_ready")
 DOCUMENT_HOOKS = HookNames("setup_documents", "documents_processed", "documents_ready")
+PREPARATION_HOOKS = HookNames("prepare_documents", None, "documents_prepared")
+
+
+@dataclass(frozen=True, slots=True)
+class SharedPhase:
+    """A phase of the suite's shared documents, ingested once for all its cases: its name in
+    figures and reports, its recording's name in `<suite>/documents/`, its hooks, how messages
+    name it, the case key's field naming the recording a case ran on, and the key fields of
+    its settings (what makes a variant of it)."""
+
+    id: str
+    recording: str
+    hooks: HookNames
+    noun: str
+    ingested: str
+    settings_prefix: str
+
+
+DOCUMENTS = SharedPhase(
+    DOCUMENTS_ID,
+    "ingestion",
+    DOCUMENT_HOOKS,
+    "the documents",
+    "documents.ingested",
+    "documents.ingestion.",
+)
+PREPARATION = SharedPhase(
+    PREPARATION_ID,
+    "preparation",
+    PREPARATION_HOOKS,
+    "the documents' preparation",
+    "documents.prepared",
+    "documents.preparation.",
+)
+SHARED_PHASES = {phase.id: phase for phase in (DOCUMENTS, PREPARATION)}
 
 
 def hook_call(hook: str, unit_id: str, shared: bool) -> str:
@@ -77,7 +115,7 @@ class UserData(AttributeMapping):
     files), the suite's `ingestion` settings (None when it declares none) and `run_config`, the
     authored input manifest's values (None without one)."""
 
-    __slots__ = ("_ingestion", "_run_config")
+    __slots__ = ("_ingestion", "_prepared", "_run_config")
 
     def __init__(
         self,
@@ -89,6 +127,16 @@ class UserData(AttributeMapping):
         super().__init__(*args, **fields)
         self._ingestion = ingestion
         self._run_config = run_config
+        self._prepared: Any = None
+
+    @property
+    def prepared(self) -> Any:
+        """The shared documents' preparation's result (`prepare_documents`' recorded return
+        value), handed to `setup_documents`; None otherwise."""
+        return self._prepared
+
+    def hand_prepared(self, result: Any) -> None:
+        self._prepared = result
 
     @property
     def ingestion(self) -> dict[str, Any] | None:
@@ -112,11 +160,12 @@ class SuiteUser:
         label: str | None,
         data: UserData,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
-        shared: bool = False,
+        phase: SharedPhase | None = None,
     ) -> None:
         self.id = user_id
-        self.shared = shared
-        self.hooks = DOCUMENT_HOOKS if shared else USER_HOOKS
+        self.phase = phase
+        self.shared = phase is not None
+        self.hooks = phase.hooks if phase is not None else USER_HOOKS
         self.key_field = key_field
         self.key_hash = key_hash
         self.label = label
@@ -209,7 +258,7 @@ class SuiteUser:
         """Poll the system's `ready(user, result)` (when it has one) until it is true, each look
         bounded by `wait` and the polling ending with the user's ingestion time: the seconds
         it was polled (None without `ready`); its error is said as `ready`'s."""
-        ready = getattr(system_target, self.hooks.ready, None)
+        ready = getattr(system_target, self.hooks.ready, None) if self.hooks.ready else None
         if not callable(ready):
             return None
 
@@ -457,23 +506,42 @@ def build_documents(
     hash_file: Callable[[str, str], str],
     ready_timeout: float | None = None,
     run_config: dict[str, Any] | None = None,
-) -> SuiteUser:
-    """The suite's shared documents (schema.Documents) as the ingestion of all its cases:
-    `setup_documents(documents)` gets `documents.id` ("documents"), each file field as absolute
-    paths, `documents.ingestion` (their settings) and `documents.run_config`. CaseFileError
-    (every case of the suite gets it) when a file cannot be hashed."""
-    return _built_unit(
+) -> tuple[SuiteUser, SuiteUser]:
+    """The suite's shared documents (schema.Documents) as the two phases every case runs on:
+    their preparation (`prepare_documents(documents)`, when the system has it) and their
+    ingestion (`setup_documents(documents)`). Each gets `documents.id` ("documents"), each file
+    field as absolute paths, `documents.ingestion` (the settings of its own phase:
+    `"preparation"` or `"ingestion"`) and `documents.run_config`; `setup_documents` also
+    `documents.prepared`, the preparation's result. CaseFileError (every case of the suite
+    gets it) when a file cannot be hashed."""
+    files, declared = documents.files(), documents.model_extra or {}
+    ingestion = _built_unit(
         DOCUMENTS_ID,
         DOCUMENTS_FILES_FIELD,
-        documents.files(),
-        documents.model_extra or {},
+        files,
+        declared,
         "documents",
         rootdir,
         hash_file,
         UserData(id=DOCUMENTS_ID, ingestion=documents.ingestion, run_config=run_config),
         ready_timeout,
-        shared=True,
+        DOCUMENTS,
     )
+    preparation = SuiteUser(
+        PREPARATION_ID,
+        DOCUMENTS_FILES_FIELD,
+        ingestion.key_hash,
+        ingestion.label,
+        UserData(
+            {name: value for name, value in ingestion.data.items() if name != "id"},
+            id=DOCUMENTS_ID,
+            ingestion=documents.preparation,
+            run_config=run_config,
+        ),
+        ingestion.ready_timeout,
+        PREPARATION,
+    )
+    return preparation, ingestion
 
 
 def _built_unit(
@@ -486,7 +554,7 @@ def _built_unit(
     hash_file: Callable[[str, str], str],
     data: UserData,
     ready_timeout: float | None,
-    shared: bool = False,
+    phase: SharedPhase | None = None,
 ) -> SuiteUser:
     hashed: dict[str, list[tuple[str, str]]] = {}
     for field, paths in files.items():
@@ -502,5 +570,5 @@ def _built_unit(
         user_label(hashed),
         data,
         DEFAULT_READY_TIMEOUT if ready_timeout is None else ready_timeout,
-        shared,
+        phase,
     )

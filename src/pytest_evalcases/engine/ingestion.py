@@ -34,7 +34,7 @@ from ..core.errors import (
 )
 from ..domain.retries import RetriesSpent
 from ..domain.returned_traces import json_problem
-from ..domain.users import call_hook
+from ..domain.users import DOCUMENTS, call_hook
 from ..http.rerecord import keep_old_volatile
 from ..http.router import CaseHttp, UnservedRequest
 from ..http.usage import exchanges_usage
@@ -179,6 +179,7 @@ def _ingest_or_reuse(
     dry_run: bool,
 ) -> None:
     run = run_of(user)
+    _hand_prepared(ctx, user)
     key, labels = ingestion_key(ctx, user)
     old, before = _recording_there(ctx, user)
     wait = user.ingestion_wait(ctx.suite.name, ctx.timeout, ctx.retries)  # each hook: bounded
@@ -235,6 +236,7 @@ def _ingest_offline(ctx: SuiteContext, user: SuiteUser, http: HttpLayer) -> None
     target = ctx.system.target
     if not callable(getattr(target, user.hooks.setup, None)):
         return
+    _hand_prepared(ctx, user)
     pair = user_pair(ctx, user)
     shown = shown_path(pair.json_path, ctx.rootdir)
     old = load_user_recording(pair.json_path, ctx.rootdir)
@@ -330,6 +332,7 @@ def _save(
         figures,
         http_hash,
         user.data.ingestion,
+        user.phase.id if user.phase is not None else None,
     )
     unchanged = same_result and old is not None and old.http == http_hash
     run_of(user).recording_unchanged = unchanged
@@ -365,7 +368,11 @@ def _keep_variant(
     A recording already kept there stays: it is the one a run of that variant reads (and may
     have been recorded again since the run that stopped between the two writes)."""
     kept = RecordingPair.of_user(
-        ctx.cassette_root, ctx.suite.name, user.id, old.variant, user.shared
+        ctx.cassette_root,
+        ctx.suite.name,
+        user.id,
+        old.variant,
+        user.phase.recording if user.phase is not None else None,
     )
     if os.path.lexists(kept.json_path):
         return
@@ -435,9 +442,17 @@ def _without_code(key: dict[str, str]) -> dict[str, str]:
 
 
 def _where(ctx: SuiteContext, user: SuiteUser) -> str:
-    if user.shared:
-        return f"{ctx.suite.name}::documents (ingestion)"
+    if user.phase is not None:  # documents (ingestion), documents (preparation)
+        return f"{ctx.suite.name}::documents ({user.phase.recording})"
     return f"{ctx.suite.name}::users/{user.id} (ingestion)"
+
+
+def _hand_prepared(ctx: SuiteContext, unit: SuiteUser) -> None:
+    """The documents' ingestion reads what their preparation made (`documents.prepared`):
+    its recorded result, as this run reused, recorded or replayed it."""
+    if unit.phase is DOCUMENTS and ctx.preparation is not None:
+        prepared = run_of(ctx.preparation).recording
+        unit.data.hand_prepared(prepared.result if prepared is not None else None)
 
 
 def _whose(unit: SuiteUser) -> str:

@@ -27,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import EvalCaseError, MissingRecording
 from ..core.hashing import LABEL_CHARS
+from ..domain.users import PREPARATION
 from ..store.files import shown_path
 from ..store.keys import (
-    DOCUMENTS_INGESTED,
     documents_ingestion_key,
     ingested_field,
+    preparation_key,
     user_ingestion_key,
 )
 from ..store.pair import RecordingPair
@@ -70,7 +71,9 @@ class UserRun:
     # case of the user asks for them on replay)
     fields: tuple[UserRecording, dict[str, str], dict[str, str]] | None = None
     pair: RecordingPair | None = None  # the recording of its ingestion variant (`user_pair`)
-    shared: bool = False  # the suite's shared documents: their figures say so (`documents`)
+    # The shared documents' phase it is ("documents", "preparation"): their figures say so
+    # (`documents`: the phase), so the reports count them apart from the users.
+    phase: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def paid(self, usd: float) -> None:
@@ -92,8 +95,8 @@ class UserRun:
         changes` section."""
         self.recording = recording
         self.figures = figures_of(recording, source)
-        if self.shared:
-            self.figures["documents"] = True
+        if self.phase is not None:
+            self.figures["documents"] = self.phase
         if change is not None:
             self.figures["change"] = change
 
@@ -107,14 +110,16 @@ def run_of(user: SuiteUser) -> UserRun:
     with _RUNS_LOCK:
         found = _RUNS.get(user)
         if found is None:
-            found = _RUNS[user] = UserRun(shared=user.shared)
+            found = _RUNS[user] = UserRun(phase=user.phase and user.phase.id)
         return found
 
 
 def ingestion_units(ctx: SuiteContext) -> list[SuiteUser]:
     """The ingestions the context's cases run on, in the order they are ingested: the suite's
-    shared documents, then the cases' user."""
+    shared documents' preparation and ingestion, then the cases' user."""
     units = []
+    if ctx.preparation is not None and ingests(ctx, ctx.preparation):  # a system without
+        units.append(ctx.preparation)  # prepare_documents has no preparation phase
     if ctx.documents is not None:
         units.append(ctx.documents)
     if ctx.user is not None:
@@ -124,7 +129,15 @@ def ingestion_units(ctx: SuiteContext) -> list[SuiteUser]:
 
 def named(unit: SuiteUser) -> str:
     """`user 'u-ana'`, `the documents`: how messages name an ingestion."""
-    return "the documents" if unit.shared else f"user {unit.id!r}"
+    return unit.phase.noun if unit.phase is not None else f"user {unit.id!r}"
+
+
+def unit_label(unit: SuiteUser) -> str:
+    """How a line names the unit after its suite: `u-ana`, `documents`, `documents
+    (preparation)`."""
+    if unit.phase is None or unit.phase is not PREPARATION:
+        return unit.id
+    return f"documents ({unit.phase.recording})"
 
 
 def _unit(ctx: SuiteContext, unit: SuiteUser | None) -> SuiteUser:
@@ -139,8 +152,15 @@ def ingestion_key(
     """The key (and labels) of the ingestion recording of `unit` (the context's user by
     default, or the suite's documents): the one place it is computed."""
     unit = _unit(ctx, unit)
-    if unit.shared:
-        return documents_ingestion_key(ctx.key_fields, ctx.key_labels, ctx.input_fields)
+    if unit.phase is PREPARATION:
+        return preparation_key(ctx.key_fields, ctx.key_labels, ctx.input_fields)
+    if unit.phase is not None:  # the documents' ingestion, and the preparation it read
+        fields, labels = documents_ingestion_key(ctx.key_fields, ctx.key_labels, ctx.input_fields)
+        if ctx.preparation is not None:
+            prepared, prepared_labels = _unit_fields(ctx, ctx.preparation, repairs=True)
+            fields.update(prepared)
+            labels.update(prepared_labels)
+        return fields, labels
     return user_ingestion_key(ctx.key_fields, ctx.key_labels, unit.key_field, ctx.input_fields)
 
 
@@ -152,9 +172,9 @@ def user_pair(ctx: SuiteContext, unit: SuiteUser | None = None) -> RecordingPair
     unit = _unit(ctx, unit)
     run = run_of(unit)
     if run.pair is None:
-        variant = variant_of(ingestion_key(ctx, unit)[0])
+        variant = variant_of(ingestion_key(ctx, unit)[0], unit.phase and unit.phase.id)
         kept = RecordingPair.of_user(
-            ctx.cassette_root, ctx.suite.name, unit.id, variant, unit.shared
+            ctx.cassette_root, ctx.suite.name, unit.id, variant, _recording_name(unit)
         )
         run.pair = kept if os.path.lexists(kept.json_path) else last_recorded_pair(ctx, unit)
     return run.pair
@@ -164,7 +184,13 @@ def last_recorded_pair(ctx: SuiteContext, unit: SuiteUser | None = None) -> Reco
     """`users/<id>.json` (`documents/ingestion.json`): the recording of the variant last
     recorded (the name the unit's ingestions lock on, whatever their variant)."""
     unit = _unit(ctx, unit)
-    return RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, unit.id, shared=unit.shared)
+    return RecordingPair.of_user(
+        ctx.cassette_root, ctx.suite.name, unit.id, shared=_recording_name(unit)
+    )
+
+
+def _recording_name(unit: SuiteUser) -> str | None:
+    return unit.phase.recording if unit.phase is not None else None
 
 
 def ingests(ctx: SuiteContext, unit: SuiteUser | None = None) -> bool:
@@ -240,7 +266,7 @@ def _unit_fields(
 ) -> tuple[dict[str, str], dict[str, str]]:
     if not ingests(ctx, unit):
         return {}, {}
-    name = DOCUMENTS_INGESTED if unit.shared else ingested_field(unit.id)
+    name = unit.phase.ingested if unit.phase is not None else ingested_field(unit.id)
     try:
         recording = recorded_ingestion(ctx, unit)
     except EvalCaseError:

@@ -13,6 +13,7 @@ from ..core.repeats import has_repeats, later_repeats
 from ..domain.scoring import failure_details, result_stages
 from ..domain.turns import all_turns, turn_results
 from ..engine.user_runs import ingestion_figures, run_of
+from ..report.ingestion import DOCUMENTS_RECORD, PREPARATION_RECORD
 from ..store.redaction import redact_for_output
 
 if TYPE_CHECKING:
@@ -143,7 +144,11 @@ def _case_result(
     if item.ctx.documents is not None:  # the suite's shared documents' ingestion, as a user's
         documents = ingestion_figures(item.ctx, item.ctx.documents)
         if documents is not None:
-            result["documents_ingestion"] = documents
+            result[DOCUMENTS_RECORD] = documents
+        if item.ctx.preparation is not None:  # and their preparation's
+            prepared = ingestion_figures(item.ctx, item.ctx.preparation)
+            if prepared is not None:
+                result[PREPARATION_RECORD] = prepared
     if item.ctx.totals:  # which of its suite's named totals count this case
         result["totals"] = {total.name: total.counts(case) for total in item.ctx.totals}
     if scores is not None and scores.turns is not None:

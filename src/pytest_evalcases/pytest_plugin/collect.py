@@ -22,7 +22,7 @@ from ..core.schema import Case, validate_case
 from ..core.validation import format_validation_error, misspelled_fields
 from ..domain.context import SuiteContext
 from ..domain.stages.registry import stage_field_names
-from ..store.folders import documents_recording_stem, user_recording_stem
+from ..store.folders import documents_recording_stems, user_recording_stem
 from .calibration_items import collect_calibration
 from .heap import keep_run_heap_out_of_gc
 from .items import CaseItem, SuiteErrorItem
@@ -73,7 +73,7 @@ class CaseFile(pytest.File):
         # What the suite's folder of recordings may hold: its cases', its users' ingestions.
         users = [user_recording_stem(user.id) for user in ctx.suite.users or ()]
         if ctx.suite.documents is not None:
-            users.append(documents_recording_stem())
+            users += documents_recording_stems()
         state.collected_suites[self.path] = (ctx.suite.name, case_ids(raw_cases) + users)
         variants = ContextVariants(state)
         seen: dict[str, int] = {}

@@ -17,7 +17,7 @@ from ..core.names import shown_file
 from ..store.files import CASE_FILE_CAP, problem_of, read_bounded
 from ..store.folders import (
     VARIANTS_FOLDER,
-    documents_recording_stem,
+    documents_recording_stems,
     left_alone,
     scan_recordings,
     user_recording_stem,
@@ -188,7 +188,7 @@ def scan_suites(
                 if isinstance(u, dict) and isinstance(u.get("id"), str)
             ]
             if isinstance(doc.get("documents"), dict):
-                ids.append(documents_recording_stem())
+                ids += documents_recording_stems()
             name = doc["name"]
             if not isinstance(name, str):
                 raise TypeError("the suite name is not a string")

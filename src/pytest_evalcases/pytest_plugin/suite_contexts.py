@@ -23,7 +23,7 @@ from ..domain.context import CalibrationContext, SuiteContext
 from ..domain.retries import RetryPolicy, policy_of
 from ..domain.system import fixture_name, resolve_system
 from ..domain.totals import resolve_totals
-from ..domain.users import DOCUMENTS_ID, SuiteUser, build_documents, build_users
+from ..domain.users import SHARED_PHASES, SuiteUser, build_documents, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge
@@ -31,6 +31,7 @@ from ..manifest.authored import run_config_key_fields
 from ..store.files import CASE_FILE_CAP, RefusedFile, read_bounded
 from ..store.keys import (
     DOCUMENTS_INGESTION_PREFIX,
+    DOCUMENTS_PREPARATION_PREFIX,
     fingerprint_label,
     ingestion_key,
     suite_key_fields,
@@ -267,7 +268,7 @@ def suite_context(
         key_fields.update(code_fields)
         key_labels = suite_key_labels(spec, input_hashes, fingerprint, code_paths)
         run_config = _run_config(state, suite.name, fingerprint, key_fields, key_labels)
-        documents = _suite_documents(suite, state, run_config, key_fields, key_labels)
+        preparation, documents = _suite_documents(suite, state, run_config, key_fields, key_labels)
     except CaseFileError as exc:
         if isinstance(exc, UserInterrupt):  # the run stops once collected (hooks.py)
             state.interrupted = state.interrupted or exc.what
@@ -298,6 +299,7 @@ def suite_context(
         timeout=timeout,
         users=_suite_users(suite, state, run_config) if suite.users else None,
         documents=documents,
+        preparation=preparation,
         judge_repeats=state.settings.judge_repeats_override
         or suite.judge_repeats
         or state.settings.default_judge_repeats,
@@ -396,34 +398,40 @@ def _suite_documents(
     run_config: dict[str, Any] | None,
     key_fields: dict[str, str],
     key_labels: dict[str, str],
-) -> SuiteUser | None:
-    """The suite's shared documents as the ingestion every case runs on, their files and
-    settings added to every case's key (`documents.files`, `documents.ingestion.<name>`).
-    None without `"documents"`; CaseFileError (the suite's) when a file cannot be hashed, or
-    a user is named as they are."""
+) -> tuple[SuiteUser | None, SuiteUser | None]:
+    """The suite's shared documents as the two phases every case runs on (their preparation,
+    their ingestion), their files and settings added to every case's key (`documents.files`,
+    `documents.preparation.<name>`, `documents.ingestion.<name>`). (None, None) without
+    `"documents"`; CaseFileError (the suite's) when a file cannot be hashed, or a user is
+    named as a phase is."""
     declared = suite.documents
     if declared is None:
-        return None
-    if any(user.id == DOCUMENTS_ID for user in suite.users):
-        raise CaseFileError(
-            f"user id {DOCUMENTS_ID!r} is the name of the suite's shared documents in its "
-            'reports: rename the user (in "users" and in its cases\' "user")'
-        )
+        return None, None
+    for user in suite.users:
+        if user.id in SHARED_PHASES:
+            raise CaseFileError(
+                f"user id {user.id!r} is the name of a phase of the suite's shared documents "
+                'in its reports: rename the user (in "users" and in its cases\' "user")'
+            )
 
     def hash_file(path: str, where: str) -> str:
         return hash_inputs([path], state, where, "the documents' files")[path]
 
-    documents = build_documents(
+    preparation, documents = build_documents(
         declared, state.settings.rootdir, hash_file, state.settings.ingest_timeout, run_config
     )
     key_fields[documents.key_field] = documents.key_hash
     if documents.label is not None:
         key_labels[documents.key_field] = documents.label
-    if declared.ingestion is not None:
-        fields, labels = ingestion_key(declared.ingestion, DOCUMENTS_INGESTION_PREFIX)
-        key_fields.update(fields)
-        key_labels.update(labels)
-    return documents
+    for settings, prefix in (
+        (declared.preparation, DOCUMENTS_PREPARATION_PREFIX),
+        (declared.ingestion, DOCUMENTS_INGESTION_PREFIX),
+    ):
+        if settings is not None:
+            fields, labels = ingestion_key(settings, prefix)
+            key_fields.update(fields)
+            key_labels.update(labels)
+    return preparation, documents
 
 
 class ContextVariants:

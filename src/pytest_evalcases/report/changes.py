@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.retries import transient_kind
-from .ingestion import DOCUMENTS_RECORD
+from .ingestion import SHARED_RECORDS, shared_label
 from .markdown_table import escape_cell
 
 # Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
@@ -107,9 +107,10 @@ class RecordingChanges:
         ingestion = result.get("ingestion")  # the one lookup a case without a user pays
         if ingestion is not None:
             self._add_ingestion(result, ingestion)
-        documents = result.get(DOCUMENTS_RECORD)
-        if documents is not None:
-            self._add_ingestion(result, documents)
+        for name in SHARED_RECORDS:  # the suite's shared documents' phases
+            documents = result.get(name)
+            if documents is not None:
+                self._add_ingestion(result, documents)
 
     def _add_ingestion(self, result: Mapping[str, Any], ingestion: Any) -> None:
         change = ingestion.get("change") if isinstance(ingestion, Mapping) else None
@@ -120,7 +121,8 @@ class RecordingChanges:
         kept = self.ingestions.get((suite, user))
         if kept is not None and _INGESTION_RANK[kept.text] <= _INGESTION_RANK[kind]:
             return
-        where = f"{suite}::documents" if ingestion.get("documents") else f"{suite}::users/{user}"
+        shared = ingestion.get("documents")
+        where = f"{suite}::{shared_label(ingestion)}" if shared else f"{suite}::users/{user}"
         entry = _Entry((suite, 0, user, 0), where, kind)
         entry.details = [str(detail) for detail in change.get("details") or []]
         self.ingestions[suite, user] = entry

@@ -33,6 +33,18 @@ _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
 # A case's record of its suite's shared documents' ingestion (`"user": "documents"`), beside
 # its user's `ingestion`: counted as one more row.
 DOCUMENTS_RECORD = "documents_ingestion"
+PREPARATION_RECORD = "documents_preparation"  # ... and of their preparation (`"documents":
+# "preparation"`)
+SHARED_RECORDS = (PREPARATION_RECORD, DOCUMENTS_RECORD)
+
+
+def shared_label(record: Mapping[str, Any]) -> str:
+    """`documents (ingestion)`, `documents (preparation)`: where a shared documents' phase's
+    record is named in the terminal."""
+    return (
+        f"documents ({'preparation' if record.get('documents') == 'preparation' else 'ingestion'})"
+    )
+
 
 # A case's place in collection order: (file, index, node id).
 CaseOrder = tuple[str, int, str]
@@ -145,8 +157,8 @@ def user_row(suite: str, user: str, record: Mapping[str, Any]) -> dict[str, Any]
     }
     if isinstance(variant, str):
         row["variant"] = variant
-    if record.get("documents") is True:  # the suite's shared documents, not a user
-        row["documents"] = True
+    if record.get("documents"):  # a phase of the suite's shared documents, not a user
+        row["documents"] = record["documents"]
     return row
 
 
@@ -188,9 +200,9 @@ def users_total(users: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The total over users' rows: sums of the known figures, null where none is known; a cost
     with some users unknown is the known ones' sum, `cost_unknown_users` counting the others
     (unknown is not zero), and likewise `usage_unknown_users` for the tokens."""
-    shared = sum(1 for u in users if u.get("documents"))
+    shared = sum(1 for u in users if u.get("documents") and u["documents"] != "preparation")
     total: dict[str, Any] = {
-        "users": len(users) - shared,  # the shared documents' rows apart (`documents`)
+        "users": sum(1 for u in users if not u.get("documents")),  # the documents' rows apart
         "duration_s": _known_sum((u["duration_s"] for u in users), 6),
         "ready_wait_s": _known_sum((u["ready_wait_s"] for u in users), 6),
         "requests": sum(u["requests"] for u in users),
@@ -215,9 +227,10 @@ def ingestion_section(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         record = case.get("ingestion")  # the one lookup a case without a user pays
         if record is not None:
             records.add(case, record)
-        record = case.get(DOCUMENTS_RECORD)  # the suite's shared documents' ingestion
-        if record is not None:
-            records.add(case, record)
+        for name in SHARED_RECORDS:  # the suite's shared documents' phases
+            record = case.get(name)
+            if record is not None:
+                records.add(case, record)
     if not records:
         return {}
     users = records.users()
@@ -322,8 +335,9 @@ def summary_line(
 
 
 def _counted(rows: Sequence[Mapping[str, Any]]) -> str:
-    shared = sum(1 for row in rows if row.get("documents"))
-    return _count_text(len(rows) - shared, shared)
+    users = sum(1 for row in rows if not row.get("documents"))
+    shared = sum(1 for row in rows if row.get("documents") not in (None, False, "preparation"))
+    return _count_text(users, shared)
 
 
 def _count_text(users: int, shared: int) -> str:

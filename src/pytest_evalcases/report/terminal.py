@@ -18,7 +18,7 @@ from ..core.outcomes import ACCURACY_STAGE, COMPLETENESS_STAGE, DECIDED, PASS_LI
 from ..domain.calibration_agreement import calibration_report, terminal_agreement_lines
 from ..domain.calibration_scoring import RIGHT, terminal_lines
 from ..store.redaction import redaction_summary
-from .ingestion import DOCUMENTS_RECORD, UserRecords, summary_line
+from .ingestion import SHARED_RECORDS, UserRecords, shared_label, summary_line
 from .terminal_tables import case_table, fit_failure, fitted, rate_table
 
 # Which cases get a row of the per-case table: those that did not pass (the default), every
@@ -199,12 +199,13 @@ class RunSummary:
         ingestion = result.get("ingestion")  # the one lookup a case without a user pays
         if ingestion is not None:
             self._ingestion.add(result, ingestion)
-        documents = result.get(DOCUMENTS_RECORD)
-        if documents is not None:
-            self._ingestion.add(result, documents)
-            if documents.get("retries"):
-                where = f"{result.get('suite')}::documents (ingestion)"
-                self._system_retries[where] = documents["retries"]
+        for name in SHARED_RECORDS:  # the suite's shared documents' phases
+            documents = result.get(name)
+            if documents is not None:
+                self._ingestion.add(result, documents)
+                if documents.get("retries"):
+                    where = f"{result.get('suite')}::{shared_label(documents)}"
+                    self._system_retries[where] = documents["retries"]
         if recording.get("ready_wait_s") is not None:  # the user's ready() was waited for
             user = str(result.get("user") or result.get("group"))
             self._ready_waits[user] = recording["ready_wait_s"]

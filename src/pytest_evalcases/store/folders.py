@@ -11,9 +11,10 @@ from pathlib import Path
 from ..core.processes import process_alive
 
 USERS_FOLDER = "users"  # a suite's ingestion recordings (store/user_recordings.py)
-# documents/: the recording of the suite's shared documents' ingestion, `ingestion.json`
+# documents/: the recordings of the suite's shared documents' phases, `ingestion.json` and
+# `preparation.json`
 DOCUMENTS_FOLDER = "documents"
-DOCUMENTS_RECORDING = "ingestion"
+DOCUMENTS_RECORDINGS = ("ingestion", "preparation")
 # users/variants/<variant>/: the recordings of the ingestion variants not last recorded
 VARIANTS_FOLDER = "variants"
 
@@ -51,10 +52,10 @@ def user_recording_stem(user_id: str) -> str:
     return f"{USERS_FOLDER}/{user_id}"
 
 
-def documents_recording_stem() -> str:
-    """How a suite's list of expected recordings names its shared documents' ingestion
-    recording (kept variants included: `documents/variants/<v>/ingestion.json`)."""
-    return f"{DOCUMENTS_FOLDER}/{DOCUMENTS_RECORDING}"
+def documents_recording_stems() -> list[str]:
+    """How a suite's list of expected recordings names its shared documents' recordings (kept
+    variants included: `documents/variants/<v>/ingestion.json`)."""
+    return [f"{DOCUMENTS_FOLDER}/{name}" for name in DOCUMENTS_RECORDINGS]
 
 
 def find_orphans(root: Path, suites: Mapping[str, Iterable[str]]) -> list[Path]:

@@ -22,7 +22,13 @@ from ..core.hashing import (
     value_label,
 )
 from ..core.word_diff import word_diff
-from ..domain.users import DOCUMENTS_FILES_FIELD, USER_FIELD_PREFIX, changed_user_files
+from ..domain.users import (
+    DOCUMENTS,
+    DOCUMENTS_FILES_FIELD,
+    PREPARATION,
+    USER_FIELD_PREFIX,
+    changed_user_files,
+)
 
 INGESTION_PREFIX = "ingestion."
 # A user's case: which ingestion of its user it ran on (engine/user_runs.py), `ingested.<user>`.
@@ -30,18 +36,27 @@ INGESTED_PREFIX = "ingested."
 # The suite's shared documents (`"documents"`), in the key of every case of the suite: their
 # files, their ingestion's settings and which recorded ingestion of them the case ran on.
 DOCUMENTS_FILES = DOCUMENTS_FILES_FIELD
-DOCUMENTS_INGESTION_PREFIX = "documents.ingestion."
-DOCUMENTS_INGESTED = "documents.ingested"
+DOCUMENTS_INGESTION_PREFIX = DOCUMENTS.settings_prefix
+DOCUMENTS_INGESTED = DOCUMENTS.ingested
+# ... and their preparation's (a phase of its own, whose result their ingestion reads)
+DOCUMENTS_PREPARATION_PREFIX = PREPARATION.settings_prefix
+DOCUMENTS_PREPARED = PREPARATION.ingested
 # run_config.: the authored input manifest's values setup_user gets (`user.run_config`)
 _SHARED_KEY_PREFIXES = ("fingerprint.", "code.", "run_config.")
 _INGESTION_KEY_PREFIXES = (*_SHARED_KEY_PREFIXES, INGESTION_PREFIX)
-_DOCUMENTS_KEY_PREFIXES = (*_SHARED_KEY_PREFIXES, DOCUMENTS_INGESTION_PREFIX)
+_DOCUMENTS_KEY_PREFIXES = (
+    *_SHARED_KEY_PREFIXES,
+    DOCUMENTS_INGESTION_PREFIX,
+    DOCUMENTS_PREPARATION_PREFIX,
+)
+_PREPARATION_KEY_PREFIXES = (*_SHARED_KEY_PREFIXES, DOCUMENTS_PREPARATION_PREFIX)
 # Key fields whose long labels (a prompt, an ontology, a judged stage's own criteria) show as
 # the words that changed.
 _TEXT_PREFIXES = (
     "fingerprint.",
     INGESTION_PREFIX,
     DOCUMENTS_INGESTION_PREFIX,
+    DOCUMENTS_PREPARATION_PREFIX,
     "criteria",
     "steps",
     "reads",
@@ -92,17 +107,33 @@ def documents_ingestion_key(
     key_fields: Mapping[str, str], labels: Labels, input_fields: Collection[str] = ()
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The key of the shared documents' ingestion recording, out of a case's key: their files,
-    the system, its fingerprint and code, and the documents' own ingestion settings; not a
-    user's files or settings (a user's graph and the document graph are ingested apart, as in
-    Zep's harness), not what a case adds."""
+    the system, its fingerprint and code, and the documents' own ingestion and preparation
+    settings; not a user's files or settings (a user's graph and the document graph are
+    ingested apart, as in Zep's harness), not what a case adds. (Which preparation it read,
+    `documents.prepared`, is added by the engine: it is known once the preparation ran.)"""
+    return _selected(key_fields, labels, input_fields, _DOCUMENTS_KEY_PREFIXES)
+
+
+def preparation_key(
+    key_fields: Mapping[str, str], labels: Labels, input_fields: Collection[str] = ()
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The key of the shared documents' preparation recording (Zep's chunk set): their files,
+    the system, its fingerprint and code, and the preparation's settings; not the documents'
+    ingestion settings, so every variant of their ingestion reuses one preparation."""
+    return _selected(key_fields, labels, input_fields, _PREPARATION_KEY_PREFIXES)
+
+
+def _selected(
+    key_fields: Mapping[str, str],
+    labels: Labels,
+    input_fields: Collection[str],
+    prefixes: tuple[str, ...],
+) -> tuple[dict[str, str], dict[str, str]]:
     names = [
         name
         for name in key_fields
         if name not in input_fields
-        and (
-            name in ("format", "system", DOCUMENTS_FILES)
-            or name.startswith(_DOCUMENTS_KEY_PREFIXES)
-        )
+        and (name in ("format", "system", DOCUMENTS_FILES) or name.startswith(prefixes))
     ]
     return (
         {name: key_fields[name] for name in names},

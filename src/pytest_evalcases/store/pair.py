@@ -35,7 +35,6 @@ from ..core.hashing import content_hash
 from .files import CASSETTE_CAP, MB, read_bounded, shown_path
 from .folders import (
     DOCUMENTS_FOLDER,
-    DOCUMENTS_RECORDING,
     USERS_FOLDER,
     VARIANTS_FOLDER,
     writable_folder_problem,
@@ -91,15 +90,15 @@ class RecordingPair:
         suite: str,
         user_id: str,
         kept_variant: str | None = None,
-        shared: bool = False,
+        shared: str | None = None,
     ) -> RecordingPair:
         """A user's ingestion recording: `users/<id>.json`, the last variant recorded; with
         `kept_variant`, that variant's kept recording, `users/variants/<variant>/<id>.json`.
-        `shared`: the suite's shared documents', `documents/ingestion.json` (and
-        `documents/variants/<variant>/ingestion.json`)."""
-        if shared:
-            user_id = DOCUMENTS_RECORDING
-        users = root / suite / (DOCUMENTS_FOLDER if shared else USERS_FOLDER)
+        `shared`: a phase of the suite's shared documents, by its recording's name:
+        `documents/<shared>.json` (and `documents/variants/<variant>/<shared>.json`)."""
+        if shared is not None:
+            user_id = shared
+        users = root / suite / (DOCUMENTS_FOLDER if shared is not None else USERS_FOLDER)
         folder = users if kept_variant is None else users / VARIANTS_FOLDER / kept_variant
         return cls(
             folder / f"{user_id}.json",

@@ -28,11 +28,16 @@ import pydantic_core
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import VARIANT_CHARS, content_hash
-from ..domain.users import DOCUMENTS_ID
+from ..domain.users import DOCUMENTS_ID, PREPARATION_ID, SHARED_PHASES
 from .cassette import recording_header
 from .files import read_recording, shown_path
 from .folders import DOCUMENTS_FOLDER, USERS_FOLDER, VARIANTS_FOLDER
-from .keys import CASSETTE_FORMAT, DOCUMENTS_INGESTION_PREFIX, INGESTION_PREFIX
+from .keys import (
+    CASSETTE_FORMAT,
+    DOCUMENTS_INGESTION_PREFIX,
+    DOCUMENTS_PREPARATION_PREFIX,
+    INGESTION_PREFIX,
+)
 
 # How an ingestion reached this run, as the reports count them (`dry_run`: ingested by
 # --live-dry-run, not written).
@@ -49,11 +54,17 @@ def user_recording_path(root: Path, suite: str, user_id: str) -> Path:
     return root / suite / USERS_FOLDER / f"{user_id}.json"
 
 
-def variant_of(key: Mapping[str, str]) -> str:
+def variant_of(key: Mapping[str, str], phase: str | None = None) -> str:
     """The ingestion variant a recording's key (or a case's) names: a short hash of its
-    `ingestion.*` fields, the suite's ingestion settings (the same for every user of a suite)."""
-    settings = {name: value for name, value in key.items() if name.startswith(_SETTINGS)}
+    `ingestion.*` fields, the suite's ingestion settings (the same for every user of a suite),
+    or of the shared documents' (`documents.ingestion.*`); of a preparation's (`phase`
+    "preparation"), its `documents.preparation.*` fields."""
+    settings = {name: value for name, value in key.items() if name.startswith(_prefixes(phase))}
     return content_hash(settings)[:VARIANT_CHARS]
+
+
+def _prefixes(phase: str | None) -> tuple[str, ...]:
+    return (DOCUMENTS_PREPARATION_PREFIX,) if phase == PREPARATION_ID else _SETTINGS
 
 
 def kept_variant_folder(root: Path, suite: str, variant: str) -> Path:
@@ -84,10 +95,12 @@ class UserRecording:
     # The suite's ingestion settings it was recorded with (None: none, or recorded before
     # they were kept): what `--eval-ingestion VARIANT` runs with.
     settings: dict[str, Any] | None = None
+    # The shared documents' phase it records ("documents", "preparation"); None: a user's.
+    phase: str | None = None
 
     @property
     def variant(self) -> str:
-        return variant_of(self.key)
+        return variant_of(self.key, self.phase)
 
     @property
     def identity(self) -> str:
@@ -109,6 +122,8 @@ class UserRecording:
             doc["labels"] = self.labels
         if self.settings is not None:
             doc["ingestion"] = self.settings
+        if self.phase is not None:
+            doc["phase"] = self.phase
         return doc
 
 
@@ -121,9 +136,10 @@ def build_user_recording(
     figures: Mapping[str, Any],
     http: str,
     settings: Mapping[str, Any] | None = None,
+    phase: str | None = None,
 ) -> UserRecording:
     """An ingestion recording; `http` is the content hash of its HTTP exchanges as written;
-    `settings` the suite's ingestion settings."""
+    `settings` the suite's ingestion settings; `phase` the shared documents' phase it records."""
     return UserRecording(
         suite,
         user_id,
@@ -136,6 +152,7 @@ def build_user_recording(
         CASSETTE_FORMAT,
         __version__,
         dict(settings) if settings is not None else None,
+        phase,
     )
 
 
@@ -174,6 +191,7 @@ def load_user_recording(path: Path, rootdir: Path) -> UserRecording | None:
         doc["format"],
         doc.get("plugin_version"),
         doc.get("ingestion") if isinstance(doc.get("ingestion"), dict) else None,
+        doc["phase"] if doc.get("phase") in SHARED_PHASES else None,
     )
 
 
@@ -243,7 +261,9 @@ def list_user_recordings(
                 paths += [(path, True) for path in _recording_files(folder)]
     listed = []
     for path, kept in paths:
-        user = DOCUMENTS_ID if shared else path.name[: -len(".json")]
+        user = path.name[: -len(".json")]
+        if shared:  # documents/ingestion.json, documents/preparation.json
+            user = PREPARATION_ID if user == PREPARATION_ID else DOCUMENTS_ID
         try:
             found = load_user_recording(path, rootdir or root.parent)
         except CassetteError as exc:
@@ -282,7 +302,7 @@ def variant_settings(
     listed = [
         entry.recording
         for entry in list_user_recordings(root, suite, rootdir, shared)
-        if entry.recording is not None
+        if entry.recording is not None and entry.user != PREPARATION_ID
     ]
     matching = [recording for recording in listed if recording.variant == variant]
     if not matching:
@@ -308,7 +328,8 @@ def settings_of(recording: UserRecording) -> Any:
     """A recording's ingestion settings (None: none): as it holds them, else read back from
     its key's labels (a recording made before it held them) when every label hashes to its
     field; Ellipsis when they cannot be known."""
-    fields = {name: value for name, value in recording.key.items() if name.startswith(_SETTINGS)}
+    prefixes = _prefixes(recording.phase)
+    fields = {name: value for name, value in recording.key.items() if name.startswith(prefixes)}
     if not fields:
         return None
     if recording.settings is not None:
@@ -322,6 +343,6 @@ def settings_of(recording: UserRecording) -> Any:
             return ...
         if content_hash(setting) != value:
             return ...
-        prefix = DOCUMENTS_INGESTION_PREFIX if name.startswith(DOCUMENTS_INGESTION_PREFIX) else ""
-        settings[name[len(prefix or INGESTION_PREFIX) :]] = setting
+        prefix = next(p for p in (*prefixes, INGESTION_PREFIX) if name.startswith(p))
+        settings[name[len(prefix) :]] = setting
     return settings

@@ -18,7 +18,7 @@ from ...core.modes import RunMode
 from ...core.safe_text import terminal_safe
 from ...engine.ingestion import ingest_live
 from ...engine.limits import INTERRUPTED, StopRule, interrupted_reason
-from ...engine.user_runs import ingestion_units, named, run_of
+from ...engine.user_runs import ingestion_units, named, run_of, unit_label
 from ...store.redaction import redact_for_output
 from ...store.user_recordings import DRY_RUN, RECORDED, REUSED
 
@@ -43,11 +43,11 @@ class IngestOnlySource:
         self.said = said
 
     def recording_for(self, item: CaseItem) -> Recording:
-        documents = item.ctx.documents
-        if documents is not None:  # the suite's documents failed: none of its cases can run
-            failed = self.said.get((item.ctx.suite.name, documents.id))
-            if isinstance(failed, BaseException):
-                raise failed
+        for unit in (item.ctx.preparation, item.ctx.documents):
+            if unit is not None:  # the suite's documents failed: none of its cases can run
+                failed = self.said.get((item.ctx.suite.name, unit_label(unit)))
+                if isinstance(failed, BaseException):
+                    raise failed
         user = item.ctx.user
         outcome = self.said.get((item.ctx.suite.name, user.id)) if user is not None else None
         if isinstance(outcome, BaseException):
@@ -76,12 +76,12 @@ def ingest_selected(session: pytest.Session, state: EvalSession) -> IngestOnlySo
             and item.suite_conflict(state) is None
         ):
             for unit in ingestion_units(item.ctx):
-                units.setdefault((item.ctx.suite.name, unit.id), (item.ctx, unit))
+                units.setdefault((item.ctx.suite.name, unit_label(unit)), (item.ctx, unit))
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     write = reporter.write_line if reporter else (lambda text: None)
     settings = state.settings
     users = sum(1 for _, unit in units.values() if not unit.shared)
-    shared = len(units) - users
+    shared = len({suite for (suite, _), (_, unit) in units.items() if unit.shared})
     documents = f" and the documents{f' of {shared} suites' * (shared > 1)}" if shared else ""
     write(f"ingesting {users} user{'s' * (users != 1)}{documents} (--eval-ingest-only)")
     said: dict[UserKey, str | BaseException] = {}
