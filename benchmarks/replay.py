@@ -396,8 +396,15 @@ def phase_table(phases: dict[str, list[dict[str, Phase]]], n: int) -> list[str]:
     return lines
 
 
-def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) -> None:
-    """cProfile one replay and print the plugin's own functions, by cumulative and own time."""
+def profile_replay(
+    root: Path,
+    env: dict[str, str],
+    out: Path,
+    top: int = 15,
+    targets: tuple[str, ...] = ("cases/",),
+) -> None:
+    """cProfile one replay (of `targets`, pytest's arguments) and print the plugin's own
+    functions, by cumulative and own time."""
     import pstats
 
     import pytest_evalcases
@@ -413,7 +420,7 @@ def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) ->
         "-q",
         "-p",
         "no:cacheprovider",
-        "cases/",
+        *targets,
     ]
     run = run_measured(cmd, root, env)
     check_run("replay under cProfile", run, None)
