@@ -38,20 +38,20 @@ import argparse
 import json
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from replay import (
-    CONFTEST,
     Spread,
+    add_project_options,
     check_run,
     clean_env,
+    kept_or_removed,
     paired,
     profile_replay,
+    project_root,
     pytest_cmd,
     run_measured,
     timed_rounds,
@@ -130,14 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_ROUNDS,
         help=f"timed rounds ({DEFAULT_ROUNDS}); the ratio is taken per round",
     )
-    parser.add_argument("--keep", action="store_true", help="keep the temporary project")
-    parser.add_argument(
-        "--reuse",
-        metavar="DIR",
-        type=Path,
-        help="time a project that --keep left (already recorded, same N) instead of writing and "
-        "recording a new one; it is kept",
-    )
+    add_project_options(parser, "same N", "calibration replay")
     parser.add_argument(
         "--baseline",
         metavar="SRC",
@@ -145,27 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also time the calibration replay with the plugin of SRC (a src folder, put first "
         "on PYTHONPATH), in the same rounds: before and after a change, on the same machine",
     )
-    parser.add_argument(
-        "--profile",
-        metavar="FILE",
-        type=Path,
-        help="also cProfile one calibration replay into FILE and print the plugin's hotspots",
-    )
     args = parser.parse_args(argv)
     n = args.n
     load_before = os.getloadavg()[0]
-    if args.reuse is not None:
-        root = args.reuse.resolve()
-        meta = root / PROJECT_META
-        found = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else None
-        if found != {"n": n}:
-            parser.error(f"--reuse {root}: holds {found}, not {{'n': {n}}} (run with --keep)")
-        args.keep = True
-        (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")  # replay.py's own
-    else:
-        root = Path(tempfile.mkdtemp(prefix="evalcases-calbench-"))
+    root = project_root(parser, args.reuse, PROJECT_META, {"n": n}, "evalcases-calbench-")
+    args.keep = args.keep or args.reuse is not None
     env = clean_env(root / "pycache")
-    try:
+    with kept_or_removed(root, args.keep):
         if args.reuse is None:
             write_project(root, n)
             write_calibration(root, n, env)
@@ -217,11 +196,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"target: calibration replay <= {TARGET:.1f}x the eval cases' (median): {met}")
         if args.profile:
             profile_replay(root, env, args.profile.resolve(), targets=(*JUDGE, CALIBRATION_SUITE))
-    finally:
-        if args.keep:
-            print(f"project kept at {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
