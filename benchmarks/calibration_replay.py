@@ -157,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.baseline is not None:
             commands["baseline"] = baseline_cmd(args.baseline.resolve(), commands["calibration"])
         expect: dict[str, tuple[int | None, int]] = {name: (n, 0) for name in commands}
-        if args.reuse is None:  # warm-up: bytecode, the file cache, and a check
-            timed_rounds(commands, root, env, 1, expect)
+        # warm-up, kept projects too: bytecode (a --baseline tree's may not be cached yet), the
+        # file cache, and a check
+        timed_rounds(commands, root, env, 1, expect)
         runs = timed_rounds(commands, root, env, args.repeats, expect)
 
         import pytest_evalcases
