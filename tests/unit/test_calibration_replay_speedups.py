@@ -1,10 +1,12 @@
 """The calibration replay's speed work (issue 31: 5,000 calibration items replay as fast as 5,000
 eval cases) keeps every check: the pass rules shared by a suite's cases
-and the kappa interval of a perfect table without numpy (the locations and the stale messages
+the kappa interval of a perfect table without numpy, and the terminal's calibration section
+from the fields the summary keeps of each case (the locations and the stale messages
 end to end: tests/integration/test_calibration_replay_speedups.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,8 +22,21 @@ from pytest_evalcases.core.agreement import (
     kappa_interval,
 )
 from pytest_evalcases.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from pytest_evalcases.domain.calibration_agreement import (
+    calibration_report,
+    terminal_agreement_lines,
+)
 from pytest_evalcases.domain.calibration_schema import CalibrationCase, CalibrationSuite
+from pytest_evalcases.domain.calibration_scoring import (
+    CAUGHT,
+    FALSE_ALARM,
+    MISSED,
+    OK,
+    RIGHT,
+    terminal_lines,
+)
 from pytest_evalcases.domain.context import CalibrationTarget
+from pytest_evalcases.report.terminal import ROWS_ALL, ROWS_FAILED, RunSummary
 
 
 # ---- one pass rule per (stage, options) ----------------------------------------------------
@@ -121,3 +136,62 @@ def test_a_perfect_tables_interval_does_not_import_numpy() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+# ---- the terminal summary keeps a calibration case's section fields only ------------------
+def _result(index: int, expect: str, score: float, category: str | None) -> dict[str, Any]:
+    """A calibration case's result as calibration_items.result_for makes it."""
+    says_fail = score < 0.5
+    right = says_fail == (expect == "fail")
+    if expect == "fail":
+        status = CAUGHT if right else MISSED
+    else:
+        status = OK if right else FALSE_ALARM
+    return {
+        "nodeid": f"cases/cal.json::c{index}",
+        "suite": "cal",
+        "id": f"c{index}",
+        "file": "cases/cal.json",
+        "index": index,
+        "category": None,
+        "group": None,
+        "kind": "calibration",
+        "outcome": "passed" if right else "failed",
+        "first_failure": None if right else {"stage": "correctness", "reason": "wrong side"},
+        "stages": {},
+        "recording": {"status": "replayed", "recorded_at": None, "note": "", "judges": ["lexical"]},
+        "calibration": {
+            "stage": "correctness",
+            "judge": "lexical",
+            "expect": expect,
+            "defect": "planted" if expect == "fail" else None,
+            "scores": [score],
+            "labels": [None],
+            "status": status,
+            "spread": 0.0,
+            "category": category,
+            "threshold": 0.5,
+            "ungraded": False,
+            "reason": f"reason {index}",
+        },
+    }
+
+
+@pytest.mark.parametrize("rows", [ROWS_FAILED, ROWS_ALL])
+def test_the_calibration_section_reads_the_same_from_the_kept_fields(rows: str) -> None:
+    results = [
+        _result(i, "fail" if i % 3 else "pass", score, f"cat{i % 2}")
+        for i, score in enumerate([0.0, 0.9, 0.2, 1.0, 0.4, 0.1, 0.7, 0.0, 0.3, 0.8, 0.6, 0.0])
+    ]
+    summary = RunSummary(rows=rows)
+    for result in reversed(results):  # the section orders them by file, index and id
+        summary.add(result)
+    section = calibration_report(json.loads(json.dumps(results)))  # the whole results
+    assert section is not None
+    shown, hidden = section, 0
+    if rows == ROWS_FAILED:
+        wrong = [case for case in section["cases"] if case["status"] not in RIGHT]
+        shown, hidden = {**section, "cases": wrong}, len(section["cases"]) - len(wrong)
+    expected = [*terminal_lines(shown, None, hidden), *terminal_agreement_lines(section)]
+    assert summary.calibration_lines() == expected
+    assert "    cal::c1: people fail, judge pass [0.90]: reason 1" in expected, expected
