@@ -56,6 +56,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -396,8 +398,15 @@ def phase_table(phases: dict[str, list[dict[str, Phase]]], n: int) -> list[str]:
     return lines
 
 
-def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) -> None:
-    """cProfile one replay and print the plugin's own functions, by cumulative and own time."""
+def profile_replay(
+    root: Path,
+    env: dict[str, str],
+    out: Path,
+    top: int = 15,
+    targets: tuple[str, ...] = ("cases/",),
+) -> None:
+    """cProfile one replay (of `targets`, pytest's arguments) and print the plugin's own
+    functions, by cumulative and own time."""
     import pstats
 
     import pytest_evalcases
@@ -413,7 +422,7 @@ def profile_replay(root: Path, env: dict[str, str], out: Path, top: int = 15) ->
         "-q",
         "-p",
         "no:cacheprovider",
-        "cases/",
+        *targets,
     ]
     run = run_measured(cmd, root, env)
     check_run("replay under cProfile", run, None)
@@ -498,6 +507,57 @@ def paired(runs: dict[str, list[Run]], top: str, bottom: str, value: str) -> Spr
     )
 
 
+def add_project_options(parser: argparse.ArgumentParser, same: str, replay: str = "replay") -> None:
+    """--keep, --reuse DIR (a kept project holding `same`) and --profile FILE (of one `replay`)."""
+    parser.add_argument("--keep", action="store_true", help="keep the temporary project")
+    parser.add_argument(
+        "--reuse",
+        metavar="DIR",
+        type=Path,
+        help=f"time a project that --keep left (already recorded, {same}) instead of writing "
+        "and recording a new one; it is kept",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        type=Path,
+        help=f"also cProfile one {replay} into FILE and print the plugin's hotspots",
+    )
+
+
+def project_root(
+    parser: argparse.ArgumentParser,
+    reuse: Path | None,
+    meta: str,
+    wanted: dict[str, Any],
+    prefix: str,
+) -> Path:
+    """The project to time: a new temporary folder, or the one `--reuse` names, which must hold
+    what `meta` (written when it was made) says it holds; it gets this script's conftest."""
+    if reuse is None:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    root = reuse.resolve()
+    found = (
+        json.loads((root / meta).read_text(encoding="utf-8")) if (root / meta).is_file() else None
+    )
+    if found != wanted:
+        parser.error(f"--reuse {root}: holds {found}, not {wanted} (run with --keep first)")
+    (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")  # this script's own
+    return root
+
+
+@contextmanager
+def kept_or_removed(root: Path, keep: bool) -> Iterator[Path]:
+    """The project, removed at the end unless kept (then its path is printed)."""
+    try:
+        yield root
+    finally:
+        if keep:
+            print(f"project kept at {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("n", nargs="?", type=int, default=10_000, help="number of cases (10000)")
@@ -534,14 +594,7 @@ def main(argv: list[str] | None = None) -> int:
         help="leave out the plain -p no:evalcases runs (a third of the time; at N = 100,000 a "
         "round takes minutes)",
     )
-    parser.add_argument("--keep", action="store_true", help="keep the temporary project")
-    parser.add_argument(
-        "--reuse",
-        metavar="DIR",
-        type=Path,
-        help="time a project that --keep left (already recorded, same N, --files and "
-        "--imported) instead of writing and recording a new one; it is kept",
-    )
+    add_project_options(parser, "same N, --files and --imported")
     parser.add_argument(
         "--imported",
         action="store_true",
@@ -553,12 +606,6 @@ def main(argv: list[str] | None = None) -> int:
         help="inherit the environment's bytecode setting (by default, bytecode "
         "is cached in the temporary project even if PYTHONDONTWRITEBYTECODE=1)",
     )
-    parser.add_argument(
-        "--profile",
-        metavar="FILE",
-        type=Path,
-        help="also cProfile one replay into FILE and print the plugin's hotspots",
-    )
     args = parser.parse_args(argv)
     n = args.n
 
@@ -566,19 +613,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--files must be between 1 and N ({n}), got {args.files}")
 
     load_before = os.getloadavg()[0]
-    if args.reuse is not None:
-        root = args.reuse.resolve()
-        wanted = {"n": n, "files": args.files, "imported": args.imported}
-        meta = root / PROJECT_META
-        found = json.loads(meta.read_text(encoding="utf-8")) if meta.is_file() else None
-        if found != wanted:
-            parser.error(f"--reuse {root}: holds {found}, not {wanted} (run with --keep first)")
-        args.keep = True
-        (root / "conftest.py").write_text(CONFTEST, encoding="utf-8")  # this script's own
-    else:
-        root = Path(tempfile.mkdtemp(prefix="evalcases-bench-"))
+    wanted = {"n": n, "files": args.files, "imported": args.imported}
+    root = project_root(parser, args.reuse, PROJECT_META, wanted, "evalcases-bench-")
+    args.keep = args.keep or args.reuse is not None
     env = clean_env(None if args.no_bytecode_cache else root / "pycache")
-    try:
+    with kept_or_removed(root, args.keep):
         if args.reuse is None:
             write_project(root, n, args.imported, args.files)
             started = time.perf_counter()
@@ -729,11 +768,6 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.profile:
             profile_replay(root, env, args.profile.resolve())
-    finally:
-        if args.keep:
-            print(f"project kept at {root}")
-        else:
-            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

@@ -60,8 +60,9 @@ def collect_calibration(
     raw_cases, ctx.suite.cases = ctx.suite.cases, []
     state.collected_suites[parent.path] = (ctx.suite.name, case_ids(raw_cases))
     seen: set[str] = set()
+    rules: dict[Any, Any] = {}  # the suite's pass rules, one per stage and options
     for index, raw_case in enumerate(raw_cases):
-        yield _item(parent, ctx, index, raw_case, seen, state)
+        yield _item(parent, ctx, index, raw_case, seen, rules, state)
 
 
 def _item(
@@ -70,6 +71,7 @@ def _item(
     index: int,
     raw: Any,
     seen: set[str],
+    rules: dict[Any, Any],
     state: EvalSession,
 ) -> pytest.Item:
     def error(name: str, message: str) -> SuiteErrorItem:
@@ -88,7 +90,8 @@ def _item(
             'is {"id": ..., "stage": ..., "expect": "fail" or "pass", ...}',
         )
     raw_id = raw.get("id")
-    if isinstance(raw_id, str) and raw_id and not unsafe_id_reason(raw_id):
+    unsafe = unsafe_id_reason(raw_id) if isinstance(raw_id, str) else None
+    if isinstance(raw_id, str) and raw_id and not unsafe:
         if raw_id in seen:
             return error(
                 f"{raw_id}-duplicate",
@@ -105,14 +108,13 @@ def _item(
             f"invalid calibration case {label}\n"
             + format_validation_error(exc, prefix=f"cases[{index}]"),
         )
-    unsafe = unsafe_id_reason(case.id)
-    if unsafe:
+    if unsafe:  # case.id is raw_id, now known to be a valid string
         return error(
             f"cases[{index}]",
             f"case id {shown_name(case.id)} (cases[{index}]) cannot "
             f"name a cassette file: {unsafe}; rename it",
         )
-    target = CalibrationTarget.of(ctx.suite, case)
+    target = CalibrationTarget.of(ctx.suite, case, rules)
     item = CalibrationItem.from_parent(parent, name=case.id, ctx=ctx, target=target, index=index)
     item.extra_keyword_matches.add(ctx.suite.name)  # -k <suite name> selects its cases
     item.add_marker(state.marker("calibration"))

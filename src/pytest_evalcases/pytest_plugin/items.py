@@ -76,6 +76,17 @@ class EvalItem(pytest.Item):
             return failure_text(self.system_error_text(excinfo.value))
         return _safe_traceback(super()._repr_failure_py(excinfo, style))
 
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's location (what reportinfo says, the path relative to the rootdir), with the
+        file's relative path worked out once per case file rather than once per item (~5 us;
+        an item's path is its case file's)."""
+        relpath = getattr(self.parent, "item_relpath", None)  # a CaseFile works it out once
+        if relpath is None:
+            return super().location
+        _, line, domain = self.reportinfo()
+        return relpath, line, domain
+
     def suite_conflict(self, state: EvalSession) -> CaseFileError | None:
         """The error of a case whose suite name another case file also declares: both files
         would share one cassette folder, so neither replays nor records until one is renamed.
@@ -197,13 +208,3 @@ class CaseItem(EvalItem):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"{self.ctx.suite.name}::{self.case.id}"
-
-    @functools.cached_property
-    def location(self) -> tuple[str, int | None, str]:
-        """pytest's location (what reportinfo says, the path relative to the rootdir), with the
-        file's relative path worked out once per case file rather than once per case (~5 us)."""
-        parent = self.parent
-        relpath = getattr(parent, "item_relpath", None)  # a CaseFile works it out once
-        if relpath is None:
-            return super().location
-        return relpath, 0, f"{self.ctx.suite.name}::{self.case.id}"

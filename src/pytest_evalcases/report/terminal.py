@@ -106,6 +106,11 @@ class _StageTally:
         return f"{math.fsum(self.scores) / len(self.scores):.3f}" if self.scores else "-"
 
 
+# The fields of a calibration case's result its section reads (calibration_report: the suite,
+# id and outcome beside the `calibration` block; the order of the rows: file, index, id).
+_CALIBRATION_KEPT = ("file", "index", "id", "suite", "outcome", "calibration")
+
+
 class RunSummary:
     """The `per-stage summary` section: `add` every case's result dict, then `lines`.
 
@@ -142,8 +147,9 @@ class RunSummary:
 
     def add(self, result: Mapping[str, Any]) -> None:
         if result.get("calibration") is not None:  # a scored judge test case: its own section
-            self._calibration.append(result)
             self._tally_recording(result)
+            # What its section reads, kept to the run's end (5,000 items: not the whole results)
+            self._calibration.append({key: result.get(key) for key in _CALIBRATION_KEPT})
             return
         order = (result["file"], result["index"], result["id"], self.count)
         self.count += 1
