@@ -40,21 +40,29 @@ class User(BaseModel):
 
     @model_validator(mode="after")
     def _files_only(self) -> User:
-        for name, value in (self.model_extra or {}).items():
-            paths = value if isinstance(value, list) else [value]
-            if not paths or not all(isinstance(p, str) and p for p in paths):
-                raise ValueError(
-                    f"field {name!r} must be a file path or a non-empty list of file paths "
-                    "(every field of a user but `id` names data files)"
-                )
+        _check_file_fields(self.model_extra, "(every field of a user but `id` names data files)")
         return self
 
     def files(self) -> dict[str, list[str]]:
         """Field name -> its paths, in the order the suite lists them."""
-        return {
-            name: value if isinstance(value, list) else [value]
-            for name, value in (self.model_extra or {}).items()
-        }
+        return _file_fields(self.model_extra)
+
+
+def _check_file_fields(fields: dict[str, Any] | None, which: str) -> None:
+    """ValueError naming the first field that is not a path or a non-empty list of paths."""
+    for name, value in (fields or {}).items():
+        paths = value if isinstance(value, list) else [value]
+        if not paths or not all(isinstance(p, str) and p for p in paths):
+            raise ValueError(
+                f"field {name!r} must be a file path or a non-empty list of file paths {which}"
+            )
+
+
+def _file_fields(fields: dict[str, Any] | None) -> dict[str, list[str]]:
+    return {
+        name: value if isinstance(value, list) else [value]
+        for name, value in (fields or {}).items()
+    }
 
 
 class Documents(BaseModel):
@@ -77,22 +85,15 @@ class Documents(BaseModel):
                 'name the shared documents\' files: {"files": ["data/docs/handbook.md"]} (any '
                 'field name but "ingestion" and "preparation" names data files)'
             )
-        for name, value in self.model_extra.items():
-            paths = value if isinstance(value, list) else [value]
-            if not paths or not all(isinstance(p, str) and p for p in paths):
-                raise ValueError(
-                    f"field {name!r} must be a file path or a non-empty list of file paths "
-                    '(every field of "documents" but "ingestion" and "preparation" names data '
-                    "files)"
-                )
+        _check_file_fields(
+            self.model_extra,
+            '(every field of "documents" but "ingestion" and "preparation" names data files)',
+        )
         return self
 
     def files(self) -> dict[str, list[str]]:
         """Field name -> its paths, in the order the suite lists them."""
-        return {
-            name: value if isinstance(value, list) else [value]
-            for name, value in (self.model_extra or {}).items()
-        }
+        return _file_fields(self.model_extra)
 
 
 class GraphOptions(BaseModel):

@@ -111,7 +111,7 @@ def documents_ingestion_key(
     settings; not a user's files or settings (a user's graph and the document graph are
     ingested apart, as in Zep's harness), not what a case adds. (Which preparation it read,
     `documents.prepared`, is added by the engine: it is known once the preparation ran.)"""
-    return _selected(key_fields, labels, input_fields, _DOCUMENTS_KEY_PREFIXES)
+    return _selected(key_fields, labels, input_fields, DOCUMENTS_FILES, _DOCUMENTS_KEY_PREFIXES)
 
 
 def preparation_key(
@@ -120,20 +120,23 @@ def preparation_key(
     """The key of the shared documents' preparation recording (Zep's chunk set): their files,
     the system, its fingerprint and code, and the preparation's settings; not the documents'
     ingestion settings, so every variant of their ingestion reuses one preparation."""
-    return _selected(key_fields, labels, input_fields, _PREPARATION_KEY_PREFIXES)
+    return _selected(key_fields, labels, input_fields, DOCUMENTS_FILES, _PREPARATION_KEY_PREFIXES)
 
 
 def _selected(
     key_fields: Mapping[str, str],
     labels: Labels,
     input_fields: Collection[str],
+    files_field: str,
     prefixes: tuple[str, ...],
 ) -> tuple[dict[str, str], dict[str, str]]:
+    """An ingestion recording's key out of a case's: the format, the system, the ingested
+    files' field and the fields of `prefixes`, never a case's own input files."""
     names = [
         name
         for name in key_fields
         if name not in input_fields
-        and (name in ("format", "system", DOCUMENTS_FILES) or name.startswith(prefixes))
+        and (name in ("format", "system", files_field) or name.startswith(prefixes))
     ]
     return (
         {name: key_fields[name] for name in names},
@@ -152,16 +155,7 @@ def user_ingestion_key(
     suite's ingestion settings), not what a case adds (its input, `input_fields` (the data
     files, named by their paths, whatever their names look like), the judge). Every field of
     it is a field of each of the user's cases too, so a change stales both."""
-    names = [
-        name
-        for name in key_fields
-        if name not in input_fields
-        and (name in ("format", "system", user_field) or name.startswith(_INGESTION_KEY_PREFIXES))
-    ]
-    return (
-        {name: key_fields[name] for name in names},
-        {name: labels[name] for name in names if name in labels},
-    )
+    return _selected(key_fields, labels, input_fields, user_field, _INGESTION_KEY_PREFIXES)
 
 
 def ingested_field(user_id: str) -> str:
