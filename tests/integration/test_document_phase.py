@@ -485,6 +485,9 @@ def test_a_transient_error_of_setup_documents_is_retried_and_counted(
     live.assert_outcomes(passed=3)
     assert project.calls().count("setup_documents {}") == 3  # two resets, then the ingestion
     assert "zep::documents (ingestion) 2" in output(live)
+    # and in the recording changes, under the documents' recording
+    changes = output(live).split("recording changes")[1]
+    assert "zep::documents (ingestion new)\n  ingestion retried 2 times" in changes
     assert documents_doc(project)["requests"] == 3  # the failed attempts' exchanges dropped
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.retries import transient_kind
-from .ingestion import SHARED_RECORDS, shared_label
+from .ingestion import SHARED_RECORDS
 from .markdown_table import escape_cell
 
 # Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
@@ -121,10 +121,15 @@ class RecordingChanges:
         kept = self.ingestions.get((suite, user))
         if kept is not None and _INGESTION_RANK[kept.text] <= _INGESTION_RANK[kind]:
             return
-        shared = ingestion.get("documents")
-        where = f"{suite}::{shared_label(ingestion)}" if shared else f"{suite}::users/{user}"
+        shared = ingestion.get("documents")  # documents/ingestion.json, .../preparation.json
+        where = f"{suite}::users/{user}"
+        if shared:
+            where = f"{suite}::documents" + ("/preparation" if shared == "preparation" else "")
         entry = _Entry((suite, 0, user, 0), where, kind)
         entry.details = [str(detail) for detail in change.get("details") or []]
+        retries = ingestion.get("retries")
+        if isinstance(retries, int) and retries > 0:  # its hooks' calls tried again
+            entry.details.append(f"ingestion retried {retries} time{'s' * (retries != 1)}")
         self.ingestions[suite, user] = entry
 
     def add_unreported(self, nodeids: Sequence[str], reason: str) -> None:
