@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,12 @@ import bytecode
 import pytest
 from evalhelpers import TEST_COLUMNS, Project
 from fact_model import model  # noqa: F401 - the loopback model of the ingestion tests
-from inprocess import XDIST_VARIABLES, forgetting_only_modules_under, remembered_distributions
+from inprocess import (
+    IN_PROCESS_WITHOUT,
+    XDIST_VARIABLES,
+    forgetting_only_modules_under,
+    remembered_distributions,
+)
 from scripted_openai import scripted_openai  # noqa: F401 - a fixture of the adapter tests
 
 
@@ -71,6 +77,8 @@ def project(
     # pytester's private hooks (pytest 8-9): fail here, loudly, if they change.
     monkeypatch.setattr(pytester, "_Pytester__take_sys_modules_snapshot", snapshot)
     monkeypatch.setattr(pytester, "_sys_modules_snapshot", snapshot())
-    return Project(
-        pytester.path, pytester.runpytest_inprocess, pytester.runpytest_subprocess
-    ).write_base()
+
+    def run_in_process(*args: str | os.PathLike[str]) -> pytest.RunResult:
+        return pytester.runpytest_inprocess(*IN_PROCESS_WITHOUT, *args)
+
+    return Project(pytester.path, run_in_process, pytester.runpytest_subprocess).write_base()
