@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import os
 import signal
@@ -29,6 +30,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # test_bounded_hooks.py, test_ctrl_c_blocked_loop.py, ...) need them to hear it.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    # Collecting the suite makes ~360,000 objects that live as long as the run (test modules,
+    # the libraries they import, the items); the cyclic GC walked them again on every full pass
+    # while they were made (24 passes, 2.2 s of a 7.7 s collection). So: no GC pass during
+    # collection, then what is alive is frozen out of its way, as the plugin does for its own
+    # runs (pytest_plugin/heap.py). The cyclic garbage of collection is frozen with it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
