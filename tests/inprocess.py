@@ -30,6 +30,11 @@ from _pytest.pytester import SysModulesSnapshot, SysPathsSnapshot
 # The variables an outer xdist worker sets: a run started for a project is no worker of it.
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
+# Plugins an in-process run goes without. pytest-rerunfailures (installed beside xdist, used by
+# no test here) starts a socket server thread in every session where xdist is loaded, which
+# never ends: one thread left in this process per run (648 in a serial suite run), ~2 ms a run.
+IN_PROCESS_WITHOUT = ("-p", "no:rerunfailures")
+
 
 class _RememberedDistribution(importlib.metadata.Distribution):
     """An installed distribution whose metadata files are read and parsed once per process.
@@ -144,7 +149,9 @@ def _run(
         try:
             # What the run warns of outside its own capture stays with it, as in a subprocess.
             with warnings.catch_warnings(record=True):
-                code = pytest.main([f"--basetemp={root / '.basetemp'}", *args], plugins=[])
+                code = pytest.main(
+                    [f"--basetemp={root / '.basetemp'}", *IN_PROCESS_WITHOUT, *args], plugins=[]
+                )
         finally:
             out, err = capture.readouterr()
             capture.stop_capturing()

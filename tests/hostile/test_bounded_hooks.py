@@ -210,20 +210,20 @@ def test_hooks_that_never_return_end_at_their_bound_under_live(project: Project)
         redo=USERS,
     )
 
-    result = _session(project, "--live", "--eval-timeout", "1", "--eval-ingest-timeout", "2")
+    result = _session(project, "--live", "--eval-timeout", "0.5", "--eval-ingest-timeout", "1")
 
     text = output(result)
     result.assert_outcomes(passed=1, errors=4)
-    assert "setup(suite) of suite 'hung' did not finish within 1 s (--eval-timeout" in (
+    assert "setup(suite) of suite 'hung' did not finish within 0.5 s (--eval-timeout" in (
         _case_error(result, "u-x-q")
     )
-    assert "setup_user('u-stuck') of suite 'mem' did not finish within 1 s (--eval-timeout" in (
+    assert "setup_user('u-stuck') of suite 'mem' did not finish within 0.5 s (--eval-timeout" in (
         _case_error(result, "u-stuck-q")
     )
-    assert "ready('u-ready') of suite 'mem' did not finish within 1 s (--eval-timeout" in (
+    assert "ready('u-ready') of suite 'mem' did not finish within 0.5 s (--eval-timeout" in (
         _case_error(result, "u-ready-q")
     )
-    assert "user_ready('u-uready') of suite 'mem' did not finish within 1 s" in (
+    assert "user_ready('u-uready') of suite 'mem' did not finish within 0.5 s" in (
         _case_error(result, "u-uready-q")
     )
     # The run says what it could not stop (each hook's thread sleeps on).
@@ -237,13 +237,13 @@ def test_setup_and_setup_user_that_never_return_end_at_the_timeout_under_replay_
     _recorded(project)
     _steer(project, setup=["hung"], setup_user=["u-stuck"])
 
-    result = _session(project, "--replay-http", "--eval-timeout", "1")
+    result = _session(project, "--replay-http", "--eval-timeout", "0.5")
 
     result.assert_outcomes(passed=3, errors=2)
-    assert "setup(suite) of suite 'hung' did not finish within 1 s (--eval-timeout" in (
+    assert "setup(suite) of suite 'hung' did not finish within 0.5 s (--eval-timeout" in (
         _case_error(result, "u-x-q")
     )
-    assert "setup_user('u-stuck') of suite 'mem' did not finish within 1 s (--eval-timeout" in (
+    assert "setup_user('u-stuck') of suite 'mem' did not finish within 0.5 s (--eval-timeout" in (
         _case_error(result, "u-stuck-q")
     )
 
@@ -255,13 +255,19 @@ def test_hooks_that_never_return_end_at_their_bound_under_ingest_only(project: P
     _steer(project, setup=["hung"], setup_user=["u-stuck"], ready=["u-ready"])
 
     result = _session(
-        project, "--eval-ingest-only", "--live", "--eval-timeout", "2", "--eval-ingest-timeout", "1"
+        project,
+        "--eval-ingest-only",
+        "--live",
+        "--eval-timeout",
+        "1",
+        "--eval-ingest-timeout",
+        "0.5",
     )
 
     text = output(result)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, text
-    assert "hung::u-x: error: setup(suite) of suite 'hung' did not finish within 2 s" in text
-    whole = "did not finish within 1 s (--eval-ingest-timeout, the whole wait of a user)"
+    assert "hung::u-x: error: setup(suite) of suite 'hung' did not finish within 1 s" in text
+    whole = "did not finish within 0.5 s (--eval-ingest-timeout, the whole wait of a user)"
     assert f"mem::u-stuck: error: setup_user('u-stuck') of suite 'mem' {whole}" in text
     assert f"mem::u-ready: error: ready('u-ready') of suite 'mem' {whole}" in text
     assert "mem::u-ok: recorded" in text

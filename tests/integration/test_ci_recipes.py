@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
-from evalhelpers import Project, assert_not_aborted, git, make_case, suite_doc
+from evalhelpers import Project, assert_not_aborted, git, make_case, output, suite_doc
+from inprocess import run_pytest_in_process
 
 from pytest_evalcases import cli
 
@@ -294,24 +295,25 @@ def test_four_shards_merged_equal_the_unsharded_run(
     durations = json.loads((project.root / ".test_durations").read_text())
     assert len(durations) == CASE_COUNT
 
+    # Each shard a pytest session in this process, one after the other (as a CI job runs it,
+    # with the run id the shards share): no interpreter start-up per shard.
     shards = [
-        subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-            + ["--splits", str(SHARDS), "--group", str(group)]
-            + ["--splitting-algorithm", "least_duration"]
-            + ["--eval-report", f"reports/shard-{group}"]
-            + ["--junit-xml", f"reports/junit/shard-{group}.xml"],
-            cwd=project.root,
-            env=shard_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+        run_pytest_in_process(
+            project.root,
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *("--splits", str(SHARDS), "--group", str(group)),
+            *("--splitting-algorithm", "least_duration"),
+            *("--eval-report", f"reports/shard-{group}"),
+            *("--junit-xml", f"reports/junit/shard-{group}.xml"),
+            env={"EVALCASES_RUN_ID": shard_env["EVALCASES_RUN_ID"]},
         )
         for group in range(1, SHARDS + 1)
     ]
-    outputs = [shard.communicate(timeout=180)[0] for shard in shards]
+    outputs = [output(shard) for shard in shards]
     for shard, text in zip(shards, outputs, strict=True):
-        assert shard.returncode in (0, 1), text  # 1: a shard with a failing case
+        assert shard.ret in (0, 1), text  # 1: a shard with a failing case
         for marker in ("INTERNALERROR", "ERROR collecting", "Traceback", "no tests ran"):
             assert marker not in text, text
 

@@ -306,7 +306,7 @@ def test_overlapping_cases_each_record_only_their_own_exchanges(
     project: Project, echo_server: EchoServer, client: str
 ) -> None:
     ids = ["c1", "c2", "c3", "c4"]
-    cases = [http_case(case_id, f"question {case_id}", requests=2, delay=0.2) for case_id in ids]
+    cases = [http_case(case_id, f"question {case_id}", requests=2, delay=0.1) for case_id in ids]
     http_project(project, echo_server, http_suite("slow", client, cases))
 
     result = project.run("--live", "--eval-concurrency", "4", "-p", "no:cacheprovider")

@@ -60,12 +60,12 @@ def test_a_hung_system_times_out_and_keeps_its_old_recording(project: Project) -
     project.steer(hang=["gamma"], suffix=" (v2)")
 
     started = time.monotonic()
-    result = project.run("--live", "--eval-timeout", "1")
+    result = project.run("--live", "--eval-timeout", "0.5")
     elapsed = time.monotonic() - started
 
     assert_not_aborted(result)
     result.assert_outcomes(failed=2, errors=1)  # the others were re-recorded: " (v2)" fails
-    assert "run(case) of suite::gamma did not finish within 1 s" in error_block(
+    assert "run(case) of suite::gamma did not finish within 0.5 s" in error_block(
         result, "suite::gamma"
     )
     assert project.cassette_path("suite", "gamma").read_bytes() == before
@@ -75,16 +75,16 @@ def test_a_hung_system_times_out_and_keeps_its_old_recording(project: Project) -
 
 def test_the_suite_timeout_applies_and_the_command_line_overrides_it(project: Project) -> None:
     # Only the hung case runs, so the limits can be short: each run waits out its limit.
-    project.write_suite(suite_doc(timeout=0.5))
+    project.write_suite(suite_doc(timeout=0.2))
     project.steer(hang=["alpha"])
 
     result = project.run("--live", "-k", "alpha")
 
     result.assert_outcomes(errors=1, deselected=2)
-    assert "within 0.5 s" in error_block(result, "suite::alpha")
+    assert "within 0.2 s" in error_block(result, "suite::alpha")
 
-    overridden = project.run("--live", "-k", "alpha", "--eval-timeout", "0.8")
-    assert "within 0.8 s" in error_block(overridden, "suite::alpha")
+    overridden = project.run("--live", "-k", "alpha", "--eval-timeout", "0.3")
+    assert "within 0.3 s" in error_block(overridden, "suite::alpha")
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "soon"])
