@@ -32,9 +32,10 @@ from ..core.errors import (
     NewerCassette,
     StaleRecording,
 )
+from ..domain.ingestion_phases import DOCUMENTS
 from ..domain.retries import RetriesSpent
 from ..domain.returned_traces import json_problem
-from ..domain.users import DOCUMENTS, call_hook
+from ..domain.users import call_hook
 from ..http.rerecord import keep_old_volatile
 from ..http.router import CaseHttp, UnservedRequest
 from ..http.usage import exchanges_usage

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import EvalCaseError, MissingRecording
 from ..core.hashing import LABEL_CHARS
-from ..domain.users import PREPARATION
+from ..domain.ingestion_phases import PREPARATION
 from ..store.files import shown_path
 from ..store.keys import (
     documents_ingestion_key,

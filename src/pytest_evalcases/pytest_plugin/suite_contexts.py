@@ -20,10 +20,11 @@ from ..core.suite_schema import Suite
 from ..core.validation import format_validation_error
 from ..domain.calibration_schema import CalibrationSuite
 from ..domain.context import CalibrationContext, SuiteContext
+from ..domain.ingestion_phases import SHARED_PHASES
 from ..domain.retries import RetryPolicy, policy_of
 from ..domain.system import fixture_name, resolve_system
 from ..domain.totals import resolve_totals
-from ..domain.users import SHARED_PHASES, SuiteUser, build_documents, build_users
+from ..domain.users import SuiteUser, build_documents, build_users
 from ..domain.verdicts import JUDGE_INI, JUDGE_OPTION, JUDGE_SUITE, judge_options, judged_stages
 from ..judges import JudgeConfigError
 from ..judges.spec import canonical_judge

@@ -22,13 +22,8 @@ from ..core.hashing import (
     value_label,
 )
 from ..core.word_diff import word_diff
-from ..domain.users import (
-    DOCUMENTS,
-    DOCUMENTS_FILES_FIELD,
-    PREPARATION,
-    USER_FIELD_PREFIX,
-    changed_user_files,
-)
+from ..domain.ingestion_phases import DOCUMENTS, DOCUMENTS_FILES_FIELD, PREPARATION
+from ..domain.users import USER_FIELD_PREFIX, changed_user_files
 
 INGESTION_PREFIX = "ingestion."
 # A user's case: which ingestion of its user it ran on (engine/user_runs.py), `ingested.<user>`.

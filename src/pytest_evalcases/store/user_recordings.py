@@ -28,7 +28,7 @@ import pydantic_core
 from .. import __version__
 from ..core.errors import CassetteError, NewerCassette
 from ..core.hashing import VARIANT_CHARS, content_hash
-from ..domain.users import DOCUMENTS_ID, PREPARATION_ID, SHARED_PHASES
+from ..domain.ingestion_phases import DOCUMENTS_ID, PREPARATION_ID, SHARED_PHASES
 from .cassette import recording_header
 from .files import read_recording, shown_path
 from .folders import DOCUMENTS_FOLDER, USERS_FOLDER, VARIANTS_FOLDER
