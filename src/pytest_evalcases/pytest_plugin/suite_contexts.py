@@ -218,7 +218,7 @@ def suite_context(
     if state.settings.ingestion_variant is not None and suite.users:
         suite = _on_variant(suite, state.settings.ingestion_variant, state, nodeid)
     if state.settings.documents_variant is not None and suite.documents is not None:
-        suite = _on_documents_variant(suite, state.settings.documents_variant, state, nodeid)
+        suite = _on_variant(suite, state.settings.documents_variant, state, nodeid, True)
     try:
         totals = resolve_totals(suite, state.settings.rootdir)
     except CaseFileError as exc:
@@ -311,29 +311,25 @@ def suite_context(
     )
 
 
-def _on_variant(suite: Suite, variant: str, state: EvalSession, nodeid: str) -> Suite:
+def _on_variant(
+    suite: Suite, variant: str, state: EvalSession, nodeid: str, documents: bool = False
+) -> Suite:
     """The suite with a recorded ingestion variant's settings in place of its own
-    (--eval-ingestion): what `setup_user` gets and what its users' cases are keyed by.
-    CaseFileError naming the file when no recording of the suite holds the variant."""
+    (--eval-ingestion): what `setup_user` gets and what its users' cases are keyed by; with
+    `documents`, a variant of its shared documents' ingestion in place of theirs
+    (--eval-documents, Zep's --doc-run). CaseFileError naming the file when no recording of
+    the suite holds the variant."""
     root = state.settings.cassette_root
     try:
-        settings = variant_settings(root, suite.name, variant, state.settings.rootdir)
+        settings = variant_settings(root, suite.name, variant, state.settings.rootdir, documents)
     except UnknownVariant as exc:
-        raise CaseFileError(f"{nodeid}: --eval-ingestion {variant}: {exc}") from None
-    return suite.model_copy(update={"ingestion": settings})
-
-
-def _on_documents_variant(suite: Suite, variant: str, state: EvalSession, nodeid: str) -> Suite:
-    """The suite with a recorded variant of its shared documents' ingestion in place of their
-    own settings (--eval-documents, Zep's --doc-run)."""
+        option = "--eval-documents" if documents else "--eval-ingestion"
+        raise CaseFileError(f"{nodeid}: {option} {variant}: {exc}") from None
+    if not documents:
+        return suite.model_copy(update={"ingestion": settings})
     assert suite.documents is not None
-    root = state.settings.cassette_root
-    try:
-        settings = variant_settings(root, suite.name, variant, state.settings.rootdir, shared=True)
-    except UnknownVariant as exc:
-        raise CaseFileError(f"{nodeid}: --eval-documents {variant}: {exc}") from None
-    documents = suite.documents.model_copy(update={"ingestion": settings})
-    return suite.model_copy(update={"documents": documents})
+    shared = suite.documents.model_copy(update={"ingestion": settings})
+    return suite.model_copy(update={"documents": shared})
 
 
 def _run_config(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain.retries import transient_kind
-from .ingestion import SHARED_RECORDS
+from .ingestion import ingestion_records, recording_name
 from .markdown_table import escape_cell
 
 # Beyond this many changed cases the terminal shows the first ones (-v, or recording-changes.md,
@@ -104,13 +104,8 @@ class RecordingChanges:
         reason = not_recorded_reason(result)
         if reason is not None:
             self.not_recorded.append(_Entry(order, label, reason))
-        ingestion = result.get("ingestion")  # the one lookup a case without a user pays
-        if ingestion is not None:
+        for ingestion in ingestion_records(result):
             self._add_ingestion(result, ingestion)
-        for name in SHARED_RECORDS:  # the suite's shared documents' phases
-            documents = result.get(name)
-            if documents is not None:
-                self._add_ingestion(result, documents)
 
     def _add_ingestion(self, result: Mapping[str, Any], ingestion: Any) -> None:
         change = ingestion.get("change") if isinstance(ingestion, Mapping) else None
@@ -121,11 +116,7 @@ class RecordingChanges:
         kept = self.ingestions.get((suite, user))
         if kept is not None and _INGESTION_RANK[kept.text] <= _INGESTION_RANK[kind]:
             return
-        shared = ingestion.get("documents")  # documents/ingestion.json, .../preparation.json
-        where = f"{suite}::users/{user}"
-        if shared:
-            where = f"{suite}::documents" + ("/preparation" if shared == "preparation" else "")
-        entry = _Entry((suite, 0, user, 0), where, kind)
+        entry = _Entry((suite, 0, user, 0), f"{suite}::{recording_name(ingestion, result)}", kind)
         entry.details = [str(detail) for detail in change.get("details") or []]
         retries = ingestion.get("retries")
         if isinstance(retries, int) and retries > 0:  # its hooks' calls tried again

@@ -35,15 +35,23 @@ _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
 DOCUMENTS_RECORD = "documents_ingestion"
 PREPARATION_RECORD = "documents_preparation"  # ... and of their preparation (`"documents":
 # "preparation"`)
-SHARED_RECORDS = (PREPARATION_RECORD, DOCUMENTS_RECORD)
+# Every ingestion record a case may carry, in the order they ran.
+RECORD_FIELDS = (PREPARATION_RECORD, DOCUMENTS_RECORD, "ingestion")
 
 
-def shared_label(record: Mapping[str, Any]) -> str:
-    """`documents (ingestion)`, `documents (preparation)`: where a shared documents' phase's
-    record is named in the terminal."""
-    return (
-        f"documents ({'preparation' if record.get('documents') == 'preparation' else 'ingestion'})"
-    )
+def ingestion_records(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The ingestion records a case carries: its suite's documents' phases', its user's (none
+    for a case of a suite with neither: three lookups)."""
+    return [record for name in RECORD_FIELDS if (record := case.get(name)) is not None]
+
+
+def recording_name(record: Mapping[str, Any], case: Mapping[str, Any]) -> str:
+    """Where an ingestion record's recording is, under its suite's folder, as the terminal
+    names it: `users/u-ana`, `documents`, `documents/preparation`."""
+    phase = record.get("documents")
+    if phase:
+        return "documents/preparation" if phase == "preparation" else "documents"
+    return f"users/{record.get('user') or case.get('user')}"
 
 
 # A case's place in collection order: (file, index, node id).
@@ -224,13 +232,8 @@ def ingestion_section(cases: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     carries an ingestion record (a run without suite users: the document has no such key)."""
     records = UserRecords()
     for case in cases:
-        record = case.get("ingestion")  # the one lookup a case without a user pays
-        if record is not None:
+        for record in ingestion_records(case):
             records.add(case, record)
-        for name in SHARED_RECORDS:  # the suite's shared documents' phases
-            record = case.get(name)
-            if record is not None:
-                records.add(case, record)
     if not records:
         return {}
     users = records.users()

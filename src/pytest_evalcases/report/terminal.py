@@ -18,7 +18,7 @@ from ..core.outcomes import ACCURACY_STAGE, COMPLETENESS_STAGE, DECIDED, PASS_LI
 from ..domain.calibration_agreement import calibration_report, terminal_agreement_lines
 from ..domain.calibration_scoring import RIGHT, terminal_lines
 from ..store.redaction import redaction_summary
-from .ingestion import SHARED_RECORDS, UserRecords, shared_label, summary_line
+from .ingestion import UserRecords, ingestion_records, recording_name, summary_line
 from .terminal_tables import case_table, fit_failure, fitted, rate_table
 
 # Which cases get a row of the per-case table: those that did not pass (the default), every
@@ -202,25 +202,17 @@ class RunSummary:
         self._replayed += status in ("replayed", "replayed_http")
         self._replayed_http += status == "replayed_http"
         self._interrupted += status == "not_run" and "interrupted (" in str(recording.get("note"))
-        ingestion = result.get("ingestion")  # the one lookup a case without a user pays
-        if ingestion is not None:
+        for ingestion in ingestion_records(result):
             self._ingestion.add(result, ingestion)
-        for name in SHARED_RECORDS:  # the suite's shared documents' phases
-            documents = result.get(name)
-            if documents is not None:
-                self._ingestion.add(result, documents)
-                if documents.get("retries"):
-                    where = f"{result.get('suite')}::{shared_label(documents)}"
-                    self._system_retries[where] = documents["retries"]
+            if ingestion.get("retries"):
+                where = f"{result.get('suite')}::{recording_name(ingestion, result)} (ingestion)"
+                self._system_retries[where] = ingestion["retries"]
         if recording.get("ready_wait_s") is not None:  # the user's ready() was waited for
             user = str(result.get("user") or result.get("group"))
             self._ready_waits[user] = recording["ready_wait_s"]
         retries = recording.get("system_retries")
         if retries:
             self._system_retries[f"{result.get('suite')}::{result.get('id')}"] = len(retries)
-        if ingestion is not None and ingestion.get("retries"):
-            where = f"{result.get('suite')}::users/{ingestion.get('user')} (ingestion)"
-            self._system_retries[where] = ingestion["retries"]
         secrets = recording.get("redacted") or 0
         self._secrets += secrets
         self._redacted_recordings += bool(secrets)
