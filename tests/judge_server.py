@@ -694,6 +694,13 @@ def judge_maker_fixture(name: str = "judges") -> Callable[..., Any]:
         yield make
         for judge in made:
             await judge.aclose()
+        # A judge that was asked for a verdict started importing deepeval in a background thread
+        # (judges/deepeval_judge.py): let it end with its test, or a later pytester run's
+        # restore of sys.modules meets it importing ("dictionary changed size during iteration").
+        from pytest_evalcases.judges import deepeval_judge
+
+        if deepeval_judge._loading is not None:
+            deepeval_judge._loading.result(timeout=120)
 
     return _judges
 
