@@ -580,7 +580,7 @@ def test_the_documents_preparation_is_a_recorded_phase_their_ingestion_reads(
 
 
 def test_a_new_graph_variant_reuses_the_chunk_set_and_a_new_chunking_redoes_both(
-    project: Project, model: FactModel
+    project: Project, model: FactModel, capsys: pytest.CaptureFixture[str]
 ) -> None:
     preparing_project(project, model).run("--live").assert_outcomes(passed=3)
     sent = model.requests
@@ -615,6 +615,12 @@ def test_a_new_graph_variant_reuses_the_chunk_set_and_a_new_chunking_redoes_both
     # the earlier chunk set is kept beside it, as a variant of the preparation
     kept = list((project.root / "cassettes/zep/documents/variants").glob("*/preparation.json"))
     assert len(kept) == 1
+    capsys.readouterr()
+    assert main(["ingestions", "zep", "--cassettes", "cassettes"]) == 0
+    listed = capsys.readouterr().out
+    assert f"preparation variant {kept[0].parent.name}: lines_per_chunk=1" in listed
+    assert "preparation variant" in listed and "lines_per_chunk=2" in listed
+    assert "documents variant" in listed and 'ontology="plans, prices, refunds"' in listed
 
 
 def test_replay_http_and_ingest_only_run_the_preparation_first(

@@ -31,6 +31,7 @@ from .ingestion_phases import (
     PREPARATION,
     PREPARATION_ID,
     USER_HOOKS,
+    HookNames,
     SharedPhase,
     hook_call,
     others_run,
@@ -108,8 +109,6 @@ class SuiteUser:
     ) -> None:
         self.id = user_id
         self.phase = phase
-        self.shared = phase is not None
-        self.hooks = phase.hooks if phase is not None else USER_HOOKS
         self.key_field = key_field
         self.key_hash = key_hash
         self.label = label
@@ -158,9 +157,29 @@ class SuiteUser:
                 lambda _: self.once(work, suite_name), None, self.hooks.setup
             )
 
+    @property
+    def shared(self) -> bool:
+        """A phase of the suite's shared documents, not a user."""
+        return self.phase is not None
+
+    @property
+    def hooks(self) -> HookNames:
+        return self.phase.hooks if self.phase is not None else USER_HOOKS
+
+    @property
+    def recording(self) -> str | None:
+        """A shared phase's recording's name in `<suite>/documents/` (None: a user's, named by
+        its id in `users/`)."""
+        return self.phase.recording if self.phase is not None else None
+
     def called(self, hook: str) -> str:
         """`setup_user('u-ana')`, `setup_documents(documents)`."""
         return hook_call(hook, self.id, self.shared)
+
+    def signature(self, hook: str) -> str:
+        """A result hook as a message names it: `user_ready(user, result)`,
+        `documents_ready(documents, result)`."""
+        return f"{hook}({'documents' if self.shared else 'user'}, result)"
 
     @property
     def failed(self) -> bool:

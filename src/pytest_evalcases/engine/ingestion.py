@@ -142,11 +142,10 @@ def reuse_explained(ctx: SuiteContext) -> Iterator[None]:
             raise
         unit = unchecked[-1]
         hooks = unit.hooks
-        arguments = "documents, result" if unit.shared else "user, result"
         raise ReusedIngestionError(
             f"{type(exc).__name__}: {exc} — {named(unit)}'s ingestion was reused from its "
             f"recording, so {hooks.setup} did not run in this process (the system has no "
-            f"{hooks.still_there}({arguments}) to say whether its ingested state is still "
+            f"{unit.signature(hooks.still_there)} to say whether its ingested state is still "
             f"there); if the system keeps its memory in the process, give it a "
             f"{hooks.still_there}, or re-record with --live (docs/memory.md)"
         ) from exc
@@ -333,7 +332,7 @@ def _save(
         figures,
         http_hash,
         user.data.ingestion,
-        user.phase.id if user.phase is not None else None,
+        user.phase and user.phase.id,
     )
     unchanged = same_result and old is not None and old.http == http_hash
     run_of(user).recording_unchanged = unchanged
@@ -369,11 +368,7 @@ def _keep_variant(
     A recording already kept there stays: it is the one a run of that variant reads (and may
     have been recorded again since the run that stopped between the two writes)."""
     kept = RecordingPair.of_user(
-        ctx.cassette_root,
-        ctx.suite.name,
-        user.id,
-        old.variant,
-        user.phase.recording if user.phase is not None else None,
+        ctx.cassette_root, ctx.suite.name, user.id, old.variant, user.recording
     )
     if os.path.lexists(kept.json_path):
         return

@@ -66,11 +66,10 @@ class SharedIngestion:
             assert unit is not None
             shown = shown_path(user_pair(self.ctx, unit).json_path, self.ctx.rootdir)
             hook = unit.hooks.still_there
-            arguments = "documents, result" if unit.shared else "user, result"
             cases = "cases" if unit.shared else "cases of the user"
             raise IngestionConflict(
                 f"{named(unit)} was ingested by another xdist worker of this run to another "
-                f"result ({shown} keeps that one); without {hook}({arguments}) each worker "
+                f"result ({shown} keeps that one); without {unit.signature(hook)} each worker "
                 f"ingests for itself, and this worker's {cases} would be recorded "
                 "against an ingestion the recording does not keep: they are not recorded. "
                 "Ingest first with --eval-ingest-only --live, then run -n with --live-stale "

@@ -135,9 +135,7 @@ def named(unit: SuiteUser) -> str:
 def unit_label(unit: SuiteUser) -> str:
     """How a line names the unit after its suite: `u-ana`, `documents`, `documents
     (preparation)`."""
-    if unit.phase is None or unit.phase is not PREPARATION:
-        return unit.id
-    return f"documents ({unit.phase.recording})"
+    return f"documents ({PREPARATION.recording})" if unit.phase is PREPARATION else unit.id
 
 
 def _unit(ctx: SuiteContext, unit: SuiteUser | None) -> SuiteUser:
@@ -174,7 +172,7 @@ def user_pair(ctx: SuiteContext, unit: SuiteUser | None = None) -> RecordingPair
     if run.pair is None:
         variant = variant_of(ingestion_key(ctx, unit)[0], unit.phase and unit.phase.id)
         kept = RecordingPair.of_user(
-            ctx.cassette_root, ctx.suite.name, unit.id, variant, _recording_name(unit)
+            ctx.cassette_root, ctx.suite.name, unit.id, variant, unit.recording
         )
         run.pair = kept if os.path.lexists(kept.json_path) else last_recorded_pair(ctx, unit)
     return run.pair
@@ -184,13 +182,7 @@ def last_recorded_pair(ctx: SuiteContext, unit: SuiteUser | None = None) -> Reco
     """`users/<id>.json` (`documents/ingestion.json`): the recording of the variant last
     recorded (the name the unit's ingestions lock on, whatever their variant)."""
     unit = _unit(ctx, unit)
-    return RecordingPair.of_user(
-        ctx.cassette_root, ctx.suite.name, unit.id, shared=_recording_name(unit)
-    )
-
-
-def _recording_name(unit: SuiteUser) -> str | None:
-    return unit.phase.recording if unit.phase is not None else None
+    return RecordingPair.of_user(ctx.cassette_root, ctx.suite.name, unit.id, shared=unit.recording)
 
 
 def ingests(ctx: SuiteContext, unit: SuiteUser | None = None) -> bool:

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..domain.ingestion_phases import PREPARATION_ID
 from ..store.folders import DOCUMENTS_FOLDER, USERS_FOLDER
 from ..store.user_recordings import ListedRecording, list_user_recordings, settings_of
 from .formatting import fmt_int, fmt_usd
@@ -34,7 +35,8 @@ def suites_with_users(root: Path) -> list[str]:
 def variants_view(root: Path, suite: str, user: str | None = None) -> dict[str, Any]:
     """A suite's recordings as JSON: `variants` (name -> settings, None for none, or the
     string SETTINGS_UNKNOWN) and `recordings`, by user, the last recorded first; and when the
-    suite has shared documents' recordings, `document_variants`, theirs."""
+    suite has shared documents' recordings, `document_variants`, theirs (and
+    `preparation_variants`, their preparation's)."""
     view: dict[str, Any] = {"suite": suite, "variants": {}, "recordings": []}
     for shared, variants_field in ((True, "document_variants"), (False, "variants")):
         listed = [
@@ -44,9 +46,12 @@ def variants_view(root: Path, suite: str, user: str | None = None) -> dict[str, 
         ]
         if shared and not listed:
             continue
-        variants: dict[str, Any] = view.setdefault(variants_field, {})
+        view.setdefault(variants_field, {})
         for entry in listed:
             view["recordings"].append(_row(root / suite, entry))
+            # a documents' preparation's variants are named by its own settings: apart too
+            field = "preparation_variants" if entry.user == PREPARATION_ID else variants_field
+            variants: dict[str, Any] = view.setdefault(field, {})
             if shared:
                 view["recordings"][-1]["documents"] = True
             if entry.recording is None:
@@ -94,9 +99,13 @@ def variants_lines(view: dict[str, Any]) -> list[str]:
     for name, settings in sorted(view["variants"].items()):
         shown = settings if isinstance(settings, str) else _settings_text(settings)
         lines.append(f"  variant {name}: {shown}")
-    for name, settings in sorted(view.get("document_variants", {}).items()):
-        shown = settings if isinstance(settings, str) else _settings_text(settings)
-        lines.append(f"  documents variant {name}: {shown}")
+    for field, kind in (
+        ("document_variants", "documents"),
+        ("preparation_variants", "preparation"),
+    ):
+        for name, settings in sorted(view.get(field, {}).items()):
+            shown = settings if isinstance(settings, str) else _settings_text(settings)
+            lines.append(f"  {kind} variant {name}: {shown}")
     header = ["user", "variant", "recorded at", "requests", "tokens", "cost", "file"]
     rows = [header] + [_cells(row) for row in recordings]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
